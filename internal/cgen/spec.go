@@ -1,0 +1,207 @@
+// Package cgen generates the checked-in bindings of rocm-go from a small
+// per-library spec and the library's real C headers, parsed with
+// modernc.org/cc/v4.
+//
+// For a spec in package directory P with package name N it writes:
+//
+//   - zN.h: the C declarations of the bound subset (types, enums, macro
+//     constants, function pointer types), the function table's interface and
+//     typed trampolines. Compiled after the real header with RG_<N>_ABI_CHECK
+//     defined, it turns into an ABI check: every prototype is redeclared and
+//     every struct layout, enum value and macro value is asserted.
+//   - zN.c: the function table, filled lazily with dlsym or by hand.
+//   - zN.go: Go enum types with String(), status name and description tables
+//     that work before the library is loaded, and the table's Go side.
+//
+// Output is deterministic and starts with a DO NOT EDIT line.
+package cgen
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// Spec says what to bind from one library.
+//
+// The format is line oriented; '#' starts a comment. Directives:
+//
+//	package hip                         Go package; C names use rg_hip_
+//	header hip/hip_runtime_api.h        header to parse (repeatable)
+//	define __HIP_PLATFORM_AMD__         macro defined before the headers
+//	prelude typedef int x_t;            C text placed before the headers
+//	status hipError_t hipSuccess        the status type and its success value
+//	enum hipError_t Status trim=hipError,hip    Go enum from a C enum
+//	consts HostMallocFlags hipHostMalloc trim=hipHostMalloc   Go constants from macros
+//	struct hipDeviceProp_tR0600         a struct to define in full
+//	func hipMalloc device               a function; "device" adds a trampoline
+//	                                    that sets the device in the same C call
+type Spec struct {
+	Package string
+	Headers []string
+	Defines []string // NAME or NAME=VALUE
+	Prelude []string
+	Status  *StatusSpec
+	Enums   []EnumSpec
+	Consts  []ConstsSpec
+	Structs []string
+	Funcs   []FuncSpec
+	// File is where the spec was read from, for messages.
+	File string
+}
+
+// StatusSpec names the library's status enum and its success value.
+type StatusSpec struct {
+	Type    string
+	Success string
+}
+
+// EnumSpec maps a C enum typedef to a Go type. Enumerator names lose the
+// first matching Trim prefix and gain the Go type name as prefix.
+type EnumSpec struct {
+	CType  string
+	GoType string
+	Trim   []string
+}
+
+// ConstsSpec collects the integer object-like macros whose names start with
+// Prefix into constants of a Go type.
+type ConstsSpec struct {
+	GoType string
+	Prefix string
+	Trim   []string
+}
+
+// FuncSpec is one bound function.
+type FuncSpec struct {
+	Name   string
+	Device bool
+}
+
+// ReadSpec reads a spec file.
+func ReadSpec(path string) (*Spec, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	s, err := ParseSpec(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	s.File = path
+	return s, nil
+}
+
+// ParseSpec parses a spec.
+func ParseSpec(r io.Reader) (*Spec, error) {
+	s := &Spec{}
+	seenFunc := map[string]bool{}
+	sc := bufio.NewScanner(r)
+	line := 0
+	for sc.Scan() {
+		line++
+		text := sc.Text()
+		if i := strings.IndexByte(text, '#'); i >= 0 && !strings.HasPrefix(strings.TrimSpace(text), "prelude") {
+			text = text[:i]
+		}
+		fields := strings.Fields(text)
+		if len(fields) == 0 {
+			continue
+		}
+		bad := func(format string, args ...any) error {
+			return fmt.Errorf("line %d: %s", line, fmt.Sprintf(format, args...))
+		}
+		kw, args := fields[0], fields[1:]
+		switch kw {
+		case "package":
+			if len(args) != 1 {
+				return nil, bad("package takes one name")
+			}
+			s.Package = args[0]
+		case "header":
+			if len(args) != 1 {
+				return nil, bad("header takes one path")
+			}
+			s.Headers = append(s.Headers, args[0])
+		case "define":
+			if len(args) != 1 {
+				return nil, bad("define takes NAME or NAME=VALUE")
+			}
+			s.Defines = append(s.Defines, args[0])
+		case "prelude":
+			s.Prelude = append(s.Prelude, strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(sc.Text()), "prelude")))
+		case "status":
+			if len(args) != 2 {
+				return nil, bad("status takes TYPE SUCCESS")
+			}
+			s.Status = &StatusSpec{Type: args[0], Success: args[1]}
+		case "enum":
+			if len(args) < 2 {
+				return nil, bad("enum takes CTYPE GOTYPE [trim=a,b]")
+			}
+			e := EnumSpec{CType: args[0], GoType: args[1]}
+			for _, o := range args[2:] {
+				v, ok := strings.CutPrefix(o, "trim=")
+				if !ok {
+					return nil, bad("unknown enum option %q", o)
+				}
+				e.Trim = strings.Split(v, ",")
+			}
+			s.Enums = append(s.Enums, e)
+		case "consts":
+			if len(args) < 2 {
+				return nil, bad("consts takes GOTYPE PREFIX [trim=a,b]")
+			}
+			c := ConstsSpec{GoType: args[0], Prefix: args[1]}
+			for _, o := range args[2:] {
+				v, ok := strings.CutPrefix(o, "trim=")
+				if !ok {
+					return nil, bad("unknown consts option %q", o)
+				}
+				c.Trim = strings.Split(v, ",")
+			}
+			s.Consts = append(s.Consts, c)
+		case "struct":
+			if len(args) != 1 {
+				return nil, bad("struct takes one type name")
+			}
+			s.Structs = append(s.Structs, args[0])
+		case "func":
+			if len(args) < 1 || len(args) > 2 {
+				return nil, bad("func takes NAME [device]")
+			}
+			fs := FuncSpec{Name: args[0]}
+			if len(args) == 2 {
+				if args[1] != "device" {
+					return nil, bad("unknown func option %q", args[1])
+				}
+				fs.Device = true
+			}
+			if seenFunc[fs.Name] {
+				return nil, bad("func %s listed twice", fs.Name)
+			}
+			seenFunc[fs.Name] = true
+			s.Funcs = append(s.Funcs, fs)
+		default:
+			return nil, bad("unknown directive %q", kw)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	switch {
+	case s.Package == "":
+		return nil, fmt.Errorf("no package directive")
+	case len(s.Headers) == 0:
+		return nil, fmt.Errorf("no header directive")
+	}
+	for _, f := range s.Funcs {
+		if f.Device && s.Status == nil {
+			return nil, fmt.Errorf("func %s: device trampolines need a status directive", f.Name)
+		}
+	}
+	return s, nil
+}

@@ -1,0 +1,126 @@
+package dl
+
+import (
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestOpenMissingListsEveryPath(t *testing.T) {
+	dir := t.TempDir()
+	s := Search{
+		Explicit: []string{filepath.Join(dir, "nope.so")},
+		Dirs:     []string{dir},
+		Sonames:  []string{"libdoesnotexist.so.7", "libdoesnotexist.so.6"},
+	}
+	lib, err := Open("Test library", "set TEST_PATH", s.Candidates())
+	require.Error(t, err)
+	assert.Nil(t, lib)
+	assert.ErrorIs(t, err, ErrLibraryNotFound)
+	var le *LoadError
+	require.True(t, errors.As(err, &le))
+	assert.Equal(t, []string{
+		filepath.Join(dir, "nope.so"),
+		filepath.Join(dir, "libdoesnotexist.so.7"),
+		filepath.Join(dir, "libdoesnotexist.so.6"),
+		"libdoesnotexist.so.7",
+		"libdoesnotexist.so.6",
+	}, paths(le.Tried))
+	msg := err.Error()
+	for _, a := range le.Tried {
+		assert.Contains(t, msg, a.Path)
+		assert.NotEmpty(t, a.Err)
+	}
+	assert.Contains(t, msg, "Test library not found")
+	assert.Contains(t, msg, "set TEST_PATH")
+}
+
+func TestOpenNoCandidates(t *testing.T) {
+	_, err := Open("Nothing", "", nil)
+	assert.ErrorIs(t, err, ErrLibraryNotFound)
+	assert.Contains(t, err.Error(), "no path to try")
+}
+
+func paths(as []Attempt) []string {
+	var out []string
+	for _, a := range as {
+		out = append(out, a.Path)
+	}
+	return out
+}
+
+func TestSymbolPresentAndMissing(t *testing.T) {
+	lib, err := Open("C math library", "", []string{"libm.so.6"})
+	require.NoError(t, err)
+	defer lib.Close()
+	p, err := lib.Sym("cos")
+	require.NoError(t, err)
+	assert.NotNil(t, p)
+	assert.Contains(t, lib.File("cos"), "libm")
+
+	p, err = lib.Sym("rocm_go_no_such_symbol")
+	assert.Nil(t, p)
+	assert.ErrorIs(t, err, ErrSymbolNotFound)
+	assert.Contains(t, err.Error(), "rocm_go_no_such_symbol")
+	assert.Contains(t, err.Error(), "libm.so.6")
+}
+
+func TestReferenceCounting(t *testing.T) {
+	a, err := Open("C math library", "", []string{"libm.so.6"})
+	require.NoError(t, err)
+	b, err := Open("C math library", "", []string{"libm.so.6"})
+	require.NoError(t, err)
+	assert.Same(t, a, b)
+	assert.Equal(t, 2, a.Refs())
+
+	require.NoError(t, a.Close())
+	assert.Equal(t, 1, a.Refs())
+	_, err = b.Sym("sin")
+	assert.NoError(t, err, "still open after one of two closes")
+
+	require.NoError(t, b.Close())
+	assert.Equal(t, 0, a.Refs())
+	assert.Nil(t, a.Handle())
+	_, err = a.Sym("sin")
+	assert.ErrorIs(t, err, ErrSymbolNotFound)
+	assert.Contains(t, err.Error(), "closed")
+
+	err = a.Close()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "already closed")
+
+	// A fresh open after the last close maps it again.
+	c, err := Open("C math library", "", []string{"libm.so.6"})
+	require.NoError(t, err)
+	assert.NotSame(t, a, c)
+	require.NoError(t, c.Close())
+}
+
+func TestCandidatesOrder(t *testing.T) {
+	root := t.TempDir()
+	explicitDir := t.TempDir()
+	t.Setenv("RG_TEST_ROOT", root)
+	t.Setenv("RG_TEST_EMPTY", "")
+	s := Search{
+		Explicit: []string{"/x/libfoo.so", explicitDir},
+		Env: []EnvDir{
+			{Var: "RG_TEST_ROOT", Subdir: []string{"lib", "lib64"}},
+			{Var: "RG_TEST_EMPTY", Subdir: []string{"lib"}},
+			{Var: "RG_TEST_UNSET_VARIABLE", Subdir: []string{"lib"}},
+		},
+		Dirs:    []string{"/opt/rocm/lib", filepath.Join(root, "lib")}, // duplicate dropped
+		Sonames: []string{"libfoo.so.2", "libfoo.so.1"},
+	}
+	want := []string{
+		"/x/libfoo.so",
+		filepath.Join(explicitDir, "libfoo.so.2"), filepath.Join(explicitDir, "libfoo.so.1"),
+		filepath.Join(root, "lib", "libfoo.so.2"), filepath.Join(root, "lib", "libfoo.so.1"),
+		filepath.Join(root, "lib64", "libfoo.so.2"), filepath.Join(root, "lib64", "libfoo.so.1"),
+		"/opt/rocm/lib/libfoo.so.2", "/opt/rocm/lib/libfoo.so.1",
+		"libfoo.so.2", "libfoo.so.1",
+	}
+	assert.Equal(t, want, s.Candidates())
+}
