@@ -29,8 +29,8 @@ func Emit(m *Model, specName string) (Files, error) {
 		return nil, fmt.Errorf("cgen: formatting the Go output: %w", err)
 	}
 	return Files{
-		HeaderName(m.Spec.Package): e.header(),
-		"z" + m.Spec.Package + ".c": e.table(),
+		HeaderName(m.Spec.Package):   e.header(),
+		"z" + m.Spec.Package + ".c":  e.table(),
 		"z" + m.Spec.Package + ".go": goSrc,
 	}, nil
 }
@@ -54,14 +54,20 @@ func (e *emitter) doNotEdit(comment string) string {
 }
 
 // Names used in C.
-func (e *emitter) pfx() string                  { return "rg_" + e.lib + "_" }
-func (e *emitter) upper() string                { return "RG_" + strings.ToUpper(e.lib) + "_" }
-func (e *emitter) fnType(f *Func) string        { return e.pfx() + "fn_" + f.Name }
-func (e *emitter) idx(f *Func) string           { return e.pfx() + "idx_" + f.Name }
-func (e *emitter) statusType() string           { return e.m.Spec.Status.Type }
-func (e *emitter) paramDecls(f *Func) []string  { return mapParams(f, func(p Param) string { return p.Decl }) }
-func (e *emitter) paramTypes(f *Func) []string  { return mapParams(f, func(p Param) string { return p.Type }) }
-func (e *emitter) paramNames(f *Func) []string  { return mapParams(f, func(p Param) string { return p.Name }) }
+func (e *emitter) pfx() string           { return "rg_" + e.lib + "_" }
+func (e *emitter) upper() string         { return "RG_" + strings.ToUpper(e.lib) + "_" }
+func (e *emitter) fnType(f *Func) string { return e.pfx() + "fn_" + f.Name }
+func (e *emitter) idx(f *Func) string    { return e.pfx() + "idx_" + f.Name }
+func (e *emitter) statusType() string    { return e.m.Spec.Status.Type }
+func (e *emitter) paramDecls(f *Func) []string {
+	return mapParams(f, func(p Param) string { return p.Decl })
+}
+func (e *emitter) paramTypes(f *Func) []string {
+	return mapParams(f, func(p Param) string { return p.Type })
+}
+func (e *emitter) paramNames(f *Func) []string {
+	return mapParams(f, func(p Param) string { return p.Name })
+}
 func (e *emitter) proto(name string, f *Func) string {
 	ps := e.paramDecls(f)
 	if len(ps) == 0 {

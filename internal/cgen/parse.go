@@ -697,7 +697,9 @@ func (p *parser) declQ(t cc.Type, name string, consts []bool) string {
 }
 
 // declStructural spells t without using its own typedef name.
-func (p *parser) declStructural(t cc.Type, name string) string { return p.declStructuralQ(t, name, nil) }
+func (p *parser) declStructural(t cc.Type, name string) string {
+	return p.declStructuralQ(t, name, nil)
+}
 
 func (p *parser) declStructuralQ(t cc.Type, name string, consts []bool) string {
 	switch x := t.(type) {
