@@ -97,7 +97,7 @@ func TestModel(t *testing.T) {
 	for _, v := range m.Consts[0].Values {
 		names = append(names, v.GoName)
 	}
-	assert.Equal(t, []string{"HostMallocFlagsDefault", "HostMallocFlagsPortable", "HostMallocFlagsMapped", "HostMallocFlagsNuma"}, names, "function-like macros are left out")
+	assert.Equal(t, []string{"HostMallocDefault", "HostMallocPortable", "HostMallocMapped", "HostMallocNuma"}, names, "function-like macros are left out")
 	assert.Equal(t, int64(1<<30), m.Consts[0].Values[3].Value)
 	assert.Equal(t, "Visible to all contexts.", m.Consts[0].Values[1].Doc)
 	assert.Equal(t, "Mapped into the device's address space.", m.Consts[0].Values[2].Doc)
@@ -121,7 +121,7 @@ func TestGoOutputTypeChecks(t *testing.T) {
 	conf := types.Config{Importer: importer.ForCompiler(fset, "source", nil)}
 	pkg, err := conf.Check("fix", fset, []*ast.File{f}, nil)
 	require.NoError(t, err)
-	for _, name := range []string{"Status", "Mode", "Signed", "HostMallocFlags", "StatusOutOfMemory", "HostMallocFlagsMapped"} {
+	for _, name := range []string{"Status", "Mode", "Signed", "HostMallocFlags", "StatusOutOfMemory", "HostMallocMapped"} {
 		assert.NotNil(t, pkg.Scope().Lookup(name), name)
 	}
 	for _, d := range f.Decls {
@@ -172,10 +172,9 @@ func TestGeneratedTableRunsAgainstAFakeLibrary(t *testing.T) {
 
 // abiCheck compiles the generated header after the given fixture header.
 func abiCheck(t *testing.T, cc, genDir, includeDir string) (string, error) {
-	src := "#define FIX_PLATFORM 1\n#include <fix/fix_api.h>\n#define " + ABICheckMacro("fix") + " 1\n#include \"zfix.h\"\n"
-	file := filepath.Join(t.TempDir(), "abi.c")
-	require.NoError(t, os.WriteFile(file, []byte(src), 0o644))
-	return run(t, cc, "-std=c11", "-fsyntax-only", "-Werror", "-I", genDir, "-I", includeDir, file)
+	spec, err := ReadSpec(fixtureSpec)
+	require.NoError(t, err)
+	return ABICheck(cc, spec, genDir, includeDir)
 }
 
 func TestABICheckPassesOnTheRealHeader(t *testing.T) {
@@ -249,4 +248,16 @@ func TestModelErrors(t *testing.T) {
 	_, err = Parse(spec, fixtureInclude)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "define FIX_PLATFORM")
+}
+
+func TestConstsExclude(t *testing.T) {
+	spec, err := ParseSpec(strings.NewReader("package fix\nheader fix/fix_api.h\ndefine FIX_PLATFORM\nconsts Flags fixHostMalloc exclude=fixHostMallocNuma,fixHostMallocMapped\n"))
+	require.NoError(t, err)
+	m, err := Parse(spec, fixtureInclude)
+	require.NoError(t, err)
+	var names []string
+	for _, v := range m.Consts[0].Values {
+		names = append(names, v.CName)
+	}
+	assert.Equal(t, []string{"fixHostMallocDefault", "fixHostMallocPortable"}, names)
 }

@@ -204,7 +204,12 @@ func (e *emitter) trampoline(b *bytes.Buffer, f *Func) {
 	dev := &Func{Name: f.Name, Result: f.Result, Params: append([]Param{{Name: "rg_device", Decl: "int rg_device", Type: "int"}}, f.Params...)}
 	fmt.Fprintf(b, "\n// rg_%s_on makes the device current, then calls %s, in one C call.\n", f.Name, f.Name)
 	fmt.Fprintf(b, "static inline %s {\n", e.proto("rg_"+f.Name+"_on", dev))
-	fmt.Fprintf(b, "\tif (%[1]ssetdev == NULL || %[1]ssetdev(rg_device) != 0) return %[2]sNODEVICE;\n", e.pfx(), e.upper())
+	if e.m.Spec.Status.NativeSetDevice {
+		fmt.Fprintf(b, "\tif (%[1]ssetdev == NULL) return %[2]sNODEVICE;\n", e.pfx(), e.upper())
+		fmt.Fprintf(b, "\tint rg_status = %ssetdev(rg_device);\n\tif (rg_status != 0) return (%s)rg_status;\n", e.pfx(), f.Result)
+	} else {
+		fmt.Fprintf(b, "\tif (%[1]ssetdev == NULL || %[1]ssetdev(rg_device) != 0) return %[2]sNODEVICE;\n", e.pfx(), e.upper())
+	}
 	fmt.Fprintf(b, "\treturn rg_%s(%s);\n}\n", f.Name, strings.Join(e.paramNames(f), ", "))
 }
 
@@ -280,6 +285,7 @@ func (e *emitter) goFile() []byte {
 		}
 		b.WriteString(")\n\n")
 		e.goString(&b, en.GoName, "the C name of", en.Values, func(v EnumValue) string { return v.CName })
+		e.goValues(&b, en.GoName, en.Values)
 		if en.Status {
 			e.goString(&b, en.GoName, "the header's description of", en.Values, func(v EnumValue) string { return v.Doc })
 		}
@@ -321,6 +327,20 @@ func (e *emitter) goString(b *bytes.Buffer, typ, what string, vals []EnumValue, 
 		fmt.Fprintf(b, "\tcase %s:\n\t\treturn %q\n", v.GoName, t)
 	}
 	fmt.Fprintf(b, "\t}\n\treturn \"%s(\" + strconv.FormatInt(int64(v), 10) + \")\"\n}\n\n", typ)
+}
+
+// goValues writes the list of distinct values, for tests and tools.
+func (e *emitter) goValues(b *bytes.Buffer, typ string, vals []EnumValue) {
+	name := strings.ToLower(typ[:1]) + typ[1:] + "Values"
+	fmt.Fprintf(b, "// %s lists the distinct values of %s.\nvar %s = []%s{", name, typ, name, typ)
+	seen := map[int64]bool{}
+	for _, v := range vals {
+		if !seen[v.Value] {
+			seen[v.Value] = true
+			fmt.Fprintf(b, "%s, ", v.GoName)
+		}
+	}
+	b.WriteString("}\n\n")
 }
 
 func commonPrefix(vals []EnumValue) int {

@@ -55,24 +55,10 @@ func Parse(spec *Spec, includeDirs []string) (*Model, error) {
 	cfg.Header = true
 	cfg.IncludePaths = append(cfg.IncludePaths, includeDirs...)
 	cfg.SysIncludePaths = append(cfg.SysIncludePaths, includeDirs...)
-	var src strings.Builder
-	for _, d := range spec.Defines {
-		name, val, ok := strings.Cut(d, "=")
-		if !ok {
-			val = "1"
-		}
-		fmt.Fprintf(&src, "#define %s %s\n", name, val)
-	}
-	for _, p := range spec.Prelude {
-		src.WriteString(p + "\n")
-	}
-	for _, h := range spec.Headers {
-		fmt.Fprintf(&src, "#include <%s>\n", h)
-	}
 	ast, err := cc.Translate(cfg, []cc.Source{
 		{Name: "<predefined>", Value: cfg.Predefined},
 		{Name: "<builtin>", Value: cc.Builtin},
-		{Name: "<" + spec.Package + " bindings>", Value: src.String()},
+		{Name: "<" + spec.Package + " bindings>", Value: spec.headerSource()},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cgen: parsing %s: %w", strings.Join(spec.Headers, ", "), err)
@@ -204,7 +190,7 @@ func (p *parser) model() (*Model, error) {
 			continue
 		}
 		e.GoName = es.GoType
-		p.goNames(es.CType, es.GoType, es.Trim, e.Values)
+		p.goNames(es.CType, es.Prefix, es.Trim, e.Values)
 		m.GoEnums = append(m.GoEnums, e)
 	}
 	if st := p.spec.Status; st != nil {
@@ -609,10 +595,15 @@ func (p *parser) goNames(ctype, goType string, trims []string, vals []EnumValue)
 	}
 }
 
+// camel joins snake_case or UPPER_SNAKE parts into CamelCase; a part in
+// capitals only keeps its first one ("MAX_THREADS" → "MaxThreads").
 func camel(s string) string {
 	parts := strings.FieldsFunc(s, func(r rune) bool { return r == '_' })
 	var b strings.Builder
 	for _, part := range parts {
+		if len(parts) > 1 && strings.ToUpper(part) == part {
+			part = strings.ToLower(part)
+		}
 		b.WriteString(strings.ToUpper(part[:1]) + part[1:])
 	}
 	return b.String()
@@ -628,11 +619,11 @@ func (p *parser) consts(cs ConstsSpec) *ConstGroup {
 	}
 	var ms []mv
 	for name, m := range p.ast.Macros {
-		if !strings.HasPrefix(name, cs.Prefix) || m.IsFnLike {
+		if !strings.HasPrefix(name, cs.Prefix) || m.IsFnLike || hasAnyPrefix(name, cs.Exclude) {
 			continue
 		}
 		v, ok := intValue(m.Value())
-		if !ok {
+		if !ok || !cc.IsIntegerType(m.Type()) { // ((hipStream_t)2) is no integer
 			continue
 		}
 		pos := m.Position()
@@ -657,7 +648,7 @@ func (p *parser) consts(cs ConstsSpec) *ConstGroup {
 	if len(trims) == 0 {
 		trims = []string{cs.Prefix}
 	}
-	p.goNames(cs.Prefix+"*", cs.GoType, trims, g.Values)
+	p.goNames(cs.Prefix+"*", cs.GoPrefix, trims, g.Values)
 	return g
 }
 
@@ -962,4 +953,13 @@ func paramPointerConsts(prm *cc.Parameter) []bool {
 		out = append(out, inner[i])
 	}
 	return out
+}
+
+func hasAnyPrefix(s string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
 }

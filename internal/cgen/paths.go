@@ -1,7 +1,9 @@
 package cgen
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 )
 
@@ -31,4 +33,23 @@ func FindHeader(dirs []string, header string) string {
 		}
 	}
 	return ""
+}
+
+// ABICheck compiles the generated header in pkgDir after the spec's real
+// headers from includeDir, with the ABI-check macro defined, and returns the
+// compiler's output. Any drift in a prototype, struct layout or constant is
+// a compile error.
+func ABICheck(cc string, spec *Spec, pkgDir, includeDir string) (string, error) {
+	src := spec.headerSource() + fmt.Sprintf("#define %s 1\n#include \"%s\"\n", ABICheckMacro(spec.Package), HeaderName(spec.Package))
+	dir, err := os.MkdirTemp("", "rocm-go-abi")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(dir)
+	file := filepath.Join(dir, spec.Package+"_abi.c")
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		return "", err
+	}
+	out, err := exec.Command(cc, "-std=gnu11", "-fsyntax-only", "-Werror", "-I", pkgDir, "-idirafter", includeDir, file).CombinedOutput()
+	return string(out), err
 }

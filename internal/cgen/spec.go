@@ -32,9 +32,15 @@ import (
 //	header hip/hip_runtime_api.h        header to parse (repeatable)
 //	define __HIP_PLATFORM_AMD__         macro defined before the headers
 //	prelude typedef int x_t;            C text placed before the headers
-//	status hipError_t hipSuccess        the status type and its success value
+//	status hipError_t hipSuccess native-setdev
+//	                                    the status type and its success value;
+//	                                    native-setdev: the set-device function
+//	                                    returns it (device trampolines pass its
+//	                                    failure through)
 //	enum hipError_t Status trim=hipError,hip    Go enum from a C enum
-//	consts HostMallocFlags hipHostMalloc trim=hipHostMalloc   Go constants from macros
+//	consts EventFlags hipEvent exclude=hipEventRecord prefix=Event
+//	                                    Go constants from macros; prefix= sets
+//	                                    the Go names' prefix (default: the type)
 //	struct hipDeviceProp_tR0600         a struct to define in full
 //	func hipMalloc device               a function; "device" adds a trampoline
 //	                                    that sets the device in the same C call
@@ -53,25 +59,31 @@ type Spec struct {
 }
 
 // StatusSpec names the library's status enum and its success value.
+// NativeSetDevice says that the set-device function returns this status
+// type, so device trampolines pass its failure through.
 type StatusSpec struct {
-	Type    string
-	Success string
+	Type            string
+	Success         string
+	NativeSetDevice bool
 }
 
 // EnumSpec maps a C enum typedef to a Go type. Enumerator names lose the
-// first matching Trim prefix and gain the Go type name as prefix.
+// first matching Trim prefix and gain Prefix (by default the Go type name).
 type EnumSpec struct {
 	CType  string
 	GoType string
 	Trim   []string
+	Prefix string
 }
 
 // ConstsSpec collects the integer object-like macros whose names start with
-// Prefix into constants of a Go type.
+// Prefix, and with none of Exclude, into constants of a Go type.
 type ConstsSpec struct {
-	GoType string
-	Prefix string
-	Trim   []string
+	GoType   string
+	Prefix   string
+	Trim     []string
+	Exclude  []string
+	GoPrefix string // Go constant prefix; the Go type name by default
 }
 
 // FuncSpec is one bound function.
@@ -134,34 +146,40 @@ func ParseSpec(r io.Reader) (*Spec, error) {
 		case "prelude":
 			s.Prelude = append(s.Prelude, strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(sc.Text()), "prelude")))
 		case "status":
-			if len(args) != 2 {
-				return nil, bad("status takes TYPE SUCCESS")
+			if len(args) < 2 || len(args) > 3 || len(args) == 3 && args[2] != "native-setdev" {
+				return nil, bad("status takes TYPE SUCCESS [native-setdev]")
 			}
-			s.Status = &StatusSpec{Type: args[0], Success: args[1]}
+			s.Status = &StatusSpec{Type: args[0], Success: args[1], NativeSetDevice: len(args) == 3}
 		case "enum":
 			if len(args) < 2 {
-				return nil, bad("enum takes CTYPE GOTYPE [trim=a,b]")
+				return nil, bad("enum takes CTYPE GOTYPE [trim=a,b] [prefix=GoPrefix]")
 			}
-			e := EnumSpec{CType: args[0], GoType: args[1]}
+			e := EnumSpec{CType: args[0], GoType: args[1], Prefix: args[1]}
 			for _, o := range args[2:] {
-				v, ok := strings.CutPrefix(o, "trim=")
-				if !ok {
+				if v, ok := strings.CutPrefix(o, "trim="); ok {
+					e.Trim = strings.Split(v, ",")
+				} else if v, ok := strings.CutPrefix(o, "prefix="); ok {
+					e.Prefix = v
+				} else {
 					return nil, bad("unknown enum option %q", o)
 				}
-				e.Trim = strings.Split(v, ",")
 			}
 			s.Enums = append(s.Enums, e)
 		case "consts":
 			if len(args) < 2 {
-				return nil, bad("consts takes GOTYPE PREFIX [trim=a,b]")
+				return nil, bad("consts takes GOTYPE PREFIX [trim=a,b] [exclude=c,d] [prefix=GoPrefix]")
 			}
-			c := ConstsSpec{GoType: args[0], Prefix: args[1]}
+			c := ConstsSpec{GoType: args[0], Prefix: args[1], GoPrefix: args[0]}
 			for _, o := range args[2:] {
-				v, ok := strings.CutPrefix(o, "trim=")
-				if !ok {
+				if v, ok := strings.CutPrefix(o, "trim="); ok {
+					c.Trim = strings.Split(v, ",")
+				} else if v, ok := strings.CutPrefix(o, "prefix="); ok {
+					c.GoPrefix = v
+				} else if v, ok := strings.CutPrefix(o, "exclude="); ok {
+					c.Exclude = strings.Split(v, ",")
+				} else {
 					return nil, bad("unknown consts option %q", o)
 				}
-				c.Trim = strings.Split(v, ",")
 			}
 			s.Consts = append(s.Consts, c)
 		case "struct":
@@ -204,4 +222,24 @@ func ParseSpec(r io.Reader) (*Spec, error) {
 		}
 	}
 	return s, nil
+}
+
+// headerSource is the C text that brings in the spec's headers: its
+// defines, its prelude and its includes.
+func (s *Spec) headerSource() string {
+	var b strings.Builder
+	for _, d := range s.Defines {
+		name, val, ok := strings.Cut(d, "=")
+		if !ok {
+			val = "1"
+		}
+		fmt.Fprintf(&b, "#define %s %s\n", name, val)
+	}
+	for _, p := range s.Prelude {
+		b.WriteString(p + "\n")
+	}
+	for _, h := range s.Headers {
+		fmt.Fprintf(&b, "#include <%s>\n", h)
+	}
+	return b.String()
 }

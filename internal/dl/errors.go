@@ -33,7 +33,8 @@ func (e *LoadError) Error() string {
 	} else {
 		b.WriteString("; tried:")
 		for _, a := range e.Tried {
-			fmt.Fprintf(&b, "\n\t%s: %s", a.Path, a.Err)
+			// dlerror's message usually starts with the path already.
+			fmt.Fprintf(&b, "\n\t%s: %s", a.Path, strings.TrimPrefix(a.Err, a.Path+": "))
 		}
 	}
 	if e.Hint != "" {

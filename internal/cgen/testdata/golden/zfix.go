@@ -40,6 +40,9 @@ func (v Status) String() string {
 	return "Status(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
+// statusValues lists the distinct values of Status.
+var statusValues = []Status{StatusSuccess, StatusInvalidValue, StatusOutOfMemory, StatusNotReady, StatusUnknown}
+
 // Description returns the header's description of the value.
 func (v Status) Description() string {
 	switch v {
@@ -83,6 +86,9 @@ func (v Mode) String() string {
 	return "Mode(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
+// modeValues lists the distinct values of Mode.
+var modeValues = []Mode{ModeFast, ModeAccurate, ModeLog}
+
 // Signed is the C enum fixSigned.
 type Signed int32
 
@@ -105,31 +111,34 @@ func (v Signed) String() string {
 	return "Signed(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
+// signedValues lists the distinct values of Signed.
+var signedValues = []Signed{SignedMinus, SignedZero}
+
 // HostMallocFlags holds the values of the fixHostMalloc* macros.
 type HostMallocFlags uint32
 
 // Values of HostMallocFlags.
 const (
-	// HostMallocFlagsDefault is fixHostMallocDefault: Portable memory.
-	HostMallocFlagsDefault HostMallocFlags = 0
-	// HostMallocFlagsPortable is fixHostMallocPortable: Visible to all contexts.
-	HostMallocFlagsPortable HostMallocFlags = 1
-	// HostMallocFlagsMapped is fixHostMallocMapped: Mapped into the device's address space.
-	HostMallocFlagsMapped HostMallocFlags = 2
-	// HostMallocFlagsNuma is fixHostMallocNuma
-	HostMallocFlagsNuma HostMallocFlags = 1073741824
+	// HostMallocDefault is fixHostMallocDefault: Portable memory.
+	HostMallocDefault HostMallocFlags = 0
+	// HostMallocPortable is fixHostMallocPortable: Visible to all contexts.
+	HostMallocPortable HostMallocFlags = 1
+	// HostMallocMapped is fixHostMallocMapped: Mapped into the device's address space.
+	HostMallocMapped HostMallocFlags = 2
+	// HostMallocNuma is fixHostMallocNuma
+	HostMallocNuma HostMallocFlags = 1073741824
 )
 
 // String returns the C name of the value.
 func (v HostMallocFlags) String() string {
 	switch v {
-	case HostMallocFlagsDefault:
+	case HostMallocDefault:
 		return "fixHostMallocDefault"
-	case HostMallocFlagsPortable:
+	case HostMallocPortable:
 		return "fixHostMallocPortable"
-	case HostMallocFlagsMapped:
+	case HostMallocMapped:
 		return "fixHostMallocMapped"
-	case HostMallocFlagsNuma:
+	case HostMallocNuma:
 		return "fixHostMallocNuma"
 	}
 	return "HostMallocFlags(" + strconv.FormatInt(int64(v), 10) + ")"

@@ -206,7 +206,9 @@ static inline fixStatus_t rg_fixGetProps(fixProps_t* props, int device) {
 
 // rg_fixGetProps_on makes the device current, then calls fixGetProps, in one C call.
 static inline fixStatus_t rg_fixGetProps_on(int rg_device, fixProps_t* props, int device) {
-	if (rg_fix_setdev == NULL || rg_fix_setdev(rg_device) != 0) return RG_FIX_NODEVICE;
+	if (rg_fix_setdev == NULL) return RG_FIX_NODEVICE;
+	int rg_status = rg_fix_setdev(rg_device);
+	if (rg_status != 0) return (fixStatus_t)rg_status;
 	return rg_fixGetProps(props, device);
 }
 
@@ -218,7 +220,9 @@ static inline fixStatus_t rg_fixMalloc(void** ptr, size_t size) {
 
 // rg_fixMalloc_on makes the device current, then calls fixMalloc, in one C call.
 static inline fixStatus_t rg_fixMalloc_on(int rg_device, void** ptr, size_t size) {
-	if (rg_fix_setdev == NULL || rg_fix_setdev(rg_device) != 0) return RG_FIX_NODEVICE;
+	if (rg_fix_setdev == NULL) return RG_FIX_NODEVICE;
+	int rg_status = rg_fix_setdev(rg_device);
+	if (rg_status != 0) return (fixStatus_t)rg_status;
 	return rg_fixMalloc(ptr, size);
 }
 
@@ -230,7 +234,9 @@ static inline fixStatus_t rg_fixMemcpy(void* dst, const void* src, size_t size, 
 
 // rg_fixMemcpy_on makes the device current, then calls fixMemcpy, in one C call.
 static inline fixStatus_t rg_fixMemcpy_on(int rg_device, void* dst, const void* src, size_t size, fixStream_t stream) {
-	if (rg_fix_setdev == NULL || rg_fix_setdev(rg_device) != 0) return RG_FIX_NODEVICE;
+	if (rg_fix_setdev == NULL) return RG_FIX_NODEVICE;
+	int rg_status = rg_fix_setdev(rg_device);
+	if (rg_status != 0) return (fixStatus_t)rg_status;
 	return rg_fixMemcpy(dst, src, size, stream);
 }
 

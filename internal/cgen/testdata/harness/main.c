@@ -35,7 +35,7 @@ int main(int argc, char** argv) {
 	rg_fix_set_setdev(setdev);
 	CHECK(rg_fixMalloc_on(2, &p, 16) == fixSuccess && p == (void*)(0x3000 + 16));
 	CHECK(rg_fixMalloc_on(0, &p, 8) == fixSuccess && p == (void*)(0x1000 + 8));
-	CHECK(rg_fixMalloc_on(7, &p, 8) == RG_FIX_NODEVICE);
+	CHECK(rg_fixMalloc_on(7, &p, 8) == fixErrorInvalidValue); // the set-device status, passed through
 
 	// Names and indices.
 	CHECK(strcmp(rg_fix_name(rg_fix_idx_fixLaunch), "fixLaunch") == 0);

@@ -65,6 +65,7 @@ typedef void (*fixCallback_t)(fixStream_t stream, fixStatus_t status, void* user
 #define fixHostMallocMapped 0x2
 #define fixHostMallocNuma (1u << 30)
 #define fixHostMallocLike(x) (x)
+#define fixHostMallocHandle ((fixStream_t)2)
 
 fixStatus_t fixInit(unsigned flags);
 fixStatus_t fixGetCount(int* count);

@@ -1,0 +1,31 @@
+// Hand-written C helpers of package hip, over the generated zhip.h.
+#ifndef RG_HIP_HELPERS_H
+#define RG_HIP_HELPERS_H
+
+#include <stdlib.h>
+
+#include "zhip.h"
+
+// HIP's launch parameter keys (macros with pointer casts in hip_runtime_api.h).
+#define RG_HIP_LAUNCH_PARAM_BUFFER_POINTER ((void*)0x01)
+#define RG_HIP_LAUNCH_PARAM_BUFFER_SIZE ((void*)0x02)
+#define RG_HIP_LAUNCH_PARAM_END ((void*)0x03)
+
+void rg_hip_install_setdev(void);
+void* rg_hip_setdev_func(void);
+
+// rg_hip_launch launches f with its arguments packed in one buffer, which
+// the runtime copies before returning; the device is made current in the
+// same call.
+static inline hipError_t rg_hip_launch(int dev, hipFunction_t f, unsigned gx, unsigned gy, unsigned gz,
+                                       unsigned bx, unsigned by, unsigned bz, unsigned shared,
+                                       hipStream_t stream, void* args, size_t size) {
+	if (size == 0) {
+		return rg_hipModuleLaunchKernel_on(dev, f, gx, gy, gz, bx, by, bz, shared, stream, NULL, NULL);
+	}
+	void* extra[5] = {RG_HIP_LAUNCH_PARAM_BUFFER_POINTER, args, RG_HIP_LAUNCH_PARAM_BUFFER_SIZE, &size,
+	                  RG_HIP_LAUNCH_PARAM_END};
+	return rg_hipModuleLaunchKernel_on(dev, f, gx, gy, gz, bx, by, bz, shared, stream, NULL, extra);
+}
+
+#endif

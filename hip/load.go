@@ -1,0 +1,328 @@
+package hip
+
+/*
+#include "helpers.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/rocm-go/rocm/internal/dl"
+	"github.com/rocm-go/rocm/internal/hipcore"
+)
+
+// Platform is the vendor stack that carries the HIP calls.
+type Platform int
+
+// Platforms.
+const (
+	PlatformNone   Platform = hipcore.PlatformNone   // nothing loaded
+	PlatformAMD    Platform = hipcore.PlatformAMD    // ROCm: libamdhip64
+	PlatformNVIDIA Platform = hipcore.PlatformNVIDIA // CUDA, through rocm-go's translation layer
+)
+
+func (p Platform) String() string {
+	switch p {
+	case PlatformAMD:
+		return "amd"
+	case PlatformNVIDIA:
+		return "nvidia"
+	}
+	return "none"
+}
+
+// ParsePlatform reads a HIP_PLATFORM value: "amd" (or the old "hcc"),
+// "nvidia" (or "nvcc"). The empty string means automatic: PlatformNone.
+func ParsePlatform(s string) (Platform, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "":
+		return PlatformNone, nil
+	case "amd", "hcc":
+		return PlatformAMD, nil
+	case "nvidia", "nvcc":
+		return PlatformNVIDIA, nil
+	}
+	return PlatformNone, fmt.Errorf("hip: HIP_PLATFORM=%q: want amd or nvidia (or unset, to pick the one that loads)", s)
+}
+
+// LoadOption configures Load.
+type LoadOption func(*loadOptions)
+
+type loadOptions struct {
+	platform Platform
+	paths    []string
+}
+
+// WithPlatform chooses the platform, overriding HIP_PLATFORM.
+func WithPlatform(p Platform) LoadOption { return func(o *loadOptions) { o.platform = p } }
+
+// WithLibraryPaths names files or directories to try first for the
+// runtime library: libamdhip64 on AMD, libcudart and libcuda on NVIDIA.
+func WithLibraryPaths(paths ...string) LoadOption {
+	return func(o *loadOptions) { o.paths = append(o.paths, paths...) }
+}
+
+var lib struct {
+	mu       sync.Mutex
+	loaded   atomic.Bool
+	refs     int  // explicit Loads not yet matched by Unload
+	implicit bool // loaded on first use; never unloaded
+	err      error
+	platform Platform
+	libs     []*dl.Library
+}
+
+// Load loads the HIP runtime. Without options it follows HIP_PLATFORM: amd,
+// nvidia, or, when unset, AMD if the ROCm runtime loads, else NVIDIA if the
+// CUDA driver and runtime load.
+//
+// Every API call loads the runtime on first use, so Load is needed only to
+// choose options or to see the error early. Loads are counted: each
+// successful Load is matched by one Unload, and the library is closed when
+// the count drops to zero (never when it was loaded on first use). A Load
+// while the runtime is loaded succeeds when its options agree with the
+// loaded platform.
+func Load(opts ...LoadOption) error {
+	lib.mu.Lock()
+	defer lib.mu.Unlock()
+	o, err := resolveOptions(opts)
+	if err != nil {
+		return err
+	}
+	if lib.loaded.Load() {
+		if o.platform != PlatformNone && o.platform != lib.platform {
+			return fmt.Errorf("hip: Load: the %s platform is loaded already; Unload it before loading %s", lib.platform, o.platform)
+		}
+		lib.refs++
+		return nil
+	}
+	if err := loadLocked(o); err != nil {
+		return err
+	}
+	lib.refs++
+	return nil
+}
+
+// Unload drops one Load. When none is left, and the runtime was not loaded
+// implicitly on first use, it closes the library; every call then fails
+// until the next Load. Unload must not race with calls that use HIP objects.
+func Unload() error {
+	lib.mu.Lock()
+	defer lib.mu.Unlock()
+	if lib.refs == 0 {
+		return errors.New("hip: Unload without a matching Load")
+	}
+	lib.refs--
+	if lib.refs > 0 || lib.implicit {
+		return nil
+	}
+	lib.loaded.Store(false)
+	unbindTables()
+	hipcore.Publish(hipcore.PlatformNone, nil)
+	var errs []error
+	for _, l := range lib.libs {
+		errs = append(errs, l.Close())
+	}
+	lib.libs, lib.platform, lib.err = nil, PlatformNone, nil
+	return errors.Join(errs...)
+}
+
+// Available reports whether the HIP runtime loads, loading it if needed.
+func Available() bool { return ensure() == nil }
+
+// LoadError returns why the runtime could not be loaded on first use, or
+// nil.
+func LoadError() error { return ensure() }
+
+// LoadedPlatform reports the loaded platform, PlatformNone when none is.
+func LoadedPlatform() Platform {
+	if !lib.loaded.Load() {
+		return PlatformNone
+	}
+	lib.mu.Lock()
+	defer lib.mu.Unlock()
+	return lib.platform
+}
+
+// LibraryPaths lists the files of the loaded runtime as the dynamic loader
+// mapped them.
+func LibraryPaths() []string {
+	lib.mu.Lock()
+	defer lib.mu.Unlock()
+	var out []string
+	for _, l := range lib.libs {
+		out = append(out, l.File(probeSymbol(l)))
+	}
+	return out
+}
+
+// probeSymbol is a symbol every library of a platform exports, used to find
+// the file it came from.
+func probeSymbol(l *dl.Library) string {
+	switch {
+	case strings.Contains(l.Path(), "amdhip64"):
+		return "hipRuntimeGetVersion"
+	case strings.Contains(l.Path(), "cudart"):
+		return "cudaRuntimeGetVersion"
+	}
+	return "cuInit"
+}
+
+func loadedLibrary() (name, path string) {
+	lib.mu.Lock()
+	defer lib.mu.Unlock()
+	if len(lib.libs) == 0 {
+		return "HIP runtime", "(not loaded)"
+	}
+	return lib.libs[0].Name(), lib.libs[0].Path()
+}
+
+// ensure loads the runtime with the defaults on first use. A failure is
+// remembered: later calls return it at once, until a Load succeeds.
+func ensure() error {
+	if lib.loaded.Load() {
+		return nil
+	}
+	lib.mu.Lock()
+	defer lib.mu.Unlock()
+	if lib.loaded.Load() {
+		return nil
+	}
+	if lib.err != nil {
+		return lib.err
+	}
+	o, err := resolveOptions(nil)
+	if err == nil {
+		err = loadLocked(o)
+	}
+	if err != nil {
+		lib.err = err
+		return err
+	}
+	lib.implicit = true
+	return nil
+}
+
+func resolveOptions(opts []LoadOption) (loadOptions, error) {
+	var o loadOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.platform == PlatformNone {
+		p, err := ParsePlatform(os.Getenv("HIP_PLATFORM"))
+		if err != nil {
+			return o, err
+		}
+		o.platform = p
+	}
+	return o, nil
+}
+
+// loadLocked opens the platform's libraries and fills the tables.
+func loadLocked(o loadOptions) error {
+	var libs []*dl.Library
+	var err error
+	platform := o.platform
+	switch platform {
+	case PlatformAMD:
+		libs, err = loadAMD(o.paths)
+	case PlatformNVIDIA:
+		libs, err = loadNVIDIA(o.paths)
+	default:
+		var amdErr, nvErr error
+		if libs, amdErr = loadAMD(o.paths); amdErr == nil {
+			platform = PlatformAMD
+		} else if libs, nvErr = loadNVIDIA(o.paths); nvErr == nil {
+			platform = PlatformNVIDIA
+		} else {
+			err = &NoPlatformError{AMD: amdErr, NVIDIA: nvErr}
+		}
+	}
+	if err != nil {
+		return err
+	}
+	lib.libs, lib.platform, lib.err = libs, platform, nil
+	C.rg_hip_install_setdev()
+	hipcore.Publish(int(platform), unsafe.Pointer(C.rg_hip_setdev_func()))
+	lib.loaded.Store(true)
+	return nil
+}
+
+// NoPlatformError says that neither platform loaded. errors.Is matches it
+// against ErrLibraryNotFound when both libraries were missing.
+type NoPlatformError struct {
+	AMD, NVIDIA error
+}
+
+func (e *NoPlatformError) Error() string {
+	return fmt.Sprintf("hip: no HIP platform could be loaded (set HIP_PLATFORM=amd or nvidia to pick one)\n"+
+		"AMD: %v\nNVIDIA: %v", indent(e.AMD), indent(e.NVIDIA))
+}
+
+// Unwrap returns both causes.
+func (e *NoPlatformError) Unwrap() []error { return []error{e.AMD, e.NVIDIA} }
+
+func indent(err error) string { return strings.ReplaceAll(err.Error(), "\n", "\n  ") }
+
+// amdSearch is where libamdhip64 is looked for (DESIGN.md §2).
+func amdSearch(explicit []string) dl.Search {
+	return dl.Search{
+		Explicit: explicit,
+		Env:      []dl.EnvDir{{Var: "ROCM_PATH", Subdir: []string{"lib"}}},
+		Dirs:     []string{"/opt/rocm/lib"},
+		Sonames:  []string{"libamdhip64.so.7", "libamdhip64.so.6"},
+	}
+}
+
+func loadAMD(explicit []string) ([]*dl.Library, error) {
+	l, err := dl.Open("HIP runtime (libamdhip64)",
+		"Install ROCm's HIP runtime, or set ROCM_PATH to its root, or pass hip.WithLibraryPaths.",
+		amdSearch(explicit).Candidates())
+	if err != nil {
+		return nil, err
+	}
+	// A library that is not the HIP runtime would fail on every call: refuse
+	// it here, while the message can say so.
+	if _, err := l.Sym("hipRuntimeGetVersion"); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("hip: %s is not a HIP runtime: %w", l.Path(), err)
+	}
+	C.rg_hip_bind(l.Handle())
+	return []*dl.Library{l}, nil
+}
+
+// unbindTables empties the function table.
+func unbindTables() { C.rg_hip_unbind() }
+
+// Symbol returns the address of a function in the loaded runtime, for
+// callers that bind more of HIP through cgo themselves. On the NVIDIA
+// platform it is the translated function of rocm-go's table, and only the
+// functions package hip binds are there.
+func Symbol(name string) (unsafe.Pointer, error) {
+	if err := ensure(); err != nil {
+		return nil, err
+	}
+	cname := C.CString(name)
+	defer C.free(unsafe.Pointer(cname))
+	if i := C.rg_hip_index(cname); i >= 0 {
+		if p := C.rg_hip_sym(i); p != nil {
+			return p, nil
+		}
+	}
+	lib.mu.Lock()
+	libs := lib.libs
+	platform := lib.platform
+	lib.mu.Unlock()
+	if platform == PlatformAMD {
+		return libs[0].Sym(name)
+	}
+	n, p := loadedLibrary()
+	return nil, &dl.SymbolError{Library: n, Path: p, Symbol: name, Reason: "not in rocm-go's translation table"}
+}

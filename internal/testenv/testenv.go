@@ -1,0 +1,35 @@
+// Package testenv gates tests by tier (DESIGN.md §7).
+//
+// Tier 0 runs anywhere; tier 1 needs the real ROCm userspace; tier 2 needs a
+// GPU. A test that needs a higher tier than the machine offers skips with a
+// one-line reason, except when ROCM_GO_TIER says the run is meant to cover
+// that tier: then it fails, so that a tier-1 or tier-2 run cannot pass by
+// skipping. A test that passes its gate logs "tier N: ran with ...", which
+// `make test` counts.
+package testenv
+
+import (
+	"os"
+	"strconv"
+	"testing"
+)
+
+// Tier is the tier this run is meant to cover: ROCM_GO_TIER, 0 when unset.
+func Tier() int {
+	n, _ := strconv.Atoi(os.Getenv("ROCM_GO_TIER"))
+	return n
+}
+
+// Need gates a test of the given tier on err, the result of checking for
+// what it needs (described by what: "the ROCm runtime", "a GPU").
+func Need(t testing.TB, tier int, what string, err error) {
+	t.Helper()
+	if err == nil {
+		t.Logf("tier %d: ran with %s", tier, what)
+		return
+	}
+	if Tier() >= tier {
+		t.Fatalf("tier %d: this run must have %s (ROCM_GO_TIER=%d), but: %v", tier, what, Tier(), err)
+	}
+	t.Skipf("tier %d: needs %s", tier, what)
+}

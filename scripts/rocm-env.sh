@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Builds, once, the tier-1 environment: a Debian sid root with ROCm 6.4
+# userspace (HIP runtime, hipRTC, rocBLAS, MIOpen) and g++. Idempotent: an
+# existing, complete root is kept; a half-built one from an interrupted run is
+# removed and built again. Needs root (debootstrap, chroot).
+#
+#   ROCM_GO_ENV   where the root lives (default: ~/.cache/rocm-go/sid-rocm6.4)
+set -euo pipefail
+
+env_dir=${ROCM_GO_ENV:-${XDG_CACHE_HOME:-$HOME/.cache}/rocm-go/sid-rocm6.4}
+mirror=${ROCM_GO_MIRROR:-http://deb.debian.org/debian}
+packages="libamdhip64-dev libhiprtc6 librocblas-dev libmiopen-dev g++"
+# The stamp names what the root holds: change the recipe, rebuild the root.
+stamp="recipe 1: sid minbase + $packages"
+apt_opts=(-o Acquire::Check-Valid-Until=false -o Acquire::Retries=3)
+
+if [ -f "$env_dir/.rocm-go-ready" ] && [ "$(cat "$env_dir/.rocm-go-ready")" = "$stamp" ]; then
+	echo "rocm-env: $env_dir is ready"
+	exit 0
+fi
+if [ "$(id -u)" != 0 ]; then
+	echo "rocm-env: building the tier-1 environment needs root (debootstrap and chroot); run make test as root once" >&2
+	exit 1
+fi
+if ! command -v debootstrap >/dev/null; then
+	echo "rocm-env: installing debootstrap"
+	apt-get "${apt_opts[@]}" update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get "${apt_opts[@]}" install -y -qq debootstrap >/dev/null
+fi
+
+partial="$env_dir.partial"
+rm -rf "$partial" "$env_dir"
+mkdir -p "$(dirname "$env_dir")"
+start=$(date +%s)
+echo "rocm-env: debootstrap sid into $partial (about 25 s)"
+debootstrap --variant=minbase sid "$partial" "$mirror" >"$partial.log" 2>&1 || {
+	tail -20 "$partial.log" >&2
+	exit 1
+}
+echo "rocm-env: installing $packages (about 35 s, 5 GB)"
+chroot "$partial" /bin/sh -c "apt-get ${apt_opts[*]} update -qq && DEBIAN_FRONTEND=noninteractive apt-get ${apt_opts[*]} install -y -qq --no-install-recommends $packages" \
+	>>"$partial.log" 2>&1 || {
+	tail -20 "$partial.log" >&2
+	exit 1
+}
+chroot "$partial" apt-get clean
+echo "$stamp" >"$partial/.rocm-go-ready"
+mv "$partial" "$env_dir"
+rm -f "$partial.log"
+echo "rocm-env: ready in $(($(date +%s) - start)) s, $(du -sh "$env_dir" | cut -f1) at $env_dir"
