@@ -80,8 +80,9 @@ var ErrSymbolNotFound = dl.ErrSymbolNotFound
 
 // Status values the generated trampolines return instead of calling HIP.
 const (
-	statusMissing  Status = 0x7fffff01 // RG_HIP_MISSING
-	statusNoDevice Status = 0x7fffff02 // RG_HIP_NODEVICE
+	statusMissing     Status = 0x7fffff01 // RG_HIP_MISSING
+	statusNoDevice    Status = 0x7fffff02 // RG_HIP_NODEVICE
+	statusCUDAMissing Status = 0x7fffff03 // RG_HIP_CUDA_MISSING (nvidia.c)
 )
 
 // check turns a status into an error; nil for success.
@@ -101,6 +102,9 @@ func statusError(op string, s Status) error {
 			reason = "rocm-go does not translate it to CUDA"
 		}
 		return &dl.SymbolError{Library: lib, Path: path, Symbol: op, Reason: reason}
+	case statusCUDAMissing:
+		lib, path := loadedLibrary()
+		return &dl.SymbolError{Library: lib, Path: path, Symbol: op, Reason: "the CUDA libraries lack the function it is translated to (an older CUDA?)"}
 	case statusNoDevice:
 		return &Error{Op: op, Status: StatusInvalidDevice, Detail: "could not make the device current"}
 	}

@@ -52,19 +52,7 @@ func fakeLibrary(t *testing.T) string {
 }
 
 // resetForTest forgets the loaded runtime, whatever loaded it.
-func resetForTest() {
-	lib.mu.Lock()
-	defer lib.mu.Unlock()
-	lib.loaded.Store(false)
-	unbindTables()
-	hipcore.Publish(hipcore.PlatformNone, nil)
-	for _, l := range lib.libs {
-		for l.Refs() > 0 {
-			l.Close()
-		}
-	}
-	lib.libs, lib.refs, lib.implicit, lib.err, lib.platform = nil, 0, false, nil, PlatformNone
-}
+func resetForTest() { hipLib.Reset() }
 
 // useFake loads the fake runtime for the test and forgets it afterwards.
 func useFake(t *testing.T) *Device {

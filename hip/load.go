@@ -6,12 +6,9 @@ package hip
 import "C"
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/rocm-go/rocm/internal/dl"
@@ -69,14 +66,20 @@ func WithLibraryPaths(paths ...string) LoadOption {
 	return func(o *loadOptions) { o.paths = append(o.paths, paths...) }
 }
 
-var lib struct {
-	mu       sync.Mutex
-	loaded   atomic.Bool
-	refs     int  // explicit Loads not yet matched by Unload
-	implicit bool // loaded on first use; never unloaded
-	err      error
-	platform Platform
-	libs     []*dl.Library
+// hipLib is the load state of the HIP runtime.
+var hipLib = dl.Lazy[loadOptions, Platform]{
+	Open:     openRuntime,
+	Defaults: func() (loadOptions, error) { return resolveOptions(nil) },
+	Compatible: func(o loadOptions, loaded Platform) error {
+		if o.platform != PlatformNone && o.platform != loaded {
+			return fmt.Errorf("hip: Load: the %s platform is loaded already; Unload it before loading %s", loaded, o.platform)
+		}
+		return nil
+	},
+	Unbind: func() {
+		unbindTables()
+		hipcore.Publish(hipcore.PlatformNone, nil)
+	},
 }
 
 // Load loads the HIP runtime. Without options it follows HIP_PLATFORM: amd,
@@ -90,48 +93,21 @@ var lib struct {
 // while the runtime is loaded succeeds when its options agree with the
 // loaded platform.
 func Load(opts ...LoadOption) error {
-	lib.mu.Lock()
-	defer lib.mu.Unlock()
 	o, err := resolveOptions(opts)
 	if err != nil {
 		return err
 	}
-	if lib.loaded.Load() {
-		if o.platform != PlatformNone && o.platform != lib.platform {
-			return fmt.Errorf("hip: Load: the %s platform is loaded already; Unload it before loading %s", lib.platform, o.platform)
-		}
-		lib.refs++
-		return nil
-	}
-	if err := loadLocked(o); err != nil {
-		return err
-	}
-	lib.refs++
-	return nil
+	return hipLib.Load(o)
 }
 
 // Unload drops one Load. When none is left, and the runtime was not loaded
 // implicitly on first use, it closes the library; every call then fails
 // until the next Load. Unload must not race with calls that use HIP objects.
 func Unload() error {
-	lib.mu.Lock()
-	defer lib.mu.Unlock()
-	if lib.refs == 0 {
-		return errors.New("hip: Unload without a matching Load")
+	if err := hipLib.Unload(); err != nil {
+		return fmt.Errorf("hip: %w", err)
 	}
-	lib.refs--
-	if lib.refs > 0 || lib.implicit {
-		return nil
-	}
-	lib.loaded.Store(false)
-	unbindTables()
-	hipcore.Publish(hipcore.PlatformNone, nil)
-	var errs []error
-	for _, l := range lib.libs {
-		errs = append(errs, l.Close())
-	}
-	lib.libs, lib.platform, lib.err = nil, PlatformNone, nil
-	return errors.Join(errs...)
+	return nil
 }
 
 // Available reports whether the HIP runtime loads, loading it if needed.
@@ -143,21 +119,15 @@ func LoadError() error { return ensure() }
 
 // LoadedPlatform reports the loaded platform, PlatformNone when none is.
 func LoadedPlatform() Platform {
-	if !lib.loaded.Load() {
-		return PlatformNone
-	}
-	lib.mu.Lock()
-	defer lib.mu.Unlock()
-	return lib.platform
+	p, _ := hipLib.State()
+	return p
 }
 
 // LibraryPaths lists the files of the loaded runtime as the dynamic loader
 // mapped them.
 func LibraryPaths() []string {
-	lib.mu.Lock()
-	defer lib.mu.Unlock()
 	var out []string
-	for _, l := range lib.libs {
+	for _, l := range hipLib.Libraries() {
 		out = append(out, l.File(probeSymbol(l)))
 	}
 	return out
@@ -176,39 +146,15 @@ func probeSymbol(l *dl.Library) string {
 }
 
 func loadedLibrary() (name, path string) {
-	lib.mu.Lock()
-	defer lib.mu.Unlock()
-	if len(lib.libs) == 0 {
+	libs := hipLib.Libraries()
+	if len(libs) == 0 {
 		return "HIP runtime", "(not loaded)"
 	}
-	return lib.libs[0].Name(), lib.libs[0].Path()
+	return libs[0].Name(), libs[0].Path()
 }
 
-// ensure loads the runtime with the defaults on first use. A failure is
-// remembered: later calls return it at once, until a Load succeeds.
-func ensure() error {
-	if lib.loaded.Load() {
-		return nil
-	}
-	lib.mu.Lock()
-	defer lib.mu.Unlock()
-	if lib.loaded.Load() {
-		return nil
-	}
-	if lib.err != nil {
-		return lib.err
-	}
-	o, err := resolveOptions(nil)
-	if err == nil {
-		err = loadLocked(o)
-	}
-	if err != nil {
-		lib.err = err
-		return err
-	}
-	lib.implicit = true
-	return nil
-}
+// ensure loads the runtime with the defaults on first use.
+func ensure() error { return hipLib.Ensure() }
 
 func resolveOptions(opts []LoadOption) (loadOptions, error) {
 	var o loadOptions
@@ -225,8 +171,8 @@ func resolveOptions(opts []LoadOption) (loadOptions, error) {
 	return o, nil
 }
 
-// loadLocked opens the platform's libraries and fills the tables.
-func loadLocked(o loadOptions) error {
+// openRuntime opens the platform's libraries and fills the tables.
+func openRuntime(o loadOptions) ([]*dl.Library, Platform, error) {
 	var libs []*dl.Library
 	var err error
 	platform := o.platform
@@ -246,13 +192,11 @@ func loadLocked(o loadOptions) error {
 		}
 	}
 	if err != nil {
-		return err
+		return nil, PlatformNone, err
 	}
-	lib.libs, lib.platform, lib.err = libs, platform, nil
 	C.rg_hip_install_setdev()
 	hipcore.Publish(int(platform), unsafe.Pointer(C.rg_hip_setdev_func()))
-	lib.loaded.Store(true)
-	return nil
+	return libs, platform, nil
 }
 
 // NoPlatformError says that neither platform loaded. errors.Is matches it
@@ -316,12 +260,8 @@ func Symbol(name string) (unsafe.Pointer, error) {
 			return p, nil
 		}
 	}
-	lib.mu.Lock()
-	libs := lib.libs
-	platform := lib.platform
-	lib.mu.Unlock()
-	if platform == PlatformAMD {
-		return libs[0].Sym(name)
+	if LoadedPlatform() == PlatformAMD {
+		return hipLib.Libraries()[0].Sym(name)
 	}
 	n, p := loadedLibrary()
 	return nil, &dl.SymbolError{Library: n, Path: p, Symbol: name, Reason: "not in rocm-go's translation table"}

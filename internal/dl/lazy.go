@@ -1,0 +1,147 @@
+package dl
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+)
+
+// Lazy is the load state every binding package keeps: loaded on first use
+// or by explicit, counted Loads; a failed first use is remembered; the
+// libraries close when the last explicit Load is matched by Unload (never
+// when they were loaded on first use). O is the package's load options and
+// S what a successful open produced (its platform, say).
+type Lazy[O, S any] struct {
+	// Open opens the libraries and fills the package's tables.
+	Open func(O) ([]*Library, S, error)
+	// Defaults returns the options of an implicit load (from the
+	// environment, typically).
+	Defaults func() (O, error)
+	// Compatible says whether options agree with what is loaded; nil
+	// means any options do.
+	Compatible func(O, S) error
+	// Unbind empties the package's tables before the libraries close.
+	Unbind func()
+
+	mu       sync.Mutex
+	loaded   atomic.Bool
+	refs     int
+	implicit bool
+	err      error
+	libs     []*Library
+	state    S
+}
+
+// Ensure loads with the defaults on first use. A failure is remembered:
+// later calls return it at once, until a Load succeeds.
+func (z *Lazy[O, S]) Ensure() error {
+	if z.loaded.Load() {
+		return nil
+	}
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if z.loaded.Load() {
+		return nil
+	}
+	if z.err != nil {
+		return z.err
+	}
+	o, err := z.Defaults()
+	if err == nil {
+		err = z.openLocked(o)
+	}
+	if err != nil {
+		z.err = err
+		return err
+	}
+	z.implicit = true
+	return nil
+}
+
+// Load loads with options, or, when already loaded, checks that the
+// options are compatible; either way it counts one Load.
+func (z *Lazy[O, S]) Load(o O) error {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if z.loaded.Load() {
+		if z.Compatible != nil {
+			if err := z.Compatible(o, z.state); err != nil {
+				return err
+			}
+		}
+	} else if err := z.openLocked(o); err != nil {
+		return err
+	}
+	z.refs++
+	return nil
+}
+
+func (z *Lazy[O, S]) openLocked(o O) error {
+	libs, state, err := z.Open(o)
+	if err != nil {
+		return err
+	}
+	z.libs, z.state, z.err = libs, state, nil
+	z.loaded.Store(true)
+	return nil
+}
+
+// Unload drops one Load, and closes the libraries when none is left and
+// they were not loaded on first use.
+func (z *Lazy[O, S]) Unload() error {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if z.refs == 0 {
+		return errors.New("Unload without a matching Load")
+	}
+	z.refs--
+	if z.refs > 0 || z.implicit {
+		return nil
+	}
+	return z.closeLocked()
+}
+
+func (z *Lazy[O, S]) closeLocked() error {
+	z.loaded.Store(false)
+	if z.Unbind != nil {
+		z.Unbind()
+	}
+	var errs []error
+	for _, l := range z.libs {
+		errs = append(errs, l.Close())
+	}
+	var zero S
+	z.libs, z.state, z.err = nil, zero, nil
+	return errors.Join(errs...)
+}
+
+// Reset forgets everything, closing the libraries whatever loaded them.
+// Tests use it to switch between fakes and real libraries.
+func (z *Lazy[O, S]) Reset() {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	for _, l := range z.libs {
+		for l.Refs() > 1 {
+			l.Close()
+		}
+	}
+	z.closeLocked()
+	z.refs, z.implicit = 0, false
+}
+
+// Loaded reports whether the libraries are loaded.
+func (z *Lazy[O, S]) Loaded() bool { return z.loaded.Load() }
+
+// State returns what the open produced, and whether anything is loaded.
+func (z *Lazy[O, S]) State() (S, bool) {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	return z.state, z.loaded.Load()
+}
+
+// Libraries returns the open libraries.
+func (z *Lazy[O, S]) Libraries() []*Library {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	return append([]*Library(nil), z.libs...)
+}
