@@ -1089,8 +1089,8 @@ const (
 	FuncAttributeMaxDynamicSharedSizeBytes FunctionAttribute = 8
 	// FuncAttributePreferredSharedMemoryCarveout is HIP_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: The shared memory carveout preference in percent of the maximum shared memory.
 	FuncAttributePreferredSharedMemoryCarveout FunctionAttribute = 9
-	// FuncAttributeMAX is HIP_FUNC_ATTRIBUTE_MAX
-	FuncAttributeMAX FunctionAttribute = 10
+	// FuncAttributeMax is HIP_FUNC_ATTRIBUTE_MAX
+	FuncAttributeMax FunctionAttribute = 10
 )
 
 // String returns the C name of the value.
@@ -1116,14 +1116,14 @@ func (v FunctionAttribute) String() string {
 		return "HIP_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES"
 	case FuncAttributePreferredSharedMemoryCarveout:
 		return "HIP_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT"
-	case FuncAttributeMAX:
+	case FuncAttributeMax:
 		return "HIP_FUNC_ATTRIBUTE_MAX"
 	}
 	return "FunctionAttribute(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
 // functionAttributeValues lists the distinct values of FunctionAttribute.
-var functionAttributeValues = []FunctionAttribute{FuncAttributeMaxThreadsPerBlock, FuncAttributeSharedSizeBytes, FuncAttributeConstSizeBytes, FuncAttributeLocalSizeBytes, FuncAttributeNumRegs, FuncAttributePtxVersion, FuncAttributeBinaryVersion, FuncAttributeCacheModeCa, FuncAttributeMaxDynamicSharedSizeBytes, FuncAttributePreferredSharedMemoryCarveout, FuncAttributeMAX}
+var functionAttributeValues = []FunctionAttribute{FuncAttributeMaxThreadsPerBlock, FuncAttributeSharedSizeBytes, FuncAttributeConstSizeBytes, FuncAttributeLocalSizeBytes, FuncAttributeNumRegs, FuncAttributePtxVersion, FuncAttributeBinaryVersion, FuncAttributeCacheModeCa, FuncAttributeMaxDynamicSharedSizeBytes, FuncAttributePreferredSharedMemoryCarveout, FuncAttributeMax}
 
 // HostMallocFlags holds the values of the hipHostMalloc* macros.
 type HostMallocFlags uint32

@@ -261,3 +261,12 @@ func TestConstsExclude(t *testing.T) {
 	}
 	assert.Equal(t, []string{"fixHostMallocDefault", "fixHostMallocPortable"}, names)
 }
+
+func TestCamel(t *testing.T) {
+	for in, want := range map[string]string{
+		"MAX_THREADS_PER_BLOCK": "MaxThreadsPerBlock", "SUCCESS": "Success", "invalid_handle": "InvalidHandle",
+		"OutOfMemory": "OutOfMemory", "f16_r": "F16R", "ECCEnabled": "ECCEnabled", "_leading": "Leading",
+	} {
+		assert.Equal(t, want, camel(in), in)
+	}
+}

@@ -596,12 +596,14 @@ func (p *parser) goNames(ctype, goType string, trims []string, vals []EnumValue)
 }
 
 // camel joins snake_case or UPPER_SNAKE parts into CamelCase; a part in
-// capitals only keeps its first one ("MAX_THREADS" → "MaxThreads").
+// capitals only keeps its first one ("MAX_THREADS" → "MaxThreads",
+// "SUCCESS" → "Success").
 func camel(s string) string {
 	parts := strings.FieldsFunc(s, func(r rune) bool { return r == '_' })
+	allCaps := strings.ToUpper(s) == s && strings.ToLower(s) != s
 	var b strings.Builder
 	for _, part := range parts {
-		if len(parts) > 1 && strings.ToUpper(part) == part {
+		if (allCaps || len(parts) > 1) && strings.ToUpper(part) == part {
 			part = strings.ToLower(part)
 		}
 		b.WriteString(strings.ToUpper(part[:1]) + part[1:])
