@@ -69,7 +69,7 @@ static const char nv_prelude[] =
 	"typedef signed char int8_t;\ntypedef unsigned char uint8_t;\ntypedef short int16_t;\n"
 	"typedef unsigned short uint16_t;\ntypedef int int32_t;\ntypedef unsigned int uint32_t;\n"
 	"typedef long int64_t;\ntypedef unsigned long uint64_t;\n"
-	"typedef __SIZE_TYPE__ size_t;\ntypedef __PTRDIFF_TYPE__ ptrdiff_t;\n"
+	"typedef decltype(sizeof(0)) size_t;\ntypedef decltype((char*)0 - (char*)0) ptrdiff_t;\n"
 	"// HIP's warp shuffles and votes take no mask; CUDA's need the _sync forms.\n"
 	"template <class T> __device__ __forceinline__ T __shfl(T v, int lane, int width = warpSize) {\n"
 	"  return __shfl_sync(0xffffffffu, v, lane, width); }\n"

@@ -1,32 +1,46 @@
 #!/usr/bin/env bash
-# Builds the tier-2 test binaries, one per package (go test -c), stripped,
-# into gpu/ with each package's testdata and the runner gpu/run.sh, so that
-# they run on a GPU machine that has no Go toolchain. cgo with dlopen needs no
-# CUDA or ROCm here.
+# Builds what tier 2 runs on a GPU machine that has no Go toolchain, into gpu/:
+#   gpu/<pkg>/<pkg>.test   one test binary per package (go test -c -race),
+#                          with the package's testdata
+#   gpu/run.sh             runs them all and prints a summary
+#   gpu/bench/hipbench     the benchmarks (no -race), with torch_ref.py
+#   gpu/bin/               the examples
+# cgo with dlopen needs no CUDA or ROCm here. With -archive it also packs
+# gpu/ into gpu.tar.xz, for machines that take one file.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=gpu
-rm -rf "$out"
-mkdir -p "$out"
+rm -rf "$out" gpu.tar.xz
+mkdir -p "$out/bench" "$out/bin"
 start=$(date +%s)
+ldflags='-s -w'
 n=0
 for pkg in $(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./...); do
-	rel=${pkg#github.com/rocm-go/rocm/}
+	rel=${pkg#github.com/rocm-go/rocm}
+	rel=${rel#/}
 	name=${rel//\//_}
 	dir=$out/$name
 	mkdir -p "$dir"
-	printf 'gpu-test: building %-28s' "$rel"
-	go test -c -ldflags='-s -w' -o "$dir/$name.test" "./$rel"
-	if [ -d "$rel/testdata" ]; then
-		cp -r "$rel/testdata" "$dir/testdata"
-	fi
-	# Tests may read sources next to them (headers a fake library includes).
-	for f in "$rel"/*.h "$rel"/*.c; do
+	printf 'gpu-test: building %-26s' "$rel"
+	go test -c -race -ldflags="$ldflags" -o "$dir/$name.test" "./$rel"
+	[ -d "$rel/testdata" ] && cp -r "$rel/testdata" "$dir/testdata"
+	# Tests may read files beside them (a fake library includes a header).
+	for f in "$rel"/*.h "$rel"/*.c "$rel"/*.spec; do
 		[ -e "$f" ] && cp "$f" "$dir/"
 	done
 	printf ' %s\n' "$(du -h "$dir/$name.test" | cut -f1)"
 	n=$((n + 1))
 done
+go build -ldflags="$ldflags" -o "$out/bench/hipbench" ./bench/cmd/hipbench
+cp bench/torch_ref.py "$out/bench/"
+for ex in examples/*/; do
+	go build -ldflags="$ldflags" -o "$out/bin/$(basename "$ex")" "./$ex"
+done
 cp scripts/gpu-run.sh "$out/run.sh"
 chmod +x "$out/run.sh"
-echo "gpu-test: $n test binaries in $out/ ($(du -sh "$out" | cut -f1)) in $(($(date +%s) - start)) s; run $out/run.sh on the GPU machine"
+echo "gpu-test: $n test binaries, the benchmarks and $(ls "$out/bin" | wc -w) examples in $out/ ($(du -sh "$out" | cut -f1)) in $(($(date +%s) - start)) s"
+if [ "${1:-}" = -archive ]; then
+	tar -cJf gpu.tar.xz "$out"
+	echo "gpu-test: packed into gpu.tar.xz ($(du -h gpu.tar.xz | cut -f1))"
+fi
+echo "gpu-test: on the GPU machine run $out/run.sh (tests) and $out/bench/hipbench (benchmarks)"

@@ -1,11 +1,12 @@
 // Package testenv gates tests by tier (DESIGN.md §7).
 //
 // Tier 0 runs anywhere; tier 1 needs the real ROCm userspace; tier 2 needs a
-// GPU. A test that needs a higher tier than the machine offers skips with a
-// one-line reason, except when ROCM_GO_TIER says the run is meant to cover
-// that tier: then it fails, so that a tier-1 or tier-2 run cannot pass by
-// skipping. A test that passes its gate logs "tier N: ran with ...", which
-// `make test` counts.
+// GPU. A test whose tier the machine cannot serve skips with a one-line
+// reason, except when ROCM_GO_TIER names that very tier as the one the run
+// covers: then it fails, so that a tier-1 or tier-2 run cannot pass by
+// skipping. (The tiers are not nested: a tier-2 run on an NVIDIA GPU has no
+// ROCm userspace, so its tier-1 tests skip.) A test that passes its gate
+// logs "tier N: ran with ...", which `make test` counts.
 package testenv
 
 import (
@@ -28,8 +29,9 @@ func Need(t testing.TB, tier int, what string, err error) {
 		t.Logf("tier %d: ran with %s", tier, what)
 		return
 	}
-	if Tier() >= tier {
+	if Tier() == tier {
 		t.Fatalf("tier %d: this run must have %s (ROCM_GO_TIER=%d), but: %v", tier, what, Tier(), err)
+	} else {
+		t.Skipf("tier %d: needs %s", tier, what)
 	}
-	t.Skipf("tier %d: needs %s", tier, what)
 }

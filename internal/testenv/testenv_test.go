@@ -1,0 +1,43 @@
+package testenv
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// recorder captures what a gate does with a test.
+type recorder struct {
+	testing.TB
+	logs, skips, fatals []string
+	stopped             bool
+}
+
+func (r *recorder) Helper()                   {}
+func (r *recorder) Logf(f string, a ...any)   { r.logs = append(r.logs, f) }
+func (r *recorder) Skipf(f string, a ...any)  { r.skips = append(r.skips, f); r.stopped = true }
+func (r *recorder) Fatalf(f string, a ...any) { r.fatals = append(r.fatals, f); r.stopped = true }
+
+func TestNeed(t *testing.T) {
+	missing := errors.New("no GPU")
+	for _, c := range []struct {
+		env              string
+		tier             int
+		err              error
+		log, skip, fatal bool
+	}{
+		{"", 2, nil, true, false, false},
+		{"", 2, missing, false, true, false},
+		{"2", 2, missing, false, false, true},
+		{"2", 1, missing, false, true, false}, // a GPU run without ROCm userspace
+		{"1", 2, missing, false, true, false},
+	} {
+		t.Setenv("ROCM_GO_TIER", c.env)
+		r := &recorder{}
+		Need(r, c.tier, "a GPU", c.err)
+		assert.Equal(t, c.log, len(r.logs) == 1, "%+v log", c)
+		assert.Equal(t, c.skip, len(r.skips) == 1, "%+v skip", c)
+		assert.Equal(t, c.fatal, len(r.fatals) == 1, "%+v fatal", c)
+	}
+}
