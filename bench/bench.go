@@ -65,7 +65,13 @@ func Open() (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The first compile loads the compiler; time a second one.
+	// The stream's creation sets up the device (the CUDA context): keep it
+	// out of the load time. The first compile loads the compiler, the first
+	// module load warms the loader: time the second ones.
+	s, err := dev.NewStream(hip.WithStreamFlags(hip.StreamNonBlocking))
+	if err != nil {
+		return nil, err
+	}
 	if _, err := hiprtc.Compile(Kernels, hiprtc.Options{}); err != nil {
 		return nil, err
 	}
@@ -75,16 +81,19 @@ func Open() (*Env, error) {
 		return nil, err
 	}
 	compile := time.Since(start)
+	warm, err := dev.LoadModule(code.Image)
+	if err != nil {
+		return nil, err
+	}
+	if err := warm.Close(); err != nil {
+		return nil, err
+	}
 	start = time.Now()
 	mod, err := dev.LoadModule(code.Image)
 	if err != nil {
 		return nil, err
 	}
 	load := time.Since(start)
-	s, err := dev.NewStream(hip.WithStreamFlags(hip.StreamNonBlocking))
-	if err != nil {
-		return nil, err
-	}
 	return &Env{Dev: dev, Props: props, Stream: s, Module: mod, Code: code, CompileTime: compile, LoadTime: load}, nil
 }
 
@@ -108,6 +117,32 @@ func Median(reps int, f func() (time.Duration, error)) (time.Duration, error) {
 	}
 	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
 	return ds[reps/2], nil
+}
+
+// Paired runs a and b alternately reps times after one warm-up of each and
+// returns their medians and the median of the ratios a/b of each pair, which
+// drift on a shared machine does not bias.
+func Paired(reps int, a, b func() (time.Duration, error)) (ma, mb time.Duration, ratio float64, err error) {
+	if _, err = a(); err != nil {
+		return
+	}
+	if _, err = b(); err != nil {
+		return
+	}
+	as, bs, rs := make([]time.Duration, reps), make([]time.Duration, reps), make([]float64, reps)
+	for i := range reps {
+		if as[i], err = a(); err != nil {
+			return
+		}
+		if bs[i], err = b(); err != nil {
+			return
+		}
+		rs[i] = float64(as[i]) / float64(bs[i])
+	}
+	sort.Slice(as, func(i, j int) bool { return as[i] < as[j] })
+	sort.Slice(bs, func(i, j int) bool { return bs[i] < bs[j] })
+	sort.Float64s(rs)
+	return as[reps/2], bs[reps/2], rs[reps/2], nil
 }
 
 // LaunchGo is the time per launch of the empty kernel from Go, over n

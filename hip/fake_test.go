@@ -389,6 +389,7 @@ func TestFakeRuntimeMissingSymbols(t *testing.T) {
 }
 
 func TestLoadRefCounting(t *testing.T) {
+	t.Setenv("HIP_PLATFORM", "") // a plain Load follows it
 	path := fakeLibrary(t)
 	resetForTest()
 	t.Cleanup(resetForTest)

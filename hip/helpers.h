@@ -2,6 +2,7 @@
 #ifndef RG_HIP_HELPERS_H
 #define RG_HIP_HELPERS_H
 
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "zhip.h"
@@ -16,16 +17,20 @@ void* rg_hip_setdev_func(void);
 
 // rg_hip_launch launches f with its arguments packed in one buffer, which
 // the runtime copies before returning; the device is made current in the
-// same call.
-static inline hipError_t rg_hip_launch(int dev, hipFunction_t f, unsigned gx, unsigned gy, unsigned gz,
-                                       unsigned bx, unsigned by, unsigned bz, unsigned shared,
-                                       hipStream_t stream, void* args, size_t size) {
+// same call. Handles and the buffer come as integers: the launch is the
+// hottest call, and pointer arguments cost cgo a check each (the caller
+// keeps the buffer, heap memory, alive across the call).
+static inline hipError_t rg_hip_launch(int dev, uintptr_t f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                       unsigned by, unsigned bz, unsigned shared, uintptr_t stream, uintptr_t args,
+                                       size_t size) {
 	if (size == 0) {
-		return rg_hipModuleLaunchKernel_on(dev, f, gx, gy, gz, bx, by, bz, shared, stream, NULL, NULL);
+		return rg_hipModuleLaunchKernel_on(dev, (hipFunction_t)f, gx, gy, gz, bx, by, bz, shared, (hipStream_t)stream,
+		                                   NULL, NULL);
 	}
-	void* extra[5] = {RG_HIP_LAUNCH_PARAM_BUFFER_POINTER, args, RG_HIP_LAUNCH_PARAM_BUFFER_SIZE, &size,
+	void* extra[5] = {RG_HIP_LAUNCH_PARAM_BUFFER_POINTER, (void*)args, RG_HIP_LAUNCH_PARAM_BUFFER_SIZE, &size,
 	                  RG_HIP_LAUNCH_PARAM_END};
-	return rg_hipModuleLaunchKernel_on(dev, f, gx, gy, gz, bx, by, bz, shared, stream, NULL, extra);
+	return rg_hipModuleLaunchKernel_on(dev, (hipFunction_t)f, gx, gy, gz, bx, by, bz, shared, (hipStream_t)stream,
+	                                   NULL, extra);
 }
 
 #endif

@@ -1,6 +1,8 @@
 package hip
 
 /*
+#cgo nocallback rg_hip_launch
+#cgo noescape rg_hip_launch
 #include "helpers.h"
 */
 import "C"
@@ -251,7 +253,7 @@ func (f *Function) Launch(cfg LaunchConfig, args *Args) error {
 	if gx == 0 || bx == 0 {
 		return invalid("Function.Launch", "grid %v and block %v: X must be at least 1", cfg.Grid, cfg.Block)
 	}
-	var h C.hipStream_t
+	var h C.uintptr_t
 	if s := cfg.Stream; s != nil {
 		if s.closed.Load() {
 			return closedError("Function.Launch")
@@ -259,19 +261,20 @@ func (f *Function) Launch(cfg LaunchConfig, args *Args) error {
 		if s.dev.ordinal != int(f.dev) {
 			return invalid("Function.Launch", "kernel %s is loaded on device %d, the stream is on device %d", f.name, f.dev, s.dev.ordinal)
 		}
-		h = s.h
+		h = C.uintptr_t(uintptr(unsafe.Pointer(s.h)))
 		if s.capturing.Load() {
 			s.noteCapture(f.mod)
 		}
 	}
-	var p unsafe.Pointer
+	var p C.uintptr_t
 	var n C.size_t
 	if args != nil && len(args.buf) > 0 {
-		p, n = unsafe.Pointer(&args.buf[0]), C.size_t(len(args.buf))
+		p, n = C.uintptr_t(uintptr(unsafe.Pointer(&args.buf[0]))), C.size_t(len(args.buf))
 	}
-	st := C.rg_hip_launch(f.dev, f.h, gx, gy, gz, bx, by, bz, C.uint(cfg.SharedMem), h, p, n)
+	st := C.rg_hip_launch(f.dev, C.uintptr_t(uintptr(unsafe.Pointer(f.h))), gx, gy, gz, bx, by, bz, C.uint(cfg.SharedMem), h, p, n)
 	runtime.KeepAlive(f)
 	runtime.KeepAlive(cfg.Stream)
+	runtime.KeepAlive(args)
 	if st != 0 {
 		return withDetail(statusError("hipModuleLaunchKernel", Status(st)),
 			fmt.Sprintf("kernel %s, grid %v, block %v, %d bytes of shared memory", f.name, cfg.Grid, cfg.Block, cfg.SharedMem))

@@ -3,6 +3,7 @@ package hiprtc
 import (
 	"bytes"
 	"debug/elf"
+	"encoding/binary"
 	"fmt"
 	"regexp"
 	"sort"
@@ -23,6 +24,20 @@ func KernelSymbols(image []byte) ([]string, error) {
 }
 
 func elfKernels(image []byte) ([]string, error) {
+	// A CUBIN keeps NVIDIA's ABI version where ELF keeps its own (the
+	// identification byte EI_VERSION and e_version), which debug/elf
+	// refuses: read a copy with both set to EV_CURRENT.
+	if len(image) >= 24 {
+		order := binary.ByteOrder(binary.LittleEndian)
+		if elf.Data(image[elf.EI_DATA]) == elf.ELFDATA2MSB {
+			order = binary.BigEndian
+		}
+		if image[elf.EI_VERSION] != byte(elf.EV_CURRENT) || order.Uint32(image[20:]) != uint32(elf.EV_CURRENT) {
+			image = bytes.Clone(image)
+			image[elf.EI_VERSION] = byte(elf.EV_CURRENT)
+			order.PutUint32(image[20:], uint32(elf.EV_CURRENT))
+		}
+	}
 	f, err := elf.NewFile(bytes.NewReader(image))
 	if err != nil {
 		return nil, fmt.Errorf("hiprtc: KernelSymbols: %w", err)
@@ -42,9 +57,9 @@ func elfKernels(image []byte) ([]string, error) {
 				out = append(out, name)
 			}
 		}
-	case elf.EM_CUDA:
+	case elf.EM_CUDA: // kernels are global functions; template instances weak ones
 		for _, s := range syms {
-			if elf.ST_TYPE(s.Info) == elf.STT_FUNC && elf.ST_BIND(s.Info) == elf.STB_GLOBAL && s.Section != elf.SHN_UNDEF {
+			if b := elf.ST_BIND(s.Info); elf.ST_TYPE(s.Info) == elf.STT_FUNC && (b == elf.STB_GLOBAL || b == elf.STB_WEAK) && s.Section != elf.SHN_UNDEF {
 				out = append(out, s.Name)
 			}
 		}

@@ -70,18 +70,25 @@ static const char nv_prelude[] =
 	"typedef unsigned short uint16_t;\ntypedef int int32_t;\ntypedef unsigned int uint32_t;\n"
 	"typedef long int64_t;\ntypedef unsigned long uint64_t;\n"
 	"typedef decltype(sizeof(0)) size_t;\ntypedef decltype((char*)0 - (char*)0) ptrdiff_t;\n"
-	"// HIP's warp shuffles and votes take no mask; CUDA's need the _sync forms.\n"
-	"template <class T> __device__ __forceinline__ T __shfl(T v, int lane, int width = warpSize) {\n"
+	"// HIP's warp shuffles and votes take no mask. CUDA's headers declare\n"
+	"// deprecated mask-less ones (a 32-bit __ballot among them): macros route\n"
+	"// the HIP spellings to the _sync forms, with HIP's types.\n"
+	"template <class T> __device__ __forceinline__ T rocm_go_shfl(T v, int lane, int width = warpSize) {\n"
 	"  return __shfl_sync(0xffffffffu, v, lane, width); }\n"
-	"template <class T> __device__ __forceinline__ T __shfl_xor(T v, int mask, int width = warpSize) {\n"
+	"template <class T> __device__ __forceinline__ T rocm_go_shfl_xor(T v, int mask, int width = warpSize) {\n"
 	"  return __shfl_xor_sync(0xffffffffu, v, mask, width); }\n"
-	"template <class T> __device__ __forceinline__ T __shfl_down(T v, unsigned d, int width = warpSize) {\n"
+	"template <class T> __device__ __forceinline__ T rocm_go_shfl_down(T v, unsigned d, int width = warpSize) {\n"
 	"  return __shfl_down_sync(0xffffffffu, v, d, width); }\n"
-	"template <class T> __device__ __forceinline__ T __shfl_up(T v, unsigned d, int width = warpSize) {\n"
+	"template <class T> __device__ __forceinline__ T rocm_go_shfl_up(T v, unsigned d, int width = warpSize) {\n"
 	"  return __shfl_up_sync(0xffffffffu, v, d, width); }\n"
-	"__device__ __forceinline__ unsigned long long __ballot(int p) { return __ballot_sync(0xffffffffu, p); }\n"
-	"__device__ __forceinline__ int __any(int p) { return __any_sync(0xffffffffu, p); }\n"
-	"__device__ __forceinline__ int __all(int p) { return __all_sync(0xffffffffu, p); }\n";
+	"__device__ __forceinline__ unsigned long long rocm_go_ballot(int p) { return __ballot_sync(0xffffffffu, p); }\n"
+	"#define __shfl(...) rocm_go_shfl(__VA_ARGS__)\n"
+	"#define __shfl_xor(...) rocm_go_shfl_xor(__VA_ARGS__)\n"
+	"#define __shfl_down(...) rocm_go_shfl_down(__VA_ARGS__)\n"
+	"#define __shfl_up(...) rocm_go_shfl_up(__VA_ARGS__)\n"
+	"#define __ballot(p) rocm_go_ballot(p)\n"
+	"#define __any(p) __any_sync(0xffffffffu, (p))\n"
+	"#define __all(p) __all_sync(0xffffffffu, (p))\n";
 
 static const char nv_fp16[] = "#pragma once\n#include <cuda_fp16.h>\n";
 static const char nv_bf16[] =

@@ -38,7 +38,7 @@ func main() {
 	ops := flag.Int("ops", 20000, "launches per timing of the launch and small-add measurements")
 	copyBytes := flag.Int("copy", 256<<20, "bytes of the pinned copies")
 	d2dBytes := flag.Int("d2d", 1<<30, "bytes of the device-to-device copy")
-	reps := flag.Int("reps", 9, "repeats; the median is reported")
+	reps := flag.Int("reps", 15, "repeats; the median is reported")
 	flag.Parse()
 	if err := run(*script, *python, *jsonOut, *small, *ops, *copyBytes, *d2dBytes, *reps); err != nil {
 		fmt.Fprintln(os.Stderr, "hipbench:", err)
@@ -66,8 +66,12 @@ func run(script, python, jsonOut string, small, ops, copyBytes, d2dBytes, reps i
 		}
 		return d
 	}
-	goLaunch := med(func() (time.Duration, error) { return e.LaunchGo(ops) })
-	cLaunch := med(func() (time.Duration, error) { return e.LaunchC(ops) })
+	goLaunch, cLaunch, launchRatio, err := bench.Paired(reps,
+		func() (time.Duration, error) { return e.LaunchGo(ops) },
+		func() (time.Duration, error) { return e.LaunchC(ops) })
+	if err != nil {
+		return err
+	}
 	so, err := e.NewSmallOps(small)
 	if err != nil {
 		return err
@@ -102,7 +106,7 @@ func run(script, python, jsonOut string, small, ops, copyBytes, d2dBytes, reps i
 
 	rows := []row{{
 		Name: "empty kernel launch, Go vs C in the same binary (per launch)", Ours: us(goLaunch), Theirs: us(cLaunch) + " (C)",
-		Ratio: ratio(goLaunch.Seconds(), cLaunch.Seconds()), Target: "≤ 1.05",
+		Ratio: launchRatio, Target: "≤ 1.05",
 	}}
 	rows[0].Met = met(rows[0].Ratio <= 1.05)
 	if torchErr == nil {
