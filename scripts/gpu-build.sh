@@ -3,7 +3,8 @@
 #   gpu/<pkg>/<pkg>.test   one test binary per package (go test -c -race),
 #                          with the package's testdata
 #   gpu/run.sh             runs them all and prints a summary
-#   gpu/bench/hipbench     the benchmarks (no -race), with torch_ref.py
+#   gpu/bench/             the benchmark runners of bench/cmd (no -race),
+#                          with the PyTorch scripts bench/*.py
 #   gpu/bin/               the examples
 # cgo with dlopen needs no CUDA or ROCm here. With -archive it also packs
 # gpu/ into gpu.tar.xz, for machines that take one file.
@@ -31,8 +32,10 @@ for pkg in $(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{en
 	printf ' %s\n' "$(du -h "$dir/$name.test" | cut -f1)"
 	n=$((n + 1))
 done
-go build -ldflags="$ldflags" -o "$out/bench/hipbench" ./bench/cmd/hipbench
-cp bench/torch_ref.py "$out/bench/"
+for cmd in bench/cmd/*/; do
+	go build -ldflags="$ldflags" -o "$out/bench/$(basename "$cmd")" "./$cmd"
+done
+cp bench/*.py "$out/bench/"
 for ex in examples/*/; do
 	go build -ldflags="$ldflags" -o "$out/bin/$(basename "$ex")" "./$ex"
 done
@@ -43,4 +46,4 @@ if [ "${1:-}" = -archive ]; then
 	tar -cJf gpu.tar.xz "$out"
 	echo "gpu-test: packed into gpu.tar.xz ($(du -h gpu.tar.xz | cut -f1))"
 fi
-echo "gpu-test: on the GPU machine run $out/run.sh (tests) and $out/bench/hipbench (benchmarks)"
+echo "gpu-test: on the GPU machine run $out/run.sh (tests) and the runners in $out/bench (benchmarks)"

@@ -23,6 +23,8 @@ fi
 cmd=$(printf '%q ' "$@")
 exec unshare --mount --propagation private /bin/bash -c "
 set -e
+# The tmpfs first: the repository or the caches may live under /tmp.
+mount -t tmpfs tmpfs '$env_dir/tmp'
 mount_at() { mkdir -p \"$env_dir\$2\"; mount --bind \"\$1\" \"$env_dir\$2\"; }
 mount_at '$repo' '$repo'
 mount_at '$goroot' '$goroot'
@@ -30,7 +32,6 @@ mount_at '$gomodcache' '$gomodcache'
 mount_at '$gocache' /root/.cache/go-build
 mount_at /proc /proc
 mount_at /dev /dev
-mount -t tmpfs tmpfs '$env_dir/tmp'
 cp /etc/resolv.conf '$env_dir/etc/resolv.conf' 2>/dev/null || true
 exec chroot '$env_dir' /usr/bin/env -i \
 	PATH='$goroot/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
