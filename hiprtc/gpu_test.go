@@ -111,3 +111,51 @@ func TestGPUCompileErrorFromTheRealCompiler(t *testing.T) {
 	assert.Contains(t, ce.Log, "not_declared")
 	assert.Contains(t, ce.Log, "bad.hip", "the log names the source, line numbers intact")
 }
+
+// 16-bit floats on the device: the GPU's conversions agree with hip.Half and
+// hip.BFloat16 (both round to nearest, ties to even), through the headers
+// hipRTC has on AMD and the CUDA headers found for NVRTC.
+func TestGPUHalfAndBFloat16(t *testing.T) {
+	dev, err := hip.GetDevice(0)
+	testenv.Need(t, 2, "a GPU", err)
+	src, err := os.ReadFile("testdata/halves.hip")
+	require.NoError(t, err)
+	code, err := Compile(string(src), Options{Name: "halves.hip"})
+	require.NoError(t, err, "CUDA headers from %q", CUDAIncludeDir())
+	mod, err := dev.LoadModule(code.Image)
+	require.NoError(t, err)
+	defer mod.Close()
+	k, err := mod.Function("halves")
+	require.NoError(t, err)
+
+	const n = 1 << 16
+	in := make([]float32, n)
+	for i := range in {
+		in[i] = float32(rand.NormFloat64() * math.Pow(2, float64(rand.IntN(30)-15)))
+	}
+	in[0], in[1], in[2] = 65520, -1e-8, 1.00048828125 // overflow, underflow, a tie
+	bufs := make([]*hip.Buffer, 4)
+	for i, size := range []int{4, 2, 2, 4} {
+		bufs[i], err = dev.Malloc(n * size)
+		require.NoError(t, err)
+		defer bufs[i].Close()
+		require.NoError(t, bufs[i].Memset(0xFF))
+	}
+	require.NoError(t, bufs[0].CopyFromHost(hip.AsBytes(in)))
+	var args hip.Args
+	args.Ptr(bufs[0].Ptr()).Ptr(bufs[1].Ptr()).Ptr(bufs[2].Ptr()).Ptr(bufs[3].Ptr()).Int32(n)
+	require.NoError(t, k.Launch(hip.LaunchConfig{Grid: hip.Dim3{X: n / 256}, Block: hip.Dim3{X: 256}}, &args))
+	h, b, back := make([]hip.Half, n), make([]hip.BFloat16, n), make([]float32, n)
+	require.NoError(t, bufs[1].CopyToHost(hip.AsBytes(h)))
+	require.NoError(t, bufs[2].CopyToHost(hip.AsBytes(b)))
+	require.NoError(t, bufs[3].CopyToHost(hip.AsBytes(back)))
+	for i, f := range in {
+		if h[i] != hip.HalfFromFloat32(f) || b[i] != hip.BFloat16FromFloat32(f) {
+			t.Fatalf("%v: the device gave half %#04x and bfloat16 %#04x, rocm-go %#04x and %#04x",
+				f, h[i], b[i], hip.HalfFromFloat32(f), hip.BFloat16FromFloat32(f))
+		}
+		if back[i] != h[i].Float32()+b[i].Float32() {
+			t.Fatalf("%v: converted back to %v, want %v", f, back[i], h[i].Float32()+b[i].Float32())
+		}
+	}
+}

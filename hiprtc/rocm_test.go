@@ -54,6 +54,19 @@ func TestROCmCompilesTheKernelSetForEveryTarget(t *testing.T) {
 	}
 }
 
+func TestROCmCompilesHalfAndBFloat16(t *testing.T) {
+	useROCmCompiler(t)
+	src, err := os.ReadFile("testdata/halves.hip")
+	require.NoError(t, err)
+	for _, arch := range rocmTargets {
+		code, err := Compile(string(src), Options{Arch: arch, Name: "halves.hip"})
+		require.NoError(t, err, arch)
+		syms, err := KernelSymbols(code.Image)
+		require.NoError(t, err)
+		assert.Equal(t, []string{"halves"}, syms, arch)
+	}
+}
+
 func TestROCmCompileErrorCarriesTheLog(t *testing.T) {
 	useROCmCompiler(t)
 	_, err := Compile("__global__ void broken() { undeclared_thing(); }\n", Options{Arch: "gfx942", Name: "broken.hip"})
