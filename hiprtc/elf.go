@@ -57,9 +57,12 @@ func elfKernels(image []byte) ([]string, error) {
 				out = append(out, name)
 			}
 		}
-	case elf.EM_CUDA: // kernels are global functions; template instances weak ones
+	case elf.EM_CUDA:
+		// Kernels are the functions marked as entries (STO_CUDA_ENTRY in
+		// st_other); the others are device functions and CUDA's helpers.
+		const stoCUDAEntry = 0x10
 		for _, s := range syms {
-			if b := elf.ST_BIND(s.Info); elf.ST_TYPE(s.Info) == elf.STT_FUNC && (b == elf.STB_GLOBAL || b == elf.STB_WEAK) && s.Section != elf.SHN_UNDEF {
+			if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Other&stoCUDAEntry != 0 && s.Section != elf.SHN_UNDEF {
 				out = append(out, s.Name)
 			}
 		}
