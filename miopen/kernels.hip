@@ -52,24 +52,24 @@ __device__ __forceinline__ float rg_eps(float) { return 1.1920929e-7f; }
 __device__ __forceinline__ double rg_eps(double) { return 2.220446049250313e-16; }
 
 // MIOpen's activation modes (miopenActivationMode_t).
-enum { PASTHRU = 0, LOGISTIC, TANH, RELU, SOFTRELU, ABS, POWER, CLIPPEDRELU, LEAKYRELU, ELU };
+enum { RG_PASTHRU = 0, RG_LOGISTIC, RG_TANH, RG_RELU, RG_SOFTRELU, RG_ABS, RG_POWER, RG_CLIPPEDRELU, RG_LEAKYRELU, RG_ELU };
 
 template <class A>
 __device__ A activate(int mode, A a, A b, A g, A x) {
 	switch (mode) {
-	case PASTHRU: return x;
-	case LOGISTIC: return A(1) / (A(1) + rg_exp(-x));
-	case TANH: return b * rg_tanh(a * x);
-	case RELU: return x > A(0) ? x : A(0);
-	case SOFTRELU: return x > A(40) ? x : rg_log1p(rg_exp(x));
-	case ABS: return x < A(0) ? -x : x;
-	case POWER: {
+	case RG_PASTHRU: return x;
+	case RG_LOGISTIC: return A(1) / (A(1) + rg_exp(-x));
+	case RG_TANH: return b * rg_tanh(a * x);
+	case RG_RELU: return x > A(0) ? x : A(0);
+	case RG_SOFTRELU: return x > A(40) ? x : rg_log1p(rg_exp(x));
+	case RG_ABS: return x < A(0) ? -x : x;
+	case RG_POWER: {
 		A v = a + b * x;
 		return v <= rg_eps(v) ? A(0) : rg_pow(v, g);
 	}
-	case CLIPPEDRELU: return x <= A(0) ? A(0) : (x > a ? a : x);
-	case LEAKYRELU: return x > A(0) ? x : x * a;
-	case ELU: return x > A(0) ? x : a * rg_expm1(x);
+	case RG_CLIPPEDRELU: return x <= A(0) ? A(0) : (x > a ? a : x);
+	case RG_LEAKYRELU: return x > A(0) ? x : x * a;
+	case RG_ELU: return x > A(0) ? x : a * rg_expm1(x);
 	}
 	return x;
 }
@@ -78,22 +78,22 @@ __device__ A activate(int mode, A a, A b, A g, A x) {
 template <class A>
 __device__ A activate_grad(int mode, A a, A b, A g, A dy, A x, A y) {
 	switch (mode) {
-	case PASTHRU: return dy;
-	case LOGISTIC: return dy * y * (A(1) - y);
-	case TANH: return dy * a * (b - y * y / b);
-	case RELU: return x > A(0) ? dy : A(0);
-	case SOFTRELU: {
+	case RG_PASTHRU: return dy;
+	case RG_LOGISTIC: return dy * y * (A(1) - y);
+	case RG_TANH: return dy * a * (b - y * y / b);
+	case RG_RELU: return x > A(0) ? dy : A(0);
+	case RG_SOFTRELU: {
 		A e = rg_exp(x < A(50) ? x : A(50));
 		return dy * e / (e + A(1));
 	}
-	case ABS: return x > A(0) ? dy : -dy;
-	case POWER: {
+	case RG_ABS: return x > A(0) ? dy : -dy;
+	case RG_POWER: {
 		A v = a + b * x;
 		return v <= rg_eps(v) ? A(0) : dy * g * b * y / v;
 	}
-	case CLIPPEDRELU: return x > A(0) && x <= a ? dy : A(0);
-	case LEAKYRELU: return x > A(0) ? dy : dy * a;
-	case ELU: return x > A(0) ? dy : dy * (y + a);
+	case RG_CLIPPEDRELU: return x > A(0) && x <= a ? dy : A(0);
+	case RG_LEAKYRELU: return x > A(0) ? dy : dy * a;
+	case RG_ELU: return x > A(0) ? dy : dy * (y + a);
 	}
 	return dy;
 }
