@@ -110,8 +110,8 @@ func (p ConvolutionParams) OutputDims(x, w []int) ([]int, error) {
 		return nil, err
 	}
 	n := q.spatial()
-	if len(x) != n+2 || len(w) != n+2 {
-		return nil, invalid(op, "input %v and weights %v: a %d-D convolution takes %d-D tensors", x, w, n, n+2)
+	if len(x) != n+2 || len(w) != n+2 || !positive(x) || !positive(w) {
+		return nil, invalid(op, "input %v and weights %v: a %d-D convolution takes %d-D tensors of positive dimensions", x, w, n, n+2)
 	}
 	g := q.Groups
 	out := make([]int, n+2)
@@ -143,6 +143,15 @@ func (p ConvolutionParams) OutputDims(x, w []int) ([]int, error) {
 		}
 	}
 	return out, nil
+}
+
+func positive(v []int) bool {
+	for _, x := range v {
+		if x <= 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // ConvolutionDescriptor is a convolution's parameters, read-only once made.

@@ -61,8 +61,8 @@ func (p PoolingParams) OutputDims(x []int) ([]int, error) {
 		return nil, err
 	}
 	n := len(q.Window)
-	if len(x) != n+2 {
-		return nil, invalid(op, "input %v: %d-D pooling takes %d-D tensors", x, n, n+2)
+	if len(x) != n+2 || !positive(x) {
+		return nil, invalid(op, "input %v: %d-D pooling takes %d-D tensors of positive dimensions", x, n, n+2)
 	}
 	out := []int{x[0], x[1]}
 	for i := range n {

@@ -64,6 +64,7 @@ func TestValidationBeforeAnyCall(t *testing.T) {
 		"rank":                 {ConvolutionParams{}, []int{1, 2, 5, 5, 5}, []int{2, 2, 3, 3, 3}},
 		"transposed channels":  {ConvolutionParams{Transposed: true}, []int{1, 4, 5, 5}, []int{3, 2, 3, 3}},
 		"empty transposed":     {ConvolutionParams{Transposed: true, Pad: []int{3, 3}}, []int{1, 4, 1, 1}, []int{4, 2, 3, 3}},
+		"zero dimension":       {ConvolutionParams{}, []int{0, 4, 5, 5}, []int{4, 4, 3, 3}},
 	} {
 		_, err := c.p.OutputDims(c.x, c.w)
 		badParm(name, err)
@@ -80,6 +81,8 @@ func TestValidationBeforeAnyCall(t *testing.T) {
 	}
 	_, err = PoolingParams{Window: []int{5, 5}}.OutputDims([]int{1, 1, 4, 8})
 	badParm("window larger than input", err)
+	_, err = PoolingParams{Window: []int{2, 2}}.OutputDims([]int{1, -1, 4, 8})
+	badParm("negative dimension", err)
 
 	_, err = NewActivationDescriptor(ActivationMode(42), 0, 0, 0)
 	badParm("unknown activation", err)
