@@ -1,8 +1,10 @@
 package bench
 
 import (
+	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/rocm-go/rocm/internal/testenv"
 )
@@ -80,6 +82,70 @@ func TestBenchmarksRun(t *testing.T) {
 	} {
 		if err := f(); err != nil {
 			t.Fatal(name, err)
+		}
+	}
+}
+
+var convEnv struct {
+	once sync.Once
+	e    *ConvEnv
+	err  error
+}
+
+func openConv(tb testing.TB) *ConvEnv {
+	convEnv.once.Do(func() { convEnv.e, convEnv.err = OpenConv() })
+	testenv.Need(tb, 2, "a GPU with MIOpen or cuDNN 9", convEnv.err)
+	return convEnv.e
+}
+
+// BenchmarkConvUNet times the half-precision UNet convolutions, NCHW and
+// NHWC, and reports TFLOP/s.
+func BenchmarkConvUNet(b *testing.B) {
+	e := openConv(b)
+	for _, s := range UNetShapes {
+		for _, nhwc := range []bool{false, true} {
+			b.Run(fmt.Sprintf("%s/%s", s.Name, map[bool]string{false: "NCHW", true: "NHWC"}[nhwc]), func(b *testing.B) {
+				cb, err := e.NewConvBench(s, nhwc)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer cb.Close()
+				var total time.Duration
+				for b.Loop() {
+					d, err := cb.Time(10)
+					if err != nil {
+						b.Fatal(err)
+					}
+					total += d
+				}
+				b.ReportMetric(s.TFLOPs(total/time.Duration(b.N)), "TFLOP/s")
+			})
+		}
+	}
+}
+
+// TestConvBenchRuns checks the benchmark itself in tier 2: each shape
+// computes the right convolution, and times.
+func TestConvBenchRuns(t *testing.T) {
+	e := openConv(t)
+	for _, s := range UNetShapes {
+		for _, nhwc := range []bool{false, true} {
+			cb, err := e.NewConvBench(s, nhwc)
+			if err != nil {
+				t.Fatal(s.Name, err)
+			}
+			worst, err := cb.Check(32)
+			if err != nil || worst > 2e-2 {
+				t.Fatalf("%s NHWC=%v: error %.3g relative to the output's RMS, %v", s.Name, nhwc, worst, err)
+			}
+			d, err := cb.Time(3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s NHWC=%v: %s, %.0f TFLOP/s, Find %v, error %.2g", s.Name, nhwc, cb.Algo.Engine, s.TFLOPs(d), cb.FindTime, worst)
+			if err := cb.Close(); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 }

@@ -112,6 +112,25 @@ func TestModel(t *testing.T) {
 	require.NotNil(t, props)
 	assert.Equal(t, int64(328), props.Size)
 	assert.Equal(t, StructField{Name: "totalMem", Offset: 272}, props.Fields[2])
+
+	// Anonymous members: their fields are the struct's, at their offsets.
+	var perf *Struct
+	for _, s := range m.Structs {
+		if s.CName == "fixPerf_t" {
+			perf = s
+		}
+	}
+	require.NotNil(t, perf, "a struct reached only through a pointer parameter is defined in full")
+	assert.Equal(t, int64(24), perf.Size)
+	assert.Equal(t, []StructField{{"mode", 0}, {"sign", 0}, {"time", 4}, {"lo", 8}, {"hi", 16}}, perf.Fields)
+	var def string
+	for _, d := range m.Decls {
+		if strings.HasSuffix(d, "} fixPerf_t;") {
+			def = d
+		}
+	}
+	assert.Equal(t, "typedef struct {\n\tunion {\n\t\tfix_mode mode;\n\t\tfixSigned sign;\n\t};\n\tfloat time;\n"+
+		"\tstruct {\n\t\tsize_t lo;\n\t\tsize_t hi;\n\t};\n} fixPerf_t;", def)
 }
 
 func TestGoOutputTypeChecks(t *testing.T) {
@@ -199,6 +218,7 @@ func TestABICheckCatchesDrift(t *testing.T) {
 		{"struct size", "    uint64_t id;", "    uint64_t id;\n    int added;", "size"},
 		{"enum value", "fixErrorNotReady = 600,", "fixErrorNotReady = 601,", "fixErrorNotReady"},
 		{"macro value", "#define fixHostMallocMapped 0x2", "#define fixHostMallocMapped 0x4", "fixHostMallocMapped"},
+		{"anonymous member", "        fixSigned sign;", "        double sign;", "fixPerf_t.time"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			drifted := strings.Replace(string(orig), c.from, c.to, 1)

@@ -265,34 +265,37 @@ func (p *parser) walkFull(t cc.Type, byValue bool) {
 		}
 		p.walkFull(x.Result(), false)
 	case *cc.StructType:
-		if !byValue {
-			return
-		}
-		key := structKey(tagOf(x.Tag()), t)
-		if p.full[key] {
-			return
-		}
-		p.full[key] = true
-		for i := 0; i < x.NumFields(); i++ {
-			p.walkFull(x.FieldByIndex(i).Type(), true)
+		if byValue {
+			p.walkRecord(structKey(tagOf(x.Tag()), t), x)
 		}
 	case *cc.UnionType:
-		if !byValue {
-			return
-		}
-		key := "union " + tagOf(x.Tag())
-		if p.full[key] {
-			return
-		}
-		p.full[key] = true
-		for i := 0; i < x.NumFields(); i++ {
-			p.walkFull(x.FieldByIndex(i).Type(), true)
+		if byValue {
+			key := "union " + tagOf(x.Tag())
+			if tagOf(x.Tag()) == "" {
+				key = "" // an anonymous union member: walked where it stands
+			}
+			p.walkRecord(key, x)
 		}
 	}
 }
 
+// walkRecord marks a struct or union as needing a full definition, once,
+// and walks its fields. An empty key (an anonymous member, which has no
+// name to remember it by) is walked every time it is met.
+func (p *parser) walkRecord(key string, r record) {
+	if key != "" {
+		if p.full[key] {
+			return
+		}
+		p.full[key] = true
+	}
+	for i := 0; i < r.NumFields(); i++ {
+		p.walkFull(r.FieldByIndex(i).Type(), true)
+	}
+}
+
 // structKey names a struct for the full map: its tag, or for an anonymous
-// struct its typedef.
+// struct its typedef; "" for an anonymous member, which has neither.
 func structKey(tag string, t cc.Type) string {
 	if tag != "" {
 		return "struct " + tag
@@ -300,7 +303,7 @@ func structKey(tag string, t cc.Type) string {
 	if td := t.Typedef(); td != nil {
 		return "anon " + td.Name()
 	}
-	return "anon ?"
+	return ""
 }
 
 // uses records the nodes that a type spelled in a declaration refers to.
@@ -470,35 +473,75 @@ type record interface {
 	FieldByIndex(int) *cc.Field
 }
 
-func (p *parser) recordBody(r record) (string, []string) {
+func (p *parser) recordBody(r record) (string, []string) { return p.recordBodyIndent(r, "\t") }
+
+// recordBodyIndent spells the fields of a struct or union, one per line at
+// the given indent. An anonymous struct or union member (C11) is spelled in
+// place, its own fields one level deeper.
+func (p *parser) recordBodyIndent(r record, indent string) (string, []string) {
 	var b strings.Builder
 	var deps []string
 	for i := 0; i < r.NumFields(); i++ {
 		f := r.FieldByIndex(i)
 		if f.Name() == "" && !f.IsBitfield() {
-			p.fail("anonymous struct or union members are not supported (field %d)", i)
+			kind, inner := anonymousMember(f.Type())
+			if inner == nil {
+				p.fail("anonymous member of type %s is neither a struct nor a union (field %d)", f.Type(), i)
+				continue
+			}
+			body, d := p.recordBodyIndent(inner, indent+"\t")
+			fmt.Fprintf(&b, "%s%s {\n%s%s};\n", indent, kind, body, indent)
+			deps = append(deps, d...)
 			continue
 		}
 		deps = append(deps, p.refs(f.Type(), true)...)
 		if f.IsBitfield() {
-			fmt.Fprintf(&b, "\t%s : %d;\n", p.decl(f.Type(), f.Name()), f.ValueBits())
+			fmt.Fprintf(&b, "%s%s : %d;\n", indent, p.decl(f.Type(), f.Name()), f.ValueBits())
 			continue
 		}
-		fmt.Fprintf(&b, "\t%s;\n", p.decl(f.Type(), f.Name()))
+		fmt.Fprintf(&b, "%s%s;\n", indent, p.decl(f.Type(), f.Name()))
 	}
 	return b.String(), deps
 }
 
+// anonymousMember returns the kind and fields of an anonymous member's
+// type: a struct or union without a tag. Anything else returns nil.
+func anonymousMember(t cc.Type) (string, record) {
+	switch x := t.(type) {
+	case *cc.StructType:
+		if tagOf(x.Tag()) == "" {
+			return "struct", x
+		}
+	case *cc.UnionType:
+		if tagOf(x.Tag()) == "" {
+			return "union", x
+		}
+	}
+	return "", nil
+}
+
 func (p *parser) recordStruct(name string, x *cc.StructType) {
 	s := &Struct{CName: name, Size: x.Size()}
-	for i := 0; i < x.NumFields(); i++ {
-		f := x.FieldByIndex(i)
-		if f.IsBitfield() || f.Name() == "" {
-			continue
-		}
-		s.Fields = append(s.Fields, StructField{Name: f.Name(), Offset: f.Offset()})
-	}
+	structFields(x, 0, &s.Fields)
 	p.structs = append(p.structs, s)
+}
+
+// structFields lists the named, non-bitfield fields of r with their offsets
+// from base. The fields of an anonymous member are the struct's own
+// (offsetof names them directly), at the member's offset plus theirs.
+func structFields(r record, base int64, out *[]StructField) {
+	for i := 0; i < r.NumFields(); i++ {
+		f := r.FieldByIndex(i)
+		switch {
+		case f.IsBitfield():
+		case f.Name() == "":
+			if _, inner := anonymousMember(f.Type()); inner != nil {
+				structFields(inner, base+f.Offset(), out)
+			}
+		default:
+			*out = append(*out, StructField{Name: f.Name(), Offset: base + f.Offset()})
+		}
+	}
 }
 
 // defineEnum records the enum under key and returns its body "{ ... }".

@@ -6,13 +6,10 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -178,29 +175,10 @@ func subCopies(c *bench.Copies, n int) (*bench.Copies, error) {
 }
 
 func runTorch(script, python string, small, ops, copyBytes, d2dBytes, reps int) (map[string]any, error) {
-	if script == "" {
-		exe, _ := os.Executable()
-		for _, c := range []string{filepath.Join(filepath.Dir(exe), "torch_ref.py"), "bench/torch_ref.py", "torch_ref.py"} {
-			if _, err := os.Stat(c); err == nil {
-				script = c
-				break
-			}
-		}
-	}
-	if script == "" {
-		return nil, fmt.Errorf("torch_ref.py not found: pass -torch")
-	}
-	cmd := exec.Command(python, script, fmt.Sprint("--small=", small), fmt.Sprint("--ops=", ops),
-		fmt.Sprint("--copy=", copyBytes), fmt.Sprint("--d2d=", d2dBytes), fmt.Sprint("--reps=", reps))
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: %v\n%s", python, script, err, stderr.String())
-	}
 	var res map[string]any
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	return res, json.Unmarshal([]byte(lines[len(lines)-1]), &res)
+	err := bench.RunScript(python, script, "torch_ref.py", []string{fmt.Sprint("--small=", small), fmt.Sprint("--ops=", ops),
+		fmt.Sprint("--copy=", copyBytes), fmt.Sprint("--d2d=", d2dBytes), fmt.Sprint("--reps=", reps)}, &res)
+	return res, err
 }
 
 func ratio(a, b float64) float64 {

@@ -20,6 +20,7 @@ static const char* const rg_fix_names[rg_fix_count] = {
 	"fixLaunch",
 	"fixGetErrorName",
 	"fixReset",
+	"fixFindPerf",
 	"fixVersion",
 };
 

@@ -68,6 +68,18 @@ typedef void (*fixCallback_t)(fixStream_t, fixStatus_t, void*);
 
 typedef void* fixAddress_t;
 
+typedef struct {
+	union {
+		fix_mode mode;
+		fixSigned sign;
+	};
+	float time;
+	struct {
+		size_t lo;
+		size_t hi;
+	};
+} fixPerf_t;
+
 // HostMallocFlags
 #define fixHostMallocDefault 0
 #define fixHostMallocPortable 1
@@ -87,6 +99,7 @@ fixStatus_t fixSetMode(fix_mode mode, fixSigned s, fixAddress_t where);
 fixStatus_t fixLaunch(const void* const* args, char* const* names, int count);
 const char* fixGetErrorName(fixStatus_t status);
 void fixReset(void);
+fixStatus_t fixFindPerf(fixPerf_t* results, int count);
 int fixVersion(void);
 
 _Static_assert(sizeof(struct fixProps_t) == 328, "struct fixProps_t: size");
@@ -102,6 +115,12 @@ _Static_assert(offsetof(struct fixProps_t, id) == 320, "struct fixProps_t.id: of
 _Static_assert(sizeof(struct fixUUID_t) == 16, "struct fixUUID_t: size");
 _Static_assert(offsetof(struct fixUUID_t, bytes) == 0, "struct fixUUID_t.bytes: offset");
 _Static_assert(sizeof(fixArch_t) == 4, "fixArch_t: size");
+_Static_assert(sizeof(fixPerf_t) == 24, "fixPerf_t: size");
+_Static_assert(offsetof(fixPerf_t, mode) == 0, "fixPerf_t.mode: offset");
+_Static_assert(offsetof(fixPerf_t, sign) == 0, "fixPerf_t.sign: offset");
+_Static_assert(offsetof(fixPerf_t, time) == 4, "fixPerf_t.time: offset");
+_Static_assert(offsetof(fixPerf_t, lo) == 8, "fixPerf_t.lo: offset");
+_Static_assert(offsetof(fixPerf_t, hi) == 16, "fixPerf_t.hi: offset");
 _Static_assert(fixSuccess == 0, "fixSuccess: value");
 _Static_assert(fixErrorInvalidValue == 1, "fixErrorInvalidValue: value");
 _Static_assert(fixErrorOutOfMemory == 2, "fixErrorOutOfMemory: value");
@@ -135,8 +154,9 @@ enum {
 	rg_fix_idx_fixLaunch = 8,
 	rg_fix_idx_fixGetErrorName = 9,
 	rg_fix_idx_fixReset = 10,
-	rg_fix_idx_fixVersion = 11,
-	rg_fix_count = 12
+	rg_fix_idx_fixFindPerf = 11,
+	rg_fix_idx_fixVersion = 12,
+	rg_fix_count = 13
 };
 
 typedef fixStatus_t (*rg_fix_fn_fixInit)(unsigned flags);
@@ -150,6 +170,7 @@ typedef fixStatus_t (*rg_fix_fn_fixSetMode)(fix_mode mode, fixSigned s, fixAddre
 typedef fixStatus_t (*rg_fix_fn_fixLaunch)(const void* const* args, char* const* names, int count);
 typedef const char* (*rg_fix_fn_fixGetErrorName)(fixStatus_t status);
 typedef void (*rg_fix_fn_fixReset)(void);
+typedef fixStatus_t (*rg_fix_fn_fixFindPerf)(fixPerf_t* results, int count);
 typedef int (*rg_fix_fn_fixVersion)(void);
 
 extern void* rg_fix_fns[rg_fix_count];
@@ -267,6 +288,12 @@ static inline const char* rg_fixGetErrorName(fixStatus_t status) {
 static inline void rg_fixReset(void) {
 	rg_fix_fn_fixReset rg_f = (rg_fix_fn_fixReset)rg_fix_sym(rg_fix_idx_fixReset);
 	if (rg_f != NULL) rg_f();
+}
+
+static inline fixStatus_t rg_fixFindPerf(fixPerf_t* results, int count) {
+	rg_fix_fn_fixFindPerf rg_f = (rg_fix_fn_fixFindPerf)rg_fix_sym(rg_fix_idx_fixFindPerf);
+	if (rg_f == NULL) return RG_FIX_MISSING;
+	return rg_f(results, count);
 }
 
 static inline int rg_fixVersion(void) {

@@ -56,6 +56,19 @@ typedef struct fixProps_t {
     uint64_t id;
 } fixProps_t;
 
+/** A find result with C11 anonymous members, like MIOpen's miopenConvAlgoPerf_t. */
+typedef struct {
+    union {
+        fix_mode mode;
+        fixSigned sign;
+    };
+    float time;
+    struct {
+        size_t lo;
+        size_t hi;
+    };
+} fixPerf_t;
+
 typedef void (*fixCallback_t)(fixStream_t stream, fixStatus_t status, void* user);
 
 /** Portable memory. */
@@ -78,6 +91,7 @@ fixStatus_t fixSetMode(fix_mode mode, fixSigned s, fixAddress_t where);
 fixStatus_t fixLaunch(const void* const* args, char* const names[], int count);
 const char* fixGetErrorName(fixStatus_t status);
 void fixReset(void);
+fixStatus_t fixFindPerf(fixPerf_t* results, int count);
 int fixVersion(void);
 fixStatus_t fixUnboundButDeclared(int);
 

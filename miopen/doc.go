@@ -1,0 +1,36 @@
+// Package miopen binds MIOpen, AMD's library of deep-learning primitives:
+// convolutions with their Find (algorithm search), activations, softmax,
+// pooling, batch normalization, local response normalization, element-wise
+// tensor operations and multi-head attention. On the NVIDIA platform the
+// same calls run on cuDNN 9's legacy API behind a C translation layer.
+//
+// A Handle is bound to a hip.Stream; operations take Tensors, device
+// memory with a TensorDescriptor that says its type, dimensions and
+// strides. Descriptors are validated when they are made and read-only
+// afterwards:
+//
+//	x, _ := miopen.NewTensor4D(miopen.DataTypeHalf, 8, 320, 64, 64)
+//	w, _ := miopen.NewTensor4D(miopen.DataTypeHalf, 320, 320, 3, 3)
+//	conv, _ := miopen.NewConvolutionDescriptor(miopen.ConvolutionParams{Pad: []int{1, 1}})
+//	dims, _ := conv.OutputShape(x, w) // [8 320 64 64]
+//	y, _ := miopen.NewTensorDescriptor(miopen.DataTypeHalf, dims, nil)
+//	...
+//	err := h.ConvolutionForward(conv, miopen.Tensor{Desc: x, Data: xb}, miopen.Tensor{Desc: w, Data: wb}, miopen.Tensor{Desc: y, Data: yb})
+//
+// A convolution runs the fastest algorithm of a Find, which the handle runs
+// once per problem and caches (FindConvolutionForward returns every
+// algorithm with its time and workspace). On NVIDIA the Find is cuDNN's.
+//
+// On the NVIDIA platform: MIOpen's tensor, convolution, pooling, LRN and
+// activation descriptors are rocm-go structs holding cuDNN descriptors;
+// weights get a cuDNN filter descriptor at call time; a transposed
+// convolution runs as cuDNN's data gradient; statuses are translated by
+// name. What legacy cuDNN lacks runs on rocm-go's own HIP kernels, compiled
+// with hiprtc on first use: the activation modes pass-through, soft ReLU,
+// abs, power, leaky ReLU and tanh with alpha or beta other than 1, and the
+// within-channel LRN. Multi-head attention has no legacy-cuDNN equivalent
+// and returns ErrNotImplemented there.
+//
+// The library is loaded on first use (Load chooses options): libMIOpen.so.1
+// on AMD, libcudnn.so.9 on NVIDIA, following package hip's platform.
+package miopen

@@ -1,0 +1,158 @@
+package miopen
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/rocm-go/rocm/hip"
+)
+
+// The tests of this package's tier 0 run against fake libraries built
+// with cc at test time: testdata/fakemiopen.c with package hip's fake HIP
+// runtime on the AMD platform, testdata/fakecudnn.c with package hip's fake
+// CUDA on the NVIDIA one. The fakes append what reached them to the file
+// named by $ROCM_GO_FAKE_LOG, which the tests read.
+
+var fakes struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+func buildFakes(t *testing.T) string {
+	t.Helper()
+	fakes.once.Do(func() {
+		dir, err := os.MkdirTemp("", "rocm-go-fakemiopen")
+		if err != nil {
+			fakes.err = err
+			return
+		}
+		for _, d := range []string{"amd", "nvidia"} {
+			if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+				fakes.err = err
+				return
+			}
+		}
+		for _, b := range []struct {
+			out  string
+			srcs []string
+		}{
+			{"amd/libamdhip64.so.6", []string{"../hip/testdata/fakehip.c"}},
+			{"amd/libMIOpen.so.1", []string{"testdata/fakemiopen.c"}},
+			{"nvidia/libcudart.so.13", []string{"../hip/testdata/fakecuda.c", "testdata/fakecudastream.c"}},
+			{"nvidia/libcudnn.so.9", []string{"testdata/fakecudnn.c"}},
+		} {
+			args := append([]string{"-shared", "-fPIC", "-O1", "-w", "-o", filepath.Join(dir, b.out)}, b.srcs...)
+			if out, err := exec.Command("cc", args...).CombinedOutput(); err != nil {
+				fakes.err = errors.New(string(out))
+				return
+			}
+		}
+		fakes.err = os.Symlink("libcudart.so.13", filepath.Join(dir, "nvidia", "libcuda.so.1"))
+		fakes.dir = dir
+	})
+	if fakes.err != nil {
+		t.Skipf("tier 0: cannot build the fake libraries: %v", fakes.err)
+	}
+	return fakes.dir
+}
+
+// fakeEnv is a loaded fake platform: a device, a stream, a handle and the
+// log of what reached the fake library.
+type fakeEnv struct {
+	t      *testing.T
+	dev    *hip.Device
+	stream *hip.Stream
+	h      *Handle
+	log    string
+}
+
+// useFake loads HIP and MIOpen (or cuDNN) from the fakes of a platform for
+// the test, and unloads them afterwards.
+func useFake(t *testing.T, p hip.Platform) *fakeEnv {
+	t.Helper()
+	dir := filepath.Join(buildFakes(t), map[hip.Platform]string{hip.PlatformAMD: "amd", hip.PlatformNVIDIA: "nvidia"}[p])
+	e := &fakeEnv{t: t, log: filepath.Join(t.TempDir(), "fake.log")}
+	t.Setenv("ROCM_GO_FAKE_LOG", e.log)
+	lib.Reset()
+	require.NoError(t, hip.Load(hip.WithPlatform(p), hip.WithLibraryPaths(dir)))
+	t.Cleanup(func() {
+		lib.Reset()
+		require.NoError(t, hip.Unload())
+	})
+	require.Equal(t, p, hip.LoadedPlatform(), "package hip loaded the fake (no other HIP was loaded before)")
+	require.NoError(t, Load(WithLibraryPaths(dir)))
+	var err error
+	e.dev, err = hip.GetDevice(0)
+	require.NoError(t, err)
+	e.stream, err = e.dev.NewStream()
+	require.NoError(t, err)
+	e.h, err = NewHandle(e.stream)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		require.NoError(t, e.h.Close())
+		require.NoError(t, e.stream.Close())
+	})
+	return e
+}
+
+// lines returns the log, one call a line, and empties it.
+func (e *fakeEnv) lines() []string {
+	b, err := os.ReadFile(e.log)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	require.NoError(e.t, err)
+	require.NoError(e.t, os.Truncate(e.log, 0))
+	return strings.Split(strings.TrimSpace(string(b)), "\n")
+}
+
+// grep returns the lines of the log that start with prefix, and empties
+// the log.
+func (e *fakeEnv) grep(prefix string) []string {
+	var out []string
+	for _, l := range e.lines() {
+		if strings.HasPrefix(l, prefix) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// desc makes a tensor descriptor for the test.
+func (e *fakeEnv) desc(dt DataType, dims ...int) *TensorDescriptor {
+	e.t.Helper()
+	d, err := NewTensorDescriptor(dt, dims, nil)
+	require.NoError(e.t, err)
+	e.t.Cleanup(func() { d.Close() })
+	return d
+}
+
+// tensor makes a descriptor and a buffer that holds it.
+func (e *fakeEnv) tensor(dt DataType, dims ...int) Tensor {
+	e.t.Helper()
+	return e.tensorOf(e.desc(dt, dims...))
+}
+
+func (e *fakeEnv) tensorOf(d *TensorDescriptor) Tensor {
+	e.t.Helper()
+	b, err := e.dev.Malloc(d.Bytes())
+	require.NoError(e.t, err)
+	e.t.Cleanup(func() { b.Close() })
+	return Tensor{Desc: d, Data: b}
+}
+
+func (e *fakeEnv) conv(p ConvolutionParams) *ConvolutionDescriptor {
+	e.t.Helper()
+	c, err := NewConvolutionDescriptor(p)
+	require.NoError(e.t, err)
+	e.t.Cleanup(func() { c.Close() })
+	return c
+}

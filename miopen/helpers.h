@@ -1,0 +1,28 @@
+// Hand-written C helpers of package miopen, over the generated zmiopen.h.
+#ifndef RG_MIOPEN_HELPERS_H
+#define RG_MIOPEN_HELPERS_H
+
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "zmiopen.h"
+
+// RG_MIOPEN_CUDNN_MISSING: on the NVIDIA platform, cuDNN lacks the function
+// a MIOpen call is translated to.
+#define RG_MIOPEN_CUDNN_MISSING ((miopenStatus_t)0x7fffff03)
+
+// rg_miopen_ptr turns a device address held by Go as an integer back into
+// the pointer the library takes.
+static inline void* rg_miopen_ptr(uintptr_t p) { return (void*)p; }
+
+// The NVIDIA platform (nvidia.c).
+void rg_miopen_install_nvidia(void* cudnn);
+int rg_miopen_nvidia_status(int cudnn_status);
+const char* rg_miopen_nvidia_status_name(int cudnn_status);
+int rg_miopen_nvidia_last(miopenHandle_t handle, const char** function);
+const char* rg_miopen_nvidia_algo_name(int kind, unsigned raw);
+
+// The kinds of cuDNN convolution algorithm an encoded algorithm names.
+enum { RG_NV_ALGO_FWD = 0, RG_NV_ALGO_BWD_DATA = 1, RG_NV_ALGO_BWD_FILTER = 2 };
+
+#endif
