@@ -45,6 +45,8 @@ var rtcLib = dl.Lazy[loadOptions, loaded]{
 	Defaults: func() (loadOptions, error) {
 		return loadOptions{}, nil
 	},
+	// A first-use load follows package hip's platform; tests switch it.
+	Key: hipPlatformKey,
 	Compatible: func(o loadOptions, l loaded) error {
 		if o.platform != hip.PlatformNone && o.platform != l.platform {
 			return fmt.Errorf("hiprtc: Load: the %s compiler is loaded already; Unload it first", l.platform)
@@ -185,4 +187,11 @@ func findCUDAInclude(libDir string) string {
 func CUDAIncludeDir() string {
 	l, _ := rtcLib.State()
 	return l.cudaInclude
+}
+
+// hipPlatformKey names the platform package hip has loaded (loading it if
+// needed), which a first-use load of the compiler follows.
+func hipPlatformKey() string {
+	hip.LoadError()
+	return hip.LoadedPlatform().String()
 }

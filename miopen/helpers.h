@@ -16,7 +16,7 @@
 static inline void* rg_miopen_ptr(uintptr_t p) { return (void*)p; }
 
 // The NVIDIA platform (nvidia.c).
-void rg_miopen_install_nvidia(void* cudnn);
+void rg_miopen_install_nvidia(void* cudnn, void* cublas, void* cudart);
 int rg_miopen_nvidia_status(int cudnn_status);
 const char* rg_miopen_nvidia_status_name(int cudnn_status);
 int rg_miopen_nvidia_last(miopenHandle_t handle, const char** function);

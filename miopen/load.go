@@ -7,6 +7,7 @@ import "C"
 
 import (
 	"fmt"
+	"unsafe"
 
 	"github.com/rocm-go/rocm/hip"
 	"github.com/rocm-go/rocm/internal/dl"
@@ -40,6 +41,8 @@ type loaded struct {
 var lib = dl.Lazy[loadOptions, loaded]{
 	Open:     openLibrary,
 	Defaults: func() (loadOptions, error) { return loadOptions{}, nil },
+	// A first-use load follows package hip's platform; tests switch it.
+	Key: hipPlatformKey,
 	Compatible: func(o loadOptions, l loaded) error {
 		if o.platform != hip.PlatformNone && o.platform != l.platform {
 			return fmt.Errorf("miopen: Load: the %s platform is loaded already; Unload it first", l.platform)
@@ -154,11 +157,29 @@ func openLibrary(o loadOptions) ([]*dl.Library, loaded, error) {
 			l.Close()
 			return nil, loaded{}, fmt.Errorf("miopen: %s is not cuDNN: %w", l.Path(), err)
 		}
-		C.rg_miopen_install_nvidia(l.Handle())
 		libs = []*dl.Library{l}
+		// cuBLAS computes 1x1 convolutions faster than legacy cuDNN; it is
+		// optional, and cudart times it in Find.
+		var cublas, cudart unsafe.Pointer
+		if b, err := dl.Open("cuBLAS (libcublas)", "", hip.CUDASearch(o.paths, "libcublas.so.13", "libcublas.so.12").Candidates()); err == nil {
+			if r, err := dl.Open("CUDA runtime (libcudart)", "", hip.CUDASearch(o.paths, "libcudart.so.13", "libcudart.so.12").Candidates()); err == nil {
+				libs = append(libs, b, r)
+				cublas, cudart = b.Handle(), r.Handle()
+			} else {
+				b.Close()
+			}
+		}
+		C.rg_miopen_install_nvidia(l.Handle(), cublas, cudart)
 	default:
 		return nil, loaded{}, fmt.Errorf("miopen: no HIP platform is loaded")
 	}
 	C.rg_miopen_set_setdev((*[0]byte)(hipcore.SetDeviceFunc()))
 	return libs, loaded{platform: p}, nil
+}
+
+// hipPlatformKey names the platform package hip has loaded (loading it if
+// needed), which a first-use load follows.
+func hipPlatformKey() string {
+	hip.LoadError()
+	return hip.LoadedPlatform().String()
 }

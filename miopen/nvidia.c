@@ -363,6 +363,8 @@ int rg_miopen_nvidia_status(int cudnn_status) { return (int)nv_status(cudnn_stat
 
 struct rgnv_handle {
 	void* cudnn;
+	void* stream;    // the stream the handle is bound to
+	void* cublas;    // for 1x1 convolutions, made on first use
 	void* conv;      // scratch convolution descriptor
 	void* filter[2]; // scratch filter descriptors
 	void* op;        // scratch op-tensor descriptor
@@ -436,6 +438,67 @@ int rg_miopen_nvidia_last(miopenHandle_t handle, const char** fn) {
 	h->last_fn = NULL;
 	return st;
 }
+
+// ---- cuBLAS for 1x1 convolutions ----
+//
+// Legacy cuDNN's algorithms are slow for 1x1 convolutions of packed
+// tensors, which are plain matrix products: Find also times cuBLAS on them
+// (when libcublas loaded), and a forward run with that algorithm calls it.
+// cudart supplies the events that time it.
+#define NVB_FUNCS(X)                                                                                         \
+	X(cublasCreate_v2, int, (void**))                                                                    \
+	X(cublasDestroy_v2, int, (void*))                                                                    \
+	X(cublasSetStream_v2, int, (void*, void*))                                                           \
+	X(cublasGemmEx, int,                                                                                 \
+	  (void*, int, int, int, int, int, const void*, const void*, int, int, const void*, int, int,        \
+	   const void*, void*, int, int, int, int))                                                          \
+	X(cublasGemmStridedBatchedEx, int,                                                                   \
+	  (void*, int, int, int, int, int, const void*, const void*, int, int, long long, const void*, int,  \
+	   int, long long, const void*, void*, int, int, long long, int, int, int))                          \
+	X(cudaEventCreate, int, (void**))                                                                    \
+	X(cudaEventRecord, int, (void*, void*))                                                              \
+	X(cudaEventSynchronize, int, (void*))                                                                \
+	X(cudaEventElapsedTime, int, (float*, void*, void*))                                                 \
+	X(cudaEventDestroy, int, (void*))
+
+#define NVB_INDEX(name, ret, params) nvb_idx_##name,
+enum { NVB_FUNCS(NVB_INDEX) nvb_count };
+#define NVB_TYPE(name, ret, params) typedef ret(*nvb_fn_##name) params;
+NVB_FUNCS(NVB_TYPE)
+#define NVB_NAME(name, ret, params) #name,
+static const char* const nvb_names[nvb_count] = {NVB_FUNCS(NVB_NAME)};
+static void* nvb_fns[nvb_count];
+static void* nvb_cublas;
+static void* nvb_cudart;
+
+static void* nvb_sym(int i) {
+	void* p = __atomic_load_n(&nvb_fns[i], __ATOMIC_ACQUIRE);
+	if (p != NULL) return p;
+	void* lib = strncmp(nvb_names[i], "cuda", 4) == 0 ? nvb_cudart : nvb_cublas;
+	if (lib == NULL) return NULL;
+	p = dlsym(lib, nvb_names[i]);
+	if (p != NULL) __atomic_store_n(&nvb_fns[i], p, __ATOMIC_RELEASE);
+	return p;
+}
+
+// NVB calls a cuBLAS or cudart function; -1 when it is missing.
+#define NVB(name, ...)                                                     \
+	({                                                                     \
+		nvb_fn_##name nvb_f = (nvb_fn_##name)nvb_sym(nvb_idx_##name);      \
+		nvb_f != NULL ? nvb_f(__VA_ARGS__) : -1;                           \
+	})
+
+// The algorithm number a Find returns for cuBLAS (cuDNN's are 0 to 7).
+#define NV_ALGO_CUBLAS 100
+// cuBLAS constants: cublasOperation_t, cudaDataType_t, cublasComputeType_t,
+// cublasGemmAlgo_t.
+#define NVB_OP_N 0
+#define NVB_OP_T 1
+#define NVB_R_32F 0
+#define NVB_R_16F 2
+#define NVB_R_16BF 14
+#define NVB_COMPUTE_32F 68
+#define NVB_GEMM_DEFAULT (-1)
 
 // MIOpen reads alpha and beta as floats for every data type; cuDNN reads
 // doubles for double data.
@@ -516,6 +579,7 @@ static void nv_handle_free(struct rgnv_handle* h) {
 		if (h->filter[i] != NULL) NV(cudnnDestroyFilterDescriptor, h->filter[i]);
 	}
 	if (h->conv != NULL) NV(cudnnDestroyConvolutionDescriptor, h->conv);
+	if (h->cublas != NULL) NVB(cublasDestroy_v2, h->cublas);
 	if (h->cudnn != NULL) NV(cudnnDestroy, h->cudnn);
 	free(h);
 }
@@ -524,6 +588,7 @@ static miopenStatus_t rgnv_miopenCreateWithStream(miopenHandle_t* out, miopenAcc
 	if (out == NULL) return miopenStatusBadParm;
 	struct rgnv_handle* h = calloc(1, sizeof *h);
 	if (h == NULL) return miopenStatusAllocFailed;
+	h->stream = stream;
 	int st = NV(cudnnCreate, &h->cudnn);
 	if (st == CUDNN_STATUS_SUCCESS) st = NV(cudnnSetStream, h->cudnn, stream);
 	if (st == CUDNN_STATUS_SUCCESS) st = NV(cudnnCreateConvolutionDescriptor, &h->conv);
@@ -913,6 +978,7 @@ static const char* const nv_math_names[4] = {"CUDNN_DEFAULT_MATH", "CUDNN_TENSOR
 const char* rg_miopen_nvidia_algo_name(int kind, unsigned raw) {
 	static __thread char buf[128];
 	int algo = NV_ALGO(raw), math = NV_MATH(raw);
+	if (kind == RG_NV_ALGO_FWD && algo == NV_ALGO_CUBLAS) return "cuBLAS GEMM (a 1x1 convolution as a matrix product)";
 	int n = kind == RG_NV_ALGO_FWD ? NV_FWD_ALGOS : kind == RG_NV_ALGO_BWD_DATA ? NV_BWD_DATA_ALGOS : NV_BWD_FILTER_ALGOS;
 	if (kind < 0 || kind > 2 || algo < 0 || algo >= n) return NULL;
 	strcpy(buf, nv_algo_names[kind][algo]);
@@ -992,6 +1058,105 @@ static miopenStatus_t rgnv_miopenConvolutionBackwardWeightsGetWorkSpaceSize(miop
 	return nv_ws(H(h), RG_NV_ALGO_BWD_FILTER, transposed ? T(dy) : T(x), T(dw), CONV(c), transposed ? T(x) : T(dy), size);
 }
 
+// nv_gemm is a 1x1 convolution as a matrix product. NHWC: y[NHW x K] =
+// x[NHW x C] w[K x C]^T, one GEMM. NCHW: per image y[K x HW] = w[K x C]
+// x[C x HW], a strided batch. In cuBLAS's column-major terms both are
+// C(m x n) = op(A) op(B) below.
+struct nv_gemm {
+	int transa, transb, m, n, k, lda, ldb, ldc, batch, dtype;
+	long long strideA, strideB, strideC;
+	int aIsX; // A is x (NCHW) or w (NHWC)
+};
+
+// nv_gemm_plan says whether a forward convolution is a plain matrix product
+// cuBLAS can compute: 1x1 filters, no padding, stride and dilation 1, one
+// group, packed tensors of one 16- or 32-bit float type in one layout.
+static int nv_gemm_plan(const struct rgnv_conv* c, const struct rgnv_tensor* x, const struct rgnv_tensor* w,
+                        const struct rgnv_tensor* y, struct nv_gemm* g) {
+	if (nvb_cublas == NULL || c->mode == miopenTranspose || c->groups != 1 || x->nb != c->spatial + 2) return 0;
+	if (x->dtype != w->dtype || x->dtype != y->dtype) return 0;
+	switch (x->dtype) {
+	case miopenHalf: g->dtype = NVB_R_16F; break;
+	case miopenBFloat16: g->dtype = NVB_R_16BF; break;
+	case miopenFloat: g->dtype = NVB_R_32F; break;
+	default: return 0;
+	}
+	long long hw = 1;
+	for (int i = 0; i < c->spatial; i++) {
+		if (w->dims[2 + i] != 1 || c->pad[i] != 0 || c->stride[i] != 1 || c->dil[i] != 1) return 0;
+		hw *= x->dims[2 + i];
+	}
+	static const int nchw[5] = {0, 1, 2, 3, 4}, nhwc4[4] = {0, 2, 3, 1}, nhwc5[5] = {0, 2, 3, 4, 1};
+	const int* cl = x->nb == 4 ? nhwc4 : nhwc5;
+	long long n = x->dims[0], ch = x->dims[1], k = w->dims[0];
+	if (w->dims[1] != ch || y->dims[0] != n || y->dims[1] != k || n * hw > 0x7fffffff) return 0;
+	if (!nv_packed(w, nchw) && !nv_packed(w, cl)) return 0;
+	if (nv_packed(x, cl) && nv_packed(y, cl)) {
+		*g = (struct nv_gemm){NVB_OP_T, NVB_OP_N, (int)k, (int)(n * hw), (int)ch, (int)ch, (int)ch, (int)k, 1, g->dtype, 0, 0, 0, 0};
+		return 1;
+	}
+	if (nv_packed(x, nchw) && nv_packed(y, nchw)) {
+		*g = (struct nv_gemm){NVB_OP_N, NVB_OP_N, (int)hw, (int)k, (int)ch, (int)hw, (int)ch, (int)hw, (int)n, g->dtype,
+		                      ch * hw, 0, k * hw, 1};
+		return 1;
+	}
+	return 0;
+}
+
+// nv_gemm_run computes y = alpha conv(x, w) + beta y with cuBLAS, on the
+// handle's stream, in float arithmetic.
+static miopenStatus_t nv_gemm_run(struct rgnv_handle* h, const struct nv_gemm* g, const void* alpha, const void* x,
+                                  const void* w, const void* beta, void* y) {
+	if (h->cublas == NULL) {
+		void* b = NULL;
+		if (NVB(cublasCreate_v2, &b) != 0) return miopenStatusInternalError;
+		if (NVB(cublasSetStream_v2, b, h->stream) != 0) {
+			NVB(cublasDestroy_v2, b);
+			return miopenStatusInternalError;
+		}
+		h->cublas = b;
+	}
+	float one = 1, zero = 0;
+	const void* a = alpha != NULL ? alpha : &one;
+	const void* bt = beta != NULL ? beta : &zero;
+	const void* A = g->aIsX ? x : w;
+	const void* B = g->aIsX ? w : x;
+	int st = g->batch == 1
+	             ? NVB(cublasGemmEx, h->cublas, g->transa, g->transb, g->m, g->n, g->k, a, A, g->dtype, g->lda, B, g->dtype,
+	                   g->ldb, bt, y, g->dtype, g->ldc, NVB_COMPUTE_32F, NVB_GEMM_DEFAULT)
+	             : NVB(cublasGemmStridedBatchedEx, h->cublas, g->transa, g->transb, g->m, g->n, g->k, a, A, g->dtype, g->lda,
+	                   g->strideA, B, g->dtype, g->ldb, g->strideB, bt, y, g->dtype, g->ldc, g->strideC, g->batch,
+	                   NVB_COMPUTE_32F, NVB_GEMM_DEFAULT);
+	if (st != 0) {
+		h->last = CUDNN_STATUS_EXECUTION_FAILED;
+		h->last_fn = g->batch == 1 ? "cublasGemmEx (1x1 convolution)" : "cublasGemmStridedBatchedEx (1x1 convolution)";
+		return miopenStatusInternalError;
+	}
+	return miopenStatusSuccess;
+}
+
+// nv_gemm_time times the cuBLAS 1x1 convolution (the median of three runs
+// after a warm-up, between events on the handle's stream), in ms; < 0 when
+// it cannot run.
+static float nv_gemm_time(struct rgnv_handle* h, const struct nv_gemm* g, const void* x, const void* w, void* y) {
+	void *start = NULL, *end = NULL;
+	float t[3] = {-1, -1, -1}, ms = -1;
+	if (nv_gemm_run(h, g, NULL, x, w, NULL, y) != miopenStatusSuccess) return -1;
+	if (NVB(cudaEventCreate, &start) != 0 || NVB(cudaEventCreate, &end) != 0) goto out;
+	for (int i = 0; i < 3; i++) {
+		if (NVB(cudaEventRecord, start, h->stream) != 0 || nv_gemm_run(h, g, NULL, x, w, NULL, y) != miopenStatusSuccess ||
+		    NVB(cudaEventRecord, end, h->stream) != 0 || NVB(cudaEventSynchronize, end) != 0 ||
+		    NVB(cudaEventElapsedTime, &t[i], start, end) != 0)
+			goto out;
+	}
+	// The median of three.
+	ms = t[0] > t[1] ? (t[1] > t[2] ? t[1] : (t[0] > t[2] ? t[2] : t[0])) : (t[0] > t[2] ? t[0] : (t[1] > t[2] ? t[2] : t[1]));
+out:
+	if (start != NULL) NVB(cudaEventDestroy, start);
+	if (end != NULL) NVB(cudaEventDestroy, end);
+	return ms;
+}
+
 // nv_find runs cuDNN's Find for a kind (arguments as in nv_ws, with their
 // data) and returns the algorithms that ran, fastest first, encoded.
 static miopenStatus_t nv_find(struct rgnv_handle* h, int kind, const struct rgnv_tensor* in, const void* inp, const struct rgnv_tensor* w,
@@ -1019,9 +1184,23 @@ static miopenStatus_t nv_find(struct rgnv_handle* h, int kind, const struct rgnv
 		        (void*)wp, NV_BWD_FILTER_ALGOS, &n, found, ws, wsSize);
 	}
 	if (s != miopenStatusSuccess) return s;
+	// A 1x1 forward convolution may also run as a cuBLAS matrix product:
+	// time it and place it among cuDNN's, which come fastest first.
+	struct nv_gemm g;
+	float gemm = -1;
+	if (kind == RG_NV_ALGO_FWD && nv_gemm_plan(c, in, w, out, &g)) gemm = nv_gemm_time(h, &g, inp, wp, outp);
 	int k = 0;
-	for (int i = 0; i < n && k < request; i++) {
-		if (found[i].status != CUDNN_STATUS_SUCCESS) continue;
+	for (int i = 0; i <= n && k < request; i++) {
+		if (gemm >= 0 && (i == n || found[i].status != CUDNN_STATUS_SUCCESS || gemm < found[i].time)) {
+			perfs[k].fwd_algo = (miopenConvFwdAlgorithm_t)NV_ENCODE(0, NV_ALGO_CUBLAS, -1);
+			perfs[k].time = gemm;
+			perfs[k].memory = 0;
+			k++;
+			gemm = -1;
+			i--;
+			continue;
+		}
+		if (i == n || found[i].status != CUDNN_STATUS_SUCCESS) continue;
 		perfs[k].fwd_algo = (miopenConvFwdAlgorithm_t)NV_ENCODE(nv_class(kind, found[i].algo), found[i].algo, found[i].mathType);
 		perfs[k].time = found[i].time;
 		perfs[k].memory = found[i].memory;
@@ -1074,6 +1253,11 @@ static miopenStatus_t nv_run(struct rgnv_handle* h, int kind, unsigned raw, cons
 	if (h == NULL || c == NULL || c->spatial == 0 || !nv_ready(3, in, w, out)) return miopenStatusBadParm;
 	int algo, math;
 	nv_decode(kind, raw, in->dtype, &algo, &math);
+	if (algo == NV_ALGO_CUBLAS) {
+		struct nv_gemm g;
+		if (kind != RG_NV_ALGO_FWD || !nv_gemm_plan(c, in, w, out, &g)) return miopenStatusBadParm;
+		return nv_gemm_run(h, &g, alpha, inp, wp, beta, outp);
+	}
 	int st = nv_filter(h, 0, w);
 	if (st == CUDNN_STATUS_SUCCESS) st = nv_conv(h, c, in->dtype, math);
 	if (st != CUDNN_STATUS_SUCCESS) return nv_status(st);
@@ -1571,10 +1755,14 @@ static miopenStatus_t rgnv_miopenDestroySolution(miopenSolution_t s) {
 }
 
 // rg_miopen_install_nvidia points the table at the translations above.
-void rg_miopen_install_nvidia(void* cudnn) {
+void rg_miopen_install_nvidia(void* cudnn, void* cublas, void* cudart) {
 	rg_miopen_unbind();
 	for (int i = 0; i < nv_count; i++) __atomic_store_n(&nv_fns[i], NULL, __ATOMIC_RELEASE);
+	for (int i = 0; i < nvb_count; i++) __atomic_store_n(&nvb_fns[i], NULL, __ATOMIC_RELEASE);
 	__atomic_store_n(&nv_lib, cudnn, __ATOMIC_RELEASE);
+	// cuBLAS serves 1x1 convolutions only with cudart's events to time it.
+	nvb_cublas = cudart != NULL ? cublas : NULL;
+	nvb_cudart = cudart;
 #define SET(name) rg_miopen_set(rg_miopen_idx_##name, (void*)rgnv_##name)
 	SET(miopenGetErrorString);
 	SET(miopenGetVersion);

@@ -22,11 +22,16 @@ type Lazy[O, S any] struct {
 	Compatible func(O, S) error
 	// Unbind empties the package's tables before the libraries close.
 	Unbind func()
+	// Key, when set, names what a first-use load depends on (the platform
+	// package hip loaded, for the packages that follow it). A first-use
+	// load, or a remembered failure, made under another key is redone.
+	Key func() string
 
 	mu       sync.Mutex
 	loaded   atomic.Bool
 	refs     int
 	implicit bool
+	key      string // Key's value at the last first-use load or failure
 	err      error
 	libs     []*Library
 	state    S
@@ -35,17 +40,27 @@ type Lazy[O, S any] struct {
 // Ensure loads with the defaults on first use. A failure is remembered:
 // later calls return it at once, until a Load succeeds.
 func (z *Lazy[O, S]) Ensure() error {
-	if z.loaded.Load() {
+	if z.Key == nil && z.loaded.Load() {
 		return nil
+	}
+	key := ""
+	if z.Key != nil {
+		key = z.Key()
 	}
 	z.mu.Lock()
 	defer z.mu.Unlock()
 	if z.loaded.Load() {
-		return nil
+		if z.refs > 0 || !z.implicit || key == z.key {
+			return nil
+		}
+		// Loaded on first use under another key: load again.
+		z.closeLocked()
+		z.implicit = false
 	}
-	if z.err != nil {
+	if z.err != nil && key == z.key {
 		return z.err
 	}
+	z.key = key
 	o, err := z.Defaults()
 	if err == nil {
 		err = z.openLocked(o)

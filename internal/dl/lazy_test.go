@@ -81,3 +81,31 @@ func TestLazyRemembersFailure(t *testing.T) {
 	assert.Equal(t, 2, f.opens)
 	require.NoError(t, z.Unload())
 }
+
+func TestLazyKeyRedoesFirstUseLoads(t *testing.T) {
+	f := &fakeLoads{fail: errors.New("no library for amd")}
+	z := newLazy(f)
+	key := "amd"
+	z.Key = func() string { return key }
+	assert.ErrorContains(t, z.Ensure(), "no library for amd")
+	assert.ErrorContains(t, z.Ensure(), "no library for amd")
+	assert.Equal(t, 1, f.opens, "remembered under the same key")
+
+	key, f.fail = "nvidia", nil
+	require.NoError(t, z.Ensure(), "a failure under another key is retried")
+	assert.Equal(t, 2, f.opens)
+	require.NoError(t, z.Ensure())
+	assert.Equal(t, 2, f.opens)
+
+	key = "amd"
+	require.NoError(t, z.Ensure(), "a first-use load under another key is redone")
+	assert.Equal(t, 3, f.opens)
+	assert.Equal(t, 1, f.unbinds)
+
+	require.NoError(t, z.Load("explicit"))
+	key = "nvidia"
+	require.NoError(t, z.Ensure())
+	assert.Equal(t, 3, f.opens, "an explicit Load is never redone")
+	require.NoError(t, z.Unload())
+	z.Reset()
+}
