@@ -81,6 +81,8 @@ func useFake(t *testing.T, p hip.Platform) *fakeEnv {
 	dir := filepath.Join(buildFakes(t), map[hip.Platform]string{hip.PlatformAMD: "amd", hip.PlatformNVIDIA: "nvidia"}[p])
 	e := &fakeEnv{t: t, log: filepath.Join(t.TempDir(), "fake.log")}
 	t.Setenv("ROCM_GO_FAKE_LOG", e.log)
+	useCUBLAS = false
+	t.Cleanup(func() { useCUBLAS = true })
 	lib.Reset()
 	require.NoError(t, hip.Load(hip.WithPlatform(p), hip.WithLibraryPaths(dir)))
 	t.Cleanup(func() {

@@ -6,6 +6,7 @@ package miopen
 import "C"
 
 import (
+	"errors"
 	"fmt"
 	"unsafe"
 
@@ -161,7 +162,7 @@ func openLibrary(o loadOptions) ([]*dl.Library, loaded, error) {
 		// cuBLAS computes 1x1 convolutions faster than legacy cuDNN; it is
 		// optional, and cudart times it in Find.
 		var cublas, cudart unsafe.Pointer
-		if b, err := dl.Open("cuBLAS (libcublas)", "", hip.CUDASearch(o.paths, "libcublas.so.13", "libcublas.so.12").Candidates()); err == nil {
+		if b, err := openCUBLAS(o.paths); err == nil {
 			if r, err := dl.Open("CUDA runtime (libcudart)", "", hip.CUDASearch(o.paths, "libcudart.so.13", "libcudart.so.12").Candidates()); err == nil {
 				libs = append(libs, b, r)
 				cublas, cudart = b.Handle(), r.Handle()
@@ -175,6 +176,18 @@ func openLibrary(o loadOptions) ([]*dl.Library, loaded, error) {
 	}
 	C.rg_miopen_set_setdev((*[0]byte)(hipcore.SetDeviceFunc()))
 	return libs, loaded{platform: p}, nil
+}
+
+// useCUBLAS says whether the NVIDIA platform loads cuBLAS for 1x1
+// convolutions; the tests of the translation against a fake cuDNN turn it
+// off, to keep a real cuBLAS out of a fake cuDNN.
+var useCUBLAS = true
+
+func openCUBLAS(paths []string) (*dl.Library, error) {
+	if !useCUBLAS {
+		return nil, errors.New("cuBLAS is off")
+	}
+	return dl.Open("cuBLAS (libcublas)", "", hip.CUDASearch(paths, "libcublas.so.13", "libcublas.so.12").Candidates())
 }
 
 // hipPlatformKey names the platform package hip has loaded (loading it if

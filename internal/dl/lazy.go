@@ -130,16 +130,12 @@ func (z *Lazy[O, S]) closeLocked() error {
 	return errors.Join(errs...)
 }
 
-// Reset forgets everything, closing the libraries whatever loaded them.
-// Tests use it to switch between fakes and real libraries.
+// Reset forgets everything, closing the libraries whatever loaded them:
+// the one reference to each that the open took (another package may hold
+// its own). Tests use it to switch between fakes and real libraries.
 func (z *Lazy[O, S]) Reset() {
 	z.mu.Lock()
 	defer z.mu.Unlock()
-	for _, l := range z.libs {
-		for l.Refs() > 1 {
-			l.Close()
-		}
-	}
 	z.closeLocked()
 	z.refs, z.implicit = 0, false
 }
