@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/rocm-go/rocm/hip"
@@ -63,7 +62,7 @@ func testGemm[T GemmElem](t *testing.T, e *env) {
 					c.fix()
 					require.NoError(t, Gemm(e.h, ta, tb, alpha, a.m, b.m, beta, c.m))
 					checker[T]{t, "Gemm", tol}.check(c.host, c.read(t), matWant(c.m, gemmRef(ta, tb, k, toC(alpha), a.at, b.at, toC(beta), c.at), nil))
-					assert.Equal(t, a.host, a.read(t), "A is not written")
+					a.unchanged(t, "A is not written")
 
 					// beta 0: C is not read, so poison is overwritten.
 					c.poison(t)
@@ -95,11 +94,9 @@ func testGemm[T GemmElem](t *testing.T, e *env) {
 // checkStrided compares each entry of a strided output with want(entry).
 func checkStrided[T Numeric](t *testing.T, what string, s smat[T], tol float64, want func(entry int) func(i, j int) complex128) {
 	t.Helper()
-	w := map[int]complex128{}
+	var w expect
 	for b := 0; b < batch; b++ {
-		for k, v := range matWant(s.entry(b).m, want(b), nil) {
-			w[k] = v
-		}
+		addMat(&w, s.entry(b).m, want(b), nil)
 	}
 	checker[T]{t, what, tol}.check(s.host, s.read(t), w)
 }
@@ -138,10 +135,10 @@ func testGemmExTypes[A ExIn, C ExOut](t *testing.T, e *env, tol float64) {
 					c.fix()
 					d.fix()
 					d.poison(t)
-					want := gemmRef(ta, tb, k, complex(alpha, 0), a.at, b.at, complex(beta, 0), c.at)
+					want := tabulate(m, n, gemmRef(ta, tb, k, complex(alpha, 0), a.at, b.at, complex(beta, 0), c.at))
 					require.NoError(t, GemmEx(e.h, ta, tb, alpha, a.m, b.m, beta, c.m, d.m))
 					checker[C]{t, "GemmEx D", tol}.check(d.host, d.read(t), matWant(d.m, want, nil))
-					assert.Equal(t, c.host, c.read(t), "C is not written when D is another matrix")
+					c.unchanged(t, "C is not written when D is another matrix")
 
 					// In place: D is C.
 					require.NoError(t, GemmEx(e.h, ta, tb, alpha, a.m, b.m, beta, c.m, c.m))
@@ -199,6 +196,10 @@ func triangularCases[T Elem](t *testing.T, e *env, f func(t *testing.T, m, n int
 			for _, uplo := range []Fill{FillUpper, FillLower} {
 				for _, trans := range ops[T]() {
 					for _, diag := range []Diagonal{DiagonalNonUnit, DiagonalUnit} {
+						// Large: left-upper-non-unit and right-lower-unit.
+						if e.reduced(m, n) && ((side == SideLeft) != (uplo == FillUpper) || (uplo == FillUpper) != (diag == DiagonalNonUnit)) {
+							continue
+						}
 						t.Run(fmt.Sprintf("%dx%d_%s_%s_%s_%s", m, n, side, uplo, trans, diag), func(t *testing.T) {
 							f(t, m, n, side, uplo, trans, diag)
 						})
@@ -277,7 +278,7 @@ func testTrmm[T Elem](t *testing.T, e *env) {
 		want := trmmRef(side, op, m, n, toC(alpha), b.at)
 		require.NoError(t, Trmm(e.h, side, uplo, trans, diag, alpha, a.m, b.m, c.m))
 		checker[T]{t, "Trmm", tol}.check(c.host, c.read(t), matWant(c.m, want, nil))
-		assert.Equal(t, b.host, b.read(t), "B is not written")
+		b.unchanged(t, "B is not written")
 		require.NoError(t, Trmm(e.h, side, uplo, trans, diag, alpha, a.m, b.m, b.m))
 		checker[T]{t, "Trmm in place", tol}.check(b.host, b.read(t), matWant(b.m, want, nil))
 	})
@@ -289,6 +290,9 @@ func testSyrk[T Elem](t *testing.T, e *env) {
 		n, k := s[0], s[1]
 		for _, uplo := range []Fill{FillUpper, FillLower} {
 			for _, trans := range []Operation{OperationNone, OperationTranspose} {
+				if e.reduced(n, k) && (uplo == FillUpper) != (trans == OperationNone) {
+					continue
+				}
 				t.Run(fmt.Sprintf("n%d_k%d_%s_%s", n, k, uplo, trans), func(t *testing.T) {
 					ar, ac := stored(trans, n, k)
 					a, c := newMat[T](t, e, ar, ac, 1), newMat[T](t, e, n, n, 2)
@@ -318,6 +322,9 @@ func testSymm[T Elem](t *testing.T, e *env) {
 		m, n := s[0], s[1]
 		for _, side := range []Side{SideLeft, SideRight} {
 			for _, uplo := range []Fill{FillUpper, FillLower} {
+				if e.reduced(m, n) && (side == SideLeft) != (uplo == FillUpper) {
+					continue
+				}
 				t.Run(fmt.Sprintf("%dx%d_%s_%s", m, n, side, uplo), func(t *testing.T) {
 					ka := sideOrder(side, m, n)
 					a, b, c := newMat[T](t, e, ka, ka, 1), newMat[T](t, e, m, n, 2), newMat[T](t, e, m, n, 1)
