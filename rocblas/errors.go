@@ -76,6 +76,7 @@ var ErrSymbolNotFound = dl.ErrSymbolNotFound
 
 // Status values the generated trampolines return instead of calling rocBLAS.
 const (
+	statusSuccess  Status = 0
 	statusMissing  Status = 0x7fffff01 // RG_ROCBLAS_MISSING
 	statusNoDevice Status = 0x7fffff02 // RG_ROCBLAS_NODEVICE
 	statusCUDA     Status = 0x7fffff03 // RG_ROCBLAS_CUDA_MISSING (nvidia.c)

@@ -579,3 +579,13 @@ func TestErrorsAndStatuses(t *testing.T) {
 	v := invalidSize("Gemm", "lda %d < rows of op(A) %d", 5, 7)
 	assert.EqualError(t, v, "rocblas: Gemm: lda 5 < rows of op(A) 7 (rocblas_status_invalid_size)")
 }
+
+// TestFakeGemmAllocatesNothing: the Go side of a plain call costs no
+// allocation (the overhead benchmark compares it with C).
+func TestFakeGemmAllocatesNothing(t *testing.T) {
+	e := useFake(t, fakeAMD)
+	a := Mat[float32](newMat[float32](t, e, 2, 2, 0).b, 2, 2)
+	x := Vec[float32](a.Buf, 4)
+	assert.Zero(t, testing.AllocsPerRun(100, func() { _ = Gemm(e.h, OperationNone, OperationNone, 1, a, a, 0, a) }), "Gemm")
+	assert.Zero(t, testing.AllocsPerRun(100, func() { _ = Axpy(e.h, 1, x, x) }), "Axpy")
+}

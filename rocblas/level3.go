@@ -1,6 +1,10 @@
 package rocblas
 
 /*
+#cgo nocallback rg_gemm
+#cgo nocallback rg_gemm_strided
+#cgo nocallback rg_gemm_ex
+#cgo nocallback rg_gemm_strided_ex
 #include "dispatch.h"
 */
 import "C"
@@ -68,16 +72,56 @@ func gemm[T GemmElem](h *Handle, op string, f form, ta, tb Operation, alpha T, a
 // (transA, transB): op(A) is m×k, op(B) k×n and C m×n. When beta is 0, C is
 // not read. T may be hip.Half (rocblas_hgemm, which computes in half
 // precision: see GemmEx for float32 accumulation).
+//
+// Gemm is the hottest call: it checks its arguments and calls rocBLAS
+// without the general machinery of the other functions (and allocates
+// nothing).
 func Gemm[T GemmElem](h *Handle, transA, transB Operation, alpha T, a, b Matrix[T], beta T, c Matrix[T]) error {
-	ar := begin(h, "Gemm")
-	av, bv, cv := matOf(ar, "A", a), matOf(ar, "B", b), matOf(ar, "C", c)
-	m, n, k := gemmShape(ar, transA, transB, av, bv, cv)
-	if !ar.ok() {
+	const op = "Gemm"
+	dev, err := h.device(op)
+	if err != nil {
+		return err
+	}
+	pa, err := checkMatrix(op, "A", dev, a)
+	if err != nil {
+		return err
+	}
+	pb, err := checkMatrix(op, "B", dev, b)
+	if err != nil {
+		return err
+	}
+	pc, err := checkMatrix(op, "C", dev, c)
+	if err != nil {
+		return err
+	}
+	ar := args{op: op, dev: dev}
+	m, n, k := gemmShape(&ar, transA, transB, mat{rows: a.Rows, cols: a.Cols}, mat{rows: b.Rows, cols: b.Cols}, mat{rows: c.Rows, cols: c.Cols})
+	if ar.err != nil {
 		return ar.err
 	}
-	err := gemm(h, ar.op, plain, transA, transB, alpha, av, bv, beta, cv, m, n, k, 1)
+	if err := h.lock(op); err != nil {
+		return err
+	}
+	st := C.rocblas_status(statusSuccess)
+	if h.libMode != PointerModeHost {
+		err = h.mode(PointerModeHost)
+	}
+	if err == nil {
+		kd, _, _ := kind[T]()
+		st = C.rg_gemm(h.ord, h.handle(), C.int(kd), C.int(transA), C.int(transB), ci(m), ci(n), ci(k),
+			scalar(h.mem, 0, alpha), C.uintptr_t(pa.addr), ci(pa.ld), C.uintptr_t(pb.addr), ci(pb.ld),
+			scalar(h.mem, 1, beta), C.uintptr_t(pc.addr), ci(pc.ld))
+	}
+	h.mu.Unlock()
 	keep(a.Buf, b.Buf, c.Buf)
-	return err
+	if err != nil {
+		return err
+	}
+	if st != 0 {
+		kd, _, _ := kind[T]()
+		return statusError(gemmNames[kd], Status(st))
+	}
+	return nil
 }
 
 // GemmBatched computes C[i] = alpha*op(A[i])*op(B[i]) + beta*C[i] for each

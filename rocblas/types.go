@@ -206,8 +206,23 @@ func (m Matrix[T]) shape(op, name string) error {
 }
 
 // checkMatrix checks a matrix against the handle's device and its buffer,
-// and returns its place.
+// and returns its place. The first part is the fast path of a good matrix;
+// checkMatrixSlow finds what is wrong with a bad one.
 func checkMatrix[T Numeric](op, name string, dev *hip.Device, m Matrix[T]) (place, error) {
+	rows, cols, ld := m.dims()
+	if b := m.Buf; b != nil && rows >= 1 && cols >= 1 && rows <= maxInt && cols <= maxInt && ld <= maxInt &&
+		m.Ld >= 0 && ld >= rows && m.Offset >= 0 && !b.Closed() && b.Device().Ordinal() == dev.Ordinal() {
+		size := sizeOf[T]()
+		elems := b.Size() / size
+		addr := uintptr(b.Ptr()) + uintptr(m.Offset*size)
+		if m.Offset <= elems && (cols-1)*ld+rows <= elems-m.Offset && addr%uintptr(alignOf[T]()) == 0 {
+			return place{addr: addr, ld: ld}, nil
+		}
+	}
+	return checkMatrixSlow(op, name, dev, m)
+}
+
+func checkMatrixSlow[T Numeric](op, name string, dev *hip.Device, m Matrix[T]) (place, error) {
 	if err := m.shape(op, name); err != nil {
 		return place{}, err
 	}

@@ -26,6 +26,16 @@ hipError_t hipSetDevice(int d) {
 hipError_t hipGetDevice(int* d) { *d = fake_current; return 0; }
 const char* hipGetErrorName(hipError_t e) { return e == 0 ? "hipSuccess" : "hipErrorFake"; }
 const char* hipGetErrorString(hipError_t e) { return e == 0 ? "no error" : "fake error"; }
+// The properties the benchmarks read, at their offsets in
+// hipDeviceProp_tR0600 (1472 bytes; zhip.h asserts the layout).
+hipError_t hipGetDevicePropertiesR0600(char* p, int d) {
+	if (d < 0 || d >= 2) return 101;
+	memset(p, 0, 1472);
+	strcpy(p, "Fake GPU");
+	*(int*)(p + 616) = 4 << 20; // l2CacheSize
+	strcpy(p + 1160, "gfx942");  // gcnArchName
+	return 0;
+}
 hipError_t hipDeviceSynchronize(void) { return 0; }
 hipError_t hipMemGetInfo(size_t* f, size_t* t) { *t = (size_t)1 << 30; *f = *t - (size_t)fake_live; return 0; }
 
