@@ -260,6 +260,8 @@ func (h *Handle) String() string {
 	if h == nil || h.dev == nil {
 		return "rocblas.Handle(nil)"
 	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	return fmt.Sprintf("rocblas.Handle(device %d, stream %p)", h.dev.Ordinal(), h.stream.Handle())
 }
 
@@ -490,7 +492,9 @@ func devicePointer(p hip.DevicePtr) unsafe.Pointer {
 // the handle's lock and in the pointer mode SetPointerMode chose, for code
 // that calls rocBLAS itself (through cgo and Symbol). fn must make the
 // device current in the same C call as each rocBLAS call, must not keep the
-// handle, and returns its own error.
+// handle or change its stream or workspace (use SetStream and
+// SetWorkspace), and returns its own error. The next typed call sets the
+// pointer mode it needs again, whatever fn left.
 func (h *Handle) Raw(fn func(handle unsafe.Pointer, device int) error) error {
 	const op = "Handle.Raw"
 	if fn == nil {

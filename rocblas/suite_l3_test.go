@@ -116,10 +116,13 @@ func testGemmExTypes[A ExIn, C ExOut](t *testing.T, e *env, tol float64) {
 	shapes := [][3]int{{1, 1, 1}, {e.small, e.mid, e.small}, {e.mid, e.small, e.large}}
 	alpha, beta := 1.25, -0.75
 	if at == DatatypeI8R {
-		// int8: sizes in multiples of 4 (cuBLAS's int8 kernels want them)
-		// and whole scalars.
+		// int8: sizes, leading dimensions, offsets and strides in multiples
+		// of 4 (cuBLAS's int8 kernels want them), and whole scalars.
 		shapes = [][3]int{{4, 8, 4}, {8, 4 * (e.mid / 4), 16}, {4 * (e.mid / 4), 8, 4 * (e.large / 4)}}
 		alpha, beta = 2, -3
+		aligned := *e
+		aligned.align = 4
+		e = &aligned
 	}
 	for _, s := range shapes {
 		m, n, k := s[0], s[1], s[2]
@@ -218,7 +221,7 @@ func testTrsm[T Elem](t *testing.T, e *env) {
 		b := newMat[T](t, e, m, n, 2)
 		b.fix()
 		alpha := random[T](e.rng)
-		op := func(i, j int) complex128 { return triAt(uplo, trans, diag, a.at, i, j) }
+		op := tabulate(ka, ka, func(i, j int) complex128 { return triAt(uplo, trans, diag, a.at, i, j) })
 		lower := (uplo == FillLower) == (trans == OperationNone)
 		x := make([]complex128, m*n)
 		if side == SideLeft {
@@ -274,8 +277,9 @@ func testTrmm[T Elem](t *testing.T, e *env) {
 		c.fix()
 		c.poison(t)
 		alpha := random[T](e.rng)
-		op := func(i, j int) complex128 { return triAt(uplo, trans, diag, a.at, i, j) }
-		want := trmmRef(side, op, m, n, toC(alpha), b.at)
+		ka := sideOrder(side, m, n)
+		op := tabulate(ka, ka, func(i, j int) complex128 { return triAt(uplo, trans, diag, a.at, i, j) })
+		want := tabulate(m, n, trmmRef(side, op, m, n, toC(alpha), b.at))
 		require.NoError(t, Trmm(e.h, side, uplo, trans, diag, alpha, a.m, b.m, c.m))
 		checker[T]{t, "Trmm", tol}.check(c.host, c.read(t), matWant(c.m, want, nil))
 		b.unchanged(t, "B is not written")
@@ -332,7 +336,7 @@ func testSymm[T Elem](t *testing.T, e *env) {
 					b.fix()
 					c.fix()
 					alpha, beta := random[T](e.rng), random[T](e.rng)
-					sym := func(i, j int) complex128 { return symAt(uplo, a.at, i, j) }
+					sym := tabulate(ka, ka, func(i, j int) complex128 { return symAt(uplo, a.at, i, j) })
 					want := func(i, j int) complex128 {
 						var s complex128
 						if side == SideLeft {

@@ -31,6 +31,9 @@ type env struct {
 	// too. On a GPU they are 7, 129 and 1000.
 	small, mid, large int
 	rng               *rand.Rand
+	// align, when set, makes the offsets, leading dimensions and strides
+	// of new matrices multiples of it (cuBLAS's int8 products want 4).
+	align int
 }
 
 func (e *env) sizes() []int { return []int{1, e.small, e.mid, e.large} }
@@ -246,10 +249,19 @@ type dmat[T Numeric] struct {
 type acc func(i, j int) complex128
 
 func newMat[T Numeric](t *testing.T, e *env, rows, cols, pad int) dmat[T] {
-	off := 1 + e.rng.IntN(3)
-	ld := rows + pad
+	off, ld := layout(e, rows, pad)
 	host := randoms[T](e.rng, off+ld*cols+2)
 	return dmat[T]{buf: newBuf(t, e, host), m: Matrix[T]{Offset: off, Rows: rows, Cols: cols, Ld: ld}}
+}
+
+// layout picks a matrix's offset (1 to 3 elements) and leading dimension
+// (rows + pad); when e.align is set, both are multiples of it.
+func layout(e *env, rows, pad int) (off, ld int) {
+	off, ld = 1+e.rng.IntN(3), rows+pad
+	if a := e.align; a > 1 {
+		off, ld = a, (ld+a-1)/a*a
+	}
+	return off, ld
 }
 
 func (d *dmat[T]) fix() { d.m.Buf = d.b }
@@ -925,10 +937,12 @@ type smat[T Numeric] struct {
 }
 
 func newStridedMat[T Numeric](t *testing.T, e *env, rows, cols, pad int) smat[T] {
-	off := 1 + e.rng.IntN(3)
-	ld := rows + pad
+	off, ld := layout(e, rows, pad)
 	span := ld*(cols-1) + rows
 	stride := span + e.rng.IntN(3) + 1
+	if e.align > 1 {
+		stride = (stride + e.align - 1) / e.align * e.align
+	}
 	host := randoms[T](e.rng, off+(batch-1)*stride+span+2)
 	s := smat[T]{buf: newBuf(t, e, host)}
 	s.sm = StridedMatrix[T]{Matrix: Matrix[T]{Buf: s.b, Offset: off, Rows: rows, Cols: cols, Ld: ld}, Stride: stride}
@@ -1144,7 +1158,7 @@ func testTrmv[T Elem](t *testing.T, e *env) {
 					}
 					t.Run(fmt.Sprintf("n%d_%s_%s_%s", n, uplo, trans, diag), func(t *testing.T) {
 						a := newTri[T](t, e, n, uplo)
-						op := func(i, j int) complex128 { return triAt(uplo, trans, diag, a.at, i, j) }
+						op := tabulate(n, n, func(i, j int) complex128 { return triAt(uplo, trans, diag, a.at, i, j) })
 						x := newVec[T](t, e, n, 2)
 						x.v.Buf = x.b
 						require.NoError(t, Trmv(e.h, uplo, trans, diag, a.m, x.v))
