@@ -46,15 +46,7 @@ type BLAS struct {
 
 // OpenBLAS creates the handle on a non-blocking stream of device 0.
 func OpenBLAS() (*BLAS, error) {
-	dev, err := hip.GetDevice(0)
-	if err != nil {
-		return nil, err
-	}
-	props, err := dev.Properties()
-	if err != nil {
-		return nil, err
-	}
-	s, err := dev.NewStream(hip.WithStreamFlags(hip.StreamNonBlocking))
+	dev, props, s, err := device0()
 	if err != nil {
 		return nil, err
 	}

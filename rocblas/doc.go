@@ -20,7 +20,7 @@
 // operands (the handle copies their device addresses to device memory it
 // owns, in stream order) or strided operands and a batch size. GemmEx and
 // GemmStridedBatchedEx take mixed precision: f16, bf16 and f32 with float32
-// accumulation, and int8 with int32.
+// accumulation, f64, and int8 with int32.
 //
 // Every argument is checked in Go before any C call: dimensions, leading
 // dimensions against transposes, increments, the elements each buffer must

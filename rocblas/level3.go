@@ -177,7 +177,8 @@ func WithGemmAlgo(algo GemmAlgo, solutionIndex int32) GemmExOption {
 func WithGemmFlags(f GemmFlags) GemmExOption { return func(o *gemmExOptions) { o.flags = f } }
 
 // exTypes checks GemmEx's element types and returns the compute type:
-// float32 accumulation for the float types, int32 for int8.
+// float32 accumulation for the 16- and 32-bit float types, float64 for
+// float64, int32 for int8.
 func exTypes[A ExIn, Cx ExOut](ar *args) (ta, tc, compute Datatype) {
 	_, ta, na := kind[A]()
 	_, tc, nc := kind[Cx]()
@@ -189,12 +190,14 @@ func exTypes[A ExIn, Cx ExOut](ar *args) (ta, tc, compute Datatype) {
 		ok, compute = tc == DatatypeBf16R || tc == DatatypeF32R, DatatypeF32R
 	case DatatypeF32R:
 		ok, compute = tc == DatatypeF32R, DatatypeF32R
+	case DatatypeF64R:
+		ok, compute = tc == DatatypeF64R, DatatypeF64R
 	case DatatypeI8R:
 		ok, compute = tc == DatatypeI32R, DatatypeI32R
 	}
 	if !ok && ar.ok() {
 		ar.check(invalidValue(ar.op, "A and B of %s with C and D of %s: GemmEx takes hip.Half → hip.Half or float32, "+
-			"hip.BFloat16 → hip.BFloat16 or float32, float32 → float32, int8 → int32", na, nc))
+			"hip.BFloat16 → hip.BFloat16 or float32, float32 → float32, float64 → float64, int8 → int32", na, nc))
 	}
 	return ta, tc, compute
 }
@@ -209,8 +212,11 @@ func checkExScalar(ar *args, name string, v float64, compute Datatype) {
 
 // exScalar stores alpha or beta as the compute type.
 func exScalar(m *hostMemory, slot int, v float64, compute Datatype) C.uintptr_t {
-	if compute == DatatypeI32R {
+	switch compute {
+	case DatatypeI32R:
 		return scalar(m, slot, int32(v))
+	case DatatypeF64R:
+		return scalar(m, slot, v)
 	}
 	return scalar(m, slot, float32(v))
 }
@@ -263,12 +269,13 @@ func gemmEx[A ExIn, Cx ExOut](h *Handle, ar *args, f form, ta, tb Operation, alp
 
 // GemmEx computes D = alpha*op(A)*op(B) + beta*C with mixed precision
 // (rocblas_gemm_ex): A and B of one input type, C and D of one output type,
-// accumulated in float32 (int32 for int8 inputs):
+// accumulated in float32 (float64 for float64, int32 for int8 inputs):
 //
 //	A, B          C, D
 //	hip.Half      hip.Half or float32
 //	hip.BFloat16  hip.BFloat16 or float32
 //	float32       float32
+//	float64       float64
 //	int8          int32 (alpha and beta must be whole numbers)
 //
 // alpha and beta are converted to the compute type. D may be C itself

@@ -74,6 +74,7 @@ func TestNVIDIAGemmEx(t *testing.T) {
 	b16 := Mat[hip.BFloat16](newMat[hip.BFloat16](t, e, 4, 4, 0).b, 4, 4)
 	f32 := func() Matrix[float32] { return Mat[float32](newMat[float32](t, e, 4, 4, 0).b, 4, 4) }
 	i8 := Mat[int8](newMat[int8](t, e, 4, 4, 0).b, 4, 4)
+	f64 := Mat[float64](newMat[float64](t, e, 4, 4, 0).b, 4, 4)
 	i32 := Mat[int32](newMat[int32](t, e, 4, 4, 0).b, 4, 4)
 	c, d := f32(), f32()
 	calls()
@@ -82,11 +83,13 @@ func TestNVIDIAGemmEx(t *testing.T) {
 	require.NoError(t, GemmEx(e.h, OperationTranspose, OperationNone, 1.5, b16, b16, 0.25, c, c))
 	require.NoError(t, GemmEx(e.h, OperationNone, OperationNone, 2, i8, i8, -3, i32, i32))
 	require.NoError(t, GemmEx(e.h, OperationNone, OperationTranspose, -1, c, c, 0.5, d, d, WithGemmAlgo(GemmAlgoSolutionIndex, 3)))
+	require.NoError(t, GemmEx(e.h, OperationNone, OperationNone, 0.125, f64, f64, 2, f64, f64))
 	assert.Equal(t, []string{
 		"cublasGemmEx ta=0 tb=0 m=4 n=4 k=4 Atype=2 Btype=2 Ctype=2 ldc=4 compute=68 algo=-1 alpha=1.5 beta=0.25 batch=1",
 		"cublasGemmEx ta=1 tb=0 m=4 n=4 k=4 Atype=14 Btype=14 Ctype=0 ldc=4 compute=68 algo=-1 alpha=1.5 beta=0.25 batch=1",
 		"cublasGemmEx ta=0 tb=0 m=4 n=4 k=4 Atype=3 Btype=3 Ctype=10 ldc=4 compute=72 algo=-1 alpha=2 beta=-3 batch=1",
 		"cublasGemmEx ta=0 tb=1 m=4 n=4 k=4 Atype=0 Btype=0 Ctype=0 ldc=4 compute=68 algo=-1 alpha=-1 beta=0.5 batch=1",
+		"cublasGemmEx ta=0 tb=0 m=4 n=4 k=4 Atype=1 Btype=1 Ctype=1 ldc=4 compute=70 algo=-1 alpha=0.125 beta=2 batch=1",
 	}, grep(calls(), "cublasGemmEx"))
 
 	// D other than C: a copy of C into D first (4 rows of 4 bytes, pitches

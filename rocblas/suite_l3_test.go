@@ -108,6 +108,7 @@ func testGemmEx(t *testing.T, e *env) {
 	t.Run("bf16-bf16", func(t *testing.T) { testGemmExTypes[hip.BFloat16, hip.BFloat16](t, e, 1e-2) })
 	t.Run("bf16-f32", func(t *testing.T) { testGemmExTypes[hip.BFloat16, float32](t, e, 1e-4) })
 	t.Run("f32-f32", func(t *testing.T) { testGemmExTypes[float32, float32](t, e, 1e-4) })
+	t.Run("f64-f64", func(t *testing.T) { testGemmExTypes[float64, float64](t, e, 1e-11) })
 	t.Run("i8-i32", func(t *testing.T) { testGemmExTypes[int8, int32](t, e, 0) })
 }
 

@@ -22,12 +22,12 @@ type GemmElem interface {
 
 // ExIn is an input element type of GemmEx: A and B.
 type ExIn interface {
-	hip.Half | hip.BFloat16 | float32 | int8
+	hip.Half | hip.BFloat16 | float32 | float64 | int8
 }
 
 // ExOut is an output element type of GemmEx: C and D.
 type ExOut interface {
-	hip.Half | hip.BFloat16 | float32 | int32
+	hip.Half | hip.BFloat16 | float32 | float64 | int32
 }
 
 // Real is the real type of a reduction's result: float32 for float32 and
