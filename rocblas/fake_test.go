@@ -302,7 +302,9 @@ func TestFakeHandleLifetime(t *testing.T) {
 	var rawDev int
 	require.NoError(t, h.Raw(func(p unsafe.Pointer, dev int) error { rawDev = dev; return nil }))
 	assert.Equal(t, 0, rawDev)
-	assert.Contains(t, calls(), "rocblas_set_pointer_mode mode=0", "Raw switched the library to device mode")
+	lines := calls()
+	assert.Contains(t, lines, "rocblas_set_pointer_mode mode=0", "Raw switched the library to device mode")
+	assert.Contains(t, lines, "rocblas_get_pointer_mode mode=1", "and asked what it left")
 	assert.ErrorIs(t, h.Raw(nil), ErrInvalidValue)
 	sentinel := errors.New("mine")
 	assert.Same(t, sentinel, h.Raw(func(unsafe.Pointer, int) error { return sentinel }))

@@ -507,7 +507,13 @@ func (h *Handle) Raw(fn func(handle unsafe.Pointer, device int) error) error {
 	if err := h.mode(h.userMode); err != nil {
 		return err
 	}
-	// fn may change the library's modes: ask for the mode again next time.
-	defer func() { h.libMode = modeUnknown }()
+	// fn may change the pointer mode: ask the library what it left.
+	defer func() {
+		var m C.rocblas_pointer_mode
+		h.libMode = modeUnknown
+		if C.rg_rocblas_get_pointer_mode_on(h.ord, h.c, &m) == 0 {
+			h.libMode = PointerMode(m)
+		}
+	}()
 	return fn(unsafe.Pointer(h.c), h.dev.Ordinal())
 }

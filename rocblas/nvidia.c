@@ -429,11 +429,6 @@ static rocblas_status rgnv_rocblas_set_stream(rocblas_handle h, hipStream_t s) {
 	if (st == rocblas_status_success && nh->ws != NULL) st = NV(cublasSetWorkspace_v2, cu, nh->ws, nh->ws_size);
 	return st;
 }
-static rocblas_status rgnv_rocblas_get_stream(rocblas_handle h, hipStream_t* s) {
-	NV_H(h);
-	if (s == NULL) return rocblas_status_invalid_pointer;
-	return NV(cublasGetStream_v2, cu, (void**)s);
-}
 static rocblas_status rgnv_rocblas_set_pointer_mode(rocblas_handle h, rocblas_pointer_mode m) {
 	NV_H(h);
 	if (m != rocblas_pointer_mode_host && m != rocblas_pointer_mode_device) return rocblas_status_invalid_value;
@@ -975,7 +970,6 @@ void rg_rocblas_install_nvidia(void* cublas, void* cudart) {
 	SET(create_handle)
 	SET(destroy_handle)
 	SET(set_stream)
-	SET(get_stream)
 	SET(set_pointer_mode)
 	SET(get_pointer_mode)
 	SET(set_atomics_mode)

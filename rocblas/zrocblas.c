@@ -15,7 +15,6 @@ static const char* const rg_rocblas_names[rg_rocblas_count] = {
 	"rocblas_create_handle",
 	"rocblas_destroy_handle",
 	"rocblas_set_stream",
-	"rocblas_get_stream",
 	"rocblas_set_pointer_mode",
 	"rocblas_get_pointer_mode",
 	"rocblas_set_atomics_mode",

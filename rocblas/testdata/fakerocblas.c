@@ -95,11 +95,6 @@ rocblas_status rocblas_set_stream(H h, struct ihipStream_t* s) {
 	h->stream = s;
 	return ST_OK;
 }
-rocblas_status rocblas_get_stream(H h, void** s) {
-	ENTER(h, "rocblas_get_stream");
-	*s = h->stream;
-	return ST_OK;
-}
 rocblas_status rocblas_set_pointer_mode(H h, int m) {
 	ENTER(h, "rocblas_set_pointer_mode");
 	if (m != 0 && m != 1) return ST_INVALID_VALUE;
