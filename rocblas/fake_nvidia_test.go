@@ -10,7 +10,8 @@ import (
 	"github.com/rocm-go/rocm/hip"
 )
 
-// The tests in this file check what the NVIDIA translation (nvidia.c)
+// The tests in this file (named to run before gpu_test.go's, which load
+// the real HIP) check what the NVIDIA translation (nvidia.c)
 // hands cuBLAS, in tier 0: the fake cuBLAS logs the arguments it receives
 // as cuBLAS numbers. (The suite checks the results.)
 
