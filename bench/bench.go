@@ -55,20 +55,27 @@ type Env struct {
 	CompileTime, LoadTime time.Duration
 }
 
-// Open compiles and loads the kernels on device 0.
-func Open() (*Env, error) {
+// device0 returns device 0, its properties and a new non-blocking stream
+// on it.
+func device0() (*hip.Device, *hip.DeviceProperties, *hip.Stream, error) {
 	dev, err := hip.GetDevice(0)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	props, err := dev.Properties()
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
+	s, err := dev.NewStream(hip.WithStreamFlags(hip.StreamNonBlocking))
+	return dev, props, s, err
+}
+
+// Open compiles and loads the kernels on device 0.
+func Open() (*Env, error) {
 	// The stream's creation sets up the device (the CUDA context): keep it
 	// out of the load time. The first compile loads the compiler, the first
 	// module load warms the loader: time the second ones.
-	s, err := dev.NewStream(hip.WithStreamFlags(hip.StreamNonBlocking))
+	dev, props, s, err := device0()
 	if err != nil {
 		return nil, err
 	}

@@ -184,7 +184,13 @@ func TestFakeRuntimeBuffers(t *testing.T) {
 	assert.ErrorIs(t, small.CopyFrom(b), ErrInvalidValue)
 
 	// Lifetime: double Close, use after Close, views of a closed buffer.
+	assert.False(t, b.Closed())
+	assert.False(t, view.Closed())
 	require.NoError(t, b.Close())
+	assert.True(t, b.Closed())
+	assert.True(t, view.Closed(), "a view is closed with its allocation")
+	assert.True(t, (*Buffer)(nil).Closed())
+	assert.True(t, (&Buffer{}).Closed(), "a buffer no allocation made")
 	require.NoError(t, b.Close())
 	assert.NoError(t, view.Close(), "closing a view does nothing")
 	assert.ErrorIs(t, b.CopyToHost(got), ErrClosed)
@@ -258,8 +264,11 @@ func TestFakeRuntimeAsync(t *testing.T) {
 	assert.Equal(t, 1500*time.Microsecond, el)
 
 	require.NoError(t, buf.Close())
+	assert.False(t, s.Closed())
 	require.NoError(t, s.Close())
 	require.NoError(t, s.Close())
+	assert.True(t, s.Closed())
+	assert.False(t, (*Stream)(nil).Closed(), "the null stream is never closed")
 	assert.ErrorIs(t, s.Synchronize(), ErrClosed)
 	assert.ErrorIs(t, end.Record(s), ErrClosed)
 	_, err = s.MallocAsync(8)

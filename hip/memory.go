@@ -158,6 +158,11 @@ func (b *Buffer) Size() int { return b.size }
 // Device is the device the memory is on.
 func (b *Buffer) Device() *Device { return b.dev }
 
+// Closed reports whether the buffer's allocation has been closed, for
+// packages that check buffers before passing their addresses to a library.
+// A nil buffer, or one that no allocation made, counts as closed.
+func (b *Buffer) Closed() bool { return b == nil || b.mem == nil || b.mem.closed.Load() }
+
 func (b *Buffer) String() string {
 	return fmt.Sprintf("hip.Buffer(%s at %#x on device %d)", humanize.IBytes(uint64(b.size)), b.ptr, b.dev.ordinal)
 }

@@ -87,6 +87,10 @@ func (s *Stream) handle() C.hipStream_t {
 // Device is the device the stream belongs to.
 func (s *Stream) Device() *Device { return s.dev }
 
+// Closed reports whether the stream has been closed, for packages that bind
+// a library handle to it. A nil stream (the null stream) is never closed.
+func (s *Stream) Closed() bool { return s != nil && s.closed.Load() }
+
 // Handle is the hipStream_t (a cudaStream_t on NVIDIA), for code that
 // calls the runtime itself. It is valid until Close.
 func (s *Stream) Handle() unsafe.Pointer {

@@ -18,15 +18,6 @@ import (
 	"github.com/rocm-go/rocm/hiprtc"
 )
 
-type row struct {
-	Name   string  `json:"name"`
-	Ours   string  `json:"ours"`
-	Theirs string  `json:"theirs"`
-	Ratio  float64 `json:"ratio"`
-	Target string  `json:"target"`
-	Met    *bool   `json:"met,omitempty"`
-}
-
 func main() {
 	script := flag.String("torch", "", "PyTorch reference script (default: torch_ref.py next to this binary, then bench/torch_ref.py)")
 	python := flag.String("python", "python3", "Python with PyTorch")
@@ -92,23 +83,25 @@ func run(script, python, jsonOut string, small, ops, copyBytes, d2dBytes, reps i
 	}
 	d2d := med(func() (time.Duration, error) { return e.DeviceToDevice(d2dBuf) })
 
-	torch, torchErr := runTorch(script, python, small, ops, copyBytes, d2dBytes, reps)
+	var torch map[string]any
+	torchErr := bench.RunScript(python, script, "torch_ref.py", []string{fmt.Sprint("--small=", small), fmt.Sprint("--ops=", ops),
+		fmt.Sprint("--copy=", copyBytes), fmt.Sprint("--d2d=", d2dBytes), fmt.Sprint("--reps=", reps)}, &torch)
 	if torchErr != nil {
 		fmt.Fprintln(os.Stderr, "hipbench: no PyTorch reference:", torchErr)
 	} else {
 		fmt.Printf("PyTorch %v (%v) on %v\n", torch["torch"], torch["cuda"], torch["gpu"])
 	}
 	tf := func(k string) float64 { f, _ := torch[k].(float64); return f }
-	met := func(ok bool) *bool { return &ok }
+	met := bench.Met
 
-	rows := []row{{
+	rows := []bench.Row{{
 		Name: "empty kernel launch, Go vs C in the same binary (per launch)", Ours: us(goLaunch), Theirs: us(cLaunch) + " (C)",
 		Ratio: launchRatio, Target: "≤ 1.05",
 	}}
 	rows[0].Met = met(rows[0].Ratio <= 1.05)
 	if torchErr == nil {
 		torchAdd := min(tf("tiny_add_s"), tf("tiny_add_out_s"))
-		r := row{Name: fmt.Sprintf("small add of %d f32, end to end per op", small), Ours: us(smallAdd),
+		r := bench.Row{Name: fmt.Sprintf("small add of %d f32, end to end per op", small), Ours: us(smallAdd),
 			Theirs: fmt.Sprintf("%s (a+b %s, out= %s)", usf(torchAdd), usf(tf("tiny_add_s")), usf(tf("tiny_add_out_s"))),
 			Ratio:  ratio(smallAdd.Seconds(), torchAdd), Target: "≤ 0.7"}
 		r.Met = met(r.Ratio <= 0.7)
@@ -128,27 +121,17 @@ func run(script, python, jsonOut string, small, ops, copyBytes, d2dBytes, reps i
 				n *= 2
 			}
 			ours, theirs := bench.GBps(n, c.ours), float64(n)/tf(c.key)/1e9
-			r := row{Name: c.name, Ours: fmt.Sprintf("%.1f GB/s", ours), Theirs: fmt.Sprintf("%.1f GB/s", theirs),
+			r := bench.Row{Name: c.name, Ours: fmt.Sprintf("%.1f GB/s", ours), Theirs: fmt.Sprintf("%.1f GB/s", theirs),
 				Ratio: ratio(ours, theirs), Target: "≥ 0.95"}
 			r.Met = met(r.Ratio >= 0.95)
 			rows = append(rows, r)
 		}
 	}
 	rows = append(rows,
-		row{Name: "hipRTC/NVRTC compile of a small kernel", Ours: ms(e.CompileTime), Theirs: "—", Target: "reported"},
-		row{Name: "module load", Ours: ms(e.LoadTime), Theirs: "—", Target: "reported"})
+		bench.Row{Name: "hipRTC/NVRTC compile of a small kernel", Ours: ms(e.CompileTime), Theirs: "—", Target: "reported"},
+		bench.Row{Name: "module load", Ours: ms(e.LoadTime), Theirs: "—", Target: "reported"})
 
-	fmt.Printf("\n| measurement | rocm-go | reference | ratio | target | met |\n|---|---|---|---|---|---|\n")
-	for _, r := range rows {
-		ratio, ok := "—", ""
-		if r.Ratio != 0 {
-			ratio = fmt.Sprintf("%.3f", r.Ratio)
-		}
-		if r.Met != nil {
-			ok = map[bool]string{true: "yes", false: "**no**"}[*r.Met]
-		}
-		fmt.Printf("| %s | %s | %s | %s | %s | %s |\n", r.Name, r.Ours, r.Theirs, ratio, r.Target, ok)
-	}
+	bench.PrintTable(os.Stdout, "reference", rows)
 	if jsonOut != "" {
 		b, _ := json.MarshalIndent(map[string]any{"device": e.Props.Name, "arch": e.Props.ArchName, "platform": hip.LoadedPlatform().String(),
 			"runtime": rt.String(), "driver": drv.String(), "torch": torch, "rows": rows}, "", "  ")
@@ -174,13 +157,6 @@ func subCopies(c *bench.Copies, n int) (*bench.Copies, error) {
 	return &bench.Copies{Pinned: p, Dev: d, Dev2: d2, Size: n}, nil
 }
 
-func runTorch(script, python string, small, ops, copyBytes, d2dBytes, reps int) (map[string]any, error) {
-	var res map[string]any
-	err := bench.RunScript(python, script, "torch_ref.py", []string{fmt.Sprint("--small=", small), fmt.Sprint("--ops=", ops),
-		fmt.Sprint("--copy=", copyBytes), fmt.Sprint("--d2d=", d2dBytes), fmt.Sprint("--reps=", reps)}, &res)
-	return res, err
-}
-
 func ratio(a, b float64) float64 {
 	if b == 0 {
 		return 0
@@ -188,6 +164,6 @@ func ratio(a, b float64) float64 {
 	return a / b
 }
 
-func us(d time.Duration) string { return usf(d.Seconds()) }
+func us(d time.Duration) string { return bench.Micros(d) }
 func usf(s float64) string      { return fmt.Sprintf("%.2f µs", s*1e6) }
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", d.Seconds()*1e3) }
