@@ -15,6 +15,7 @@ import (
 
 	"github.com/rocm-go/rocm/hip"
 	"github.com/rocm-go/rocm/internal/dl"
+	"github.com/rocm-go/rocm/internal/follow"
 )
 
 // LoadOption configures Load.
@@ -46,7 +47,7 @@ var rtcLib = dl.Lazy[loadOptions, loaded]{
 		return loadOptions{}, nil
 	},
 	// A first-use load follows package hip's platform; tests switch it.
-	Key: hipPlatformKey,
+	Key: follow.HIPPlatform,
 	Compatible: func(o loadOptions, l loaded) error {
 		if o.platform != hip.PlatformNone && o.platform != l.platform {
 			return fmt.Errorf("hiprtc: Load: the %s compiler is loaded already; Unload it first", l.platform)
@@ -187,11 +188,4 @@ func findCUDAInclude(libDir string) string {
 func CUDAIncludeDir() string {
 	l, _ := rtcLib.State()
 	return l.cudaInclude
-}
-
-// hipPlatformKey names the platform package hip has loaded (loading it if
-// needed), which a first-use load of the compiler follows.
-func hipPlatformKey() string {
-	hip.LoadError()
-	return hip.LoadedPlatform().String()
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rocm-go/rocm/hip"
 	"github.com/rocm-go/rocm/internal/dl"
+	"github.com/rocm-go/rocm/internal/follow"
 	"github.com/rocm-go/rocm/internal/hipcore"
 )
 
@@ -43,7 +44,7 @@ var lib = dl.Lazy[loadOptions, loaded]{
 	Open:     openLibrary,
 	Defaults: func() (loadOptions, error) { return loadOptions{}, nil },
 	// A first-use load follows package hip's platform; tests switch it.
-	Key: hipPlatformKey,
+	Key: follow.HIPPlatform,
 	Compatible: func(o loadOptions, l loaded) error {
 		if o.platform != hip.PlatformNone && o.platform != l.platform {
 			return fmt.Errorf("miopen: Load: the %s platform is loaded already; Unload it first", l.platform)
@@ -188,11 +189,4 @@ func openCUBLAS(paths []string) (*dl.Library, error) {
 		return nil, errors.New("cuBLAS is off")
 	}
 	return dl.Open("cuBLAS (libcublas)", "", hip.CUDASearch(paths, "libcublas.so.13", "libcublas.so.12").Candidates())
-}
-
-// hipPlatformKey names the platform package hip has loaded (loading it if
-// needed), which a first-use load follows.
-func hipPlatformKey() string {
-	hip.LoadError()
-	return hip.LoadedPlatform().String()
 }

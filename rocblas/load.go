@@ -20,6 +20,7 @@ import (
 
 	"github.com/rocm-go/rocm/hip"
 	"github.com/rocm-go/rocm/internal/dl"
+	"github.com/rocm-go/rocm/internal/follow"
 	"github.com/rocm-go/rocm/internal/hipcore"
 )
 
@@ -45,6 +46,8 @@ func WithLibraryPaths(paths ...string) LoadOption {
 var blasLib = dl.Lazy[loadOptions, hip.Platform]{
 	Open:     openLibrary,
 	Defaults: func() (loadOptions, error) { return loadOptions{}, nil },
+	// A first-use load follows package hip's platform; tests switch it.
+	Key: follow.HIPPlatform,
 	Compatible: func(o loadOptions, p hip.Platform) error {
 		if o.platform != hip.PlatformNone && o.platform != p {
 			return fmt.Errorf("rocblas: Load: the %s BLAS library is loaded already; Unload it first", p)
