@@ -128,7 +128,8 @@ func Median(reps int, f func() (time.Duration, error)) (time.Duration, error) {
 
 // Paired runs a and b alternately reps times after one warm-up of each and
 // returns their medians and the median of the ratios a/b of each pair, which
-// drift on a shared machine does not bias.
+// drift on a shared machine does not bias. Which of the two runs first
+// alternates from pair to pair, so that neither always follows the other.
 func Paired(reps int, a, b func() (time.Duration, error)) (ma, mb time.Duration, ratio float64, err error) {
 	if _, err = a(); err != nil {
 		return
@@ -138,10 +139,14 @@ func Paired(reps int, a, b func() (time.Duration, error)) (ma, mb time.Duration,
 	}
 	as, bs, rs := make([]time.Duration, reps), make([]time.Duration, reps), make([]float64, reps)
 	for i := range reps {
-		if as[i], err = a(); err != nil {
+		first, second, fd, sd := a, b, &as[i], &bs[i]
+		if i%2 == 1 {
+			first, second, fd, sd = b, a, &bs[i], &as[i]
+		}
+		if *fd, err = first(); err != nil {
 			return
 		}
-		if bs[i], err = b(); err != nil {
+		if *sd, err = second(); err != nil {
 			return
 		}
 		rs[i] = float64(as[i]) / float64(bs[i])

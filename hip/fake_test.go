@@ -17,6 +17,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rocm-go/rocm/internal/testenv"
+
 	"github.com/rocm-go/rocm/internal/dl"
 	"github.com/rocm-go/rocm/internal/hipcore"
 )
@@ -46,7 +48,7 @@ func fakeLibrary(t *testing.T) string {
 		}
 	})
 	if fake.err != nil {
-		t.Skipf("tier 0: cannot build the fake HIP runtime: %v", fake.err)
+		testenv.FakeBuildFailed(t, "the fake HIP runtime", fake.err)
 	}
 	return fake.path
 }

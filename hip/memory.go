@@ -58,10 +58,13 @@ type memory struct {
 // allocation; a view's Close does nothing and a view fails once its
 // allocation is closed.
 //
-// Copies and memsets without a stream are synchronous. The ...Async ones
-// are queued on the stream given (nil means the device's null stream) and
-// take pinned host buffers, never Go memory, which the garbage collector
-// could move or free before the copy runs.
+// Copies and memsets without a stream are synchronous: they run on the
+// null stream and return when done, on both platforms. Work queued on a
+// non-blocking stream (StreamNonBlocking) is not ordered with them:
+// synchronize that stream before reading what its work wrote. The ...Async
+// ones are queued on the stream given (nil means the device's null stream)
+// and take pinned host buffers, never Go memory, which the garbage
+// collector could move or free before the copy runs.
 type Buffer struct {
 	dev     *Device
 	ptr     unsafe.Pointer // device memory, never Go's

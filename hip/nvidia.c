@@ -399,14 +399,27 @@ static hipError_t rgnv_hipHostFree(void* p) { return NV(cudaFreeHost, p); }
 
 // hipMemcpyKind 0-4 equal CUDA's; AMD's DeviceToDeviceNoCU is a plain device copy.
 static int nv_kind(hipMemcpyKind k) { return k == hipMemcpyDeviceToDeviceNoCU ? 3 : (int)k; }
-static hipError_t rgnv_hipMemcpy(void* d, const void* s, size_t n, hipMemcpyKind k) { return NV(cudaMemcpy, d, s, n, nv_kind(k)); }
+// hipMemcpy returns when the copy is done. cudaMemcpy may return earlier: a
+// copy from pageable host memory once it is staged, a device-to-device copy
+// once it is queued on the null stream; wait for the null stream then.
+static hipError_t rgnv_hipMemcpy(void* d, const void* s, size_t n, hipMemcpyKind k) {
+	hipError_t e = NV(cudaMemcpy, d, s, n, nv_kind(k));
+	if (e == hipSuccess && k != hipMemcpyDeviceToHost && k != hipMemcpyHostToHost) e = NV(cudaStreamSynchronize, NULL);
+	return e;
+}
 static hipError_t rgnv_hipMemcpyAsync(void* d, const void* s, size_t n, hipMemcpyKind k, hipStream_t st) {
 	return NV(cudaMemcpyAsync, d, s, n, nv_kind(k), st);
 }
-static hipError_t rgnv_hipMemset(void* d, int v, size_t n) { return NV(cudaMemset, d, v, n); }
+// hipMemset, like hipMemcpy, returns when done; CUDA's memsets return
+// once queued on the null stream.
+static hipError_t rgnv_hipMemset(void* d, int v, size_t n) {
+	hipError_t e = NV(cudaMemset, d, v, n);
+	return e == hipSuccess ? NV(cudaStreamSynchronize, NULL) : e;
+}
 static hipError_t rgnv_hipMemsetAsync(void* d, int v, size_t n, hipStream_t s) { return NV(cudaMemsetAsync, d, v, n, s); }
 static hipError_t rgnv_hipMemsetD32(hipDeviceptr_t d, int v, size_t n) {
-	return NV(cuMemsetD32_v2, (nv_devptr)(size_t)d, (unsigned)v, n);
+	hipError_t e = NV(cuMemsetD32_v2, (nv_devptr)(size_t)d, (unsigned)v, n);
+	return e == hipSuccess ? NV(cudaStreamSynchronize, NULL) : e;
 }
 static hipError_t rgnv_hipMemsetD32Async(hipDeviceptr_t d, int v, size_t n, hipStream_t s) {
 	return NV(cuMemsetD32Async, (nv_devptr)(size_t)d, (unsigned)v, n, s);

@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/rocm-go/rocm/internal/testenv"
 )
 
 // The tests in this file run the NVIDIA translation layer (nvidia.c) in
@@ -41,7 +43,7 @@ func useFakeCUDA(t *testing.T) *Device {
 		fakeCUDA.dir = dir
 	})
 	if fakeCUDA.err != nil {
-		t.Skipf("tier 0: cannot build the fake CUDA libraries: %v", fakeCUDA.err)
+		testenv.FakeBuildFailed(t, "the fake CUDA libraries", fakeCUDA.err)
 	}
 	resetForTest()
 	t.Cleanup(resetForTest)

@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rocm-go/rocm/internal/testenv"
+
 	"github.com/rocm-go/rocm/hip"
 )
 
@@ -42,7 +44,7 @@ func buildFakes(t *testing.T) string {
 		fakes.dir = dir
 	})
 	if fakes.err != nil {
-		t.Skipf("tier 0: cannot build the fake compilers: %v", fakes.err)
+		testenv.FakeBuildFailed(t, "the fake compilers", fakes.err)
 	}
 	return fakes.dir
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rocm-go/rocm/internal/testenv"
+
 	"github.com/rocm-go/rocm/hip"
 )
 
@@ -70,7 +72,7 @@ func buildFakes(t *testing.T) string {
 		fakes.dir = dir
 	})
 	if fakes.err != nil {
-		t.Skipf("tier 0: cannot build the fake libraries: %v", fakes.err)
+		testenv.FakeBuildFailed(t, "the fake libraries", fakes.err)
 	}
 	return fakes.dir
 }

@@ -202,9 +202,12 @@ func same[T Numeric](a, b []T, i int) bool {
 	return bytes.Equal(hip.AsBytes(a[i:i+1]), hip.AsBytes(b[i:i+1]))
 }
 
-// buf is device memory with its host copy.
+// buf is device memory with its host copy. The handle's stream may not be
+// ordered with the synchronous copies (a non-blocking stream is not): read
+// and sync wait for it first.
 type buf[T Numeric] struct {
 	b    *hip.Buffer
+	s    *hip.Stream
 	host []T
 	cx   []complex128 // host as complex128, for the references
 }
@@ -215,7 +218,7 @@ func newBuf[T Numeric](t *testing.T, e *env, host []T) buf[T] {
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, b.Close()) })
 	require.NoError(t, b.CopyFromHost(hip.AsBytes(host)))
-	return buf[T]{b: b, host: host, cx: toCs(host)}
+	return buf[T]{b: b, s: e.stream, host: host, cx: toCs(host)}
 }
 
 // unchanged checks that the device copy still equals the host copy.
@@ -227,12 +230,14 @@ func (b buf[T]) unchanged(t *testing.T, what string) {
 // sync uploads the host copy again after it was changed in place.
 func (b *buf[T]) sync(t *testing.T) {
 	t.Helper()
+	require.NoError(t, b.s.Synchronize())
 	require.NoError(t, b.b.CopyFromHost(hip.AsBytes(b.host)))
 	copy(b.cx, toCs(b.host))
 }
 
 func (b buf[T]) read(t *testing.T) []T {
 	t.Helper()
+	require.NoError(t, b.s.Synchronize())
 	out := make([]T, len(b.host))
 	require.NoError(t, b.b.CopyToHost(hip.AsBytes(out)))
 	return out

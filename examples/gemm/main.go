@@ -184,13 +184,18 @@ func product[A, C rocblas.Numeric](c config, dev *hip.Device, h *rocblas.Handle,
 		return err
 	}
 	defer out.Close()
-	if err := out.Memset(0xff); err != nil { // NaN: every element must be written
+	// NaN: every element must be written. The memset goes on the handle's
+	// stream, which does not wait for the null stream's work (non-blocking).
+	if err := out.MemsetAsync(0xff, h.Stream()); err != nil {
 		return err
 	}
 	sa := rocblas.Strided(rocblas.Mat[A](a, ar, ac))
 	sb := rocblas.Strided(rocblas.Mat[A](b, br, bc))
 	sc := rocblas.Strided(rocblas.Mat[C](out, c.m, c.n))
 	if err := f(h, c, sa, sb, sc); err != nil {
+		return err
+	}
+	if err := h.Stream().Synchronize(); err != nil {
 		return err
 	}
 	got := make([]C, c.m*c.n)

@@ -11,6 +11,7 @@ package testenv
 
 import (
 	"os"
+	"os/exec"
 	"strconv"
 	"testing"
 )
@@ -33,5 +34,17 @@ func Need(t testing.TB, tier int, what string, err error) {
 		t.Fatalf("tier %d: this run must have %s (ROCM_GO_TIER=%d), but: %v", tier, what, Tier(), err)
 	} else {
 		t.Skipf("tier %d: needs %s", tier, what)
+	}
+}
+
+// FakeBuildFailed ends a test whose fake C library did not build: a skip
+// where no C compiler is installed, a failure where one is (the fake itself
+// is broken, and its tests must not pass by skipping).
+func FakeBuildFailed(t testing.TB, what string, err error) {
+	t.Helper()
+	if _, lerr := exec.LookPath("cc"); lerr != nil {
+		t.Skipf("tier 0: needs a C compiler (cc) to build %s", what)
+	} else {
+		t.Fatalf("building %s: %v", what, err)
 	}
 }

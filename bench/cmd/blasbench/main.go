@@ -32,7 +32,7 @@ func main() {
 	jsonOut := flag.String("json", "", "also write the results as JSON to this file")
 	iters := flag.Int("iters", 10, "calls per timing of the large products (50 times as many for small ones)")
 	reps := flag.Int("reps", 15, "repeats; the median is reported")
-	tinyOps := flag.Int("tiny-ops", 2000, "calls per timing of the tiny sgemm")
+	tinyOps := flag.Int("tiny-ops", 20000, "calls per timing of the tiny sgemm")
 	flag.Parse()
 	if err := run(*script, *python, *jsonOut, *iters, *reps, *tinyOps); err != nil {
 		fmt.Fprintln(os.Stderr, "blasbench:", err)
@@ -64,23 +64,67 @@ func run(script, python, jsonOut string, iters, reps, tinyOps int) error {
 		d     time.Duration
 		sets  int
 	}
-	var ours []result
-	for _, s := range bench.Shapes {
-		g, err := b.NewGemm(s)
-		if err != nil {
-			return fmt.Errorf("%s: %w", s.Name, err)
+	measure := func() ([]result, error) {
+		var ours []result
+		for _, s := range bench.Shapes {
+			g, err := b.NewGemm(s)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", s.Name, err)
+			}
+			n := itersFor(s, iters)
+			d, err := bench.Median(reps, func() (time.Duration, error) { return g.Time(n) })
+			sets := g.Sets()
+			if cerr := g.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", s.Name, err)
+			}
+			ours = append(ours, result{s, d, sets})
 		}
-		n := itersFor(s, iters)
-		d, err := bench.Median(reps, func() (time.Duration, error) { return g.Time(n) })
-		sets := g.Sets()
-		if cerr := g.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", s.Name, err)
-		}
-		ours = append(ours, result{s, d, sets})
+		return ours, nil
 	}
+	var specs []string
+	for _, s := range bench.Shapes {
+		specs = append(specs, fmt.Sprintf("%s:%d:%d:%d:%d", s.DType, s.M, s.N, s.K, s.Batch))
+	}
+	// Two passes, ours then PyTorch's, twice: each side keeps its better
+	// median, so that neither is always measured on a hotter GPU.
+	var ours []result
+	var torch map[string]any
+	var torchErr error
+	theirBest := map[string]float64{}
+	for pass := range 2 {
+		got, err := measure()
+		if err != nil {
+			return err
+		}
+		if pass == 0 {
+			ours = got
+		} else {
+			for i := range ours {
+				ours[i].d = min(ours[i].d, got[i].d)
+			}
+		}
+		var t map[string]any
+		if err := bench.RunScript(python, script, "torch_blas.py",
+			[]string{"--shapes=" + strings.Join(specs, ","), fmt.Sprint("--iters=", iters), fmt.Sprint("--reps=", reps)}, &t); err != nil {
+			torchErr = err
+			continue
+		}
+		torch = t
+		shapes, _ := t["shapes"].(map[string]any)
+		for _, spec := range specs {
+			if r, ok := shapes[spec].(map[string]any); ok {
+				f, _ := r["tflops"].(float64)
+				theirBest[spec] = max(theirBest[spec], f)
+			}
+		}
+	}
+	if torch != nil {
+		torchErr = nil // one pass had PyTorch's figures
+	}
+
 	tiny, err := b.NewTiny(16, 16)
 	if err != nil {
 		return err
@@ -93,13 +137,6 @@ func run(script, python, jsonOut string, iters, reps, tinyOps int) error {
 		return err
 	}
 
-	var specs []string
-	for _, s := range bench.Shapes {
-		specs = append(specs, fmt.Sprintf("%s:%d:%d:%d:%d", s.DType, s.M, s.N, s.K, s.Batch))
-	}
-	var torch map[string]any
-	torchErr := bench.RunScript(python, script, "torch_blas.py",
-		[]string{"--shapes=" + strings.Join(specs, ","), fmt.Sprint("--iters=", iters), fmt.Sprint("--reps=", reps)}, &torch)
 	if torchErr != nil {
 		fmt.Fprintln(os.Stderr, "blasbench: no PyTorch reference:", torchErr)
 	} else {
@@ -109,16 +146,10 @@ func run(script, python, jsonOut string, iters, reps, tinyOps int) error {
 	for i, r := range ours {
 		tf := bench.TFLOPs(r.shape.Flop(), r.d)
 		row := bench.Row{Name: fmt.Sprintf("%s (TFLOP/s; %d input sets)", r.shape.Name, r.sets), Ours: fmt.Sprintf("%.1f", tf), Theirs: "—", Target: "≥ 0.97"}
-		if torchErr == nil {
-			shapes, _ := torch["shapes"].(map[string]any)
-			if t, ok := shapes[specs[i]].(map[string]any); ok {
-				theirs, _ := t["tflops"].(float64)
-				row.Theirs = fmt.Sprintf("%.1f", theirs)
-				if theirs > 0 {
-					row.Ratio = tf / theirs
-					row.Met = bench.Met(row.Ratio >= 0.97)
-				}
-			}
+		if theirs := theirBest[specs[i]]; torchErr == nil && theirs > 0 {
+			row.Theirs = fmt.Sprintf("%.1f", theirs)
+			row.Ratio = tf / theirs
+			row.Met = bench.Met(row.Ratio >= 0.97)
 		}
 		rows = append(rows, row)
 	}
