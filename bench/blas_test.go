@@ -1,8 +1,12 @@
 package bench
 
 import (
+	"math"
+	"math/rand/v2"
 	"sync"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
 
 	"github.com/rocm-go/rocm/internal/testenv"
 )
@@ -103,5 +107,22 @@ func TestBLASBenchmarksRun(t *testing.T) {
 	}
 	if _, err := tiny.C(10); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// PyTorch's rand(dtype)*2 - 1 rounds twice: its bf16 values are multiples
+// of 2^-8 and its f16 values of 2^-11, all in [-1, 1).
+func TestTorchUniform(t *testing.T) {
+	assert.Equal(t, float32(-0.3984375), torchUniform(0.3, "bf16"), "rounded twice, not bf16(-0.4)")
+	assert.Equal(t, float32(-1), torchUniform(0.9999, "bf16"), "r rounds up to 1: 0, as PyTorch")
+	assert.Equal(t, 2*float32(0.3)-1, torchUniform(0.3, "f32"), "float32: one rounding")
+	rng := rand.New(rand.NewPCG(1, 2))
+	for dtype, grid := range map[string]float64{"bf16": 256, "f16": 2048} {
+		for range 100000 {
+			v := torchUniform(rng.Float32(), dtype)
+			if v < -1 || v >= 1 || math.Mod(float64(v)*grid, 1) != 0 {
+				t.Fatalf("%s: %v is not a multiple of 1/%v in [-1, 1)", dtype, v, grid)
+			}
+		}
 	}
 }

@@ -143,8 +143,9 @@ func (e *ConvEnv) NewConvBench(s ConvShape, nhwc bool) (b *ConvBench, err error)
 	return b, nil
 }
 
-// tensor makes a descriptor and a buffer of random halves in [-1, 1) (or
-// zeroed, for outputs, which the convolution writes).
+// tensor makes a descriptor and a buffer of random halves in [-1, 1),
+// distributed as PyTorch's (torchUniform), or zeroed, for outputs, which
+// the convolution writes.
 func (b *ConvBench) tensor(layout miopen.Layout, dims []int, fill bool) (miopen.Tensor, []hip.Half, error) {
 	d, err := miopen.NewTensorLayout(miopen.DataTypeHalf, layout, dims)
 	if err != nil {
@@ -161,7 +162,7 @@ func (b *ConvBench) tensor(layout miopen.Layout, dims []int, fill bool) (miopen.
 	}
 	h := make([]hip.Half, d.Elements())
 	for i := range h {
-		h[i] = hip.HalfFromFloat32(rand.Float32()*2 - 1)
+		h[i] = hip.HalfFromFloat32(torchUniform(rand.Float32(), "f16"))
 	}
 	return miopen.Tensor{Desc: d, Data: buf}, h, buf.CopyFromHost(hip.AsBytes(h))
 }
