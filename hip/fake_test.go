@@ -441,7 +441,7 @@ func TestLoadErrors(t *testing.T) {
 	assert.Equal(t, PlatformNone, LoadedPlatform())
 
 	err = Load(WithPlatform(PlatformAMD), WithLibraryPaths("libm.so.6"))
-	assert.ErrorContains(t, err, "libm.so.6 is not a HIP runtime")
+	assert.ErrorContains(t, err, "(libm.so.6) has no symbol hipRuntimeGetVersion: it is another library, not HIP runtime (libamdhip64)")
 	assert.ErrorIs(t, err, ErrSymbolNotFound)
 
 	t.Setenv("HIP_PLATFORM", "rocm")

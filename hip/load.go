@@ -215,28 +215,12 @@ func (e *NoPlatformError) Unwrap() []error { return []error{e.AMD, e.NVIDIA} }
 
 func indent(err error) string { return strings.ReplaceAll(err.Error(), "\n", "\n  ") }
 
-// amdSearch is where libamdhip64 is looked for (DESIGN.md §2).
-func amdSearch(explicit []string) dl.Search {
-	return dl.Search{
-		Explicit: explicit,
-		Env:      []dl.EnvDir{{Var: "ROCM_PATH", Subdir: []string{"lib"}}},
-		Dirs:     []string{"/opt/rocm/lib"},
-		Sonames:  []string{"libamdhip64.so.7", "libamdhip64.so.6"},
-	}
-}
-
 func loadAMD(explicit []string) ([]*dl.Library, error) {
-	l, err := dl.Open("HIP runtime (libamdhip64)",
+	l, err := dl.OpenProbed("HIP runtime (libamdhip64)",
 		"Install ROCm's HIP runtime, or set ROCM_PATH to its root, or pass hip.WithLibraryPaths.",
-		amdSearch(explicit).Candidates())
+		dl.ROCm(explicit, "libamdhip64.so.7", "libamdhip64.so.6").Candidates(), "hipRuntimeGetVersion")
 	if err != nil {
 		return nil, err
-	}
-	// A library that is not the HIP runtime would fail on every call: refuse
-	// it here, while the message can say so.
-	if _, err := l.Sym("hipRuntimeGetVersion"); err != nil {
-		l.Close()
-		return nil, fmt.Errorf("hip: %s is not a HIP runtime: %w", l.Path(), err)
 	}
 	C.rg_hip_bind(l.Handle())
 	return []*dl.Library{l}, nil

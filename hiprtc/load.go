@@ -113,20 +113,11 @@ func openCompiler(o loadOptions) ([]*dl.Library, loaded, error) {
 	}
 	switch p {
 	case hip.PlatformAMD:
-		l, err := dl.Open("hipRTC (libhiprtc)",
+		l, err := dl.OpenProbed("hipRTC (libhiprtc)",
 			"Install ROCm's hipRTC (libhiprtc), or set ROCM_PATH, or pass hiprtc.WithLibraryPaths.",
-			dl.Search{
-				Explicit: o.paths,
-				Env:      []dl.EnvDir{{Var: "ROCM_PATH", Subdir: []string{"lib"}}},
-				Dirs:     []string{"/opt/rocm/lib"},
-				Sonames:  []string{"libhiprtc.so.7", "libhiprtc.so.6"},
-			}.Candidates())
+			dl.ROCm(o.paths, "libhiprtc.so.7", "libhiprtc.so.6").Candidates(), "hiprtcCompileProgram")
 		if err != nil {
 			return nil, loaded{}, err
-		}
-		if _, err := l.Sym("hiprtcCompileProgram"); err != nil {
-			l.Close()
-			return nil, loaded{}, fmt.Errorf("hiprtc: %s is not hipRTC: %w", l.Path(), err)
 		}
 		C.rg_hiprtc_bind(l.Handle())
 		return []*dl.Library{l}, loaded{platform: p}, nil
@@ -137,13 +128,9 @@ func openCompiler(o loadOptions) ([]*dl.Library, loaded, error) {
 }
 
 func openNVRTC(explicit []string) ([]*dl.Library, loaded, error) {
-	l, err := dl.Open("NVRTC (libnvrtc)", hip.CUDAHint, hip.CUDASearch(explicit, "libnvrtc.so.13", "libnvrtc.so.12").Candidates())
+	l, err := dl.OpenProbed("NVRTC (libnvrtc)", dl.CUDAHint, dl.CUDA(explicit, "libnvrtc.so.13", "libnvrtc.so.12").Candidates(), "nvrtcCompileProgram")
 	if err != nil {
 		return nil, loaded{}, err
-	}
-	if _, err := l.Sym("nvrtcCompileProgram"); err != nil {
-		l.Close()
-		return nil, loaded{}, fmt.Errorf("hiprtc: %s is not NVRTC: %w", l.Path(), err)
 	}
 	libs := []*dl.Library{l}
 	// NVRTC opens its builtins library by soname at compile time: load it

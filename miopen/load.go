@@ -6,7 +6,6 @@ package miopen
 import "C"
 
 import (
-	"errors"
 	"fmt"
 	"unsafe"
 
@@ -134,41 +133,26 @@ func openLibrary(o loadOptions) ([]*dl.Library, loaded, error) {
 	var libs []*dl.Library
 	switch p {
 	case hip.PlatformAMD:
-		l, err := dl.Open("MIOpen (libMIOpen)", AMDHint, dl.Search{
-			Explicit: o.paths,
-			Env:      []dl.EnvDir{{Var: "ROCM_PATH", Subdir: []string{"lib"}}},
-			Dirs:     []string{"/opt/rocm/lib"},
-			Sonames:  []string{"libMIOpen.so.1"},
-		}.Candidates())
+		l, err := dl.OpenProbed("MIOpen (libMIOpen)", AMDHint, dl.ROCm(o.paths, "libMIOpen.so.1").Candidates(), "miopenCreateWithStream")
 		if err != nil {
 			return nil, loaded{}, err
-		}
-		if _, err := l.Sym("miopenCreateWithStream"); err != nil {
-			l.Close()
-			return nil, loaded{}, fmt.Errorf("miopen: %s is not MIOpen: %w", l.Path(), err)
 		}
 		C.rg_miopen_bind(l.Handle())
 		libs = []*dl.Library{l}
 	case hip.PlatformNVIDIA:
-		l, err := dl.Open("cuDNN (libcudnn)", hip.CUDAHint+" cuDNN 9 also comes in the nvidia-cudnn-cu12 and -cu13 pip wheels.",
-			hip.CUDASearch(o.paths, "libcudnn.so.9").Candidates())
+		l, err := dl.OpenProbed("cuDNN (libcudnn)", dl.CUDAHint+" cuDNN 9 also comes in the nvidia-cudnn-cu12 and -cu13 pip wheels.",
+			dl.CUDA(o.paths, "libcudnn.so.9").Candidates(), "cudnnCreate")
 		if err != nil {
 			return nil, loaded{}, err
-		}
-		if _, err := l.Sym("cudnnCreate"); err != nil {
-			l.Close()
-			return nil, loaded{}, fmt.Errorf("miopen: %s is not cuDNN: %w", l.Path(), err)
 		}
 		libs = []*dl.Library{l}
 		// cuBLAS computes 1x1 convolutions faster than legacy cuDNN; it is
 		// optional, and cudart times it in Find.
 		var cublas, cudart unsafe.Pointer
-		if b, err := openCUBLAS(o.paths); err == nil {
-			if r, err := dl.Open("CUDA runtime (libcudart)", "", hip.CUDASearch(o.paths, "libcudart.so.13", "libcudart.so.12").Candidates()); err == nil {
+		if useCUBLAS {
+			if b, r, err := dl.OpenCUBLAS(o.paths); err == nil {
 				libs = append(libs, b, r)
 				cublas, cudart = b.Handle(), r.Handle()
-			} else {
-				b.Close()
 			}
 		}
 		C.rg_miopen_install_nvidia(l.Handle(), cublas, cudart)
@@ -183,10 +167,3 @@ func openLibrary(o loadOptions) ([]*dl.Library, loaded, error) {
 // convolutions; the tests of the translation against a fake cuDNN turn it
 // off, to keep a real cuBLAS out of a fake cuDNN.
 var useCUBLAS = true
-
-func openCUBLAS(paths []string) (*dl.Library, error) {
-	if !useCUBLAS {
-		return nil, errors.New("cuBLAS is off")
-	}
-	return dl.Open("cuBLAS (libcublas)", "", hip.CUDASearch(paths, "libcublas.so.13", "libcublas.so.12").Candidates())
-}

@@ -14,8 +14,6 @@ import "C"
 
 import (
 	"fmt"
-	"path/filepath"
-	"strings"
 	"unsafe"
 
 	"github.com/rocm-go/rocm/hip"
@@ -127,58 +125,24 @@ func openLibrary(o loadOptions) ([]*dl.Library, hip.Platform, error) {
 	var libs []*dl.Library
 	switch p {
 	case hip.PlatformAMD:
-		l, err := dl.Open("rocBLAS (librocblas)", amdHint, dl.Search{
-			Explicit: o.paths,
-			Env:      []dl.EnvDir{{Var: "ROCM_PATH", Subdir: []string{"lib"}}},
-			Dirs:     []string{"/opt/rocm/lib"},
-			Sonames:  []string{"librocblas.so.5", "librocblas.so.4"},
-		}.Candidates())
+		l, err := dl.OpenProbed("rocBLAS (librocblas)", amdHint, dl.ROCm(o.paths, "librocblas.so.5", "librocblas.so.4").Candidates(), "rocblas_create_handle")
 		if err != nil {
 			return nil, hip.PlatformNone, err
-		}
-		if _, err := l.Sym("rocblas_create_handle"); err != nil {
-			l.Close()
-			return nil, hip.PlatformNone, fmt.Errorf("rocblas: %s is not rocBLAS: %w", l.Path(), err)
 		}
 		C.rg_rocblas_bind(l.Handle())
 		libs = []*dl.Library{l}
 	case hip.PlatformNVIDIA:
-		var err error
-		if libs, err = openCUBLAS(o.paths); err != nil {
+		cublas, cudart, err := dl.OpenCUBLAS(o.paths)
+		if err != nil {
 			return nil, hip.PlatformNone, err
 		}
+		C.rg_rocblas_install_nvidia(cublas.Handle(), cudart.Handle())
+		libs = []*dl.Library{cublas, cudart}
 	default:
 		return nil, hip.PlatformNone, fmt.Errorf("rocblas: HIP loaded no platform")
 	}
 	C.rg_rocblas_use_setdev(hipcore.SetDeviceFunc())
 	return libs, p, nil
-}
-
-// openCUBLAS opens cuBLAS and the CUDA runtime of the same major version
-// (the translation copies and waits through it; the runtime HIP opened is
-// shared, dlopen counting references) and installs the translation.
-func openCUBLAS(paths []string) ([]*dl.Library, error) {
-	cublas, err := dl.Open("cuBLAS (libcublas)", hip.CUDAHint, hip.CUDASearch(paths, "libcublas.so.13", "libcublas.so.12").Candidates())
-	if err != nil {
-		return nil, err
-	}
-	if _, err := cublas.Sym("cublasCreate_v2"); err != nil {
-		cublas.Close()
-		return nil, fmt.Errorf("rocblas: %s is not cuBLAS: %w", cublas.Path(), err)
-	}
-	sonames := []string{"libcudart.so.13", "libcudart.so.12"}
-	if strings.HasSuffix(cublas.Path(), ".12") {
-		sonames[0], sonames[1] = sonames[1], sonames[0]
-	}
-	search := hip.CUDASearch(paths, sonames...)
-	search.Explicit = append([]string{filepath.Dir(cublas.File("cublasCreate_v2"))}, search.Explicit...)
-	cudart, err := dl.Open("CUDA runtime (libcudart)", hip.CUDAHint, search.Candidates())
-	if err != nil {
-		cublas.Close()
-		return nil, err
-	}
-	C.rg_rocblas_install_nvidia(cublas.Handle(), cudart.Handle())
-	return []*dl.Library{cublas, cudart}, nil
 }
 
 // Symbol returns the address of a bound rocBLAS function ("rocblas_sgemm")

@@ -59,7 +59,9 @@ import "C"
 
 import (
 	"fmt"
+	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"unsafe"
 )
@@ -100,6 +102,44 @@ func Open(name, hint string, candidates []string) (*Library, error) {
 		tried = append(tried, Attempt{Path: path, Err: err.Error()})
 	}
 	return nil, &LoadError{Library: name, Hint: hint, Tried: tried}
+}
+
+// OpenProbed is Open, then a check that the library exports probe: a file
+// that is not the library asked for is refused here, while the error can
+// say so, rather than failing on every call.
+func OpenProbed(name, hint string, candidates []string, probe string) (*Library, error) {
+	l, err := Open(name, hint, candidates)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := l.Sym(probe); err != nil {
+		l.Close()
+		return nil, &SymbolError{Library: name, Path: l.Path(), Symbol: probe, Reason: "it is another library, not " + name}
+	}
+	return l, nil
+}
+
+// OpenCUBLAS opens cuBLAS and the CUDA runtime of its major version, from
+// cuBLAS's own folder first: rocBLAS's and MIOpen's NVIDIA translations
+// copy, wait and time through that runtime. (Where it is the runtime
+// package hip opened, dlopen shares it.)
+func OpenCUBLAS(explicit []string) (cublas, cudart *Library, err error) {
+	cublas, err = OpenProbed("cuBLAS (libcublas)", CUDAHint, CUDA(explicit, "libcublas.so.13", "libcublas.so.12").Candidates(), "cublasCreate_v2")
+	if err != nil {
+		return nil, nil, err
+	}
+	sonames := []string{"libcudart.so.13", "libcudart.so.12"}
+	if strings.HasSuffix(cublas.Path(), ".12") {
+		sonames[0], sonames[1] = sonames[1], sonames[0]
+	}
+	search := CUDA(explicit, sonames...)
+	search.Explicit = append([]string{filepath.Dir(cublas.File("cublasCreate_v2"))}, search.Explicit...)
+	cudart, err = Open("CUDA runtime (libcudart)", CUDAHint, search.Candidates())
+	if err != nil {
+		cublas.Close()
+		return nil, nil, err
+	}
+	return cublas, cudart, nil
 }
 
 func openPath(name, path string) (*Library, error) {

@@ -124,3 +124,50 @@ func TestCandidatesOrder(t *testing.T) {
 	}
 	assert.Equal(t, want, s.Candidates())
 }
+
+func TestOpenProbed(t *testing.T) {
+	lib, err := OpenProbed("C math library", "", []string{"libm.so.6"}, "cos")
+	require.NoError(t, err)
+	require.NoError(t, lib.Close())
+
+	lib, err = OpenProbed("HIP runtime (libamdhip64)", "", []string{"libm.so.6"}, "hipRuntimeGetVersion")
+	assert.Nil(t, lib)
+	assert.ErrorIs(t, err, ErrSymbolNotFound)
+	assert.EqualError(t, err, "HIP runtime (libamdhip64) (libm.so.6) has no symbol hipRuntimeGetVersion: it is another library, not HIP runtime (libamdhip64)")
+	m, err := Open("C math library", "", []string{"libm.so.6"})
+	require.NoError(t, err)
+	assert.Equal(t, 1, m.Refs(), "the refused library was closed")
+	require.NoError(t, m.Close())
+}
+
+func TestPlatformSearches(t *testing.T) {
+	rocm, cuda := t.TempDir(), t.TempDir()
+	t.Setenv("ROCM_PATH", rocm)
+	t.Setenv("CUDA_PATH", cuda)
+	t.Setenv("CUDA_HOME", "")
+	assert.Equal(t, []string{
+		"/x/librocblas.so",
+		filepath.Join(rocm, "lib", "librocblas.so.5"), filepath.Join(rocm, "lib", "librocblas.so.4"),
+		"/opt/rocm/lib/librocblas.so.5", "/opt/rocm/lib/librocblas.so.4",
+		"librocblas.so.5", "librocblas.so.4",
+	}, ROCm([]string{"/x/librocblas.so"}, "librocblas.so.5", "librocblas.so.4").Candidates())
+	assert.Equal(t, []string{
+		filepath.Join(cuda, "lib64", "libcudnn.so.9"), filepath.Join(cuda, "lib", "libcudnn.so.9"),
+		filepath.Join(cuda, "targets/x86_64-linux/lib", "libcudnn.so.9"),
+		"/usr/local/cuda/lib64/libcudnn.so.9", "/usr/local/cuda/targets/x86_64-linux/lib/libcudnn.so.9",
+		"/usr/local/nvidia/lib64/libcudnn.so.9", "libcudnn.so.9",
+	}, CUDA(nil, "libcudnn.so.9").Candidates())
+}
+
+func TestOpenCUBLASNotFound(t *testing.T) {
+	t.Setenv("CUDA_PATH", "")
+	t.Setenv("CUDA_HOME", "")
+	cublas, cudart, err := OpenCUBLAS([]string{t.TempDir()})
+	if err == nil {
+		require.NoError(t, errors.Join(cublas.Close(), cudart.Close()))
+		t.Skip("tier 0: cuBLAS is installed here; its absence is what this test checks")
+	}
+	assert.ErrorIs(t, err, ErrLibraryNotFound)
+	assert.ErrorContains(t, err, "cuBLAS (libcublas)")
+	assert.ErrorContains(t, err, "set CUDA_PATH")
+}

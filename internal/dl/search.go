@@ -68,3 +68,31 @@ func (s Search) Candidates() []string {
 	}
 	return out
 }
+
+// ROCm is where a ROCm library is looked for (DESIGN.md §2): the explicit
+// paths, $ROCM_PATH/lib, /opt/rocm/lib, then the system loader path.
+func ROCm(explicit []string, sonames ...string) Search {
+	return Search{
+		Explicit: explicit,
+		Env:      []EnvDir{{Var: "ROCM_PATH", Subdir: []string{"lib"}}},
+		Dirs:     []string{"/opt/rocm/lib"},
+		Sonames:  sonames,
+	}
+}
+
+// CUDA is where a CUDA library of the NVIDIA platform is looked for: the
+// explicit paths, $CUDA_PATH and $CUDA_HOME, /usr/local/cuda, then the
+// system loader path (where a pip wheel's folder may be listed in
+// LD_LIBRARY_PATH).
+func CUDA(explicit []string, sonames ...string) Search {
+	sub := []string{"lib64", "lib", "targets/x86_64-linux/lib"}
+	return Search{
+		Explicit: explicit,
+		Env:      []EnvDir{{Var: "CUDA_PATH", Subdir: sub}, {Var: "CUDA_HOME", Subdir: sub}},
+		Dirs:     []string{"/usr/local/cuda/lib64", "/usr/local/cuda/targets/x86_64-linux/lib", "/usr/local/nvidia/lib64"},
+		Sonames:  sonames,
+	}
+}
+
+// CUDAHint is what to do when a CUDA library is not found.
+const CUDAHint = "Install the NVIDIA driver and CUDA 12 or 13, or set CUDA_PATH, or add the library's folder to LD_LIBRARY_PATH."
