@@ -31,7 +31,6 @@ import (
 
 	"github.com/rocm-go/rocm/hip"
 	"github.com/rocm-go/rocm/hiprtc"
-	"github.com/rocm-go/rocm/internal/hipcore"
 )
 
 // Kernels are the kernels the benchmarks launch.
@@ -188,8 +187,12 @@ func (e *Env) LaunchC(n int) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
+	setDevice, err := hip.Symbol("hipSetDevice")
+	if err != nil {
+		return 0, err
+	}
 	start := time.Now()
-	if st := C.rg_bench_launch_loop(hipcore.SetDeviceFunc(), launch, C.int(e.Dev.Ordinal()), f.Handle(), e.Stream.Handle(), C.int(n)); st != 0 {
+	if st := C.rg_bench_launch_loop(setDevice, launch, C.int(e.Dev.Ordinal()), f.Raw(), e.Stream.Raw(), C.int(n)); st != 0 {
 		return 0, fmt.Errorf("bench: launch from C failed with status %d", st)
 	}
 	if err := e.Stream.Synchronize(); err != nil {

@@ -31,7 +31,6 @@ import (
 	"unsafe"
 
 	"github.com/rocm-go/rocm/hip"
-	"github.com/rocm-go/rocm/internal/hipcore"
 	"github.com/rocm-go/rocm/rocblas"
 )
 
@@ -50,7 +49,7 @@ func OpenBLAS() (*BLAS, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, err := rocblas.New(s)
+	h, err := rocblas.NewHandle(s)
 	if err != nil {
 		return nil, errors.Join(err, s.Close())
 	}
@@ -330,10 +329,14 @@ func (t *Tiny) C(n int) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
+	setDevice, err := hip.Symbol("hipSetDevice")
+	if err != nil {
+		return 0, err
+	}
 	var d time.Duration
 	err = t.b.Handle.Raw(func(handle unsafe.Pointer, dev int) error {
 		start := time.Now()
-		st := C.rg_blas_sgemm_loop(hipcore.SetDeviceFunc(), sgemm, C.int(dev), handle, C.int(t.m), C.int(t.k),
+		st := C.rg_blas_sgemm_loop(setDevice, sgemm, C.int(dev), handle, C.int(t.m), C.int(t.k),
 			devPtr(t.a), devPtr(t.x), devPtr(t.c), C.int(n))
 		d = time.Since(start) / time.Duration(n)
 		if st != 0 {

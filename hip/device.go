@@ -199,14 +199,6 @@ func (d *Device) Attribute(a DeviceAttribute) (int, error) {
 	return int(v), nil
 }
 
-// withDetail adds context to an *Error.
-func withDetail(err error, detail string) error {
-	if e, ok := err.(*Error); ok && e.Detail == "" {
-		e.Detail = detail
-	}
-	return err
-}
-
 // PCIBusID returns the device's PCI address, "0000:c1:00.0".
 func (d *Device) PCIBusID() (string, error) {
 	if err := ensure(); err != nil {

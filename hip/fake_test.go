@@ -19,8 +19,8 @@ import (
 
 	"github.com/rocm-go/rocm/internal/testenv"
 
+	"github.com/rocm-go/rocm/internal/bind"
 	"github.com/rocm-go/rocm/internal/dl"
-	"github.com/rocm-go/rocm/internal/hipcore"
 )
 
 // The tests in this file run in tier 0 against testdata/fakehip.c, a fake
@@ -54,7 +54,7 @@ func fakeLibrary(t *testing.T) string {
 }
 
 // resetForTest forgets the loaded runtime, whatever loaded it.
-func resetForTest() { hipLib.Reset() }
+func resetForTest() { library.Reset() }
 
 // useFake loads the fake runtime for the test and forgets it afterwards.
 func useFake(t *testing.T) *Device {
@@ -77,8 +77,8 @@ func liveObjects(t *testing.T, d *Device) int64 {
 func TestFakeRuntimeDevices(t *testing.T) {
 	d := useFake(t)
 	assert.Equal(t, PlatformAMD, LoadedPlatform())
-	assert.Equal(t, hipcore.PlatformAMD, hipcore.Platform())
-	assert.NotNil(t, hipcore.SetDeviceFunc())
+	assert.Equal(t, bind.PlatformAMD, bind.Platform())
+	assert.NotNil(t, bind.SetDeviceFunc())
 	v, err := RuntimeVersion()
 	require.NoError(t, err)
 	assert.Equal(t, Version{Major: 6, Minor: 4, Patch: 43484, Raw: 60443484}, v)

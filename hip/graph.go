@@ -8,8 +8,9 @@ import "C"
 import (
 	"errors"
 	"runtime"
-	"sync/atomic"
 	"unsafe"
+
+	"github.com/rocm-go/rocm/internal/bind"
 )
 
 // BeginCapture starts recording the work queued on the stream into a
@@ -82,14 +83,14 @@ type Graph struct {
 	dev     *Device
 	h       C.hipGraph_t
 	modules []*Module
-	closed  atomic.Bool
+	life    bind.Lifetime
 }
 
 func (g *Graph) alive(op string) error {
 	if g == nil {
 		return invalid(op, "nil graph")
 	}
-	if g.closed.Load() {
+	if g.life.Closed() {
 		return closedError(op)
 	}
 	return nil
@@ -126,7 +127,7 @@ func (g *Graph) Instantiate() (*GraphExec, error) {
 // Close destroys the graph; executable graphs made from it stay valid.
 // Closing twice does nothing.
 func (g *Graph) Close() error {
-	if g == nil || !g.closed.CompareAndSwap(false, true) {
+	if g == nil || !g.life.End() {
 		return nil
 	}
 	errs := []error{check("hipGraphDestroy", C.rg_hipGraphDestroy_on(g.dev.c(), g.h))}
@@ -141,18 +142,18 @@ type GraphExec struct {
 	dev     *Device
 	h       C.hipGraphExec_t
 	modules []*Module
-	closed  atomic.Bool
+	life    bind.Lifetime
 }
 
-// Handle is the hipGraphExec_t, valid until Close.
-func (e *GraphExec) Handle() unsafe.Pointer { return unsafe.Pointer(e.h) }
+// Raw is the hipGraphExec_t, valid until Close.
+func (e *GraphExec) Raw() unsafe.Pointer { return unsafe.Pointer(e.h) }
 
 // Launch queues the whole graph on s (nil: the null stream).
 func (e *GraphExec) Launch(s *Stream) error {
 	if e == nil {
 		return invalid("GraphExec.Launch", "nil graph")
 	}
-	if e.closed.Load() {
+	if e.life.Closed() {
 		return closedError("GraphExec.Launch")
 	}
 	dev, h, err := streamDevice(s, e.dev)
@@ -168,7 +169,7 @@ func (e *GraphExec) Launch(s *Stream) error {
 // Close waits for the device's queued work, which may be a launch of the
 // graph, then destroys it. Closing twice does nothing.
 func (e *GraphExec) Close() error {
-	if e == nil || !e.closed.CompareAndSwap(false, true) {
+	if e == nil || !e.life.End() {
 		return nil
 	}
 	errs := []error{

@@ -1,4 +1,5 @@
-// Hand-written C helpers of package hip, over the generated zhip.h.
+// The C surface of package hip: the generated zhip.h, and what is written
+// by hand (helpers.c, nvidia.c).
 #ifndef RG_HIP_HELPERS_H
 #define RG_HIP_HELPERS_H
 
@@ -12,8 +13,16 @@
 #define RG_HIP_LAUNCH_PARAM_BUFFER_SIZE ((void*)0x02)
 #define RG_HIP_LAUNCH_PARAM_END ((void*)0x03)
 
-void rg_hip_install_setdev(void);
+// rg_hip_setdev_func is the set-device function package hip publishes for
+// every package's device trampolines: hipSetDevice through the table.
 void* rg_hip_setdev_func(void);
+
+// The NVIDIA platform (nvidia.c): rg_hip_install_nvidia fills the table
+// with the translations to CUDA; the status translations are exposed for
+// the tests.
+void rg_hip_install_nvidia(void* cudart, void* cuda);
+int rg_hip_nvidia_status(int cuda_status);
+int rg_hip_nvidia_cuda_status(int hip_status);
 
 // rg_hip_launch launches f with its arguments packed in one buffer, which
 // the runtime copies before returning; the device is made current in the

@@ -8,10 +8,11 @@ import "C"
 import (
 	"fmt"
 	"runtime"
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/dustin/go-humanize"
+
+	"github.com/rocm-go/rocm/internal/bind"
 )
 
 // DevicePtr is an address in device memory. It is a plain number to Go (the
@@ -48,11 +49,6 @@ func AsSlice[T Scalar](b []byte) []T {
 	return unsafe.Slice((*T)(unsafe.Pointer(&b[0])), len(b)/size)
 }
 
-// memory is the state an allocation shares with its views.
-type memory struct {
-	closed atomic.Bool
-}
-
 // Buffer is device memory: an allocation from Device.Malloc or
 // Stream.MallocAsync, or a view of part of one from Slice. Close frees an
 // allocation; a view's Close does nothing and a view fails once its
@@ -66,13 +62,12 @@ type memory struct {
 // and take pinned host buffers, never Go memory, which the garbage
 // collector could move or free before the copy runs.
 type Buffer struct {
-	dev     *Device
-	ptr     unsafe.Pointer // device memory, never Go's
-	size    int
-	mem     *memory
-	owner   bool
-	stream  *Stream // the stream a stream-ordered allocation is freed on
-	cleanup runtime.Cleanup
+	dev    *Device
+	ptr    unsafe.Pointer // device memory, never Go's
+	size   int
+	mem    *bind.Lifetime // the allocation's, shared with its views
+	owner  bool
+	stream *Stream // the stream a stream-ordered allocation is freed on
 }
 
 // Malloc allocates size bytes of device memory.
@@ -87,8 +82,8 @@ func (d *Device) Malloc(size int) (*Buffer, error) {
 	if err := check("hipMalloc", C.rg_hipMalloc_on(d.c(), &p, C.size_t(size))); err != nil {
 		return nil, withDetail(err, fmt.Sprintf("%s on device %d", humanize.IBytes(uint64(size)), d.ordinal))
 	}
-	b := &Buffer{dev: d, ptr: p, size: size, mem: &memory{}, owner: true}
-	b.cleanup = runtime.AddCleanup(b, freeLeaked, leaked{dev: d.ordinal, ptr: p})
+	b := &Buffer{dev: d, ptr: p, size: size, mem: &bind.Lifetime{}, owner: true}
+	bind.Backstop(b.mem, b, freeLeaked, leaked{dev: d.ordinal, ptr: p})
 	return b, nil
 }
 
@@ -107,8 +102,8 @@ func (s *Stream) MallocAsync(size int) (*Buffer, error) {
 	if err != nil {
 		return nil, withDetail(err, humanize.IBytes(uint64(size)))
 	}
-	b := &Buffer{dev: s.dev, ptr: p, size: size, mem: &memory{}, owner: true, stream: s}
-	b.cleanup = runtime.AddCleanup(b, freeLeaked, leaked{dev: s.dev.ordinal, ptr: p, async: true})
+	b := &Buffer{dev: s.dev, ptr: p, size: size, mem: &bind.Lifetime{}, owner: true, stream: s}
+	bind.Backstop(b.mem, b, freeLeaked, leaked{dev: s.dev.ordinal, ptr: p, async: true})
 	return b, nil
 }
 
@@ -135,12 +130,11 @@ func freeLeaked(l leaked) {
 // freed in order on its stream (or, when that stream was closed, after
 // synchronizing the device). Closing twice, or closing a view, does nothing.
 func (b *Buffer) Close() error {
-	if b == nil || !b.owner || !b.mem.closed.CompareAndSwap(false, true) {
+	if b == nil || !b.owner || !b.mem.End() {
 		return nil
 	}
-	b.cleanup.Stop()
 	if b.stream != nil {
-		if !b.stream.closed.Load() {
+		if !b.stream.life.Closed() {
 			err := check("hipFreeAsync", C.rg_hipFreeAsync_on(b.dev.c(), b.ptr, b.stream.h))
 			runtime.KeepAlive(b.stream)
 			return err
@@ -164,7 +158,7 @@ func (b *Buffer) Device() *Device { return b.dev }
 // Closed reports whether the buffer's allocation has been closed, for
 // packages that check buffers before passing their addresses to a library.
 // A nil buffer, or one that no allocation made, counts as closed.
-func (b *Buffer) Closed() bool { return b == nil || b.mem == nil || b.mem.closed.Load() }
+func (b *Buffer) Closed() bool { return b == nil || b.mem == nil || b.mem.Closed() }
 
 func (b *Buffer) String() string {
 	return fmt.Sprintf("hip.Buffer(%s at %#x on device %d)", humanize.IBytes(uint64(b.size)), b.ptr, b.dev.ordinal)
@@ -174,7 +168,7 @@ func (b *Buffer) alive(op string) error {
 	if b == nil {
 		return invalid(op, "nil buffer")
 	}
-	if b.mem.closed.Load() {
+	if b.mem.Closed() {
 		return closedError(op)
 	}
 	return nil
@@ -205,7 +199,7 @@ func streamDevice(s *Stream, fallback *Device) (*Device, C.hipStream_t, error) {
 	if s == nil {
 		return fallback, nil, nil
 	}
-	if s.closed.Load() {
+	if s.life.Closed() {
 		return nil, nil, closedError("stream")
 	}
 	return s.dev, s.h, nil
@@ -391,12 +385,11 @@ func (b *Buffer) MemsetD32Async(v uint32, s *Stream) error {
 // PinnedBuffer is page-locked host memory, the source and destination of
 // asynchronous copies. Bytes views it; the view is valid until Close.
 type PinnedBuffer struct {
-	dev     *Device
-	ptr     unsafe.Pointer
-	size    int
-	mem     *memory
-	owner   bool
-	cleanup runtime.Cleanup
+	dev   *Device
+	ptr   unsafe.Pointer
+	size  int
+	mem   *bind.Lifetime // the allocation's, shared with its views
+	owner bool
 }
 
 // MallocHost allocates size bytes of pinned host memory. flags are
@@ -413,8 +406,8 @@ func (d *Device) MallocHost(size int, flags HostMallocFlags) (*PinnedBuffer, err
 	if err := check("hipHostMalloc", C.rg_hipHostMalloc_on(d.c(), &p, C.size_t(size), C.uint(flags))); err != nil {
 		return nil, withDetail(err, humanize.IBytes(uint64(size))+" of pinned host memory")
 	}
-	b := &PinnedBuffer{dev: d, ptr: p, size: size, mem: &memory{}, owner: true}
-	b.cleanup = runtime.AddCleanup(b, func(l leaked) { C.rg_hipHostFree_on(C.int(l.dev), l.ptr) }, leaked{dev: d.ordinal, ptr: p})
+	b := &PinnedBuffer{dev: d, ptr: p, size: size, mem: &bind.Lifetime{}, owner: true}
+	bind.Backstop(b.mem, b, func(l leaked) { C.rg_hipHostFree_on(C.int(l.dev), l.ptr) }, leaked{dev: d.ordinal, ptr: p})
 	return b, nil
 }
 
@@ -422,7 +415,7 @@ func (p *PinnedBuffer) alive(op string) error {
 	if p == nil {
 		return invalid(op, "nil pinned buffer")
 	}
-	if p.mem.closed.Load() {
+	if p.mem.Closed() {
 		return closedError(op)
 	}
 	return nil
@@ -430,7 +423,7 @@ func (p *PinnedBuffer) alive(op string) error {
 
 // Bytes views the memory. Nothing may use the view after Close.
 func (p *PinnedBuffer) Bytes() []byte {
-	if p.mem.closed.Load() {
+	if p.mem.Closed() {
 		return nil
 	}
 	return unsafe.Slice((*byte)(p.ptr), p.size)
@@ -453,9 +446,8 @@ func (p *PinnedBuffer) Slice(off, n int) (*PinnedBuffer, error) {
 // Close frees the memory (hipHostFree waits for the device first). Closing
 // twice, or closing a view, does nothing.
 func (p *PinnedBuffer) Close() error {
-	if p == nil || !p.owner || !p.mem.closed.CompareAndSwap(false, true) {
+	if p == nil || !p.owner || !p.mem.End() {
 		return nil
 	}
-	p.cleanup.Stop()
 	return check("hipHostFree", C.rg_hipHostFree_on(p.dev.c(), p.ptr))
 }

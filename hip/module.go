@@ -13,23 +13,23 @@ import (
 	"os"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"unsafe"
+
+	"github.com/rocm-go/rocm/internal/bind"
 )
 
 // Module is a loaded code object: an AMDGPU code object on AMD, a CUBIN,
 // PTX or fatbin on NVIDIA. Its functions keep it alive; Close unloads it
 // once no queued work and no graph can use it.
 type Module struct {
-	dev    *Device
-	h      C.hipModule_t
-	closed atomic.Bool
+	dev  *Device
+	h    C.hipModule_t
+	life bind.Lifetime
 
 	mu        sync.Mutex
 	functions map[string]*Function
 	users     int  // graphs that captured launches of its functions
 	unloaded  bool // unloaded: closed and no users left
-	cleanup   runtime.Cleanup
 }
 
 // LoadModule loads a code object from memory onto the device.
@@ -49,7 +49,7 @@ func (d *Device) LoadModule(image []byte) (*Module, error) {
 		return nil, withDetail(err, fmt.Sprintf("a code object of %d bytes on device %d", len(image), d.ordinal))
 	}
 	m := &Module{dev: d, h: h, functions: map[string]*Function{}}
-	m.cleanup = runtime.AddCleanup(m, func(l leaked) {
+	bind.Backstop(&m.life, m, func(l leaked) {
 		C.rg_hipDeviceSynchronize_on(C.int(l.dev))
 		C.rg_hipModuleUnload_on(C.int(l.dev), C.hipModule_t(l.ptr))
 	}, leaked{dev: d.ordinal, ptr: unsafe.Pointer(h)})
@@ -68,14 +68,14 @@ func (d *Device) LoadModuleFile(path string) (*Module, error) {
 // Device is the device the module is loaded on.
 func (m *Module) Device() *Device { return m.dev }
 
-// Handle is the hipModule_t, valid until the module is unloaded.
-func (m *Module) Handle() unsafe.Pointer { return unsafe.Pointer(m.h) }
+// Raw is the hipModule_t, valid until the module is unloaded.
+func (m *Module) Raw() unsafe.Pointer { return unsafe.Pointer(m.h) }
 
 func (m *Module) alive(op string) error {
 	if m == nil {
 		return invalid(op, "nil module")
 	}
-	if m.closed.Load() {
+	if m.life.Closed() {
 		return closedError(op)
 	}
 	return ensure()
@@ -125,7 +125,9 @@ func (m *Module) Global(name string) (DevicePtr, int, error) {
 // open, the unload waits for the last of them to close. Functions fail
 // after Close. Closing twice does nothing.
 func (m *Module) Close() error {
-	if m == nil || !m.closed.CompareAndSwap(false, true) {
+	// Once closed, the module is unloaded here or, while graphs use it, by
+	// the last of them to close, which hold it: the backstop ends now.
+	if m == nil || !m.life.End() {
 		return nil
 	}
 	m.mu.Lock()
@@ -141,7 +143,6 @@ func (m *Module) unloadLocked() error {
 		return nil
 	}
 	m.unloaded = true
-	m.cleanup.Stop()
 	if err := check("hipDeviceSynchronize", C.rg_hipDeviceSynchronize_on(m.dev.c())); err != nil {
 		return err
 	}
@@ -159,7 +160,7 @@ func (m *Module) release() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.users--
-	if m.users == 0 && m.closed.Load() {
+	if m.users == 0 && m.life.Closed() {
 		return m.unloadLocked()
 	}
 	return nil
@@ -180,7 +181,7 @@ func (f *Function) Name() string { return f.name }
 func (f *Function) Module() *Module { return f.mod }
 
 // Handle is the hipFunction_t, valid until the module is unloaded.
-func (f *Function) Handle() unsafe.Pointer { return unsafe.Pointer(f.h) }
+func (f *Function) Raw() unsafe.Pointer { return unsafe.Pointer(f.h) }
 
 // Attribute reads one of the kernel's attributes.
 func (f *Function) Attribute(a FunctionAttribute) (int, error) {
@@ -245,7 +246,7 @@ func (f *Function) Launch(cfg LaunchConfig, args *Args) error {
 	if f == nil {
 		return invalid("Function.Launch", "nil function")
 	}
-	if f.mod.closed.Load() {
+	if f.mod.life.Closed() {
 		return closedError("Function.Launch")
 	}
 	gx, gy, gz := cfg.Grid.norm()
@@ -255,7 +256,7 @@ func (f *Function) Launch(cfg LaunchConfig, args *Args) error {
 	}
 	var h C.uintptr_t
 	if s := cfg.Stream; s != nil {
-		if s.closed.Load() {
+		if s.life.Closed() {
 			return closedError("Function.Launch")
 		}
 		if s.dev.ordinal != int(f.dev) {

@@ -1,7 +1,8 @@
 // The NVIDIA platform of package hip: every function of the generated table,
 // translated to the CUDA runtime and driver, which are opened with dlopen.
-// No CUDA header is needed: the few prototypes used are declared here, with
-// the exported (versioned) symbol names of CUDA 12 and 13.
+// No CUDA header is needed: cgen.spec declares the CUDA functions called
+// (with the exported, versioned symbol names of CUDA 12 and 13), and the
+// generated table resolves them.
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -12,122 +13,16 @@
 // CUDA's own handle types are all pointers; CUdeviceptr is 64 bits.
 typedef unsigned long long nv_devptr;
 
-// The CUDA functions used, in one lazily resolved table.
-#define NV_FUNCS(X)                                                                                            \
-	/* runtime (libcudart) */                                                                              \
-	X(0, cudaGetDeviceCount, int, (int*))                                                                  \
-	X(0, cudaSetDevice, int, (int))                                                                        \
-	X(0, cudaGetDevice, int, (int*))                                                                       \
-	X(0, cudaDeviceGetAttribute, int, (int*, int, int))                                                    \
-	X(0, cudaDeviceGetPCIBusId, int, (char*, int, int))                                                    \
-	X(0, cudaDeviceSynchronize, int, (void))                                                               \
-	X(0, cudaMemGetInfo, int, (size_t*, size_t*))                                                          \
-	X(0, cudaDeviceGetStreamPriorityRange, int, (int*, int*))                                              \
-	X(0, cudaGetErrorName, const char*, (int))                                                             \
-	X(0, cudaGetErrorString, const char*, (int))                                                           \
-	X(0, cudaGetLastError, int, (void))                                                                    \
-	X(0, cudaDriverGetVersion, int, (int*))                                                                \
-	X(0, cudaRuntimeGetVersion, int, (int*))                                                               \
-	X(0, cudaMalloc, int, (void**, size_t))                                                                \
-	X(0, cudaFree, int, (void*))                                                                           \
-	X(0, cudaMallocAsync, int, (void**, size_t, void*))                                                    \
-	X(0, cudaFreeAsync, int, (void*, void*))                                                               \
-	X(0, cudaHostAlloc, int, (void**, size_t, unsigned))                                                   \
-	X(0, cudaFreeHost, int, (void*))                                                                       \
-	X(0, cudaMemcpy, int, (void*, const void*, size_t, int))                                               \
-	X(0, cudaMemcpyAsync, int, (void*, const void*, size_t, int, void*))                                   \
-	X(0, cudaMemset, int, (void*, int, size_t))                                                            \
-	X(0, cudaMemsetAsync, int, (void*, int, size_t, void*))                                                \
-	X(0, cudaStreamCreateWithPriority, int, (void**, unsigned, int))                                       \
-	X(0, cudaStreamDestroy, int, (void*))                                                                  \
-	X(0, cudaStreamSynchronize, int, (void*))                                                              \
-	X(0, cudaStreamQuery, int, (void*))                                                                    \
-	X(0, cudaStreamWaitEvent, int, (void*, void*, unsigned))                                               \
-	X(0, cudaStreamGetFlags, int, (void*, unsigned*))                                                      \
-	X(0, cudaStreamGetPriority, int, (void*, int*))                                                        \
-	X(0, cudaEventCreateWithFlags, int, (void**, unsigned))                                                \
-	X(0, cudaEventDestroy, int, (void*))                                                                   \
-	X(0, cudaEventRecord, int, (void*, void*))                                                             \
-	X(0, cudaEventSynchronize, int, (void*))                                                               \
-	X(0, cudaEventQuery, int, (void*))                                                                     \
-	X(0, cudaEventElapsedTime, int, (float*, void*, void*))                                                \
-	X(0, cudaStreamBeginCapture, int, (void*, int))                                                        \
-	X(0, cudaStreamEndCapture, int, (void*, void**))                                                       \
-	X(0, cudaStreamIsCapturing, int, (void*, int*))                                                        \
-	X(0, cudaGraphInstantiate, int, (void**, void*, unsigned long long))                                   \
-	X(0, cudaGraphLaunch, int, (void*, void*))                                                             \
-	X(0, cudaGraphGetNodes, int, (void*, void**, size_t*))                                                 \
-	X(0, cudaGraphExecDestroy, int, (void*))                                                               \
-	X(0, cudaGraphDestroy, int, (void*))                                                                   \
-	X(0, cudaDeviceCanAccessPeer, int, (int*, int, int))                                                   \
-	X(0, cudaDeviceEnablePeerAccess, int, (int, unsigned))                                                 \
-	X(0, cudaDeviceDisablePeerAccess, int, (int))                                                          \
-	X(0, cudaMemcpyPeerAsync, int, (void*, int, const void*, int, size_t, void*))                          \
-	/* driver (libcuda): the versioned names, never the legacy 32-bit ones */                             \
-	X(1, cuInit, int, (unsigned))                                                                          \
-	X(1, cuDeviceGetName, int, (char*, int, int))                                                          \
-	X(1, cuDeviceTotalMem_v2, int, (size_t*, int))                                                         \
-	X(1, cuDeviceGetUuid_v2, int, (char*, int))                                                            \
-	X(1, cuDeviceGetAttribute, int, (int*, int, int))                                                      \
-	X(1, cuModuleLoadData, int, (void**, const void*))                                                     \
-	X(1, cuModuleUnload, int, (void*))                                                                     \
-	X(1, cuModuleGetFunction, int, (void**, void*, const char*))                                           \
-	X(1, cuModuleGetGlobal_v2, int, (nv_devptr*, size_t*, void*, const char*))                             \
-	X(1, cuLaunchKernel, int,                                                                              \
-	  (void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*, void**, void**)) \
-	X(1, cuFuncGetAttribute, int, (int*, int, void*))                                                      \
-	X(1, cuOccupancyMaxPotentialBlockSize, int, (int*, int*, void*, size_t (*)(int), size_t, int))         \
-	X(1, cuMemsetD32_v2, int, (nv_devptr, unsigned, size_t))                                               \
-	X(1, cuMemsetD32Async, int, (nv_devptr, unsigned, size_t, void*))
-
-#define NV_INDEX(lib, name, ret, params) nv_idx_##name,
-enum { NV_FUNCS(NV_INDEX) nv_count };
-
-#define NV_TYPE(lib, name, ret, params) typedef ret(*nv_fn_##name) params;
-NV_FUNCS(NV_TYPE)
-
-#define NV_NAME(lib, name, ret, params) {#name, lib},
-static const struct {
-	const char* name;
-	int driver;
-} nv_names[nv_count] = {NV_FUNCS(NV_NAME)};
-
-static void* nv_fns[nv_count];
-static void* nv_cudart;
-static void* nv_cuda;
-
-static void* nv_sym(int i) {
-	void* p = __atomic_load_n(&nv_fns[i], __ATOMIC_ACQUIRE);
-	if (p != NULL) return p;
-	void* lib = nv_names[i].driver ? nv_cuda : nv_cudart;
-	if (lib == NULL) return NULL;
-	p = dlsym(lib, nv_names[i].name);
-	if (p != NULL) __atomic_store_n(&nv_fns[i], p, __ATOMIC_RELEASE);
-	return p;
-}
-
-// RG_HIP_CUDA_MISSING: the CUDA library lacks the function a HIP call is
-// translated to.
-#define RG_HIP_CUDA_MISSING ((hipError_t)0x7fffff03)
-
-// NV(name, args...) calls a CUDA function and yields its status as a HIP
-// status.
-#define NV(name, ...)                                                         \
-	({                                                                        \
-		nv_fn_##name nv_f = (nv_fn_##name)nv_sym(nv_idx_##name);              \
-		nv_f != NULL ? nv_status(nv_f(__VA_ARGS__)) : RG_HIP_CUDA_MISSING;    \
-	})
-#define NV0(name)                                                             \
-	({                                                                        \
-		nv_fn_##name nv_f = (nv_fn_##name)nv_sym(nv_idx_##name);              \
-		nv_f != NULL ? nv_status(nv_f()) : RG_HIP_CUDA_MISSING;               \
-	})
+// NV(name, args...) calls a CUDA function of the generated table (cgen.spec)
+// and yields its status as a HIP status.
+#define NV(name, ...) nv_status(RG_HIP_CUDA(name, __VA_ARGS__))
 
 // nv_status translates a CUDA runtime or driver status to HIP's. Most
 // numbers agree; 911 and 912 mean different things, and CUDA-only codes
 // map to their nearest HIP code or hipErrorUnknown.
 static hipError_t nv_status(int e) {
 	switch (e) {
+	case RG_CUDA_MISSING: return RG_HIP_CUDA_MISSING;
 	case 0: case 1: case 2: case 3: case 4: case 5: case 6: case 7: case 8: case 9: case 12: case 13: case 17:
 	case 21: case 35: case 52: case 53: case 98: case 100: case 101: case 200: case 201: case 202: case 205:
 	case 206: case 207: case 208: case 209: case 210: case 211: case 212: case 213: case 214: case 215:
@@ -160,8 +55,7 @@ static int nv_cuda_status(hipError_t e) {
 static pthread_once_t nv_init_once = PTHREAD_ONCE_INIT;
 static int nv_init_status;
 static void nv_init(void) {
-	nv_fn_cuInit f = (nv_fn_cuInit)nv_sym(nv_idx_cuInit);
-	nv_init_status = f != NULL ? f(0) : 3;
+	nv_init_status = RG_HIP_CUDA(cuInit, 0);
 }
 static hipError_t nv_driver(void) {
 	pthread_once(&nv_init_once, nv_init);
@@ -169,14 +63,14 @@ static hipError_t nv_driver(void) {
 }
 
 static const char* rgnv_hipGetErrorName(hipError_t e) {
-	nv_fn_cudaGetErrorName f = (nv_fn_cudaGetErrorName)nv_sym(nv_idx_cudaGetErrorName);
+	rg_hip_cu_fn_cudaGetErrorName f = RG_HIP_CU(cudaGetErrorName);
 	return f != NULL ? f(nv_cuda_status(e)) : NULL;
 }
 static const char* rgnv_hipGetErrorString(hipError_t e) {
-	nv_fn_cudaGetErrorString f = (nv_fn_cudaGetErrorString)nv_sym(nv_idx_cudaGetErrorString);
+	rg_hip_cu_fn_cudaGetErrorString f = RG_HIP_CU(cudaGetErrorString);
 	return f != NULL ? f(nv_cuda_status(e)) : NULL;
 }
-static hipError_t rgnv_hipGetLastError(void) { return NV0(cudaGetLastError); }
+static hipError_t rgnv_hipGetLastError(void) { return NV(cudaGetLastError); }
 static hipError_t rgnv_hipDriverGetVersion(int* v) { return NV(cudaDriverGetVersion, v); }
 static hipError_t rgnv_hipRuntimeGetVersion(int* v) { return NV(cudaRuntimeGetVersion, v); }
 static hipError_t rgnv_hipInit(unsigned flags) {
@@ -188,7 +82,7 @@ static hipError_t rgnv_hipGetDeviceCount(int* n) { return NV(cudaGetDeviceCount,
 static hipError_t rgnv_hipSetDevice(int d) { return NV(cudaSetDevice, d); }
 static hipError_t rgnv_hipGetDevice(int* d) { return NV(cudaGetDevice, d); }
 static hipError_t rgnv_hipDeviceGetPCIBusId(char* id, int len, int d) { return NV(cudaDeviceGetPCIBusId, id, len, d); }
-static hipError_t rgnv_hipDeviceSynchronize(void) { return NV0(cudaDeviceSynchronize); }
+static hipError_t rgnv_hipDeviceSynchronize(void) { return NV(cudaDeviceSynchronize); }
 static hipError_t rgnv_hipMemGetInfo(size_t* f, size_t* t) { return NV(cudaMemGetInfo, f, t); }
 static hipError_t rgnv_hipDeviceGetStreamPriorityRange(int* l, int* g) { return NV(cudaDeviceGetStreamPriorityRange, l, g); }
 
@@ -287,8 +181,7 @@ static hipError_t rgnv_hipDeviceGetAttribute(int* v, hipDeviceAttribute_t a, int
 
 static int nv_attr(int ca, int d) {
 	int v = 0;
-	nv_fn_cuDeviceGetAttribute f = (nv_fn_cuDeviceGetAttribute)nv_sym(nv_idx_cuDeviceGetAttribute);
-	if (f == NULL || f(&v, ca, d) != 0) return 0;
+	if (RG_HIP_CUDA(cuDeviceGetAttribute, &v, ca, d) != 0) return 0;
 	return v;
 }
 
@@ -517,9 +410,8 @@ static hipError_t rgnv_hipMemcpyPeerAsync(void* d, int dd, const void* s, int sd
 // functions without one stay empty: calling them reports a missing symbol.
 void rg_hip_install_nvidia(void* cudart, void* cuda) {
 	rg_hip_unbind();
-	for (int i = 0; i < nv_count; i++) __atomic_store_n(&nv_fns[i], NULL, __ATOMIC_RELEASE);
-	nv_cudart = cudart;
-	nv_cuda = cuda;
+	rg_hip_cu_bind(rg_hip_cu_lib_cudart, cudart);
+	rg_hip_cu_bind(rg_hip_cu_lib_cuda, cuda);
 #define SET(name) rg_hip_set(rg_hip_idx_##name, (void*)rgnv_##name)
 	SET(hipGetErrorName);
 	SET(hipGetErrorString);

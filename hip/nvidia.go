@@ -2,10 +2,6 @@ package hip
 
 /*
 #include "helpers.h"
-
-void rg_hip_install_nvidia(void* cudart, void* cuda);
-int rg_hip_nvidia_status(int cuda_status);
-int rg_hip_nvidia_cuda_status(int hip_status);
 */
 import "C"
 
@@ -33,14 +29,3 @@ func loadNVIDIA(explicit []string) ([]*dl.Library, error) {
 // does, and cudaStatus back (for tests).
 func nvidiaStatus(cuda int) Status { return Status(C.rg_hip_nvidia_status(C.int(cuda))) }
 func cudaStatus(s Status) int      { return int(C.rg_hip_nvidia_cuda_status(C.int(s))) }
-
-// untranslated lists the bound functions the loaded platform cannot call.
-func untranslated() []string {
-	var out []string
-	for i := C.int(0); i < C.rg_hip_count; i++ {
-		if C.rg_hip_has(i) == 0 {
-			out = append(out, C.GoString(C.rg_hip_name(i)))
-		}
-	}
-	return out
-}

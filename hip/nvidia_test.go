@@ -134,10 +134,10 @@ func TestNVIDIAFlagsAndStatuses(t *testing.T) {
 	assert.ErrorContains(t, err, "the CUDA libraries lack the function")
 	assert.Nil(t, s)
 
-	name, err := RuntimeErrorName(StatusOutOfMemory)
+	name, err := StatusName(StatusOutOfMemory)
 	require.NoError(t, err)
 	assert.Equal(t, "cudaErrorMemoryAllocation", name)
-	name, err = RuntimeErrorName(StatusInvalidTexture)
+	name, err = StatusName(StatusInvalidTexture)
 	require.NoError(t, err)
 	assert.Equal(t, "cudaErrorInvalidTexture", name, "HIP's 912 is CUDA's 18")
 }

@@ -52,13 +52,13 @@ var unknownToROCm64 = map[Status]bool{StatusInvalidChannelDescriptor: true, Stat
 func TestROCmErrorNamesMatchTheRuntime(t *testing.T) {
 	useROCm(t)
 	for _, s := range statusValues {
-		name, err := RuntimeErrorName(s)
+		name, err := StatusName(s)
 		require.NoError(t, err)
 		if unknownToROCm64[s] && name == "hipErrorUnknown" {
 			continue
 		}
 		assert.Equal(t, s.String(), name, "status %d", uint32(s))
-		desc, err := RuntimeErrorString(s)
+		desc, err := StatusString(s)
 		require.NoError(t, err)
 		assert.NotEmpty(t, desc, "status %s", s)
 	}

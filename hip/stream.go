@@ -11,16 +11,17 @@ import (
 	"sync/atomic"
 	"time"
 	"unsafe"
+
+	"github.com/rocm-go/rocm/internal/bind"
 )
 
 // Stream is a queue of device work. Work on one stream runs in order;
 // work on different streams may overlap. A nil *Stream, where a method
 // takes one, is the device's null stream.
 type Stream struct {
-	dev     *Device
-	h       C.hipStream_t
-	closed  atomic.Bool
-	cleanup runtime.Cleanup
+	dev  *Device
+	h    C.hipStream_t
+	life bind.Lifetime
 
 	// Modules launched while capturing: the graph keeps them loaded.
 	capturing atomic.Bool
@@ -61,7 +62,7 @@ func (d *Device) NewStream(opts ...StreamOption) (*Stream, error) {
 		return nil, err
 	}
 	s := &Stream{dev: d, h: h}
-	s.cleanup = runtime.AddCleanup(s, func(l leaked) { C.rg_hipStreamDestroy_on(C.int(l.dev), C.hipStream_t(l.ptr)) }, leaked{dev: d.ordinal, ptr: unsafe.Pointer(h)})
+	bind.Backstop(&s.life, s, func(l leaked) { C.rg_hipStreamDestroy_on(C.int(l.dev), C.hipStream_t(l.ptr)) }, leaked{dev: d.ordinal, ptr: unsafe.Pointer(h)})
 	return s, nil
 }
 
@@ -69,7 +70,7 @@ func (s *Stream) alive(op string) error {
 	if s == nil {
 		return invalid(op, "nil stream")
 	}
-	if s.closed.Load() {
+	if s.life.Closed() {
 		return closedError(op)
 	}
 	return ensure()
@@ -89,11 +90,11 @@ func (s *Stream) Device() *Device { return s.dev }
 
 // Closed reports whether the stream has been closed, for packages that bind
 // a library handle to it. A nil stream (the null stream) is never closed.
-func (s *Stream) Closed() bool { return s != nil && s.closed.Load() }
+func (s *Stream) Closed() bool { return s != nil && s.life.Closed() }
 
-// Handle is the hipStream_t (a cudaStream_t on NVIDIA), for code that
-// calls the runtime itself. It is valid until Close.
-func (s *Stream) Handle() unsafe.Pointer {
+// Raw is the hipStream_t (a cudaStream_t on NVIDIA), for code that calls
+// the runtime itself. It is valid until Close.
+func (s *Stream) Raw() unsafe.Pointer {
 	if s == nil {
 		return nil
 	}
@@ -163,10 +164,9 @@ func (s *Stream) Priority() (int, error) {
 // Close waits for the stream's work, then destroys it. Closing twice does
 // nothing.
 func (s *Stream) Close() error {
-	if s == nil || !s.closed.CompareAndSwap(false, true) {
+	if s == nil || !s.life.End() {
 		return nil
 	}
-	s.cleanup.Stop()
 	syncErr := check("hipStreamSynchronize", C.rg_hipStreamSynchronize_on(s.dev.c(), s.h))
 	err := check("hipStreamDestroy", C.rg_hipStreamDestroy_on(s.dev.c(), s.h))
 	if syncErr != nil {
@@ -177,10 +177,9 @@ func (s *Stream) Close() error {
 
 // Event marks a point in a stream, to wait for or to time.
 type Event struct {
-	dev     *Device
-	h       C.hipEvent_t
-	closed  atomic.Bool
-	cleanup runtime.Cleanup
+	dev  *Device
+	h    C.hipEvent_t
+	life bind.Lifetime
 }
 
 // NewEvent creates an event on the device. flags are Event* values
@@ -194,7 +193,7 @@ func (d *Device) NewEvent(flags EventFlags) (*Event, error) {
 		return nil, err
 	}
 	e := &Event{dev: d, h: h}
-	e.cleanup = runtime.AddCleanup(e, func(l leaked) { C.rg_hipEventDestroy_on(C.int(l.dev), C.hipEvent_t(l.ptr)) }, leaked{dev: d.ordinal, ptr: unsafe.Pointer(h)})
+	bind.Backstop(&e.life, e, func(l leaked) { C.rg_hipEventDestroy_on(C.int(l.dev), C.hipEvent_t(l.ptr)) }, leaked{dev: d.ordinal, ptr: unsafe.Pointer(h)})
 	return e, nil
 }
 
@@ -202,14 +201,14 @@ func (e *Event) alive(op string) error {
 	if e == nil {
 		return invalid(op, "nil event")
 	}
-	if e.closed.Load() {
+	if e.life.Closed() {
 		return closedError(op)
 	}
 	return ensure()
 }
 
 // Handle is the hipEvent_t, valid until Close.
-func (e *Event) Handle() unsafe.Pointer { return unsafe.Pointer(e.h) }
+func (e *Event) Raw() unsafe.Pointer { return unsafe.Pointer(e.h) }
 
 // Record marks the event at the current end of s (nil: the null stream).
 func (e *Event) Record(s *Stream) error {
@@ -270,9 +269,8 @@ func ElapsedTime(start, end *Event) (time.Duration, error) {
 
 // Close destroys the event. Closing twice does nothing.
 func (e *Event) Close() error {
-	if e == nil || !e.closed.CompareAndSwap(false, true) {
+	if e == nil || !e.life.End() {
 		return nil
 	}
-	e.cleanup.Stop()
 	return check("hipEventDestroy", C.rg_hipEventDestroy_on(e.dev.c(), e.h))
 }

@@ -81,6 +81,7 @@ void* rg_hip_resolve(int i) {
 void rg_hip_unbind(void) {
 	__atomic_store_n(&rg_hip_lib, NULL, __ATOMIC_RELEASE);
 	for (int i = 0; i < rg_hip_count; i++) __atomic_store_n(&rg_hip_fns[i], NULL, __ATOMIC_RELEASE);
+	rg_hip_cu_unbind();
 }
 
 void rg_hip_bind(void* lib) {
@@ -107,4 +108,97 @@ int (*rg_hip_setdev)(int device);
 
 void rg_hip_set_setdev(int (*fn)(int device)) {
 	__atomic_store_n(&rg_hip_setdev, fn, __ATOMIC_RELEASE);
+}
+
+void* rg_hip_cu_fns[rg_hip_cu_count];
+static void* rg_hip_cu_handles[rg_hip_cu_libs];
+
+static const struct {
+	const char* name;
+	int lib;
+} rg_hip_cu_names[rg_hip_cu_count] = {
+	{"cudaGetDeviceCount", rg_hip_cu_lib_cudart},
+	{"cudaSetDevice", rg_hip_cu_lib_cudart},
+	{"cudaGetDevice", rg_hip_cu_lib_cudart},
+	{"cudaDeviceGetAttribute", rg_hip_cu_lib_cudart},
+	{"cudaDeviceGetPCIBusId", rg_hip_cu_lib_cudart},
+	{"cudaDeviceSynchronize", rg_hip_cu_lib_cudart},
+	{"cudaMemGetInfo", rg_hip_cu_lib_cudart},
+	{"cudaDeviceGetStreamPriorityRange", rg_hip_cu_lib_cudart},
+	{"cudaGetErrorName", rg_hip_cu_lib_cudart},
+	{"cudaGetErrorString", rg_hip_cu_lib_cudart},
+	{"cudaGetLastError", rg_hip_cu_lib_cudart},
+	{"cudaDriverGetVersion", rg_hip_cu_lib_cudart},
+	{"cudaRuntimeGetVersion", rg_hip_cu_lib_cudart},
+	{"cudaMalloc", rg_hip_cu_lib_cudart},
+	{"cudaFree", rg_hip_cu_lib_cudart},
+	{"cudaMallocAsync", rg_hip_cu_lib_cudart},
+	{"cudaFreeAsync", rg_hip_cu_lib_cudart},
+	{"cudaHostAlloc", rg_hip_cu_lib_cudart},
+	{"cudaFreeHost", rg_hip_cu_lib_cudart},
+	{"cudaMemcpy", rg_hip_cu_lib_cudart},
+	{"cudaMemcpyAsync", rg_hip_cu_lib_cudart},
+	{"cudaMemset", rg_hip_cu_lib_cudart},
+	{"cudaMemsetAsync", rg_hip_cu_lib_cudart},
+	{"cudaStreamCreateWithPriority", rg_hip_cu_lib_cudart},
+	{"cudaStreamDestroy", rg_hip_cu_lib_cudart},
+	{"cudaStreamSynchronize", rg_hip_cu_lib_cudart},
+	{"cudaStreamQuery", rg_hip_cu_lib_cudart},
+	{"cudaStreamWaitEvent", rg_hip_cu_lib_cudart},
+	{"cudaStreamGetFlags", rg_hip_cu_lib_cudart},
+	{"cudaStreamGetPriority", rg_hip_cu_lib_cudart},
+	{"cudaEventCreateWithFlags", rg_hip_cu_lib_cudart},
+	{"cudaEventDestroy", rg_hip_cu_lib_cudart},
+	{"cudaEventRecord", rg_hip_cu_lib_cudart},
+	{"cudaEventSynchronize", rg_hip_cu_lib_cudart},
+	{"cudaEventQuery", rg_hip_cu_lib_cudart},
+	{"cudaEventElapsedTime", rg_hip_cu_lib_cudart},
+	{"cudaStreamBeginCapture", rg_hip_cu_lib_cudart},
+	{"cudaStreamEndCapture", rg_hip_cu_lib_cudart},
+	{"cudaStreamIsCapturing", rg_hip_cu_lib_cudart},
+	{"cudaGraphInstantiate", rg_hip_cu_lib_cudart},
+	{"cudaGraphLaunch", rg_hip_cu_lib_cudart},
+	{"cudaGraphGetNodes", rg_hip_cu_lib_cudart},
+	{"cudaGraphExecDestroy", rg_hip_cu_lib_cudart},
+	{"cudaGraphDestroy", rg_hip_cu_lib_cudart},
+	{"cudaDeviceCanAccessPeer", rg_hip_cu_lib_cudart},
+	{"cudaDeviceEnablePeerAccess", rg_hip_cu_lib_cudart},
+	{"cudaDeviceDisablePeerAccess", rg_hip_cu_lib_cudart},
+	{"cudaMemcpyPeerAsync", rg_hip_cu_lib_cudart},
+	{"cuInit", rg_hip_cu_lib_cuda},
+	{"cuDeviceGetName", rg_hip_cu_lib_cuda},
+	{"cuDeviceTotalMem_v2", rg_hip_cu_lib_cuda},
+	{"cuDeviceGetUuid_v2", rg_hip_cu_lib_cuda},
+	{"cuDeviceGetAttribute", rg_hip_cu_lib_cuda},
+	{"cuModuleLoadData", rg_hip_cu_lib_cuda},
+	{"cuModuleUnload", rg_hip_cu_lib_cuda},
+	{"cuModuleGetFunction", rg_hip_cu_lib_cuda},
+	{"cuModuleGetGlobal_v2", rg_hip_cu_lib_cuda},
+	{"cuLaunchKernel", rg_hip_cu_lib_cuda},
+	{"cuFuncGetAttribute", rg_hip_cu_lib_cuda},
+	{"cuOccupancyMaxPotentialBlockSize", rg_hip_cu_lib_cuda},
+	{"cuMemsetD32_v2", rg_hip_cu_lib_cuda},
+	{"cuMemsetD32Async", rg_hip_cu_lib_cuda},
+};
+
+void* rg_hip_cu_resolve(int i) {
+	if (i < 0 || i >= rg_hip_cu_count) return NULL;
+	void* lib = __atomic_load_n(&rg_hip_cu_handles[rg_hip_cu_names[i].lib], __ATOMIC_ACQUIRE);
+	if (lib == NULL) return NULL;
+	void* p = dlsym(lib, rg_hip_cu_names[i].name);
+	if (p != NULL) __atomic_store_n(&rg_hip_cu_fns[i], p, __ATOMIC_RELEASE);
+	return p;
+}
+
+void rg_hip_cu_bind(int lib, void* handle) {
+	if (lib < 0 || lib >= rg_hip_cu_libs) return;
+	__atomic_store_n(&rg_hip_cu_handles[lib], handle, __ATOMIC_RELEASE);
+	for (int i = 0; i < rg_hip_cu_count; i++) {
+		if (rg_hip_cu_names[i].lib == lib) __atomic_store_n(&rg_hip_cu_fns[i], NULL, __ATOMIC_RELEASE);
+	}
+}
+
+void rg_hip_cu_unbind(void) {
+	for (int i = 0; i < rg_hip_cu_libs; i++) __atomic_store_n(&rg_hip_cu_handles[i], NULL, __ATOMIC_RELEASE);
+	for (int i = 0; i < rg_hip_cu_count; i++) __atomic_store_n(&rg_hip_cu_fns[i], NULL, __ATOMIC_RELEASE);
 }

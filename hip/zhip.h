@@ -1004,6 +1004,175 @@ static inline int rg_hip_has(int i) { return rg_hip_sym(i) != NULL; }
 extern int (*rg_hip_setdev)(int device);
 void rg_hip_set_setdev(int (*fn)(int device));
 
+// The CUDA functions the NVIDIA platform (nvidia.c) calls, resolved lazily
+// with dlsym from the libraries bound with rg_hip_cu_bind; thread-safe.
+enum {
+	rg_hip_cu_lib_cudart = 0,
+	rg_hip_cu_lib_cuda = 1,
+	rg_hip_cu_libs = 2
+};
+
+enum {
+	rg_hip_cu_idx_cudaGetDeviceCount = 0,
+	rg_hip_cu_idx_cudaSetDevice = 1,
+	rg_hip_cu_idx_cudaGetDevice = 2,
+	rg_hip_cu_idx_cudaDeviceGetAttribute = 3,
+	rg_hip_cu_idx_cudaDeviceGetPCIBusId = 4,
+	rg_hip_cu_idx_cudaDeviceSynchronize = 5,
+	rg_hip_cu_idx_cudaMemGetInfo = 6,
+	rg_hip_cu_idx_cudaDeviceGetStreamPriorityRange = 7,
+	rg_hip_cu_idx_cudaGetErrorName = 8,
+	rg_hip_cu_idx_cudaGetErrorString = 9,
+	rg_hip_cu_idx_cudaGetLastError = 10,
+	rg_hip_cu_idx_cudaDriverGetVersion = 11,
+	rg_hip_cu_idx_cudaRuntimeGetVersion = 12,
+	rg_hip_cu_idx_cudaMalloc = 13,
+	rg_hip_cu_idx_cudaFree = 14,
+	rg_hip_cu_idx_cudaMallocAsync = 15,
+	rg_hip_cu_idx_cudaFreeAsync = 16,
+	rg_hip_cu_idx_cudaHostAlloc = 17,
+	rg_hip_cu_idx_cudaFreeHost = 18,
+	rg_hip_cu_idx_cudaMemcpy = 19,
+	rg_hip_cu_idx_cudaMemcpyAsync = 20,
+	rg_hip_cu_idx_cudaMemset = 21,
+	rg_hip_cu_idx_cudaMemsetAsync = 22,
+	rg_hip_cu_idx_cudaStreamCreateWithPriority = 23,
+	rg_hip_cu_idx_cudaStreamDestroy = 24,
+	rg_hip_cu_idx_cudaStreamSynchronize = 25,
+	rg_hip_cu_idx_cudaStreamQuery = 26,
+	rg_hip_cu_idx_cudaStreamWaitEvent = 27,
+	rg_hip_cu_idx_cudaStreamGetFlags = 28,
+	rg_hip_cu_idx_cudaStreamGetPriority = 29,
+	rg_hip_cu_idx_cudaEventCreateWithFlags = 30,
+	rg_hip_cu_idx_cudaEventDestroy = 31,
+	rg_hip_cu_idx_cudaEventRecord = 32,
+	rg_hip_cu_idx_cudaEventSynchronize = 33,
+	rg_hip_cu_idx_cudaEventQuery = 34,
+	rg_hip_cu_idx_cudaEventElapsedTime = 35,
+	rg_hip_cu_idx_cudaStreamBeginCapture = 36,
+	rg_hip_cu_idx_cudaStreamEndCapture = 37,
+	rg_hip_cu_idx_cudaStreamIsCapturing = 38,
+	rg_hip_cu_idx_cudaGraphInstantiate = 39,
+	rg_hip_cu_idx_cudaGraphLaunch = 40,
+	rg_hip_cu_idx_cudaGraphGetNodes = 41,
+	rg_hip_cu_idx_cudaGraphExecDestroy = 42,
+	rg_hip_cu_idx_cudaGraphDestroy = 43,
+	rg_hip_cu_idx_cudaDeviceCanAccessPeer = 44,
+	rg_hip_cu_idx_cudaDeviceEnablePeerAccess = 45,
+	rg_hip_cu_idx_cudaDeviceDisablePeerAccess = 46,
+	rg_hip_cu_idx_cudaMemcpyPeerAsync = 47,
+	rg_hip_cu_idx_cuInit = 48,
+	rg_hip_cu_idx_cuDeviceGetName = 49,
+	rg_hip_cu_idx_cuDeviceTotalMem_v2 = 50,
+	rg_hip_cu_idx_cuDeviceGetUuid_v2 = 51,
+	rg_hip_cu_idx_cuDeviceGetAttribute = 52,
+	rg_hip_cu_idx_cuModuleLoadData = 53,
+	rg_hip_cu_idx_cuModuleUnload = 54,
+	rg_hip_cu_idx_cuModuleGetFunction = 55,
+	rg_hip_cu_idx_cuModuleGetGlobal_v2 = 56,
+	rg_hip_cu_idx_cuLaunchKernel = 57,
+	rg_hip_cu_idx_cuFuncGetAttribute = 58,
+	rg_hip_cu_idx_cuOccupancyMaxPotentialBlockSize = 59,
+	rg_hip_cu_idx_cuMemsetD32_v2 = 60,
+	rg_hip_cu_idx_cuMemsetD32Async = 61,
+	rg_hip_cu_count = 62
+};
+
+typedef int (*rg_hip_cu_fn_cudaGetDeviceCount)(int*);
+typedef int (*rg_hip_cu_fn_cudaSetDevice)(int);
+typedef int (*rg_hip_cu_fn_cudaGetDevice)(int*);
+typedef int (*rg_hip_cu_fn_cudaDeviceGetAttribute)(int*, int, int);
+typedef int (*rg_hip_cu_fn_cudaDeviceGetPCIBusId)(char*, int, int);
+typedef int (*rg_hip_cu_fn_cudaDeviceSynchronize)(void);
+typedef int (*rg_hip_cu_fn_cudaMemGetInfo)(size_t*, size_t*);
+typedef int (*rg_hip_cu_fn_cudaDeviceGetStreamPriorityRange)(int*, int*);
+typedef const char* (*rg_hip_cu_fn_cudaGetErrorName)(int);
+typedef const char* (*rg_hip_cu_fn_cudaGetErrorString)(int);
+typedef int (*rg_hip_cu_fn_cudaGetLastError)(void);
+typedef int (*rg_hip_cu_fn_cudaDriverGetVersion)(int*);
+typedef int (*rg_hip_cu_fn_cudaRuntimeGetVersion)(int*);
+typedef int (*rg_hip_cu_fn_cudaMalloc)(void**, size_t);
+typedef int (*rg_hip_cu_fn_cudaFree)(void*);
+typedef int (*rg_hip_cu_fn_cudaMallocAsync)(void**, size_t, void*);
+typedef int (*rg_hip_cu_fn_cudaFreeAsync)(void*, void*);
+typedef int (*rg_hip_cu_fn_cudaHostAlloc)(void**, size_t, unsigned);
+typedef int (*rg_hip_cu_fn_cudaFreeHost)(void*);
+typedef int (*rg_hip_cu_fn_cudaMemcpy)(void*, const void*, size_t, int);
+typedef int (*rg_hip_cu_fn_cudaMemcpyAsync)(void*, const void*, size_t, int, void*);
+typedef int (*rg_hip_cu_fn_cudaMemset)(void*, int, size_t);
+typedef int (*rg_hip_cu_fn_cudaMemsetAsync)(void*, int, size_t, void*);
+typedef int (*rg_hip_cu_fn_cudaStreamCreateWithPriority)(void**, unsigned, int);
+typedef int (*rg_hip_cu_fn_cudaStreamDestroy)(void*);
+typedef int (*rg_hip_cu_fn_cudaStreamSynchronize)(void*);
+typedef int (*rg_hip_cu_fn_cudaStreamQuery)(void*);
+typedef int (*rg_hip_cu_fn_cudaStreamWaitEvent)(void*, void*, unsigned);
+typedef int (*rg_hip_cu_fn_cudaStreamGetFlags)(void*, unsigned*);
+typedef int (*rg_hip_cu_fn_cudaStreamGetPriority)(void*, int*);
+typedef int (*rg_hip_cu_fn_cudaEventCreateWithFlags)(void**, unsigned);
+typedef int (*rg_hip_cu_fn_cudaEventDestroy)(void*);
+typedef int (*rg_hip_cu_fn_cudaEventRecord)(void*, void*);
+typedef int (*rg_hip_cu_fn_cudaEventSynchronize)(void*);
+typedef int (*rg_hip_cu_fn_cudaEventQuery)(void*);
+typedef int (*rg_hip_cu_fn_cudaEventElapsedTime)(float*, void*, void*);
+typedef int (*rg_hip_cu_fn_cudaStreamBeginCapture)(void*, int);
+typedef int (*rg_hip_cu_fn_cudaStreamEndCapture)(void*, void**);
+typedef int (*rg_hip_cu_fn_cudaStreamIsCapturing)(void*, int*);
+typedef int (*rg_hip_cu_fn_cudaGraphInstantiate)(void**, void*, unsigned long long);
+typedef int (*rg_hip_cu_fn_cudaGraphLaunch)(void*, void*);
+typedef int (*rg_hip_cu_fn_cudaGraphGetNodes)(void*, void**, size_t*);
+typedef int (*rg_hip_cu_fn_cudaGraphExecDestroy)(void*);
+typedef int (*rg_hip_cu_fn_cudaGraphDestroy)(void*);
+typedef int (*rg_hip_cu_fn_cudaDeviceCanAccessPeer)(int*, int, int);
+typedef int (*rg_hip_cu_fn_cudaDeviceEnablePeerAccess)(int, unsigned);
+typedef int (*rg_hip_cu_fn_cudaDeviceDisablePeerAccess)(int);
+typedef int (*rg_hip_cu_fn_cudaMemcpyPeerAsync)(void*, int, const void*, int, size_t, void*);
+typedef int (*rg_hip_cu_fn_cuInit)(unsigned);
+typedef int (*rg_hip_cu_fn_cuDeviceGetName)(char*, int, int);
+typedef int (*rg_hip_cu_fn_cuDeviceTotalMem_v2)(size_t*, int);
+typedef int (*rg_hip_cu_fn_cuDeviceGetUuid_v2)(char*, int);
+typedef int (*rg_hip_cu_fn_cuDeviceGetAttribute)(int*, int, int);
+typedef int (*rg_hip_cu_fn_cuModuleLoadData)(void**, const void*);
+typedef int (*rg_hip_cu_fn_cuModuleUnload)(void*);
+typedef int (*rg_hip_cu_fn_cuModuleGetFunction)(void**, void*, const char*);
+typedef int (*rg_hip_cu_fn_cuModuleGetGlobal_v2)(unsigned long long*, size_t*, void*, const char*);
+typedef int (*rg_hip_cu_fn_cuLaunchKernel)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*, void**, void**);
+typedef int (*rg_hip_cu_fn_cuFuncGetAttribute)(int*, int, void*);
+typedef int (*rg_hip_cu_fn_cuOccupancyMaxPotentialBlockSize)(int*, int*, void*, size_t (*)(int), size_t, int);
+typedef int (*rg_hip_cu_fn_cuMemsetD32_v2)(unsigned long long, unsigned, size_t);
+typedef int (*rg_hip_cu_fn_cuMemsetD32Async)(unsigned long long, unsigned, size_t, void*);
+
+extern void* rg_hip_cu_fns[rg_hip_cu_count];
+void* rg_hip_cu_resolve(int i);
+void rg_hip_cu_bind(int lib, void* handle);
+void rg_hip_cu_unbind(void);
+
+// rg_hip_cu_sym returns CUDA function i, resolving it on first use; NULL when
+// its library lacks it or is not bound.
+static inline void* rg_hip_cu_sym(int i) {
+	void* p = __atomic_load_n(&rg_hip_cu_fns[i], __ATOMIC_ACQUIRE);
+	return p != NULL ? p : rg_hip_cu_resolve(i);
+}
+
+// RG_HIP_CU(name) is the CUDA function name, typed, or NULL.
+#define RG_HIP_CU(name) ((rg_hip_cu_fn_##name)rg_hip_cu_sym(rg_hip_cu_idx_##name))
+
+// RG_CUDA_MISSING is what RG_HIP_CUDA yields for a function its library lacks.
+#ifndef RG_CUDA_MISSING
+#define RG_CUDA_MISSING (-1)
+#endif
+
+// RG_HIP_CUDA(name, args...) calls an int-returning CUDA function and yields
+// its status, or RG_CUDA_MISSING.
+#define RG_HIP_CUDA(name, ...)                                          \
+	({                                                             \
+		rg_hip_cu_fn_##name rg_f_ = RG_HIP_CU(name);                         \
+		rg_f_ != NULL ? rg_f_(__VA_ARGS__) : RG_CUDA_MISSING;      \
+	})
+
+// RG_HIP_CUDA_MISSING is the status of a call translated to a CUDA function
+// that is missing.
+#define RG_HIP_CUDA_MISSING ((hipError_t)0x7fffff03)
+
 // Trampolines: the real calls, through the table.
 
 static inline const char* rg_hipGetErrorName(hipError_t hip_error) {

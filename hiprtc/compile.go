@@ -2,12 +2,11 @@ package hiprtc
 
 /*
 #include <stdlib.h>
-#include "zhiprtc.h"
+#include "helpers.h"
 */
 import "C"
 
 import (
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -65,37 +64,6 @@ func (c *Code) Symbol(name string) string {
 	return name
 }
 
-// Error is a failed hipRTC call other than a compile error.
-type Error struct {
-	Op     string
-	Status Status
-	Detail string
-}
-
-func (e *Error) Error() string {
-	s := fmt.Sprintf("hiprtc: %s: %s (%s)", e.Op, e.Status, e.Status.Description())
-	if e.Detail != "" {
-		s += ": " + e.Detail
-	}
-	return s
-}
-
-// Is matches errors with the same Status, sentinels included.
-func (e *Error) Is(target error) bool {
-	t, ok := target.(*Error)
-	return ok && t.Status == e.Status
-}
-
-// Sentinels for errors.Is.
-var (
-	// ErrCompilation matches every *CompileError.
-	ErrCompilation   = &Error{Op: "sentinel", Status: StatusCompilation}
-	ErrInvalidInput  = &Error{Op: "sentinel", Status: StatusInvalidInput}
-	ErrInvalidOption = &Error{Op: "sentinel", Status: StatusInvalidOption}
-	// ErrNameExpressionNotValid: a name expression that names no kernel.
-	ErrNameExpressionNotValid = &Error{Op: "sentinel", Status: StatusNameExpressionNotValid}
-)
-
 // CompileError is a compile that failed: the source did not compile, or
 // the compiler refused the options.
 type CompileError struct {
@@ -121,33 +89,13 @@ func (e *CompileError) Is(target error) bool {
 	return ok && (t.Status == e.Status || t == ErrCompilation)
 }
 
-func check(op string, s C.hiprtcResult) error {
-	switch st := Status(s); st {
-	case StatusSuccess:
-		return nil
-	case 0x7fffff01: // RG_HIPRTC_MISSING
-		return fmt.Errorf("hiprtc: %s: %w", op, missing(op))
-	default:
-		return &Error{Op: op, Status: st}
-	}
-}
-
-func missing(op string) error {
-	libs := rtcLib.Libraries()
-	path := "(not loaded)"
-	if len(libs) > 0 {
-		path = libs[0].Path()
-	}
-	return fmt.Errorf("the compiler library %s has no %s: %w", path, op, hip.ErrSymbolNotFound)
-}
-
 // Compile compiles HIP C++ source into a code object.
 func Compile(source string, opts Options) (*Code, error) {
 	if err := ensure(); err != nil {
 		return nil, err
 	}
 	if strings.TrimSpace(source) == "" {
-		return nil, &Error{Op: "Compile", Status: StatusInvalidInput, Detail: "empty source"}
+		return nil, invalid("Compile", "empty source")
 	}
 	if opts.Name == "" {
 		opts.Name = "kernel.hip"
@@ -207,14 +155,6 @@ func Compile(source string, opts Options) (*Code, error) {
 	return code, nil
 }
 
-func withDetail(err error, detail string) error {
-	var e *Error
-	if errors.As(err, &e) && e.Detail == "" {
-		e.Detail = detail
-	}
-	return err
-}
-
 func programLog(prog C.hiprtcProgram) (string, error) {
 	var n C.size_t
 	if err := check("hiprtcGetProgramLogSize", C.rg_hiprtcGetProgramLogSize(prog, &n)); err != nil {
@@ -233,7 +173,7 @@ func programLog(prog C.hiprtcProgram) (string, error) {
 
 // targetArch checks the target against the platform, or asks device 0.
 func targetArch(arch string) (string, error) {
-	nvidia := Platform() == hip.PlatformNVIDIA
+	nvidia := LoadedPlatform() == hip.PlatformNVIDIA
 	if arch == "" {
 		dev, err := hip.GetDevice(0)
 		if err != nil {
@@ -327,13 +267,13 @@ func (c *cstrings) free() {
 
 // Version reports the compiler's version: hipRTC's on AMD, NVRTC's on
 // NVIDIA.
-func Version() (major, minor int, err error) {
+func Version() (hip.Version, error) {
 	if err := ensure(); err != nil {
-		return 0, 0, err
+		return hip.Version{}, err
 	}
 	var ma, mi C.int
 	if err := check("hiprtcVersion", C.rg_hiprtcVersion(&ma, &mi)); err != nil {
-		return 0, 0, err
+		return hip.Version{}, err
 	}
-	return int(ma), int(mi), nil
+	return hip.Version{Major: int(ma), Minor: int(mi)}, nil
 }

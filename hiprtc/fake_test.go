@@ -52,8 +52,8 @@ func buildFakes(t *testing.T) string {
 func useFakeCompiler(t *testing.T, p hip.Platform) {
 	t.Helper()
 	dir := buildFakes(t)
-	rtcLib.Reset()
-	t.Cleanup(rtcLib.Reset)
+	library.Reset()
+	t.Cleanup(library.Reset)
 	require.NoError(t, Load(WithPlatform(p), WithLibraryPaths(dir)))
 }
 
@@ -69,11 +69,11 @@ func fields(t *testing.T, code *Code) map[string]string {
 
 func TestFakeHipRTCCompile(t *testing.T) {
 	useFakeCompiler(t, hip.PlatformAMD)
-	assert.Equal(t, hip.PlatformAMD, Platform())
-	major, minor, err := Version()
+	assert.Equal(t, hip.PlatformAMD, LoadedPlatform())
+	v, err := Version()
 	require.NoError(t, err)
-	assert.Equal(t, []int{6, 4}, []int{major, minor})
-	assert.Contains(t, LibraryPath(), "libhiprtc.so.6")
+	assert.Equal(t, []int{6, 4}, []int{v.Major, v.Minor})
+	assert.Contains(t, LibraryPaths()[0], "libhiprtc.so.6")
 
 	code, err := Compile("extern \"C\" __global__ void k() {}\n", Options{
 		Arch:            "gfx942:sramecc+:xnack-",
@@ -128,10 +128,10 @@ func TestFakeHipRTCErrors(t *testing.T) {
 
 func TestFakeNVRTCTranslation(t *testing.T) {
 	useFakeCompiler(t, hip.PlatformNVIDIA)
-	assert.Equal(t, hip.PlatformNVIDIA, Platform())
-	major, _, err := Version()
+	assert.Equal(t, hip.PlatformNVIDIA, LoadedPlatform())
+	v, err := Version()
 	require.NoError(t, err)
-	assert.Equal(t, 13, major)
+	assert.Equal(t, 13, v.Major)
 
 	code, err := Compile("__global__ void k(float* x) { x[hipThreadIdx_x] = warpSize; }\n", Options{
 		Arch:  "sm_90",

@@ -1,150 +1,62 @@
 package hiprtc
 
 /*
-#include "zhiprtc.h"
-
-void rg_hiprtc_install_nvidia(void* nvrtc);
+#include "helpers.h"
 */
 import "C"
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 
-	"github.com/rocm-go/rocm/hip"
+	"github.com/rocm-go/rocm/internal/bind"
 	"github.com/rocm-go/rocm/internal/dl"
-	"github.com/rocm-go/rocm/internal/follow"
 )
 
-// LoadOption configures Load.
-type LoadOption func(*loadOptions)
+// The load API (Load, Unload, LoadedPlatform, Symbol, ...) is generated
+// from cgen.spec into zload.go; this file holds how the compiler opens.
 
-type loadOptions struct {
-	platform hip.Platform
-	paths    []string
-}
-
-// WithPlatform chooses the platform instead of following package hip.
-func WithPlatform(p hip.Platform) LoadOption { return func(o *loadOptions) { o.platform = p } }
-
-// WithLibraryPaths names files or directories to try first for libhiprtc
-// (AMD) or libnvrtc (NVIDIA).
-func WithLibraryPaths(paths ...string) LoadOption {
-	return func(o *loadOptions) { o.paths = append(o.paths, paths...) }
-}
-
-// loaded is what a successful load found.
-type loaded struct {
-	platform    hip.Platform
-	cudaInclude string // NVIDIA: the folder of cuda_fp16.h, "" when not found
-}
-
-var rtcLib = dl.Lazy[loadOptions, loaded]{
-	Open: openCompiler,
-	Defaults: func() (loadOptions, error) {
-		return loadOptions{}, nil
-	},
-	// A first-use load follows package hip's platform; tests switch it.
-	Key: follow.HIPPlatform,
-	Compatible: func(o loadOptions, l loaded) error {
-		if o.platform != hip.PlatformNone && o.platform != l.platform {
-			return fmt.Errorf("hiprtc: Load: the %s compiler is loaded already; Unload it first", l.platform)
-		}
-		return nil
-	},
-	Unbind: func() { C.rg_hiprtc_unbind() },
-}
-
-// Load loads the compiler library. Without WithPlatform it follows the
-// platform package hip loads (HIP_PLATFORM, else whichever loads). Loads
-// are counted as in hip.Load; every call loads on first use.
-func Load(opts ...LoadOption) error {
-	var o loadOptions
-	for _, opt := range opts {
-		opt(&o)
+// open opens hipRTC on AMD, NVRTC (and its builtins) on NVIDIA.
+func open(o bind.Options) ([]*dl.Library, int, error) {
+	cudaInclude.Store(new(string))
+	if o.Platform == bind.PlatformNVIDIA {
+		return openNVRTC(o.Paths)
 	}
-	return rtcLib.Load(o)
+	l, err := dl.OpenProbed("hipRTC (libhiprtc)",
+		"Install ROCm's hipRTC (libhiprtc), or set ROCM_PATH, or pass hiprtc.WithLibraryPaths.",
+		dl.ROCm(o.Paths, "libhiprtc.so.7", "libhiprtc.so.6").Candidates(), "hiprtcCompileProgram")
+	if err != nil {
+		return nil, bind.PlatformNone, err
+	}
+	C.rg_hiprtc_bind(l.Handle())
+	return []*dl.Library{l}, o.Platform, nil
 }
 
-// Unload drops one Load; see hip.Unload.
-func Unload() error {
-	if err := rtcLib.Unload(); err != nil {
-		return fmt.Errorf("hiprtc: %w", err)
-	}
-	return nil
-}
-
-// Available reports whether the compiler loads, loading it if needed.
-func Available() bool { return ensure() == nil }
-
-// LoadError returns why the compiler could not be loaded, or nil.
-func LoadError() error { return ensure() }
-
-func ensure() error { return rtcLib.Ensure() }
-
-// Platform reports the platform of the loaded compiler.
-func Platform() hip.Platform {
-	l, _ := rtcLib.State()
-	return l.platform
-}
-
-// LibraryPath is the compiler library file as the loader mapped it.
-func LibraryPath() string {
-	libs := rtcLib.Libraries()
-	if len(libs) == 0 {
-		return ""
-	}
-	sym := "hiprtcVersion"
-	if Platform() == hip.PlatformNVIDIA {
-		sym = "nvrtcVersion"
-	}
-	return libs[0].File(sym)
-}
-
-func openCompiler(o loadOptions) ([]*dl.Library, loaded, error) {
-	p := o.platform
-	if p == hip.PlatformNone {
-		if err := hip.LoadError(); err != nil {
-			return nil, loaded{}, fmt.Errorf("hiprtc: the compiler follows the HIP platform, which did not load: %w", err)
-		}
-		p = hip.LoadedPlatform()
-	}
-	switch p {
-	case hip.PlatformAMD:
-		l, err := dl.OpenProbed("hipRTC (libhiprtc)",
-			"Install ROCm's hipRTC (libhiprtc), or set ROCM_PATH, or pass hiprtc.WithLibraryPaths.",
-			dl.ROCm(o.paths, "libhiprtc.so.7", "libhiprtc.so.6").Candidates(), "hiprtcCompileProgram")
-		if err != nil {
-			return nil, loaded{}, err
-		}
-		C.rg_hiprtc_bind(l.Handle())
-		return []*dl.Library{l}, loaded{platform: p}, nil
-	case hip.PlatformNVIDIA:
-		return openNVRTC(o.paths)
-	}
-	return nil, loaded{}, fmt.Errorf("hiprtc: no platform to load the compiler for")
-}
-
-func openNVRTC(explicit []string) ([]*dl.Library, loaded, error) {
+func openNVRTC(explicit []string) ([]*dl.Library, int, error) {
 	l, err := dl.OpenProbed("NVRTC (libnvrtc)", dl.CUDAHint, dl.CUDA(explicit, "libnvrtc.so.13", "libnvrtc.so.12").Candidates(), "nvrtcCompileProgram")
 	if err != nil {
-		return nil, loaded{}, err
+		return nil, bind.PlatformNone, err
 	}
 	libs := []*dl.Library{l}
 	// NVRTC opens its builtins library by soname at compile time: load it
 	// from NVRTC's own folder first, for the folders the system loader
 	// does not search.
-	dir := filepath.Dir(l.File("nvrtcVersion"))
+	dir := filepath.Dir(l.Origin())
 	if builtins, _ := filepath.Glob(filepath.Join(dir, "libnvrtc-builtins.so.*")); len(builtins) > 0 {
 		if b, err := dl.Open("NVRTC builtins", "", builtins); err == nil {
 			libs = append(libs, b)
 		}
 	}
 	C.rg_hiprtc_install_nvidia(l.Handle())
-	return libs, loaded{platform: hip.PlatformNVIDIA, cudaInclude: findCUDAInclude(dir)}, nil
+	include := findCUDAInclude(dir)
+	cudaInclude.Store(&include)
+	return libs, bind.PlatformNVIDIA, nil
 }
+
+// cudaInclude is the folder of cuda_fp16.h that NVRTC compiles are given.
+var cudaInclude atomic.Pointer[string]
 
 // findCUDAInclude finds the folder of cuda_fp16.h: next to NVRTC's
 // library folder, under $CUDA_PATH or $CUDA_HOME, or in /usr/local/cuda.
@@ -173,6 +85,10 @@ func findCUDAInclude(libDir string) string {
 // CUDAIncludeDir is the folder of CUDA's headers that NVRTC compiles are
 // given, "" on AMD or when it was not found.
 func CUDAIncludeDir() string {
-	l, _ := rtcLib.State()
-	return l.cudaInclude
+	if LoadedPlatform() == bind.PlatformNVIDIA {
+		if p := cudaInclude.Load(); p != nil {
+			return *p
+		}
+	}
+	return ""
 }

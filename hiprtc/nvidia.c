@@ -7,53 +7,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "zhiprtc.h"
-
-#define NV_FUNCS(X)                                                                                   \
-	X(nvrtcGetErrorString, const char*, (int))                                                    \
-	X(nvrtcVersion, int, (int*, int*))                                                            \
-	X(nvrtcCreateProgram, int, (void**, const char*, const char*, int, const char* const*,        \
-	                            const char* const*))                                              \
-	X(nvrtcDestroyProgram, int, (void**))                                                         \
-	X(nvrtcAddNameExpression, int, (void*, const char*))                                          \
-	X(nvrtcCompileProgram, int, (void*, int, const char* const*))                                 \
-	X(nvrtcGetProgramLogSize, int, (void*, size_t*))                                              \
-	X(nvrtcGetProgramLog, int, (void*, char*))                                                    \
-	X(nvrtcGetCUBINSize, int, (void*, size_t*))                                                   \
-	X(nvrtcGetCUBIN, int, (void*, char*))                                                         \
-	X(nvrtcGetPTXSize, int, (void*, size_t*))                                                     \
-	X(nvrtcGetPTX, int, (void*, char*))                                                           \
-	X(nvrtcGetLTOIRSize, int, (void*, size_t*))                                                   \
-	X(nvrtcGetLTOIR, int, (void*, char*))                                                         \
-	X(nvrtcGetLoweredName, int, (void*, const char*, const char**))
-
-#define NV_INDEX(name, ret, params) nv_idx_##name,
-enum { NV_FUNCS(NV_INDEX) nv_count };
-#define NV_TYPE(name, ret, params) typedef ret(*nv_fn_##name) params;
-NV_FUNCS(NV_TYPE)
-#define NV_NAME(name, ret, params) #name,
-static const char* const nv_names[nv_count] = {NV_FUNCS(NV_NAME)};
-
-static void* nv_fns[nv_count];
-static void* nv_lib;
-
-static void* nv_sym(int i) {
-	void* p = __atomic_load_n(&nv_fns[i], __ATOMIC_ACQUIRE);
-	if (p != NULL || nv_lib == NULL) return p;
-	p = dlsym(nv_lib, nv_names[i]);
-	if (p != NULL) __atomic_store_n(&nv_fns[i], p, __ATOMIC_RELEASE);
-	return p;
-}
+#include "helpers.h"
 
 // NVRTC results 0-11 equal hipRTC's; NVRTC's newer ones (12-17) have no
 // hipRTC name.
-static hiprtcResult nv_status(int e) { return e >= 0 && e <= 11 ? (hiprtcResult)e : HIPRTC_ERROR_INTERNAL_ERROR; }
+static hiprtcResult nv_status(int e) {
+	if (e == RG_CUDA_MISSING) return RG_HIPRTC_CUDA_MISSING;
+	return e >= 0 && e <= 11 ? (hiprtcResult)e : HIPRTC_ERROR_INTERNAL_ERROR;
+}
 
-#define NV(name, ...)                                                             \
-	({                                                                            \
-		nv_fn_##name nv_f = (nv_fn_##name)nv_sym(nv_idx_##name);                  \
-		nv_f != NULL ? nv_status(nv_f(__VA_ARGS__)) : RG_HIPRTC_MISSING;          \
-	})
+// NV(name, args...) calls an NVRTC function of the generated table
+// (cgen.spec) and yields its status as hipRTC's.
+#define NV(name, ...) nv_status(RG_HIPRTC_CUDA(name, __VA_ARGS__))
 
 static const char nv_prelude[] =
 	"#pragma once\n"
@@ -202,7 +167,7 @@ static hiprtcResult rgnv_hiprtcCompileProgram(hiprtcProgram prog, int n, const c
 
 static const char* rgnv_hiprtcGetErrorString(hiprtcResult r) {
 	if (r == HIPRTC_ERROR_LINKING) return "HIPRTC_ERROR_LINKING";
-	nv_fn_nvrtcGetErrorString f = (nv_fn_nvrtcGetErrorString)nv_sym(nv_idx_nvrtcGetErrorString);
+	rg_hiprtc_cu_fn_nvrtcGetErrorString f = RG_HIPRTC_CU(nvrtcGetErrorString);
 	return f != NULL ? f((int)r) : NULL;
 }
 static hiprtcResult rgnv_hiprtcVersion(int* major, int* minor) { return NV(nvrtcVersion, major, minor); }
@@ -231,8 +196,7 @@ static hiprtcResult rgnv_hiprtcGetBitcode(hiprtcProgram p, char* code) { return 
 
 void rg_hiprtc_install_nvidia(void* nvrtc) {
 	rg_hiprtc_unbind();
-	for (int i = 0; i < nv_count; i++) __atomic_store_n(&nv_fns[i], NULL, __ATOMIC_RELEASE);
-	nv_lib = nvrtc;
+	rg_hiprtc_cu_bind(rg_hiprtc_cu_lib_nvrtc, nvrtc);
 #define SET(name) rg_hiprtc_set(rg_hiprtc_idx_##name, (void*)rgnv_##name)
 	SET(hiprtcGetErrorString);
 	SET(hiprtcVersion);

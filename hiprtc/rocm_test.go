@@ -17,8 +17,8 @@ import (
 
 func useROCmCompiler(t *testing.T) {
 	t.Helper()
-	rtcLib.Reset()
-	t.Cleanup(rtcLib.Reset)
+	library.Reset()
+	t.Cleanup(library.Reset)
 	testenv.Need(t, 1, "ROCm's hipRTC (libhiprtc)", Load(WithPlatform(hip.PlatformAMD)))
 }
 
@@ -27,10 +27,10 @@ var rocmTargets = []string{"gfx90a", "gfx942", "gfx1100", "gfx1201"}
 
 func TestROCmCompilesTheKernelSetForEveryTarget(t *testing.T) {
 	useROCmCompiler(t)
-	major, minor, err := Version()
+	v, err := Version()
 	require.NoError(t, err)
-	assert.GreaterOrEqual(t, major, 6)
-	t.Logf("hipRTC %d.%d from %s", major, minor, LibraryPath())
+	assert.GreaterOrEqual(t, v.Major, 6)
+	t.Logf("hipRTC %s from %s", v, LibraryPaths())
 	src, err := os.ReadFile("testdata/kernels.hip")
 	require.NoError(t, err)
 	exprs := []string{"axpy<float>", "axpy<double>", "fill<int>", "fill<unsigned short>"}

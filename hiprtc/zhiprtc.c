@@ -35,6 +35,7 @@ void* rg_hiprtc_resolve(int i) {
 void rg_hiprtc_unbind(void) {
 	__atomic_store_n(&rg_hiprtc_lib, NULL, __ATOMIC_RELEASE);
 	for (int i = 0; i < rg_hiprtc_count; i++) __atomic_store_n(&rg_hiprtc_fns[i], NULL, __ATOMIC_RELEASE);
+	rg_hiprtc_cu_unbind();
 }
 
 void rg_hiprtc_bind(void* lib) {
@@ -61,4 +62,50 @@ int (*rg_hiprtc_setdev)(int device);
 
 void rg_hiprtc_set_setdev(int (*fn)(int device)) {
 	__atomic_store_n(&rg_hiprtc_setdev, fn, __ATOMIC_RELEASE);
+}
+
+void* rg_hiprtc_cu_fns[rg_hiprtc_cu_count];
+static void* rg_hiprtc_cu_handles[rg_hiprtc_cu_libs];
+
+static const struct {
+	const char* name;
+	int lib;
+} rg_hiprtc_cu_names[rg_hiprtc_cu_count] = {
+	{"nvrtcGetErrorString", rg_hiprtc_cu_lib_nvrtc},
+	{"nvrtcVersion", rg_hiprtc_cu_lib_nvrtc},
+	{"nvrtcCreateProgram", rg_hiprtc_cu_lib_nvrtc},
+	{"nvrtcDestroyProgram", rg_hiprtc_cu_lib_nvrtc},
+	{"nvrtcAddNameExpression", rg_hiprtc_cu_lib_nvrtc},
+	{"nvrtcCompileProgram", rg_hiprtc_cu_lib_nvrtc},
+	{"nvrtcGetProgramLogSize", rg_hiprtc_cu_lib_nvrtc},
+	{"nvrtcGetProgramLog", rg_hiprtc_cu_lib_nvrtc},
+	{"nvrtcGetCUBINSize", rg_hiprtc_cu_lib_nvrtc},
+	{"nvrtcGetCUBIN", rg_hiprtc_cu_lib_nvrtc},
+	{"nvrtcGetPTXSize", rg_hiprtc_cu_lib_nvrtc},
+	{"nvrtcGetPTX", rg_hiprtc_cu_lib_nvrtc},
+	{"nvrtcGetLTOIRSize", rg_hiprtc_cu_lib_nvrtc},
+	{"nvrtcGetLTOIR", rg_hiprtc_cu_lib_nvrtc},
+	{"nvrtcGetLoweredName", rg_hiprtc_cu_lib_nvrtc},
+};
+
+void* rg_hiprtc_cu_resolve(int i) {
+	if (i < 0 || i >= rg_hiprtc_cu_count) return NULL;
+	void* lib = __atomic_load_n(&rg_hiprtc_cu_handles[rg_hiprtc_cu_names[i].lib], __ATOMIC_ACQUIRE);
+	if (lib == NULL) return NULL;
+	void* p = dlsym(lib, rg_hiprtc_cu_names[i].name);
+	if (p != NULL) __atomic_store_n(&rg_hiprtc_cu_fns[i], p, __ATOMIC_RELEASE);
+	return p;
+}
+
+void rg_hiprtc_cu_bind(int lib, void* handle) {
+	if (lib < 0 || lib >= rg_hiprtc_cu_libs) return;
+	__atomic_store_n(&rg_hiprtc_cu_handles[lib], handle, __ATOMIC_RELEASE);
+	for (int i = 0; i < rg_hiprtc_cu_count; i++) {
+		if (rg_hiprtc_cu_names[i].lib == lib) __atomic_store_n(&rg_hiprtc_cu_fns[i], NULL, __ATOMIC_RELEASE);
+	}
+}
+
+void rg_hiprtc_cu_unbind(void) {
+	for (int i = 0; i < rg_hiprtc_cu_libs; i++) __atomic_store_n(&rg_hiprtc_cu_handles[i], NULL, __ATOMIC_RELEASE);
+	for (int i = 0; i < rg_hiprtc_cu_count; i++) __atomic_store_n(&rg_hiprtc_cu_fns[i], NULL, __ATOMIC_RELEASE);
 }

@@ -124,6 +124,80 @@ static inline int rg_hiprtc_has(int i) { return rg_hiprtc_sym(i) != NULL; }
 extern int (*rg_hiprtc_setdev)(int device);
 void rg_hiprtc_set_setdev(int (*fn)(int device));
 
+// The CUDA functions the NVIDIA platform (nvidia.c) calls, resolved lazily
+// with dlsym from the libraries bound with rg_hiprtc_cu_bind; thread-safe.
+enum {
+	rg_hiprtc_cu_lib_nvrtc = 0,
+	rg_hiprtc_cu_libs = 1
+};
+
+enum {
+	rg_hiprtc_cu_idx_nvrtcGetErrorString = 0,
+	rg_hiprtc_cu_idx_nvrtcVersion = 1,
+	rg_hiprtc_cu_idx_nvrtcCreateProgram = 2,
+	rg_hiprtc_cu_idx_nvrtcDestroyProgram = 3,
+	rg_hiprtc_cu_idx_nvrtcAddNameExpression = 4,
+	rg_hiprtc_cu_idx_nvrtcCompileProgram = 5,
+	rg_hiprtc_cu_idx_nvrtcGetProgramLogSize = 6,
+	rg_hiprtc_cu_idx_nvrtcGetProgramLog = 7,
+	rg_hiprtc_cu_idx_nvrtcGetCUBINSize = 8,
+	rg_hiprtc_cu_idx_nvrtcGetCUBIN = 9,
+	rg_hiprtc_cu_idx_nvrtcGetPTXSize = 10,
+	rg_hiprtc_cu_idx_nvrtcGetPTX = 11,
+	rg_hiprtc_cu_idx_nvrtcGetLTOIRSize = 12,
+	rg_hiprtc_cu_idx_nvrtcGetLTOIR = 13,
+	rg_hiprtc_cu_idx_nvrtcGetLoweredName = 14,
+	rg_hiprtc_cu_count = 15
+};
+
+typedef const char* (*rg_hiprtc_cu_fn_nvrtcGetErrorString)(int);
+typedef int (*rg_hiprtc_cu_fn_nvrtcVersion)(int*, int*);
+typedef int (*rg_hiprtc_cu_fn_nvrtcCreateProgram)(void**, const char*, const char*, int, const char* const*, const char* const*);
+typedef int (*rg_hiprtc_cu_fn_nvrtcDestroyProgram)(void**);
+typedef int (*rg_hiprtc_cu_fn_nvrtcAddNameExpression)(void*, const char*);
+typedef int (*rg_hiprtc_cu_fn_nvrtcCompileProgram)(void*, int, const char* const*);
+typedef int (*rg_hiprtc_cu_fn_nvrtcGetProgramLogSize)(void*, size_t*);
+typedef int (*rg_hiprtc_cu_fn_nvrtcGetProgramLog)(void*, char*);
+typedef int (*rg_hiprtc_cu_fn_nvrtcGetCUBINSize)(void*, size_t*);
+typedef int (*rg_hiprtc_cu_fn_nvrtcGetCUBIN)(void*, char*);
+typedef int (*rg_hiprtc_cu_fn_nvrtcGetPTXSize)(void*, size_t*);
+typedef int (*rg_hiprtc_cu_fn_nvrtcGetPTX)(void*, char*);
+typedef int (*rg_hiprtc_cu_fn_nvrtcGetLTOIRSize)(void*, size_t*);
+typedef int (*rg_hiprtc_cu_fn_nvrtcGetLTOIR)(void*, char*);
+typedef int (*rg_hiprtc_cu_fn_nvrtcGetLoweredName)(void*, const char*, const char**);
+
+extern void* rg_hiprtc_cu_fns[rg_hiprtc_cu_count];
+void* rg_hiprtc_cu_resolve(int i);
+void rg_hiprtc_cu_bind(int lib, void* handle);
+void rg_hiprtc_cu_unbind(void);
+
+// rg_hiprtc_cu_sym returns CUDA function i, resolving it on first use; NULL when
+// its library lacks it or is not bound.
+static inline void* rg_hiprtc_cu_sym(int i) {
+	void* p = __atomic_load_n(&rg_hiprtc_cu_fns[i], __ATOMIC_ACQUIRE);
+	return p != NULL ? p : rg_hiprtc_cu_resolve(i);
+}
+
+// RG_HIPRTC_CU(name) is the CUDA function name, typed, or NULL.
+#define RG_HIPRTC_CU(name) ((rg_hiprtc_cu_fn_##name)rg_hiprtc_cu_sym(rg_hiprtc_cu_idx_##name))
+
+// RG_CUDA_MISSING is what RG_HIPRTC_CUDA yields for a function its library lacks.
+#ifndef RG_CUDA_MISSING
+#define RG_CUDA_MISSING (-1)
+#endif
+
+// RG_HIPRTC_CUDA(name, args...) calls an int-returning CUDA function and yields
+// its status, or RG_CUDA_MISSING.
+#define RG_HIPRTC_CUDA(name, ...)                                          \
+	({                                                             \
+		rg_hiprtc_cu_fn_##name rg_f_ = RG_HIPRTC_CU(name);                         \
+		rg_f_ != NULL ? rg_f_(__VA_ARGS__) : RG_CUDA_MISSING;      \
+	})
+
+// RG_HIPRTC_CUDA_MISSING is the status of a call translated to a CUDA function
+// that is missing.
+#define RG_HIPRTC_CUDA_MISSING ((hiprtcResult)0x7fffff03)
+
 // Trampolines: the real calls, through the table.
 
 static inline const char* rg_hiprtcGetErrorString(hiprtcResult result) {

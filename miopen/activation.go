@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/rocm-go/rocm/hip"
+	"github.com/rocm-go/rocm/internal/bind"
 )
 
 // ActivationMode is an activation function (miopenActivationMode_t). The
@@ -47,7 +48,7 @@ type ActivationDescriptor struct {
 	d                  C.miopenActivationDescriptor_t
 	mode               ActivationMode
 	alpha, beta, gamma float64
-	life               lifetime
+	life               bind.Lifetime
 }
 
 // NewActivationDescriptor makes an activation descriptor
@@ -81,7 +82,7 @@ func NewActivationDescriptor(mode ActivationMode, alpha, beta, gamma float64) (*
 		return nil, withDetail(err, fmt.Sprintf("%v alpha %v beta %v gamma %v", mode, alpha, beta, gamma))
 	}
 	a := &ActivationDescriptor{d: d, mode: mode, alpha: alpha, beta: beta, gamma: gamma}
-	backstop(a, &a.life, unsafe.Pointer(d), func(p unsafe.Pointer) { C.rg_miopenDestroyActivationDescriptor(C.miopenActivationDescriptor_t(p)) })
+	bind.Backstop(&a.life, a, func(p unsafe.Pointer) { C.rg_miopenDestroyActivationDescriptor(C.miopenActivationDescriptor_t(p)) }, unsafe.Pointer(d))
 	return a, nil
 }
 
@@ -89,7 +90,10 @@ func (a *ActivationDescriptor) alive(op string) error {
 	if a == nil {
 		return invalid(op, "nil activation descriptor")
 	}
-	return a.life.alive(op)
+	if a.life.Closed() {
+		return closedError(op)
+	}
+	return nil
 }
 
 // Mode is the activation function.
@@ -116,7 +120,9 @@ func (a *ActivationDescriptor) Close() error {
 	if a == nil {
 		return nil
 	}
-	return a.life.close("miopenDestroyActivationDescriptor", func() C.miopenStatus_t { return C.rg_miopenDestroyActivationDescriptor(a.d) })
+	return a.life.Close(func() error {
+		return check("miopenDestroyActivationDescriptor", C.rg_miopenDestroyActivationDescriptor(a.d))
+	})
 }
 
 // cudnnHasActivation reports whether legacy cuDNN computes the mode with
@@ -138,7 +144,7 @@ func activationKernel(a *ActivationDescriptor, backward bool) bool {
 	if backward && a.mode == ActivationPower {
 		return true
 	}
-	return Platform() == hip.PlatformNVIDIA && !cudnnHasActivation(a.mode, a.alpha, a.beta)
+	return LoadedPlatform() == hip.PlatformNVIDIA && !cudnnHasActivation(a.mode, a.alpha, a.beta)
 }
 
 // checkSame validates tensors that must share a type and dimensions.

@@ -17,12 +17,12 @@ import (
 
 func TestFakeLoadAndVersion(t *testing.T) {
 	e := useFake(t, hip.PlatformAMD)
-	assert.Equal(t, hip.PlatformAMD, Platform())
-	assert.Contains(t, LibraryPath(), "libMIOpen.so.1")
-	v, err := LibraryVersion()
+	assert.Equal(t, hip.PlatformAMD, LoadedPlatform())
+	assert.Contains(t, LibraryPaths()[0], "libMIOpen.so.1")
+	v, err := Version()
 	require.NoError(t, err)
-	assert.Equal(t, "3.4.0", v.String())
-	s, err := LibraryErrorString(StatusBadParm)
+	assert.Equal(t, hip.Version{Major: 3, Minor: 4}, v)
+	s, err := StatusString(StatusBadParm)
 	require.NoError(t, err)
 	assert.Equal(t, "miopenStatusBadParm", s)
 	assert.Same(t, e.stream, e.h.Stream())
@@ -153,7 +153,7 @@ func TestFakeLifetime(t *testing.T) {
 	assert.ErrorIs(t, h2.ActivationForward(a, x, y), ErrClosed)
 	_, err = h2.FindConvolutionForward(e.conv(ConvolutionParams{}), x, x, x)
 	assert.ErrorIs(t, err, ErrClosed)
-	assert.ErrorIs(t, h2.Do(func(unsafe.Pointer) error { return nil }), ErrClosed)
+	assert.ErrorIs(t, h2.Raw(func(unsafe.Pointer, int) error { return nil }), ErrClosed)
 }
 
 // convFixture is a 3x3 convolution of 2 x 4 x 8 x 8 by 8 x 4 x 3 x 3.

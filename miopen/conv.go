@@ -14,6 +14,7 @@ import (
 	"unsafe"
 
 	"github.com/rocm-go/rocm/hip"
+	"github.com/rocm-go/rocm/internal/bind"
 )
 
 // ConvolutionParams describe a convolution: a cross-correlation, as in
@@ -158,7 +159,7 @@ func positive(v []int) bool {
 type ConvolutionDescriptor struct {
 	d    C.miopenConvolutionDescriptor_t
 	p    ConvolutionParams // normalized
-	life lifetime
+	life bind.Lifetime
 }
 
 // NewConvolutionDescriptor makes a convolution descriptor
@@ -196,7 +197,7 @@ func NewConvolutionDescriptor(p ConvolutionParams) (*ConvolutionDescriptor, erro
 		return nil, withDetail(err, fmt.Sprintf("%+v", q))
 	}
 	c := &ConvolutionDescriptor{d: d, p: q}
-	backstop(c, &c.life, unsafe.Pointer(d), func(p unsafe.Pointer) { C.rg_miopenDestroyConvolutionDescriptor(C.miopenConvolutionDescriptor_t(p)) })
+	bind.Backstop(&c.life, c, func(p unsafe.Pointer) { C.rg_miopenDestroyConvolutionDescriptor(C.miopenConvolutionDescriptor_t(p)) }, unsafe.Pointer(d))
 	return c, nil
 }
 
@@ -204,7 +205,10 @@ func (c *ConvolutionDescriptor) alive(op string) error {
 	if c == nil {
 		return invalid(op, "nil convolution descriptor")
 	}
-	return c.life.alive(op)
+	if c.life.Closed() {
+		return closedError(op)
+	}
+	return nil
 }
 
 // Params returns the parameters, with the defaults filled in.
@@ -214,8 +218,8 @@ func (c *ConvolutionDescriptor) Params() ConvolutionParams {
 	return p
 }
 
-// Handle is the miopenConvolutionDescriptor_t, valid until Close.
-func (c *ConvolutionDescriptor) Handle() unsafe.Pointer { return unsafe.Pointer(c.d) }
+// Raw is the miopenConvolutionDescriptor_t, valid until Close.
+func (c *ConvolutionDescriptor) Raw() unsafe.Pointer { return unsafe.Pointer(c.d) }
 
 // Query asks the library for the parameters (miopenGetConvolutionNdDescriptor
 // and miopenGetConvolutionGroupCount). MIOpen has no getter for the output
@@ -286,7 +290,9 @@ func (c *ConvolutionDescriptor) Close() error {
 	if c == nil {
 		return nil
 	}
-	return c.life.close("miopenDestroyConvolutionDescriptor", func() C.miopenStatus_t { return C.rg_miopenDestroyConvolutionDescriptor(c.d) })
+	return c.life.Close(func() error {
+		return check("miopenDestroyConvolutionDescriptor", C.rg_miopenDestroyConvolutionDescriptor(c.d))
+	})
 }
 
 func (c *ConvolutionDescriptor) key() string { return fmt.Sprintf("%+v", c.p) }
@@ -375,7 +381,7 @@ func perfFrom(dir ConvDirection, transposed bool, r C.miopenConvAlgoPerf_t) Conv
 	raw := *(*uint32)(unsafe.Pointer(&r))
 	p := ConvAlgoPerf{Direction: dir, raw: raw, found: true, Algorithm: ConvAlgorithm(raw & 0xff),
 		Time: time.Duration(float64(r.time) * float64(time.Millisecond)), Workspace: int(r.memory)}
-	if Platform() == hip.PlatformNVIDIA {
+	if LoadedPlatform() == hip.PlatformNVIDIA {
 		if name := C.rg_miopen_nvidia_algo_name(C.int(cudnnKind(dir, transposed)), C.uint(raw)); name != nil {
 			p.Engine = C.GoString(name)
 		}
@@ -482,7 +488,7 @@ func (p *convProblem) check(h *Handle) error {
 	if x.dtype != w.dtype || (x.dtype != y.dtype && !(x.dtype == DataTypeInt8 && (y.dtype == DataTypeInt32 || y.dtype == DataTypeFloat))) {
 		return invalid(p.op, "data types x %v, w %v, y %v: a convolution takes one type (int8 may give int32 or float)", x.dtype, w.dtype, y.dtype)
 	}
-	if Platform() == hip.PlatformNVIDIA && !w.IsPacked() && !w.IsChannelsLast() {
+	if LoadedPlatform() == hip.PlatformNVIDIA && !w.IsPacked() && !w.IsChannelsLast() {
 		return notImplemented(p.op, "weights %s: cuDNN takes packed NCHW or NHWC weights", w)
 	}
 	return nil

@@ -85,10 +85,10 @@ func useFake(t *testing.T, p hip.Platform) *fakeEnv {
 	t.Setenv("ROCM_GO_FAKE_LOG", e.log)
 	useCUBLAS = false
 	t.Cleanup(func() { useCUBLAS = true })
-	lib.Reset()
+	library.Reset()
 	require.NoError(t, hip.Load(hip.WithPlatform(p), hip.WithLibraryPaths(dir)))
 	t.Cleanup(func() {
-		lib.Reset()
+		library.Reset()
 		require.NoError(t, hip.Unload())
 	})
 	require.Equal(t, p, hip.LoadedPlatform(), "package hip loaded the fake (no other HIP was loaded before)")

@@ -15,6 +15,7 @@ import (
 	"github.com/dustin/go-humanize"
 
 	"github.com/rocm-go/rocm/hip"
+	"github.com/rocm-go/rocm/internal/bind"
 )
 
 // Handle is a MIOpen handle (a cuDNN handle on the NVIDIA platform) bound
@@ -32,11 +33,10 @@ type Handle struct {
 	h       C.miopenHandle_t
 	stream  *hip.Stream
 	dev     *hip.Device
-	closed  bool
+	life    bind.Lifetime
 	ws      *hip.Buffer // the workspace of calls that are given none
 	cache   *findCache
 	kernels *kernelSet // NVIDIA: rocm-go's kernels for what cuDNN lacks
-	cleanup runtime.Cleanup
 }
 
 // NewHandle creates a handle that queues its work on s
@@ -50,13 +50,13 @@ func NewHandle(s *hip.Stream) (*Handle, error) {
 	}
 	dev := s.Device()
 	var h C.miopenHandle_t
-	err := check("miopenCreateWithStream", C.rg_miopenCreateWithStream_on(C.int(dev.Ordinal()), &h, C.miopenAcceleratorQueue_t(s.Handle())))
+	err := check("miopenCreateWithStream", C.rg_miopenCreateWithStream_on(C.int(dev.Ordinal()), &h, C.miopenAcceleratorQueue_t(s.Raw())))
 	runtime.KeepAlive(s)
 	if err != nil {
 		return nil, withDetail(err, fmt.Sprintf("on device %d", dev.Ordinal()))
 	}
 	hd := &Handle{h: h, stream: s, dev: dev, cache: newFindCache(defaultCacheSize)}
-	hd.cleanup = runtime.AddCleanup(hd, func(l leakedHandle) { C.rg_miopenDestroy_on(C.int(l.dev), l.h) }, leakedHandle{dev: dev.Ordinal(), h: h})
+	bind.Backstop(&hd.life, hd, func(l leakedHandle) { C.rg_miopenDestroy_on(C.int(l.dev), l.h) }, leakedHandle{dev: dev.Ordinal(), h: h})
 	return hd, nil
 }
 
@@ -71,20 +71,21 @@ func (h *Handle) Stream() *hip.Stream { return h.stream }
 // Device is the device of the handle's stream.
 func (h *Handle) Device() *hip.Device { return h.dev }
 
-// Raw is the miopenHandle_t (on NVIDIA, rocm-go's handle over a
-// cudnnHandle_t), for code that calls the library itself. It is valid
-// until Close; use it inside Do, which holds the handle's lock.
-func (h *Handle) Raw() unsafe.Pointer { return unsafe.Pointer(h.h) }
-
-// Do runs f with the handle's lock held, so that f may call the library
-// with Raw while no other call of the handle runs.
-func (h *Handle) Do(f func(raw unsafe.Pointer) error) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.closed {
-		return closedError("Handle.Do")
+// Raw runs fn with the handle's C miopenHandle_t (on NVIDIA, rocm-go's
+// handle over a cudnnHandle_t) and device ordinal, under the handle's lock,
+// for code that calls the library itself (through cgo and Symbol). fn must
+// make the device current in the same C call as each library call, must
+// not keep the handle, and returns its own error.
+func (h *Handle) Raw(fn func(handle unsafe.Pointer, device int) error) error {
+	const op = "Handle.Raw"
+	if fn == nil {
+		return invalid(op, "nil function")
 	}
-	return f(unsafe.Pointer(h.h))
+	if err := h.lock(op); err != nil {
+		return err
+	}
+	defer h.mu.Unlock()
+	return fn(unsafe.Pointer(h.h), h.dev.Ordinal())
 }
 
 func (h *Handle) c() C.int { return C.int(h.dev.Ordinal()) }
@@ -96,7 +97,7 @@ func (h *Handle) lock(op string) error {
 		return invalid(op, "nil handle")
 	}
 	h.mu.Lock()
-	if h.closed {
+	if h.life.Closed() {
 		h.mu.Unlock()
 		return closedError(op)
 	}
@@ -120,7 +121,7 @@ func (h *Handle) callLocked(op string, f func() C.miopenStatus_t) error {
 		return nil
 	}
 	err := check(op, st)
-	if Platform() == hip.PlatformNVIDIA {
+	if LoadedPlatform() == hip.PlatformNVIDIA {
 		var fn *C.char
 		if cst := C.rg_miopen_nvidia_last(h.h, &fn); cst != 0 {
 			err = withDetail(err, fmt.Sprintf("cuDNN: %s returned %s (%d)", C.GoString(fn), C.GoString(C.rg_miopen_nvidia_status_name(cst)), int(cst)))
@@ -172,11 +173,9 @@ func (h *Handle) Close() error {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.closed {
+	if !h.life.End() {
 		return nil
 	}
-	h.closed = true
-	h.cleanup.Stop()
 	var errs []error
 	if h.ws != nil {
 		errs = append(errs, h.ws.Close())
@@ -191,25 +190,18 @@ func (h *Handle) Close() error {
 }
 
 func (h *Handle) String() string {
-	return fmt.Sprintf("miopen.Handle(%s platform, device %d)", Platform(), h.dev.Ordinal())
+	return fmt.Sprintf("miopen.Handle(%s platform, device %d)", LoadedPlatform(), h.dev.Ordinal())
 }
 
-// Version is a library version.
-type Version struct {
-	Major, Minor, Patch int
-}
-
-func (v Version) String() string { return fmt.Sprintf("%d.%d.%d", v.Major, v.Minor, v.Patch) }
-
-// LibraryVersion reports the loaded library's version: MIOpen's (3.4.0 in
-// ROCm 6.4) on AMD, cuDNN's (9.14.0, say) on NVIDIA.
-func LibraryVersion() (Version, error) {
+// Version reports the loaded library's version: MIOpen's (3.4.0 in ROCm
+// 6.4) on AMD, cuDNN's (9.14.0, say) on NVIDIA.
+func Version() (hip.Version, error) {
 	if err := ensure(); err != nil {
-		return Version{}, err
+		return hip.Version{}, err
 	}
 	var ma, mi, pa C.size_t
 	if err := check("miopenGetVersion", C.rg_miopenGetVersion(&ma, &mi, &pa)); err != nil {
-		return Version{}, err
+		return hip.Version{}, err
 	}
-	return Version{Major: int(ma), Minor: int(mi), Patch: int(pa)}, nil
+	return hip.Version{Major: int(ma), Minor: int(mi), Patch: int(pa)}, nil
 }

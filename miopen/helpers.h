@@ -1,4 +1,5 @@
-// Hand-written C helpers of package miopen, over the generated zmiopen.h.
+// The C surface of package miopen: the generated zmiopen.h, and what is
+// written by hand (nvidia*.c).
 #ifndef RG_MIOPEN_HELPERS_H
 #define RG_MIOPEN_HELPERS_H
 
@@ -7,15 +8,12 @@
 
 #include "zmiopen.h"
 
-// RG_MIOPEN_CUDNN_MISSING: on the NVIDIA platform, cuDNN lacks the function
-// a MIOpen call is translated to.
-#define RG_MIOPEN_CUDNN_MISSING ((miopenStatus_t)0x7fffff03)
-
 // rg_miopen_ptr turns a device address held by Go as an integer back into
 // the pointer the library takes.
 static inline void* rg_miopen_ptr(uintptr_t p) { return (void*)p; }
 
-// The NVIDIA platform (nvidia.c).
+// The NVIDIA platform (nvidia*.c): rg_miopen_install_nvidia fills the table
+// with the translations to cuDNN; the rest serves messages and tests.
 void rg_miopen_install_nvidia(void* cudnn, void* cublas, void* cudart);
 int rg_miopen_nvidia_status(int cudnn_status);
 const char* rg_miopen_nvidia_status_name(int cudnn_status);

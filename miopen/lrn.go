@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/rocm-go/rocm/hip"
+	"github.com/rocm-go/rocm/internal/bind"
 )
 
 // LRNParams describe a local response normalization of 4-D N, C, H, W
@@ -29,7 +30,7 @@ type LRNParams struct {
 type LRNDescriptor struct {
 	d    C.miopenLRNDescriptor_t
 	p    LRNParams
-	life lifetime
+	life bind.Lifetime
 }
 
 // NewLRNDescriptor makes an LRN descriptor (miopenSetLRNDescriptor). On
@@ -64,7 +65,7 @@ func NewLRNDescriptor(p LRNParams) (*LRNDescriptor, error) {
 		return nil, withDetail(err, fmt.Sprintf("%+v", p))
 	}
 	l := &LRNDescriptor{d: d, p: p}
-	backstop(l, &l.life, unsafe.Pointer(d), func(p unsafe.Pointer) { C.rg_miopenDestroyLRNDescriptor(C.miopenLRNDescriptor_t(p)) })
+	bind.Backstop(&l.life, l, func(p unsafe.Pointer) { C.rg_miopenDestroyLRNDescriptor(C.miopenLRNDescriptor_t(p)) }, unsafe.Pointer(d))
 	return l, nil
 }
 
@@ -72,7 +73,10 @@ func (l *LRNDescriptor) alive(op string) error {
 	if l == nil {
 		return invalid(op, "nil LRN descriptor")
 	}
-	return l.life.alive(op)
+	if l.life.Closed() {
+		return closedError(op)
+	}
+	return nil
 }
 
 // Params returns the parameters.
@@ -113,13 +117,13 @@ func (l *LRNDescriptor) Close() error {
 	if l == nil {
 		return nil
 	}
-	return l.life.close("miopenDestroyLRNDescriptor", func() C.miopenStatus_t { return C.rg_miopenDestroyLRNDescriptor(l.d) })
+	return l.life.Close(func() error { return check("miopenDestroyLRNDescriptor", C.rg_miopenDestroyLRNDescriptor(l.d)) })
 }
 
 // lrnKernel reports whether the LRN runs on rocm-go's kernels: the
 // within-channel one on NVIDIA.
 func lrnKernel(l *LRNDescriptor) bool {
-	return Platform() == hip.PlatformNVIDIA && l.p.Mode == LRNModeWithinChannel
+	return LoadedPlatform() == hip.PlatformNVIDIA && l.p.Mode == LRNModeWithinChannel
 }
 
 func (h *Handle) checkLRN(op string, l *LRNDescriptor, names []string, ts ...Tensor) error {

@@ -17,6 +17,7 @@ import (
 	"unsafe"
 
 	"github.com/rocm-go/rocm/hip"
+	"github.com/rocm-go/rocm/internal/bind"
 )
 
 // MHAParams configure a multi-head attention forward pass.
@@ -59,7 +60,7 @@ type MHAForward struct {
 	solutions []C.miopenSolution_t
 	found     []MHASolution
 	scratch   *hip.Buffer
-	closed    bool
+	life      bind.Lifetime
 }
 
 // The scalars' offsets in the scratch buffer, and the maxima's.
@@ -148,7 +149,7 @@ func NewMHAForward(q, k, v, o *TensorDescriptor, p MHAParams) (*MHAForward, erro
 	if err := ensure(); err != nil {
 		return nil, err
 	}
-	if Platform() == hip.PlatformNVIDIA {
+	if LoadedPlatform() == hip.PlatformNVIDIA {
 		return nil, errNoMHA(op)
 	}
 	d, err := mhaDescriptor(p.Scale)
@@ -212,7 +213,7 @@ func (m *MHAForward) Find(h *Handle) ([]MHASolution, error) {
 	const op = "MHAForward.Find"
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.closed {
+	if m.life.Closed() {
 		return nil, closedError(op)
 	}
 	if err := h.lock(op); err != nil {
@@ -299,7 +300,7 @@ func (m *MHAForward) Run(h *Handle, q, k, v, o Tensor) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.closed {
+	if m.life.Closed() {
 		return closedError(op)
 	}
 	if err := h.lock(op); err != nil {
@@ -387,10 +388,9 @@ func (m *MHAForward) Close() error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.closed {
+	if !m.life.End() {
 		return nil
 	}
-	m.closed = true
 	m.destroySolutions()
 	var errs []error
 	if m.problem != nil {

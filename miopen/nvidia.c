@@ -121,124 +121,17 @@ typedef struct {
 	int reserved[3];
 } nv_perf;
 
-// The cuDNN functions used, in one lazily resolved table. Handles and
-// descriptors are pointers; enums are ints.
-#define NV_FUNCS(X)                                                                                             \
-	X(cudnnGetVersion, size_t, (void))                                                                      \
-	X(cudnnCreate, int, (void**))                                                                           \
-	X(cudnnDestroy, int, (void*))                                                                           \
-	X(cudnnSetStream, int, (void*, void*))                                                                  \
-	X(cudnnCreateTensorDescriptor, int, (void**))                                                           \
-	X(cudnnSetTensorNdDescriptor, int, (void*, int, int, const int*, const int*))                           \
-	X(cudnnDestroyTensorDescriptor, int, (void*))                                                           \
-	X(cudnnCreateFilterDescriptor, int, (void**))                                                           \
-	X(cudnnSetFilterNdDescriptor, int, (void*, int, int, int, const int*))                                  \
-	X(cudnnDestroyFilterDescriptor, int, (void*))                                                           \
-	X(cudnnCreateConvolutionDescriptor, int, (void**))                                                      \
-	X(cudnnSetConvolutionNdDescriptor, int, (void*, int, const int*, const int*, const int*, int, int))     \
-	X(cudnnSetConvolutionGroupCount, int, (void*, int))                                                     \
-	X(cudnnSetConvolutionMathType, int, (void*, int))                                                       \
-	X(cudnnDestroyConvolutionDescriptor, int, (void*))                                                      \
-	X(cudnnGetConvolutionForwardWorkspaceSize, int, (void*, void*, void*, void*, void*, int, size_t*))      \
-	X(cudnnGetConvolutionBackwardDataWorkspaceSize, int, (void*, void*, void*, void*, void*, int, size_t*)) \
-	X(cudnnGetConvolutionBackwardFilterWorkspaceSize, int,                                                  \
-	  (void*, void*, void*, void*, void*, int, size_t*))                                                    \
-	X(cudnnFindConvolutionForwardAlgorithmEx, int,                                                          \
-	  (void*, void*, const void*, void*, const void*, void*, void*, void*, int, int*, nv_perf*, void*,      \
-	   size_t))                                                                                             \
-	X(cudnnFindConvolutionBackwardDataAlgorithmEx, int,                                                     \
-	  (void*, void*, const void*, void*, const void*, void*, void*, void*, int, int*, nv_perf*, void*,      \
-	   size_t))                                                                                             \
-	X(cudnnFindConvolutionBackwardFilterAlgorithmEx, int,                                                   \
-	  (void*, void*, const void*, void*, const void*, void*, void*, void*, int, int*, nv_perf*, void*,      \
-	   size_t))                                                                                             \
-	X(cudnnConvolutionForward, int,                                                                         \
-	  (void*, const void*, void*, const void*, void*, const void*, void*, int, void*, size_t, const void*,  \
-	   void*, void*))                                                                                       \
-	X(cudnnConvolutionBackwardData, int,                                                                    \
-	  (void*, const void*, void*, const void*, void*, const void*, void*, int, void*, size_t, const void*,  \
-	   void*, void*))                                                                                       \
-	X(cudnnConvolutionBackwardFilter, int,                                                                  \
-	  (void*, const void*, void*, const void*, void*, const void*, void*, int, void*, size_t, const void*,  \
-	   void*, void*))                                                                                       \
-	X(cudnnConvolutionBackwardBias, int, (void*, const void*, void*, const void*, const void*, void*, void*)) \
-	X(cudnnAddTensor, int, (void*, const void*, void*, const void*, const void*, void*, void*))             \
-	X(cudnnCreateOpTensorDescriptor, int, (void**))                                                         \
-	X(cudnnSetOpTensorDescriptor, int, (void*, int, int, int))                                              \
-	X(cudnnDestroyOpTensorDescriptor, int, (void*))                                                         \
-	X(cudnnOpTensor, int,                                                                                   \
-	  (void*, void*, const void*, void*, const void*, const void*, void*, const void*, const void*, void*,  \
-	   void*))                                                                                              \
-	X(cudnnCreateActivationDescriptor, int, (void**))                                                       \
-	X(cudnnSetActivationDescriptor, int, (void*, int, int, double))                                         \
-	X(cudnnDestroyActivationDescriptor, int, (void*))                                                       \
-	X(cudnnActivationForward, int, (void*, void*, const void*, void*, const void*, const void*, void*, void*)) \
-	X(cudnnActivationBackward, int,                                                                         \
-	  (void*, void*, const void*, void*, const void*, void*, const void*, void*, const void*, const void*,  \
-	   void*, void*))                                                                                       \
-	X(cudnnSoftmaxForward, int, (void*, int, int, const void*, void*, const void*, const void*, void*, void*)) \
-	X(cudnnSoftmaxBackward, int,                                                                            \
-	  (void*, int, int, const void*, void*, const void*, void*, const void*, const void*, void*, void*))    \
-	X(cudnnCreatePoolingDescriptor, int, (void**))                                                          \
-	X(cudnnSetPoolingNdDescriptor, int, (void*, int, int, int, const int*, const int*, const int*))         \
-	X(cudnnDestroyPoolingDescriptor, int, (void*))                                                          \
-	X(cudnnPoolingForward, int, (void*, void*, const void*, void*, const void*, const void*, void*, void*)) \
-	X(cudnnPoolingBackward, int,                                                                            \
-	  (void*, void*, const void*, void*, const void*, void*, const void*, void*, const void*, const void*,  \
-	   void*, void*))                                                                                       \
-	X(cudnnCreateLRNDescriptor, int, (void**))                                                              \
-	X(cudnnSetLRNDescriptor, int, (void*, unsigned, double, double, double))                                \
-	X(cudnnDestroyLRNDescriptor, int, (void*))                                                              \
-	X(cudnnLRNCrossChannelForward, int,                                                                     \
-	  (void*, void*, int, const void*, void*, const void*, const void*, void*, void*))                      \
-	X(cudnnLRNCrossChannelBackward, int,                                                                    \
-	  (void*, void*, int, const void*, void*, const void*, void*, const void*, void*, const void*,          \
-	   const void*, void*, void*))                                                                          \
-	X(cudnnBatchNormalizationForwardInference, int,                                                         \
-	  (void*, int, const void*, const void*, void*, const void*, void*, void*, void*, const void*,          \
-	   const void*, const void*, const void*, double))                                                      \
-	X(cudnnBatchNormalizationForwardTraining, int,                                                          \
-	  (void*, int, const void*, const void*, void*, const void*, void*, void*, void*, const void*,          \
-	   const void*, double, void*, void*, double, void*, void*))                                            \
-	X(cudnnBatchNormalizationBackward, int,                                                                 \
-	  (void*, int, const void*, const void*, const void*, const void*, void*, const void*, void*,           \
-	   const void*, void*, void*, void*, const void*, void*, void*, double, const void*, const void*))
-
-#define NV_INDEX(name, ret, params) nv_idx_##name,
-enum { NV_FUNCS(NV_INDEX) nv_count };
-#define NV_TYPE(name, ret, params) typedef ret(*nv_fn_##name) params;
-NV_FUNCS(NV_TYPE)
-#define NV_NAME(name, ret, params) #name,
-static const char* const nv_names[nv_count] = {NV_FUNCS(NV_NAME)};
-
-static void* nv_fns[nv_count];
-static void* nv_lib;
-
-static void* nv_sym(int i) {
-	void* p = __atomic_load_n(&nv_fns[i], __ATOMIC_ACQUIRE);
-	void* lib = __atomic_load_n(&nv_lib, __ATOMIC_ACQUIRE);
-	if (p != NULL || lib == NULL) return p;
-	p = dlsym(lib, nv_names[i]);
-	if (p != NULL) __atomic_store_n(&nv_fns[i], p, __ATOMIC_RELEASE);
-	return p;
-}
-
-// NV_MISSING is the raw status of a call whose cuDNN function is missing.
-#define NV_MISSING (-1)
-
-// NV(name, args...) calls a cuDNN function and yields its raw status.
-#define NV(name, ...)                                                         \
-	({                                                                        \
-		nv_fn_##name nv_f = (nv_fn_##name)nv_sym(nv_idx_##name);              \
-		nv_f != NULL ? nv_f(__VA_ARGS__) : NV_MISSING;                        \
-	})
+// NV(name, args...) calls a cuDNN function of the generated table
+// (cgen.spec) and yields its raw status: RG_CUDA_MISSING when cuDNN lacks
+// it.
+#define NV(name, ...) RG_MIOPEN_CUDA(name, __VA_ARGS__)
 
 // nv_status translates a cuDNN status to MIOpen's, by name: the numbers of
 // the two libraries have nothing in common.
 static miopenStatus_t nv_status(int s) {
 	switch (s) {
-	case NV_MISSING:
-		return RG_MIOPEN_CUDNN_MISSING;
+	case RG_CUDA_MISSING:
+		return RG_MIOPEN_CUDA_MISSING;
 	case CUDNN_STATUS_SUCCESS:
 		return miopenStatusSuccess;
 	case CUDNN_STATUS_NOT_INITIALIZED:
@@ -353,7 +246,7 @@ const char* rg_miopen_nvidia_status_name(int s) {
 	NAME(CUDNN_STATUS_EXECUTION_FAILED_CURAND)
 	}
 #undef NAME
-	return s == NV_MISSING ? "(function missing from cuDNN)" : "CUDNN_STATUS_UNKNOWN";
+	return s == RG_CUDA_MISSING ? "(function missing from cuDNN)" : "CUDNN_STATUS_UNKNOWN";
 }
 
 int rg_miopen_nvidia_status(int cudnn_status) { return (int)nv_status(cudnn_status); }
@@ -445,48 +338,12 @@ int rg_miopen_nvidia_last(miopenHandle_t handle, const char** fn) {
 // tensors, which are plain matrix products: Find also times cuBLAS on them
 // (when libcublas loaded), and a forward run with that algorithm calls it.
 // cudart supplies the events that time it.
-#define NVB_FUNCS(X)                                                                                         \
-	X(cublasCreate_v2, int, (void**))                                                                    \
-	X(cublasDestroy_v2, int, (void*))                                                                    \
-	X(cublasSetStream_v2, int, (void*, void*))                                                           \
-	X(cublasGemmEx, int,                                                                                 \
-	  (void*, int, int, int, int, int, const void*, const void*, int, int, const void*, int, int,        \
-	   const void*, void*, int, int, int, int))                                                          \
-	X(cublasGemmStridedBatchedEx, int,                                                                   \
-	  (void*, int, int, int, int, int, const void*, const void*, int, int, long long, const void*, int,  \
-	   int, long long, const void*, void*, int, int, long long, int, int, int))                          \
-	X(cudaEventCreate, int, (void**))                                                                    \
-	X(cudaEventRecord, int, (void*, void*))                                                              \
-	X(cudaEventSynchronize, int, (void*))                                                                \
-	X(cudaEventElapsedTime, int, (float*, void*, void*))                                                 \
-	X(cudaEventDestroy, int, (void*))
+// NVB calls a cuBLAS or cudart function of the generated table, as NV.
+#define NVB(name, ...) RG_MIOPEN_CUDA(name, __VA_ARGS__)
 
-#define NVB_INDEX(name, ret, params) nvb_idx_##name,
-enum { NVB_FUNCS(NVB_INDEX) nvb_count };
-#define NVB_TYPE(name, ret, params) typedef ret(*nvb_fn_##name) params;
-NVB_FUNCS(NVB_TYPE)
-#define NVB_NAME(name, ret, params) #name,
-static const char* const nvb_names[nvb_count] = {NVB_FUNCS(NVB_NAME)};
-static void* nvb_fns[nvb_count];
-static void* nvb_cublas;
-static void* nvb_cudart;
-
-static void* nvb_sym(int i) {
-	void* p = __atomic_load_n(&nvb_fns[i], __ATOMIC_ACQUIRE);
-	if (p != NULL) return p;
-	void* lib = strncmp(nvb_names[i], "cuda", 4) == 0 ? nvb_cudart : nvb_cublas;
-	if (lib == NULL) return NULL;
-	p = dlsym(lib, nvb_names[i]);
-	if (p != NULL) __atomic_store_n(&nvb_fns[i], p, __ATOMIC_RELEASE);
-	return p;
-}
-
-// NVB calls a cuBLAS or cudart function; -1 when it is missing.
-#define NVB(name, ...)                                                     \
-	({                                                                     \
-		nvb_fn_##name nvb_f = (nvb_fn_##name)nvb_sym(nvb_idx_##name);      \
-		nvb_f != NULL ? nvb_f(__VA_ARGS__) : -1;                           \
-	})
+// nv_cublas_ok says whether cuBLAS and cudart loaded (Find then times
+// cuBLAS for 1x1 convolutions).
+static int nv_cublas_ok;
 
 // The algorithm number a Find returns for cuBLAS (cuDNN's are 0 to 7).
 #define NV_ALGO_CUBLAS 100
@@ -564,8 +421,8 @@ static const char* rgnv_miopenGetErrorString(miopenStatus_t s) {
 
 // cuDNN 9 reports major*10000 + minor*100 + patch.
 static miopenStatus_t rgnv_miopenGetVersion(size_t* major, size_t* minor, size_t* patch) {
-	nv_fn_cudnnGetVersion f = (nv_fn_cudnnGetVersion)nv_sym(nv_idx_cudnnGetVersion);
-	if (f == NULL) return RG_MIOPEN_CUDNN_MISSING;
+	rg_miopen_cu_fn_cudnnGetVersion f = RG_MIOPEN_CU(cudnnGetVersion);
+	if (f == NULL) return RG_MIOPEN_CUDA_MISSING;
 	size_t v = f();
 	if (major != NULL) *major = v / 10000;
 	if (minor != NULL) *minor = v % 10000 / 100;
@@ -1022,7 +879,7 @@ static miopenStatus_t nv_ws(struct rgnv_handle* h, int kind, const struct rgnv_t
 			default:
 				st = NV(cudnnGetConvolutionBackwardFilterWorkspaceSize, h->cudnn, in->desc, out->desc, h->conv, h->filter[0], a, &s);
 			}
-			if (st == NV_MISSING) return RG_MIOPEN_CUDNN_MISSING;
+			if (st == RG_CUDA_MISSING) return RG_MIOPEN_CUDA_MISSING;
 			if (st == CUDNN_STATUS_SUCCESS) {
 				any = 1;
 				if (s > best) best = s;
@@ -1073,7 +930,7 @@ struct nv_gemm {
 // group, packed tensors of one 16- or 32-bit float type in one layout.
 static int nv_gemm_plan(const struct rgnv_conv* c, const struct rgnv_tensor* x, const struct rgnv_tensor* w,
                         const struct rgnv_tensor* y, struct nv_gemm* g) {
-	if (nvb_cublas == NULL || c->mode == miopenTranspose || c->groups != 1 || x->nb != c->spatial + 2) return 0;
+	if (!nv_cublas_ok || c->mode == miopenTranspose || c->groups != 1 || x->nb != c->spatial + 2) return 0;
 	if (x->dtype != w->dtype || x->dtype != y->dtype) return 0;
 	switch (x->dtype) {
 	case miopenHalf: g->dtype = NVB_R_16F; break;
@@ -1757,12 +1614,11 @@ static miopenStatus_t rgnv_miopenDestroySolution(miopenSolution_t s) {
 // rg_miopen_install_nvidia points the table at the translations above.
 void rg_miopen_install_nvidia(void* cudnn, void* cublas, void* cudart) {
 	rg_miopen_unbind();
-	for (int i = 0; i < nv_count; i++) __atomic_store_n(&nv_fns[i], NULL, __ATOMIC_RELEASE);
-	for (int i = 0; i < nvb_count; i++) __atomic_store_n(&nvb_fns[i], NULL, __ATOMIC_RELEASE);
-	__atomic_store_n(&nv_lib, cudnn, __ATOMIC_RELEASE);
+	rg_miopen_cu_bind(rg_miopen_cu_lib_cudnn, cudnn);
 	// cuBLAS serves 1x1 convolutions only with cudart's events to time it.
-	nvb_cublas = cudart != NULL ? cublas : NULL;
-	nvb_cudart = cudart;
+	nv_cublas_ok = cublas != NULL && cudart != NULL;
+	rg_miopen_cu_bind(rg_miopen_cu_lib_cublas, nv_cublas_ok ? cublas : NULL);
+	rg_miopen_cu_bind(rg_miopen_cu_lib_cudart, cudart);
 #define SET(name) rg_miopen_set(rg_miopen_idx_##name, (void*)rgnv_##name)
 	SET(miopenGetErrorString);
 	SET(miopenGetVersion);

@@ -9,14 +9,3 @@ import "C"
 // does, by name; cudnnStatusName names it (for tests and messages).
 func cudnnStatus(s int) Status     { return Status(C.rg_miopen_nvidia_status(C.int(s))) }
 func cudnnStatusName(s int) string { return C.GoString(C.rg_miopen_nvidia_status_name(C.int(s))) }
-
-// untranslated lists the bound functions the loaded platform cannot call.
-func untranslated() []string {
-	var out []string
-	for i := C.int(0); i < C.rg_miopen_count; i++ {
-		if C.rg_miopen_has(i) == 0 {
-			out = append(out, C.GoString(C.rg_miopen_name(i)))
-		}
-	}
-	return out
-}

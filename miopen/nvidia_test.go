@@ -17,13 +17,13 @@ import (
 
 func TestNVIDIATranslatesEveryFunction(t *testing.T) {
 	useFake(t, hip.PlatformNVIDIA)
-	assert.Equal(t, hip.PlatformNVIDIA, Platform())
+	assert.Equal(t, hip.PlatformNVIDIA, LoadedPlatform())
 	assert.Empty(t, untranslated(), "every bound MIOpen function has a cuDNN translation")
-	assert.Contains(t, LibraryPath(), "libcudnn.so.9")
-	v, err := LibraryVersion()
+	assert.Contains(t, LibraryPaths()[0], "libcudnn.so.9")
+	v, err := Version()
 	require.NoError(t, err)
-	assert.Equal(t, Version{9, 14, 0}, v, "cudnnGetVersion's 91400")
-	s, err := LibraryErrorString(StatusNotImplemented)
+	assert.Equal(t, hip.Version{Major: 9, Minor: 14}, v, "cudnnGetVersion's 91400")
+	s, err := StatusString(StatusNotImplemented)
 	require.NoError(t, err)
 	assert.Equal(t, "miopenStatusNotImplemented", s)
 }
@@ -34,7 +34,7 @@ func TestNVIDIAStatusesByName(t *testing.T) {
 		1008: StatusNotInitialized, 2000: StatusBadParm, 2001: StatusInvalidValue, 2002: StatusBadParm, 2008: StatusBadParm,
 		3000: StatusNotImplemented, 3002: StatusNotImplemented, 3007: StatusNotImplemented, 4000: StatusInternalError,
 		4003: StatusAllocFailed, 4004: StatusAllocFailed, 5000: StatusInternalError, 5003: StatusInternalError,
-		1006: StatusUnknownError, 12345: StatusUnknownError, 6: StatusUnknownError, -1: statusCUDNNMissing,
+		1006: StatusUnknownError, 12345: StatusUnknownError, 6: StatusUnknownError, -1: statusCUDAMissing,
 	} {
 		assert.Equal(t, want, cudnnStatus(cudnn), "cuDNN status %d", cudnn)
 	}

@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/rocm-go/rocm/hip"
+	"github.com/rocm-go/rocm/internal/bind"
 )
 
 // PoolingParams describe a pooling window: one value per spatial dimension
@@ -79,7 +80,7 @@ func (p PoolingParams) OutputDims(x []int) ([]int, error) {
 type PoolingDescriptor struct {
 	d    C.miopenPoolingDescriptor_t
 	p    PoolingParams
-	life lifetime
+	life bind.Lifetime
 }
 
 // NewPoolingDescriptor makes a pooling descriptor
@@ -124,7 +125,7 @@ func NewPoolingDescriptor(p PoolingParams) (*PoolingDescriptor, error) {
 		return nil, withDetail(err, fmt.Sprintf("%+v", q))
 	}
 	pd := &PoolingDescriptor{d: d, p: q}
-	backstop(pd, &pd.life, unsafe.Pointer(d), func(p unsafe.Pointer) { C.rg_miopenDestroyPoolingDescriptor(C.miopenPoolingDescriptor_t(p)) })
+	bind.Backstop(&pd.life, pd, func(p unsafe.Pointer) { C.rg_miopenDestroyPoolingDescriptor(C.miopenPoolingDescriptor_t(p)) }, unsafe.Pointer(d))
 	return pd, nil
 }
 
@@ -140,7 +141,10 @@ func (p *PoolingDescriptor) alive(op string) error {
 	if p == nil {
 		return invalid(op, "nil pooling descriptor")
 	}
-	return p.life.alive(op)
+	if p.life.Closed() {
+		return closedError(op)
+	}
+	return nil
 }
 
 // Params returns the parameters, with the defaults filled in.
@@ -217,7 +221,7 @@ func (p *PoolingDescriptor) Close() error {
 	if p == nil {
 		return nil
 	}
-	return p.life.close("miopenDestroyPoolingDescriptor", func() C.miopenStatus_t { return C.rg_miopenDestroyPoolingDescriptor(p.d) })
+	return p.life.Close(func() error { return check("miopenDestroyPoolingDescriptor", C.rg_miopenDestroyPoolingDescriptor(p.d)) })
 }
 
 // checkWorkspace validates an optional workspace of at least need bytes.

@@ -18,11 +18,11 @@ import (
 
 func useROCm(t *testing.T) {
 	t.Helper()
-	lib.Reset()
+	library.Reset()
 	err := hip.Load(hip.WithPlatform(hip.PlatformAMD))
 	if err == nil {
 		t.Cleanup(func() { hip.Unload() })
-		t.Cleanup(lib.Reset)
+		t.Cleanup(library.Reset)
 		err = Load()
 	}
 	testenv.Need(t, 1, "ROCm's MIOpen (libMIOpen)", err)
@@ -30,14 +30,14 @@ func useROCm(t *testing.T) {
 
 func TestROCmLoadsMIOpen(t *testing.T) {
 	useROCm(t)
-	assert.Equal(t, hip.PlatformAMD, Platform())
-	assert.Contains(t, LibraryPath(), "libMIOpen.so.1")
-	v, err := LibraryVersion()
+	assert.Equal(t, hip.PlatformAMD, LoadedPlatform())
+	assert.Contains(t, LibraryPaths()[0], "libMIOpen.so.1")
+	v, err := Version()
 	require.NoError(t, err)
 	assert.GreaterOrEqual(t, v.Major, 3, "MIOpen 3.4 is ROCm 6.4's")
-	t.Logf("MIOpen %s from %s", v, LibraryPath())
+	t.Logf("MIOpen %s from %s", v, LibraryPaths()[0])
 	for _, s := range statusValues {
-		name, err := LibraryErrorString(s)
+		name, err := StatusString(s)
 		require.NoError(t, err)
 		assert.Equal(t, s.String(), name, "MIOpen names its statuses as the header does")
 	}

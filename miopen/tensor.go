@@ -13,6 +13,7 @@ import (
 	"unsafe"
 
 	"github.com/rocm-go/rocm/hip"
+	"github.com/rocm-go/rocm/internal/bind"
 )
 
 // MaxDims is the most dimensions a tensor descriptor takes.
@@ -69,7 +70,7 @@ type TensorDescriptor struct {
 	dtype   DataType
 	dims    []int
 	strides []int
-	life    lifetime
+	life    bind.Lifetime
 }
 
 // NewTensorDescriptor describes a tensor of 1 to MaxDims dimensions. With
@@ -151,7 +152,7 @@ func newTensor(op string, dt DataType, dims, strides []int, set func(C.miopenTen
 		return nil, withDetail(err, describe(dt, dims, strides))
 	}
 	t := &TensorDescriptor{d: d, dtype: dt, dims: append([]int(nil), dims...), strides: append([]int(nil), strides...)}
-	backstop(t, &t.life, unsafe.Pointer(d), func(p unsafe.Pointer) { C.rg_miopenDestroyTensorDescriptor(C.miopenTensorDescriptor_t(p)) })
+	bind.Backstop(&t.life, t, func(p unsafe.Pointer) { C.rg_miopenDestroyTensorDescriptor(C.miopenTensorDescriptor_t(p)) }, unsafe.Pointer(d))
 	return t, nil
 }
 
@@ -230,7 +231,10 @@ func (t *TensorDescriptor) alive(op string) error {
 	if t == nil {
 		return invalid(op, "nil tensor descriptor")
 	}
-	return t.life.alive(op)
+	if t.life.Closed() {
+		return closedError(op)
+	}
+	return nil
 }
 
 // DataType is the element type.
@@ -283,9 +287,9 @@ func sameStrides(dims, a, b []int) bool {
 	return true
 }
 
-// Handle is the miopenTensorDescriptor_t, for code that calls the library
+// Raw is the miopenTensorDescriptor_t, for code that calls the library
 // itself. It is valid until Close.
-func (t *TensorDescriptor) Handle() unsafe.Pointer { return unsafe.Pointer(t.d) }
+func (t *TensorDescriptor) Raw() unsafe.Pointer { return unsafe.Pointer(t.d) }
 
 func (t *TensorDescriptor) String() string {
 	if t == nil {
@@ -358,7 +362,7 @@ func (t *TensorDescriptor) Close() error {
 	if t == nil {
 		return nil
 	}
-	return t.life.close("miopenDestroyTensorDescriptor", func() C.miopenStatus_t { return C.rg_miopenDestroyTensorDescriptor(t.d) })
+	return t.life.Close(func() error { return check("miopenDestroyTensorDescriptor", C.rg_miopenDestroyTensorDescriptor(t.d)) })
 }
 
 // sameShape reports whether two descriptors have the same type and
@@ -393,7 +397,7 @@ func (t Tensor) check(op, name string, dev *hip.Device) error {
 	switch {
 	case t.Desc == nil:
 		return invalid(op, "%s: nil descriptor", name)
-	case t.Desc.life.closed.Load():
+	case t.Desc.life.Closed():
 		return fmt.Errorf("miopen: %s: %s: %w", op, name, ErrClosed)
 	case t.Data == nil:
 		return invalid(op, "%s: nil buffer", name)

@@ -95,6 +95,7 @@ void* rg_miopen_resolve(int i) {
 void rg_miopen_unbind(void) {
 	__atomic_store_n(&rg_miopen_lib, NULL, __ATOMIC_RELEASE);
 	for (int i = 0; i < rg_miopen_count; i++) __atomic_store_n(&rg_miopen_fns[i], NULL, __ATOMIC_RELEASE);
+	rg_miopen_cu_unbind();
 }
 
 void rg_miopen_bind(void* lib) {
@@ -121,4 +122,95 @@ int (*rg_miopen_setdev)(int device);
 
 void rg_miopen_set_setdev(int (*fn)(int device)) {
 	__atomic_store_n(&rg_miopen_setdev, fn, __ATOMIC_RELEASE);
+}
+
+void* rg_miopen_cu_fns[rg_miopen_cu_count];
+static void* rg_miopen_cu_handles[rg_miopen_cu_libs];
+
+static const struct {
+	const char* name;
+	int lib;
+} rg_miopen_cu_names[rg_miopen_cu_count] = {
+	{"cudnnGetVersion", rg_miopen_cu_lib_cudnn},
+	{"cudnnCreate", rg_miopen_cu_lib_cudnn},
+	{"cudnnDestroy", rg_miopen_cu_lib_cudnn},
+	{"cudnnSetStream", rg_miopen_cu_lib_cudnn},
+	{"cudnnCreateTensorDescriptor", rg_miopen_cu_lib_cudnn},
+	{"cudnnSetTensorNdDescriptor", rg_miopen_cu_lib_cudnn},
+	{"cudnnDestroyTensorDescriptor", rg_miopen_cu_lib_cudnn},
+	{"cudnnCreateFilterDescriptor", rg_miopen_cu_lib_cudnn},
+	{"cudnnSetFilterNdDescriptor", rg_miopen_cu_lib_cudnn},
+	{"cudnnDestroyFilterDescriptor", rg_miopen_cu_lib_cudnn},
+	{"cudnnCreateConvolutionDescriptor", rg_miopen_cu_lib_cudnn},
+	{"cudnnSetConvolutionNdDescriptor", rg_miopen_cu_lib_cudnn},
+	{"cudnnSetConvolutionGroupCount", rg_miopen_cu_lib_cudnn},
+	{"cudnnSetConvolutionMathType", rg_miopen_cu_lib_cudnn},
+	{"cudnnDestroyConvolutionDescriptor", rg_miopen_cu_lib_cudnn},
+	{"cudnnGetConvolutionForwardWorkspaceSize", rg_miopen_cu_lib_cudnn},
+	{"cudnnGetConvolutionBackwardDataWorkspaceSize", rg_miopen_cu_lib_cudnn},
+	{"cudnnGetConvolutionBackwardFilterWorkspaceSize", rg_miopen_cu_lib_cudnn},
+	{"cudnnFindConvolutionForwardAlgorithmEx", rg_miopen_cu_lib_cudnn},
+	{"cudnnFindConvolutionBackwardDataAlgorithmEx", rg_miopen_cu_lib_cudnn},
+	{"cudnnFindConvolutionBackwardFilterAlgorithmEx", rg_miopen_cu_lib_cudnn},
+	{"cudnnConvolutionForward", rg_miopen_cu_lib_cudnn},
+	{"cudnnConvolutionBackwardData", rg_miopen_cu_lib_cudnn},
+	{"cudnnConvolutionBackwardFilter", rg_miopen_cu_lib_cudnn},
+	{"cudnnConvolutionBackwardBias", rg_miopen_cu_lib_cudnn},
+	{"cudnnAddTensor", rg_miopen_cu_lib_cudnn},
+	{"cudnnCreateOpTensorDescriptor", rg_miopen_cu_lib_cudnn},
+	{"cudnnSetOpTensorDescriptor", rg_miopen_cu_lib_cudnn},
+	{"cudnnDestroyOpTensorDescriptor", rg_miopen_cu_lib_cudnn},
+	{"cudnnOpTensor", rg_miopen_cu_lib_cudnn},
+	{"cudnnCreateActivationDescriptor", rg_miopen_cu_lib_cudnn},
+	{"cudnnSetActivationDescriptor", rg_miopen_cu_lib_cudnn},
+	{"cudnnDestroyActivationDescriptor", rg_miopen_cu_lib_cudnn},
+	{"cudnnActivationForward", rg_miopen_cu_lib_cudnn},
+	{"cudnnActivationBackward", rg_miopen_cu_lib_cudnn},
+	{"cudnnSoftmaxForward", rg_miopen_cu_lib_cudnn},
+	{"cudnnSoftmaxBackward", rg_miopen_cu_lib_cudnn},
+	{"cudnnCreatePoolingDescriptor", rg_miopen_cu_lib_cudnn},
+	{"cudnnSetPoolingNdDescriptor", rg_miopen_cu_lib_cudnn},
+	{"cudnnDestroyPoolingDescriptor", rg_miopen_cu_lib_cudnn},
+	{"cudnnPoolingForward", rg_miopen_cu_lib_cudnn},
+	{"cudnnPoolingBackward", rg_miopen_cu_lib_cudnn},
+	{"cudnnCreateLRNDescriptor", rg_miopen_cu_lib_cudnn},
+	{"cudnnSetLRNDescriptor", rg_miopen_cu_lib_cudnn},
+	{"cudnnDestroyLRNDescriptor", rg_miopen_cu_lib_cudnn},
+	{"cudnnLRNCrossChannelForward", rg_miopen_cu_lib_cudnn},
+	{"cudnnLRNCrossChannelBackward", rg_miopen_cu_lib_cudnn},
+	{"cudnnBatchNormalizationForwardInference", rg_miopen_cu_lib_cudnn},
+	{"cudnnBatchNormalizationForwardTraining", rg_miopen_cu_lib_cudnn},
+	{"cudnnBatchNormalizationBackward", rg_miopen_cu_lib_cudnn},
+	{"cublasCreate_v2", rg_miopen_cu_lib_cublas},
+	{"cublasDestroy_v2", rg_miopen_cu_lib_cublas},
+	{"cublasSetStream_v2", rg_miopen_cu_lib_cublas},
+	{"cublasGemmEx", rg_miopen_cu_lib_cublas},
+	{"cublasGemmStridedBatchedEx", rg_miopen_cu_lib_cublas},
+	{"cudaEventCreate", rg_miopen_cu_lib_cudart},
+	{"cudaEventRecord", rg_miopen_cu_lib_cudart},
+	{"cudaEventSynchronize", rg_miopen_cu_lib_cudart},
+	{"cudaEventElapsedTime", rg_miopen_cu_lib_cudart},
+	{"cudaEventDestroy", rg_miopen_cu_lib_cudart},
+};
+
+void* rg_miopen_cu_resolve(int i) {
+	if (i < 0 || i >= rg_miopen_cu_count) return NULL;
+	void* lib = __atomic_load_n(&rg_miopen_cu_handles[rg_miopen_cu_names[i].lib], __ATOMIC_ACQUIRE);
+	if (lib == NULL) return NULL;
+	void* p = dlsym(lib, rg_miopen_cu_names[i].name);
+	if (p != NULL) __atomic_store_n(&rg_miopen_cu_fns[i], p, __ATOMIC_RELEASE);
+	return p;
+}
+
+void rg_miopen_cu_bind(int lib, void* handle) {
+	if (lib < 0 || lib >= rg_miopen_cu_libs) return;
+	__atomic_store_n(&rg_miopen_cu_handles[lib], handle, __ATOMIC_RELEASE);
+	for (int i = 0; i < rg_miopen_cu_count; i++) {
+		if (rg_miopen_cu_names[i].lib == lib) __atomic_store_n(&rg_miopen_cu_fns[i], NULL, __ATOMIC_RELEASE);
+	}
+}
+
+void rg_miopen_cu_unbind(void) {
+	for (int i = 0; i < rg_miopen_cu_libs; i++) __atomic_store_n(&rg_miopen_cu_handles[i], NULL, __ATOMIC_RELEASE);
+	for (int i = 0; i < rg_miopen_cu_count; i++) __atomic_store_n(&rg_miopen_cu_fns[i], NULL, __ATOMIC_RELEASE);
 }

@@ -625,6 +625,172 @@ static inline int rg_miopen_has(int i) { return rg_miopen_sym(i) != NULL; }
 extern int (*rg_miopen_setdev)(int device);
 void rg_miopen_set_setdev(int (*fn)(int device));
 
+// The CUDA functions the NVIDIA platform (nvidia.c) calls, resolved lazily
+// with dlsym from the libraries bound with rg_miopen_cu_bind; thread-safe.
+enum {
+	rg_miopen_cu_lib_cudnn = 0,
+	rg_miopen_cu_lib_cublas = 1,
+	rg_miopen_cu_lib_cudart = 2,
+	rg_miopen_cu_libs = 3
+};
+
+enum {
+	rg_miopen_cu_idx_cudnnGetVersion = 0,
+	rg_miopen_cu_idx_cudnnCreate = 1,
+	rg_miopen_cu_idx_cudnnDestroy = 2,
+	rg_miopen_cu_idx_cudnnSetStream = 3,
+	rg_miopen_cu_idx_cudnnCreateTensorDescriptor = 4,
+	rg_miopen_cu_idx_cudnnSetTensorNdDescriptor = 5,
+	rg_miopen_cu_idx_cudnnDestroyTensorDescriptor = 6,
+	rg_miopen_cu_idx_cudnnCreateFilterDescriptor = 7,
+	rg_miopen_cu_idx_cudnnSetFilterNdDescriptor = 8,
+	rg_miopen_cu_idx_cudnnDestroyFilterDescriptor = 9,
+	rg_miopen_cu_idx_cudnnCreateConvolutionDescriptor = 10,
+	rg_miopen_cu_idx_cudnnSetConvolutionNdDescriptor = 11,
+	rg_miopen_cu_idx_cudnnSetConvolutionGroupCount = 12,
+	rg_miopen_cu_idx_cudnnSetConvolutionMathType = 13,
+	rg_miopen_cu_idx_cudnnDestroyConvolutionDescriptor = 14,
+	rg_miopen_cu_idx_cudnnGetConvolutionForwardWorkspaceSize = 15,
+	rg_miopen_cu_idx_cudnnGetConvolutionBackwardDataWorkspaceSize = 16,
+	rg_miopen_cu_idx_cudnnGetConvolutionBackwardFilterWorkspaceSize = 17,
+	rg_miopen_cu_idx_cudnnFindConvolutionForwardAlgorithmEx = 18,
+	rg_miopen_cu_idx_cudnnFindConvolutionBackwardDataAlgorithmEx = 19,
+	rg_miopen_cu_idx_cudnnFindConvolutionBackwardFilterAlgorithmEx = 20,
+	rg_miopen_cu_idx_cudnnConvolutionForward = 21,
+	rg_miopen_cu_idx_cudnnConvolutionBackwardData = 22,
+	rg_miopen_cu_idx_cudnnConvolutionBackwardFilter = 23,
+	rg_miopen_cu_idx_cudnnConvolutionBackwardBias = 24,
+	rg_miopen_cu_idx_cudnnAddTensor = 25,
+	rg_miopen_cu_idx_cudnnCreateOpTensorDescriptor = 26,
+	rg_miopen_cu_idx_cudnnSetOpTensorDescriptor = 27,
+	rg_miopen_cu_idx_cudnnDestroyOpTensorDescriptor = 28,
+	rg_miopen_cu_idx_cudnnOpTensor = 29,
+	rg_miopen_cu_idx_cudnnCreateActivationDescriptor = 30,
+	rg_miopen_cu_idx_cudnnSetActivationDescriptor = 31,
+	rg_miopen_cu_idx_cudnnDestroyActivationDescriptor = 32,
+	rg_miopen_cu_idx_cudnnActivationForward = 33,
+	rg_miopen_cu_idx_cudnnActivationBackward = 34,
+	rg_miopen_cu_idx_cudnnSoftmaxForward = 35,
+	rg_miopen_cu_idx_cudnnSoftmaxBackward = 36,
+	rg_miopen_cu_idx_cudnnCreatePoolingDescriptor = 37,
+	rg_miopen_cu_idx_cudnnSetPoolingNdDescriptor = 38,
+	rg_miopen_cu_idx_cudnnDestroyPoolingDescriptor = 39,
+	rg_miopen_cu_idx_cudnnPoolingForward = 40,
+	rg_miopen_cu_idx_cudnnPoolingBackward = 41,
+	rg_miopen_cu_idx_cudnnCreateLRNDescriptor = 42,
+	rg_miopen_cu_idx_cudnnSetLRNDescriptor = 43,
+	rg_miopen_cu_idx_cudnnDestroyLRNDescriptor = 44,
+	rg_miopen_cu_idx_cudnnLRNCrossChannelForward = 45,
+	rg_miopen_cu_idx_cudnnLRNCrossChannelBackward = 46,
+	rg_miopen_cu_idx_cudnnBatchNormalizationForwardInference = 47,
+	rg_miopen_cu_idx_cudnnBatchNormalizationForwardTraining = 48,
+	rg_miopen_cu_idx_cudnnBatchNormalizationBackward = 49,
+	rg_miopen_cu_idx_cublasCreate_v2 = 50,
+	rg_miopen_cu_idx_cublasDestroy_v2 = 51,
+	rg_miopen_cu_idx_cublasSetStream_v2 = 52,
+	rg_miopen_cu_idx_cublasGemmEx = 53,
+	rg_miopen_cu_idx_cublasGemmStridedBatchedEx = 54,
+	rg_miopen_cu_idx_cudaEventCreate = 55,
+	rg_miopen_cu_idx_cudaEventRecord = 56,
+	rg_miopen_cu_idx_cudaEventSynchronize = 57,
+	rg_miopen_cu_idx_cudaEventElapsedTime = 58,
+	rg_miopen_cu_idx_cudaEventDestroy = 59,
+	rg_miopen_cu_count = 60
+};
+
+typedef size_t (*rg_miopen_cu_fn_cudnnGetVersion)(void);
+typedef int (*rg_miopen_cu_fn_cudnnCreate)(void**);
+typedef int (*rg_miopen_cu_fn_cudnnDestroy)(void*);
+typedef int (*rg_miopen_cu_fn_cudnnSetStream)(void*, void*);
+typedef int (*rg_miopen_cu_fn_cudnnCreateTensorDescriptor)(void**);
+typedef int (*rg_miopen_cu_fn_cudnnSetTensorNdDescriptor)(void*, int, int, const int*, const int*);
+typedef int (*rg_miopen_cu_fn_cudnnDestroyTensorDescriptor)(void*);
+typedef int (*rg_miopen_cu_fn_cudnnCreateFilterDescriptor)(void**);
+typedef int (*rg_miopen_cu_fn_cudnnSetFilterNdDescriptor)(void*, int, int, int, const int*);
+typedef int (*rg_miopen_cu_fn_cudnnDestroyFilterDescriptor)(void*);
+typedef int (*rg_miopen_cu_fn_cudnnCreateConvolutionDescriptor)(void**);
+typedef int (*rg_miopen_cu_fn_cudnnSetConvolutionNdDescriptor)(void*, int, const int*, const int*, const int*, int, int);
+typedef int (*rg_miopen_cu_fn_cudnnSetConvolutionGroupCount)(void*, int);
+typedef int (*rg_miopen_cu_fn_cudnnSetConvolutionMathType)(void*, int);
+typedef int (*rg_miopen_cu_fn_cudnnDestroyConvolutionDescriptor)(void*);
+typedef int (*rg_miopen_cu_fn_cudnnGetConvolutionForwardWorkspaceSize)(void*, void*, void*, void*, void*, int, size_t*);
+typedef int (*rg_miopen_cu_fn_cudnnGetConvolutionBackwardDataWorkspaceSize)(void*, void*, void*, void*, void*, int, size_t*);
+typedef int (*rg_miopen_cu_fn_cudnnGetConvolutionBackwardFilterWorkspaceSize)(void*, void*, void*, void*, void*, int, size_t*);
+typedef int (*rg_miopen_cu_fn_cudnnFindConvolutionForwardAlgorithmEx)(void*, void*, const void*, void*, const void*, void*, void*, void*, int, int*, void*, void*, size_t);
+typedef int (*rg_miopen_cu_fn_cudnnFindConvolutionBackwardDataAlgorithmEx)(void*, void*, const void*, void*, const void*, void*, void*, void*, int, int*, void*, void*, size_t);
+typedef int (*rg_miopen_cu_fn_cudnnFindConvolutionBackwardFilterAlgorithmEx)(void*, void*, const void*, void*, const void*, void*, void*, void*, int, int*, void*, void*, size_t);
+typedef int (*rg_miopen_cu_fn_cudnnConvolutionForward)(void*, const void*, void*, const void*, void*, const void*, void*, int, void*, size_t, const void*, void*, void*);
+typedef int (*rg_miopen_cu_fn_cudnnConvolutionBackwardData)(void*, const void*, void*, const void*, void*, const void*, void*, int, void*, size_t, const void*, void*, void*);
+typedef int (*rg_miopen_cu_fn_cudnnConvolutionBackwardFilter)(void*, const void*, void*, const void*, void*, const void*, void*, int, void*, size_t, const void*, void*, void*);
+typedef int (*rg_miopen_cu_fn_cudnnConvolutionBackwardBias)(void*, const void*, void*, const void*, const void*, void*, void*);
+typedef int (*rg_miopen_cu_fn_cudnnAddTensor)(void*, const void*, void*, const void*, const void*, void*, void*);
+typedef int (*rg_miopen_cu_fn_cudnnCreateOpTensorDescriptor)(void**);
+typedef int (*rg_miopen_cu_fn_cudnnSetOpTensorDescriptor)(void*, int, int, int);
+typedef int (*rg_miopen_cu_fn_cudnnDestroyOpTensorDescriptor)(void*);
+typedef int (*rg_miopen_cu_fn_cudnnOpTensor)(void*, void*, const void*, void*, const void*, const void*, void*, const void*, const void*, void*, void*);
+typedef int (*rg_miopen_cu_fn_cudnnCreateActivationDescriptor)(void**);
+typedef int (*rg_miopen_cu_fn_cudnnSetActivationDescriptor)(void*, int, int, double);
+typedef int (*rg_miopen_cu_fn_cudnnDestroyActivationDescriptor)(void*);
+typedef int (*rg_miopen_cu_fn_cudnnActivationForward)(void*, void*, const void*, void*, const void*, const void*, void*, void*);
+typedef int (*rg_miopen_cu_fn_cudnnActivationBackward)(void*, void*, const void*, void*, const void*, void*, const void*, void*, const void*, const void*, void*, void*);
+typedef int (*rg_miopen_cu_fn_cudnnSoftmaxForward)(void*, int, int, const void*, void*, const void*, const void*, void*, void*);
+typedef int (*rg_miopen_cu_fn_cudnnSoftmaxBackward)(void*, int, int, const void*, void*, const void*, void*, const void*, const void*, void*, void*);
+typedef int (*rg_miopen_cu_fn_cudnnCreatePoolingDescriptor)(void**);
+typedef int (*rg_miopen_cu_fn_cudnnSetPoolingNdDescriptor)(void*, int, int, int, const int*, const int*, const int*);
+typedef int (*rg_miopen_cu_fn_cudnnDestroyPoolingDescriptor)(void*);
+typedef int (*rg_miopen_cu_fn_cudnnPoolingForward)(void*, void*, const void*, void*, const void*, const void*, void*, void*);
+typedef int (*rg_miopen_cu_fn_cudnnPoolingBackward)(void*, void*, const void*, void*, const void*, void*, const void*, void*, const void*, const void*, void*, void*);
+typedef int (*rg_miopen_cu_fn_cudnnCreateLRNDescriptor)(void**);
+typedef int (*rg_miopen_cu_fn_cudnnSetLRNDescriptor)(void*, unsigned, double, double, double);
+typedef int (*rg_miopen_cu_fn_cudnnDestroyLRNDescriptor)(void*);
+typedef int (*rg_miopen_cu_fn_cudnnLRNCrossChannelForward)(void*, void*, int, const void*, void*, const void*, const void*, void*, void*);
+typedef int (*rg_miopen_cu_fn_cudnnLRNCrossChannelBackward)(void*, void*, int, const void*, void*, const void*, void*, const void*, void*, const void*, const void*, void*, void*);
+typedef int (*rg_miopen_cu_fn_cudnnBatchNormalizationForwardInference)(void*, int, const void*, const void*, void*, const void*, void*, void*, void*, const void*, const void*, const void*, const void*, double);
+typedef int (*rg_miopen_cu_fn_cudnnBatchNormalizationForwardTraining)(void*, int, const void*, const void*, void*, const void*, void*, void*, void*, const void*, const void*, double, void*, void*, double, void*, void*);
+typedef int (*rg_miopen_cu_fn_cudnnBatchNormalizationBackward)(void*, int, const void*, const void*, const void*, const void*, void*, const void*, void*, const void*, void*, void*, void*, const void*, void*, void*, double, const void*, const void*);
+typedef int (*rg_miopen_cu_fn_cublasCreate_v2)(void**);
+typedef int (*rg_miopen_cu_fn_cublasDestroy_v2)(void*);
+typedef int (*rg_miopen_cu_fn_cublasSetStream_v2)(void*, void*);
+typedef int (*rg_miopen_cu_fn_cublasGemmEx)(void*, int, int, int, int, int, const void*, const void*, int, int, const void*, int, int, const void*, void*, int, int, int, int);
+typedef int (*rg_miopen_cu_fn_cublasGemmStridedBatchedEx)(void*, int, int, int, int, int, const void*, const void*, int, int, long long, const void*, int, int, long long, const void*, void*, int, int, long long, int, int, int);
+typedef int (*rg_miopen_cu_fn_cudaEventCreate)(void**);
+typedef int (*rg_miopen_cu_fn_cudaEventRecord)(void*, void*);
+typedef int (*rg_miopen_cu_fn_cudaEventSynchronize)(void*);
+typedef int (*rg_miopen_cu_fn_cudaEventElapsedTime)(float*, void*, void*);
+typedef int (*rg_miopen_cu_fn_cudaEventDestroy)(void*);
+
+extern void* rg_miopen_cu_fns[rg_miopen_cu_count];
+void* rg_miopen_cu_resolve(int i);
+void rg_miopen_cu_bind(int lib, void* handle);
+void rg_miopen_cu_unbind(void);
+
+// rg_miopen_cu_sym returns CUDA function i, resolving it on first use; NULL when
+// its library lacks it or is not bound.
+static inline void* rg_miopen_cu_sym(int i) {
+	void* p = __atomic_load_n(&rg_miopen_cu_fns[i], __ATOMIC_ACQUIRE);
+	return p != NULL ? p : rg_miopen_cu_resolve(i);
+}
+
+// RG_MIOPEN_CU(name) is the CUDA function name, typed, or NULL.
+#define RG_MIOPEN_CU(name) ((rg_miopen_cu_fn_##name)rg_miopen_cu_sym(rg_miopen_cu_idx_##name))
+
+// RG_CUDA_MISSING is what RG_MIOPEN_CUDA yields for a function its library lacks.
+#ifndef RG_CUDA_MISSING
+#define RG_CUDA_MISSING (-1)
+#endif
+
+// RG_MIOPEN_CUDA(name, args...) calls an int-returning CUDA function and yields
+// its status, or RG_CUDA_MISSING.
+#define RG_MIOPEN_CUDA(name, ...)                                          \
+	({                                                             \
+		rg_miopen_cu_fn_##name rg_f_ = RG_MIOPEN_CU(name);                         \
+		rg_f_ != NULL ? rg_f_(__VA_ARGS__) : RG_CUDA_MISSING;      \
+	})
+
+// RG_MIOPEN_CUDA_MISSING is the status of a call translated to a CUDA function
+// that is missing.
+#define RG_MIOPEN_CUDA_MISSING ((miopenStatus_t)0x7fffff03)
+
 // Trampolines: the real calls, through the table.
 
 static inline const char* rg_miopenGetErrorString(miopenStatus_t error) {

@@ -1,7 +1,7 @@
 package rocblas
 
 /*
-#include "dispatch.h"
+#include "helpers.h"
 */
 import "C"
 
@@ -215,7 +215,7 @@ func matIn[T Numeric](a *args, name string, m any, batch int, output bool) (mat,
 		a.batch(batch)
 		return stridedMatOf(a, name, v, batch, output), stridedBatched, batch
 	}
-	a.check(invalidValue(a.op, "%s: not a matrix operand", name))
+	a.check(invalid(a.op, "%s: not a matrix operand", name))
 	return mat{}, plain, 0
 }
 

@@ -7,7 +7,7 @@
 // leading dimension), Vector (with an increment), and their strided-batch
 // forms StridedMatrix and StridedVector:
 //
-//	h, err := rocblas.New(stream)
+//	h, err := rocblas.NewHandle(stream)
 //	defer h.Close()
 //	a := rocblas.Mat[float32](bufA, m, k)
 //	b := rocblas.Mat[float32](bufB, k, n)

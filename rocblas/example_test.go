@@ -22,7 +22,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	defer stream.Close()
-	h, err := rocblas.New(stream)
+	h, err := rocblas.NewHandle(stream)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func ExampleGemmStridedBatchedEx() {
 	}
 	stream, _ := dev.NewStream()
 	defer stream.Close()
-	h, err := rocblas.New(stream)
+	h, err := rocblas.NewHandle(stream)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func ExampleDot() {
 	}
 	stream, _ := dev.NewStream()
 	defer stream.Close()
-	h, err := rocblas.New(stream)
+	h, err := rocblas.NewHandle(stream)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func ExampleError() {
 		fmt.Println(e.Op, e.Status)
 	}
 	// Output:
-	// rocblas: Gemm: nil handle, or one not made by rocblas.New (rocblas_status_invalid_handle)
+	// rocblas: Gemm: rocblas_status_invalid_handle (Handle not initialized, invalid or null): nil handle, or one not made by rocblas.NewHandle
 	// true
 	// Gemm rocblas_status_invalid_handle
 }

@@ -86,7 +86,7 @@ func useFake(t *testing.T, which string) *env {
 	if which == fakeNVIDIA {
 		platform, path = hip.PlatformNVIDIA, filepath.Join(dir, which)
 	}
-	blasLib.Reset()
+	library.Reset()
 	if p := hip.LoadedPlatform(); p != hip.PlatformNone {
 		t.Skipf("tier 0: HIP is loaded already (%s, %v): the fakes need a process where it is not", p, hip.LibraryPaths())
 	}
@@ -95,7 +95,7 @@ func useFake(t *testing.T, which string) *env {
 		// Unload, not Reset: HIP and rocBLAS may be one fake file, and
 		// Reset would close HIP's reference too.
 		if err := Unload(); err != nil {
-			blasLib.Reset()
+			library.Reset()
 		}
 		assert.NoError(t, hip.Unload())
 	})
@@ -106,7 +106,7 @@ func useFake(t *testing.T, which string) *env {
 	s, err := dev.NewStream()
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, s.Close()) })
-	h, err := New(s)
+	h, err := NewHandle(s)
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, h.Close()) })
 	return &env{dev: dev, stream: s, h: h, small: 7, mid: 17, large: 33, rng: rand.New(rand.NewPCG(1, 2))}
@@ -143,12 +143,12 @@ func TestFakeSuiteNVIDIA(t *testing.T) { runSuite(t, useFake(t, fakeNVIDIA)) }
 
 func TestFakeLibraryAMD(t *testing.T) {
 	useFake(t, fakeAMD)
-	assert.Equal(t, hip.PlatformAMD, Platform())
-	assert.Contains(t, LibraryPath(), "librocblas.so.4")
+	assert.Equal(t, hip.PlatformAMD, LoadedPlatform())
+	assert.Contains(t, LibraryPaths()[0], "librocblas.so.4")
 	assert.Empty(t, untranslated(), "the fake exports every bound function")
 	v, err := Version()
 	require.NoError(t, err)
-	assert.Equal(t, "4.4.1.fake", v)
+	assert.Equal(t, hip.Version{Major: 4, Minor: 4, Patch: 1}, v, "4.4.1.fake")
 	for _, s := range statusValues {
 		text, err := StatusString(s)
 		require.NoError(t, err)
@@ -163,12 +163,12 @@ func TestFakeLibraryAMD(t *testing.T) {
 
 func TestFakeLibraryNVIDIA(t *testing.T) {
 	useFake(t, fakeNVIDIA)
-	assert.Equal(t, hip.PlatformNVIDIA, Platform())
-	assert.Contains(t, LibraryPath(), fakes.dir, "one fake file is cuBLAS, the CUDA runtime and the driver")
+	assert.Equal(t, hip.PlatformNVIDIA, LoadedPlatform())
+	assert.Contains(t, LibraryPaths()[0], fakes.dir, "one fake file is cuBLAS, the CUDA runtime and the driver")
 	assert.Empty(t, untranslated(), "every bound function has a cuBLAS translation")
 	v, err := Version()
 	require.NoError(t, err)
-	assert.Equal(t, "cuBLAS 13.1.0", v)
+	assert.Equal(t, hip.Version{Major: 13, Minor: 1}, v)
 	for _, s := range statusValues {
 		text, err := StatusString(s)
 		require.NoError(t, err)
@@ -247,7 +247,7 @@ func TestFakeSecondDevice(t *testing.T) {
 	s1, err := d1.NewStream()
 	require.NoError(t, err)
 	defer s1.Close()
-	h1, err := New(s1)
+	h1, err := NewHandle(s1)
 	require.NoError(t, err)
 	defer h1.Close()
 	e1 := &env{dev: d1, stream: s1, h: h1, small: 3, mid: 5, large: 9, rng: rand.New(rand.NewPCG(3, 4))}
@@ -267,7 +267,7 @@ func TestFakeSecondDevice(t *testing.T) {
 	bad := &Handle{c: h1.c, dev: h1.dev, ord: 9, stream: s1, mem: h1.mem, libMode: PointerModeHost}
 	err = Scal(bad, 2, Vec[float32](newVec[float32](t, e1, 3, 1).b, 3))
 	assert.ErrorIs(t, err, hip.ErrInvalidDevice)
-	assert.ErrorContains(t, err, "could not make the handle's device current")
+	assert.ErrorContains(t, err, "could not make the device current")
 }
 
 func TestFakeHandleLifetime(t *testing.T) {
@@ -277,7 +277,7 @@ func TestFakeHandleLifetime(t *testing.T) {
 	base, _, err := e.dev.MemInfo()
 	require.NoError(t, err)
 
-	h, err := New(e.stream)
+	h, err := NewHandle(e.stream)
 	require.NoError(t, err)
 	assert.Same(t, e.stream, h.Stream())
 	assert.Same(t, e.dev, h.Device())
@@ -371,7 +371,7 @@ func TestFakeHandleLifetime(t *testing.T) {
 		err := call()
 		assert.ErrorIs(t, err, ErrClosed, name)
 		assert.ErrorIs(t, err, ErrInvalidHandle, name)
-		assert.ErrorContains(t, err, "the handle is closed", name)
+		assert.ErrorContains(t, err, "use of a closed handle", name)
 	}
 
 	// Nil and zero handles.
@@ -382,12 +382,12 @@ func TestFakeHandleLifetime(t *testing.T) {
 	assert.Nil(t, nilH.Device())
 	assert.Equal(t, "rocblas.Handle(nil)", nilH.String())
 
-	// New refuses bad streams.
-	_, err = New(nil)
+	// NewHandle refuses bad streams.
+	_, err = NewHandle(nil)
 	assert.ErrorIs(t, err, ErrInvalidValue)
-	_, err = New(s2)
+	_, err = NewHandle(s2)
 	assert.ErrorIs(t, err, hip.ErrClosed)
-	_, err = New(&hip.Stream{})
+	_, err = NewHandle(&hip.Stream{})
 	assert.ErrorIs(t, err, ErrInvalidValue)
 }
 
@@ -576,12 +576,14 @@ func TestErrorsAndStatuses(t *testing.T) {
 	assert.ErrorIs(t, err, ErrMemoryError)
 	assert.NotErrorIs(t, err, ErrInvalidSize)
 	assert.ErrorIs(t, statusError("rocblas_sgemm", statusMissing), ErrSymbolNotFound)
-	assert.ErrorIs(t, statusError("rocblas_sgemm", statusCUDA), ErrSymbolNotFound)
-	assert.ErrorIs(t, statusError("rocblas_sgemm", statusNoDevice), hip.ErrInvalidDevice)
+	assert.ErrorIs(t, statusError("rocblas_sgemm", statusCUDAMissing), ErrSymbolNotFound)
+	noDev := statusError("rocblas_sgemm", statusNoDevice)
+	assert.ErrorIs(t, noDev, ErrInvalidValue)
+	assert.ErrorContains(t, noDev, "could not make the device current")
 	assert.NoError(t, check("x", Status(0)))
 	assert.Nil(t, check("x", Status(0)), "nil, never a typed nil")
 	v := invalidSize("Gemm", "lda %d < rows of op(A) %d", 5, 7)
-	assert.EqualError(t, v, "rocblas: Gemm: lda 5 < rows of op(A) 7 (rocblas_status_invalid_size)")
+	assert.EqualError(t, v, "rocblas: Gemm: rocblas_status_invalid_size (Invalid size argument): lda 5 < rows of op(A) 7")
 }
 
 // TestFakeGemmAllocatesNothing: the Go side of a plain call costs no

@@ -35,7 +35,7 @@ func gpuEnv(t *testing.T) *env {
 	s, err := dev.NewStream(hip.WithStreamFlags(hip.StreamNonBlocking))
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, s.Close()) })
-	h, err := New(s)
+	h, err := NewHandle(s)
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, h.Close()) })
 	seed := rand.Uint64()
@@ -45,11 +45,11 @@ func gpuEnv(t *testing.T) *env {
 
 func TestGPULibrary(t *testing.T) {
 	gpuEnv(t)
-	assert.Equal(t, hip.LoadedPlatform(), Platform())
+	assert.Equal(t, hip.LoadedPlatform(), LoadedPlatform())
 	assert.Empty(t, untranslated(), "every bound function is callable")
 	v, err := Version()
 	require.NoError(t, err)
-	t.Logf("%s from %s on the %s platform", v, LibraryPath(), Platform())
+	t.Logf("%s from %s on the %s platform", v, LibraryPaths()[0], LoadedPlatform())
 	for _, s := range statusValues {
 		text, err := StatusString(s)
 		require.NoError(t, err)
@@ -183,7 +183,7 @@ func TestGPUConcurrentUse(t *testing.T) {
 				return
 			}
 			defer s.Close()
-			h, err := New(s)
+			h, err := NewHandle(s)
 			if err != nil {
 				errs[workers+w] = err
 				return

@@ -2,7 +2,7 @@ package rocblas
 
 /*
 #include <stdlib.h>
-#include "zrocblas.h"
+#include "helpers.h"
 */
 import "C"
 
@@ -14,6 +14,7 @@ import (
 	"unsafe"
 
 	"github.com/rocm-go/rocm/hip"
+	"github.com/rocm-go/rocm/internal/bind"
 )
 
 // Handle is a rocBLAS handle bound to a HIP stream and its device: every
@@ -35,7 +36,7 @@ type Handle struct {
 	dev    *hip.Device
 	ord    C.int
 	stream *hip.Stream
-	closed bool
+	life   bind.Lifetime
 
 	libMode  PointerMode // the mode the library has now; modeUnknown after Raw
 	userMode PointerMode // the mode SetPointerMode chose, for Raw
@@ -44,7 +45,6 @@ type Handle struct {
 	scratch scratch     // device copies of the pointer arrays of batched calls
 	ws      *hip.Buffer // the workspace given to rocBLAS, if any
 	ownsWS  bool        // ws was allocated by SetWorkspaceSize
-	cleanup runtime.Cleanup
 }
 
 const modeUnknown PointerMode = 0xffff
@@ -99,10 +99,10 @@ func destroyLeaked(m *hostMemory) {
 	m.free()
 }
 
-// New creates a rocBLAS handle bound to s and to s's device. The stream
+// NewHandle creates a rocBLAS handle bound to s and to s's device. The stream
 // must stay open while the handle uses it (see SetStream).
-func New(s *hip.Stream) (*Handle, error) {
-	const op = "New"
+func NewHandle(s *hip.Stream) (*Handle, error) {
+	const op = "NewHandle"
 	if err := ensure(); err != nil {
 		return nil, err
 	}
@@ -116,13 +116,13 @@ func New(s *hip.Stream) (*Handle, error) {
 		return nil, err
 	}
 	h := &Handle{c: ch, dev: dev, ord: ord, stream: s, libMode: PointerModeHost, userMode: PointerModeHost}
-	if err := check("rocblas_set_stream", C.rg_rocblas_set_stream_on(ord, ch, C.hipStream_t(s.Handle()))); err != nil {
+	if err := check("rocblas_set_stream", C.rg_rocblas_set_stream_on(ord, ch, C.hipStream_t(s.Raw()))); err != nil {
 		C.rg_rocblas_destroy_handle_on(ord, ch)
 		return nil, err
 	}
 	runtime.KeepAlive(s)
 	h.mem = &hostMemory{dev: ord, handle: ch, scalars: C.calloc(4, scalarSlot), results: C.calloc(256, 1), size: 256}
-	h.cleanup = runtime.AddCleanup(h, destroyLeaked, h.mem)
+	bind.Backstop(&h.life, h, destroyLeaked, h.mem)
 	return h, nil
 }
 
@@ -149,29 +149,20 @@ func createHere() error {
 func checkStream(op string, s *hip.Stream) error {
 	switch {
 	case s == nil:
-		return invalidValue(op, "nil stream: bind the handle to a stream of the device (hip.Device.NewStream)")
+		return invalid(op, "nil stream: bind the handle to a stream of the device (hip.Device.NewStream)")
 	case s.Closed():
-		return &Error{Op: op, Status: StatusInvalidValue, Detail: "the stream is closed", cause: hip.ErrClosed}
+		return &Error{Op: op, Status: StatusInvalidValue, Detail: "the stream is closed", Err: hip.ErrClosed}
 	case s.Device() == nil:
-		return invalidValue(op, "the stream was not made by hip.Device.NewStream")
+		return invalid(op, "the stream was not made by hip.Device.NewStream")
 	}
 	return nil
-}
-
-// withDetail adds context to an *Error that has none.
-func withDetail(err error, detail string) error {
-	var e *Error
-	if errors.As(err, &e) && e.Detail == "" {
-		e.Detail = detail
-	}
-	return err
 }
 
 // device returns the handle's device for argument checks, which run before
 // the lock (the device never changes).
 func (h *Handle) device(op string) (*hip.Device, error) {
 	if h == nil || h.dev == nil {
-		return nil, &Error{Op: op, Status: StatusInvalidHandle, Detail: "nil handle, or one not made by rocblas.New"}
+		return nil, &Error{Op: op, Status: StatusInvalidHandle, Detail: "nil handle, or one not made by rocblas.NewHandle"}
 	}
 	return h.dev, nil
 }
@@ -184,17 +175,17 @@ func (h *Handle) lock(op string) error {
 	}
 	h.mu.Lock()
 	switch {
-	case h.closed:
+	case h.life.Closed():
 		h.mu.Unlock()
-		return &Error{Op: op, Status: StatusInvalidHandle, Detail: "the handle is closed", cause: ErrClosed}
+		return closedError(op)
 	case h.stream.Closed():
 		h.mu.Unlock()
-		return &Error{Op: op, Status: StatusInvalidHandle, Detail: "the handle's stream was closed: bind it to an open one with SetStream", cause: hip.ErrClosed}
+		return &Error{Op: op, Status: StatusInvalidHandle, Detail: "the handle's stream was closed: bind it to an open one with SetStream", Err: hip.ErrClosed}
 	}
 	return nil
 }
 
-// handle is the C handle as dispatch.h takes it.
+// handle is the C handle as helpers.h takes it.
 func (h *Handle) handle() C.uintptr_t { return C.uintptr_t(uintptr(unsafe.Pointer(h.c))) }
 
 // mode gives the library the pointer mode a call needs; the lock is held.
@@ -219,11 +210,9 @@ func (h *Handle) Close() error {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.closed {
+	if !h.life.End() {
 		return nil
 	}
-	h.closed = true
-	h.cleanup.Stop()
 	var errs []error
 	if !h.stream.Closed() {
 		errs = append(errs, h.stream.Synchronize())
@@ -262,7 +251,7 @@ func (h *Handle) String() string {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return fmt.Sprintf("rocblas.Handle(device %d, stream %p)", h.dev.Ordinal(), h.stream.Handle())
+	return fmt.Sprintf("rocblas.Handle(device %d, stream %p)", h.dev.Ordinal(), h.stream.Raw())
 }
 
 // SetStream binds the handle to another stream of its device. Work queued
@@ -279,17 +268,17 @@ func (h *Handle) SetStream(s *hip.Stream) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	switch {
-	case h.closed:
-		return &Error{Op: op, Status: StatusInvalidHandle, Detail: "the handle is closed", cause: ErrClosed}
+	case h.life.Closed():
+		return closedError(op)
 	case s.Device().Ordinal() != h.dev.Ordinal():
-		return invalidValue(op, "the stream is on device %d, the handle on device %d", s.Device().Ordinal(), h.dev.Ordinal())
+		return invalid(op, "the stream is on device %d, the handle on device %d", s.Device().Ordinal(), h.dev.Ordinal())
 	}
 	if !h.stream.Closed() && h.stream != s {
 		if err := h.stream.Synchronize(); err != nil {
 			return err
 		}
 	}
-	err := check("rocblas_set_stream", C.rg_rocblas_set_stream_on(h.ord, h.c, C.hipStream_t(s.Handle())))
+	err := check("rocblas_set_stream", C.rg_rocblas_set_stream_on(h.ord, h.c, C.hipStream_t(s.Raw())))
 	runtime.KeepAlive(s)
 	if err != nil {
 		return err
@@ -316,7 +305,7 @@ func (h *Handle) PointerMode() (PointerMode, error) {
 func (h *Handle) SetPointerMode(m PointerMode) error {
 	const op = "Handle.SetPointerMode"
 	if m != PointerModeHost && m != PointerModeDevice {
-		return invalidValue(op, "mode %s: want PointerModeHost or PointerModeDevice", m)
+		return invalid(op, "mode %s: want PointerModeHost or PointerModeDevice", m)
 	}
 	if err := h.lock(op); err != nil {
 		return err
@@ -343,7 +332,7 @@ func (h *Handle) AtomicsMode() (AtomicsMode, error) {
 func (h *Handle) SetAtomicsMode(m AtomicsMode) error {
 	const op = "Handle.SetAtomicsMode"
 	if m != AtomicsAllowed && m != AtomicsNotAllowed {
-		return invalidValue(op, "mode %s: want AtomicsAllowed or AtomicsNotAllowed", m)
+		return invalid(op, "mode %s: want AtomicsAllowed or AtomicsNotAllowed", m)
 	}
 	if err := h.lock(op); err != nil {
 		return err
@@ -369,7 +358,7 @@ func (h *Handle) MathMode() (MathMode, error) {
 func (h *Handle) SetMathMode(m MathMode) error {
 	const op = "Handle.SetMathMode"
 	if m != DefaultMath && m != Xf32XdlMathOp {
-		return invalidValue(op, "mode %s: want DefaultMath or Xf32XdlMathOp", m)
+		return invalid(op, "mode %s: want DefaultMath or Xf32XdlMathOp", m)
 	}
 	if err := h.lock(op); err != nil {
 		return err
@@ -401,7 +390,7 @@ func (h *Handle) ManagesWorkspace() (bool, error) {
 	}
 	defer h.mu.Unlock()
 	if C.rg_rocblas_has(C.rg_rocblas_idx_rocblas_is_managing_device_memory) == 0 {
-		return false, missing("rocblas_is_managing_device_memory")
+		return false, statusError("rocblas_is_managing_device_memory", statusMissing)
 	}
 	return bool(C.rg_rocblas_is_managing_device_memory(h.c)), nil
 }
@@ -498,7 +487,7 @@ func devicePointer(p hip.DevicePtr) unsafe.Pointer {
 func (h *Handle) Raw(fn func(handle unsafe.Pointer, device int) error) error {
 	const op = "Handle.Raw"
 	if fn == nil {
-		return invalidValue(op, "nil function")
+		return invalid(op, "nil function")
 	}
 	if err := h.lock(op); err != nil {
 		return err

@@ -1,7 +1,7 @@
 package rocblas
 
 /*
-#include "dispatch.h"
+#include "helpers.h"
 */
 import "C"
 
@@ -41,7 +41,7 @@ func vecIn[T Numeric](a *args, name string, x any, batch int, output bool) (vec,
 		a.batch(batch)
 		return stridedVecOf(a, name, v, batch, output), stridedBatched, batch
 	}
-	a.check(invalidValue(a.op, "%s: not a vector operand", name))
+	a.check(invalid(a.op, "%s: not a vector operand", name))
 	return vec{}, plain, 0
 }
 
@@ -252,7 +252,7 @@ func RotStridedBatched[T Elem](h *Handle, x, y StridedVector[T], c float64, s T,
 	return rot(h, "RotStridedBatched", x, y, c, s, batch)
 }
 
-// Reductions: which reduction of dispatch.h.
+// Reductions: which reduction of helpers.h.
 const (
 	reduceNrm2  = 0
 	reduceAsum  = 1
@@ -271,7 +271,7 @@ func resultOf[R Numeric](a *args, dst Vector[R], batch int, want string) vec {
 		return vec{}
 	}
 	if _, _, got := kind[R](); got != want {
-		a.check(invalidValue(a.op, "result is a Vector[%s]; this reduction writes %s", got, want))
+		a.check(invalid(a.op, "result is a Vector[%s]; this reduction writes %s", got, want))
 		return vec{}
 	}
 	v := vecOf(a, "result", dst)

@@ -1,7 +1,7 @@
 package rocblas
 
 /*
-#include "dispatch.h"
+#include "helpers.h"
 */
 import "C"
 

@@ -5,7 +5,7 @@ package rocblas
 #cgo nocallback rg_gemm_strided
 #cgo nocallback rg_gemm_ex
 #cgo nocallback rg_gemm_strided_ex
-#include "dispatch.h"
+#include "helpers.h"
 */
 import "C"
 
@@ -102,7 +102,7 @@ func Gemm[T GemmElem](h *Handle, transA, transB Operation, alpha T, a, b Matrix[
 	if err := h.lock(op); err != nil {
 		return err
 	}
-	st := C.rocblas_status(statusSuccess)
+	st := C.rocblas_status(StatusSuccess)
 	if h.libMode != PointerModeHost {
 		err = h.mode(PointerModeHost)
 	}
@@ -196,7 +196,7 @@ func exTypes[A ExIn, Cx ExOut](ar *args) (ta, tc, compute Datatype) {
 		ok, compute = tc == DatatypeI32R, DatatypeI32R
 	}
 	if !ok && ar.ok() {
-		ar.check(invalidValue(ar.op, "A and B of %s with C and D of %s: GemmEx takes hip.Half → hip.Half or float32, "+
+		ar.check(invalid(ar.op, "A and B of %s with C and D of %s: GemmEx takes hip.Half → hip.Half or float32, "+
 			"hip.BFloat16 → hip.BFloat16 or float32, float32 → float32, float64 → float64, int8 → int32", na, nc))
 	}
 	return ta, tc, compute
@@ -206,7 +206,7 @@ func exTypes[A ExIn, Cx ExOut](ar *args) (ta, tc, compute Datatype) {
 // scalars are whole numbers.
 func checkExScalar(ar *args, name string, v float64, compute Datatype) {
 	if ar.ok() && compute == DatatypeI32R && (v != math.Trunc(v) || v < math.MinInt32 || v > math.MaxInt32) {
-		ar.check(invalidValue(ar.op, "%s %v: int8 products take a whole int32 scalar", name, v))
+		ar.check(invalid(ar.op, "%s %v: int8 products take a whole int32 scalar", name, v))
 	}
 }
 
@@ -416,7 +416,7 @@ func Syrk[T Elem](h *Handle, uplo Fill, trans Operation, alpha T, a Matrix[T], b
 		ar.check(checkOp(op, "trans", trans))
 	}
 	if kd, _, _ := kind[T](); ar.ok() && trans == OperationConjugateTranspose && (kd == kindC || kd == kindZ) {
-		ar.check(invalidValue(op, "trans ConjugateTranspose with complex matrices: syrk takes None or Transpose"))
+		ar.check(invalid(op, "trans ConjugateTranspose with complex matrices: syrk takes None or Transpose"))
 	}
 	if ar.ok() {
 		ar.check(square(op, "C", c, c.Rows, "a symmetric result"))
@@ -482,9 +482,9 @@ func Geam[T Elem](h *Handle, transA, transB Operation, alpha T, a Matrix[T], bet
 	case br1 != cv.rows || bc1 != cv.cols:
 		ar.check(invalidSize(op, "%s is %d×%d, but C is %s", opName(transB, "B"), br1, bc1, dimString(cv)))
 	case cv.addr == av.addr && (transA != OperationNone || cv.ld != av.ld):
-		ar.check(invalidValue(op, "C is A: in place, A takes trans None and C's leading dimension"))
+		ar.check(invalid(op, "C is A: in place, A takes trans None and C's leading dimension"))
 	case cv.addr == bv.addr && (transB != OperationNone || cv.ld != bv.ld):
-		ar.check(invalidValue(op, "C is B: in place, B takes trans None and C's leading dimension"))
+		ar.check(invalid(op, "C is B: in place, B takes trans None and C's leading dimension"))
 	}
 	if !ar.ok() {
 		return ar.err

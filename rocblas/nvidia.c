@@ -23,138 +23,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "zrocblas.h"
-
-// cuBLAS's enums are ints; its pointers are passed as void*.
-typedef int nv_status_t;
-
-// The signatures of the cuBLAS functions, by family: the s, d, c and z
-// functions of a family differ only in their pointer types.
-typedef int (*nv_create_t)(void**);
-typedef int (*nv_handle_t)(void*);
-typedef int (*nv_set_ptr_t)(void*, void*);
-typedef int (*nv_get_ptr_t)(void*, void**);
-typedef int (*nv_set_int_t)(void*, int);
-typedef int (*nv_get_int_t)(void*, int*);
-typedef int (*nv_ws_t)(void*, void*, size_t);
-typedef int (*nv_prop_t)(int, int*);
-typedef int (*nv_axpy_t)(void*, int, const void*, const void*, int, void*, int);
-typedef int (*nv_dot_t)(void*, int, const void*, int, const void*, int, void*);
-typedef int (*nv_red_t)(void*, int, const void*, int, void*);
-typedef int (*nv_scal_t)(void*, int, const void*, void*, int);
-typedef int (*nv_copy_t)(void*, int, void*, int, void*, int);
-typedef int (*nv_rot_t)(void*, int, void*, int, void*, int, const void*, const void*);
-typedef int (*nv_gemv_t)(void*, int, int, int, const void*, const void*, int, const void*, int, const void*, void*, int);
-typedef int (*nv_gemvb_t)(void*, int, int, int, const void*, const void* const*, int, const void* const*, int, const void*,
-                          void* const*, int, int);
-typedef int (*nv_gemvsb_t)(void*, int, int, int, const void*, const void*, int, long long, const void*, int, long long,
-                           const void*, void*, int, long long, int);
-typedef int (*nv_ger_t)(void*, int, int, const void*, const void*, int, const void*, int, void*, int);
-typedef int (*nv_symv_t)(void*, int, int, const void*, const void*, int, const void*, int, const void*, void*, int);
-typedef int (*nv_trmv_t)(void*, int, int, int, int, const void*, int, void*, int);
-typedef int (*nv_gemm_t)(void*, int, int, int, int, int, const void*, const void*, int, const void*, int, const void*, void*,
-                         int);
-typedef int (*nv_gemmb_t)(void*, int, int, int, int, int, const void*, const void* const*, int, const void* const*, int,
-                          const void*, void* const*, int, int);
-typedef int (*nv_gemmsb_t)(void*, int, int, int, int, int, const void*, const void*, int, long long, const void*, int,
-                           long long, const void*, void*, int, long long, int);
-typedef int (*nv_gemmex_t)(void*, int, int, int, int, int, const void*, const void*, int, int, const void*, int, int,
-                           const void*, void*, int, int, int, int);
-typedef int (*nv_gemmsbex_t)(void*, int, int, int, int, int, const void*, const void*, int, int, long long, const void*, int,
-                             int, long long, const void*, void*, int, int, long long, int, int, int);
-typedef int (*nv_trsm_t)(void*, int, int, int, int, int, int, const void*, const void*, int, void*, int);
-typedef int (*nv_syrk_t)(void*, int, int, int, int, const void*, const void*, int, const void*, void*, int);
-typedef int (*nv_symm_t)(void*, int, int, int, int, const void*, const void*, int, const void*, int, const void*, void*, int);
-typedef int (*nv_trmm_t)(void*, int, int, int, int, int, int, const void*, const void*, int, const void*, int, void*, int);
-typedef int (*nv_geam_t)(void*, int, int, int, int, const void*, const void*, int, const void*, const void*, int, void*, int);
-typedef int (*nv_memcpy_t)(void*, const void*, size_t, int, void*);
-typedef int (*nv_memcpy2d_t)(void*, size_t, const void*, size_t, size_t, size_t, int, void*);
-typedef int (*nv_sync_t)(void*);
-
-// The functions used: (library, name, signature); library 0 is cuBLAS,
-// 1 the CUDA runtime.
-#define NV_SDCZ(X, fam, s, d, c, z, sfx) X(0, s##sfx, fam) X(0, d##sfx, fam) X(0, c##sfx, fam) X(0, z##sfx, fam)
-#define NV_FUNCS(X)                                                                                            \
-	X(0, cublasCreate_v2, nv_create_t)                                                                         \
-	X(0, cublasDestroy_v2, nv_handle_t)                                                                        \
-	X(0, cublasSetStream_v2, nv_set_ptr_t)                                                                     \
-	X(0, cublasGetStream_v2, nv_get_ptr_t)                                                                     \
-	X(0, cublasSetPointerMode_v2, nv_set_int_t)                                                                \
-	X(0, cublasGetPointerMode_v2, nv_get_int_t)                                                                \
-	X(0, cublasSetAtomicsMode, nv_set_int_t)                                                                   \
-	X(0, cublasGetAtomicsMode, nv_get_int_t)                                                                   \
-	X(0, cublasSetMathMode, nv_set_int_t)                                                                      \
-	X(0, cublasGetMathMode, nv_get_int_t)                                                                      \
-	X(0, cublasSetWorkspace_v2, nv_ws_t)                                                                       \
-	X(0, cublasGetProperty, nv_prop_t)                                                                         \
-	NV_SDCZ(X, nv_axpy_t, cublasSaxpy, cublasDaxpy, cublasCaxpy, cublasZaxpy, _v2)                                \
-	NV_SDCZ(X, nv_dot_t, cublasSdot, cublasDdot, cublasCdotu, cublasZdotu, _v2)                                   \
-	X(0, cublasCdotc_v2, nv_dot_t)                                                                             \
-	X(0, cublasZdotc_v2, nv_dot_t)                                                                             \
-	NV_SDCZ(X, nv_red_t, cublasSnrm2, cublasDnrm2, cublasScnrm2, cublasDznrm2, _v2)                               \
-	NV_SDCZ(X, nv_red_t, cublasSasum, cublasDasum, cublasScasum, cublasDzasum, _v2)                               \
-	NV_SDCZ(X, nv_red_t, cublasIsamax, cublasIdamax, cublasIcamax, cublasIzamax, _v2)                             \
-	NV_SDCZ(X, nv_red_t, cublasIsamin, cublasIdamin, cublasIcamin, cublasIzamin, _v2)                             \
-	NV_SDCZ(X, nv_scal_t, cublasSscal, cublasDscal, cublasCscal, cublasZscal, _v2)                                \
-	NV_SDCZ(X, nv_copy_t, cublasScopy, cublasDcopy, cublasCcopy, cublasZcopy, _v2)                                \
-	NV_SDCZ(X, nv_copy_t, cublasSswap, cublasDswap, cublasCswap, cublasZswap, _v2)                                \
-	NV_SDCZ(X, nv_rot_t, cublasSrot, cublasDrot, cublasCrot, cublasZrot, _v2)                                     \
-	NV_SDCZ(X, nv_gemv_t, cublasSgemv, cublasDgemv, cublasCgemv, cublasZgemv, _v2)                                \
-	NV_SDCZ(X, nv_gemvb_t, cublasSgemv, cublasDgemv, cublasCgemv, cublasZgemv, Batched)                           \
-	NV_SDCZ(X, nv_gemvsb_t, cublasSgemv, cublasDgemv, cublasCgemv, cublasZgemv, StridedBatched)                   \
-	NV_SDCZ(X, nv_ger_t, cublasSger, cublasDger, cublasCgeru, cublasZgeru, _v2)                                   \
-	X(0, cublasCgerc_v2, nv_ger_t)                                                                             \
-	X(0, cublasZgerc_v2, nv_ger_t)                                                                             \
-	NV_SDCZ(X, nv_symv_t, cublasSsymv, cublasDsymv, cublasCsymv, cublasZsymv, _v2)                                \
-	NV_SDCZ(X, nv_trmv_t, cublasStrmv, cublasDtrmv, cublasCtrmv, cublasZtrmv, _v2)                                \
-	NV_SDCZ(X, nv_trmv_t, cublasStrsv, cublasDtrsv, cublasCtrsv, cublasZtrsv, _v2)                                \
-	NV_SDCZ(X, nv_gemm_t, cublasSgemm, cublasDgemm, cublasCgemm, cublasZgemm, _v2)                                \
-	X(0, cublasHgemm, nv_gemm_t)                                                                               \
-	NV_SDCZ(X, nv_gemmb_t, cublasSgemm, cublasDgemm, cublasCgemm, cublasZgemm, Batched)                           \
-	X(0, cublasHgemmBatched, nv_gemmb_t)                                                                       \
-	NV_SDCZ(X, nv_gemmsb_t, cublasSgemm, cublasDgemm, cublasCgemm, cublasZgemm, StridedBatched)                   \
-	X(0, cublasHgemmStridedBatched, nv_gemmsb_t)                                                               \
-	X(0, cublasGemmEx, nv_gemmex_t)                                                                            \
-	X(0, cublasGemmStridedBatchedEx, nv_gemmsbex_t)                                                            \
-	NV_SDCZ(X, nv_trsm_t, cublasStrsm, cublasDtrsm, cublasCtrsm, cublasZtrsm, _v2)                                \
-	NV_SDCZ(X, nv_syrk_t, cublasSsyrk, cublasDsyrk, cublasCsyrk, cublasZsyrk, _v2)                                \
-	NV_SDCZ(X, nv_symm_t, cublasSsymm, cublasDsymm, cublasCsymm, cublasZsymm, _v2)                                \
-	NV_SDCZ(X, nv_trmm_t, cublasStrmm, cublasDtrmm, cublasCtrmm, cublasZtrmm, _v2)                                \
-	NV_SDCZ(X, nv_geam_t, cublasSgeam, cublasDgeam, cublasCgeam, cublasZgeam, )                                   \
-	X(1, cudaMemcpyAsync, nv_memcpy_t)                                                                         \
-	X(1, cudaMemcpy2DAsync, nv_memcpy2d_t)                                                                     \
-	X(1, cudaStreamSynchronize, nv_sync_t)
-
-#define NV_INDEX(lib, name, type) nv_idx_##name,
-enum { NV_FUNCS(NV_INDEX) nv_count };
-#define NV_NAME(lib, name, type) {#name, lib},
-static const struct {
-	const char* name;
-	int lib;
-} nv_names[nv_count] = {NV_FUNCS(NV_NAME)};
-#define NV_TYPEOF(lib, name, type) typedef type nv_type_##name;
-NV_FUNCS(NV_TYPEOF)
-
-static void* nv_fns[nv_count];
-static void* nv_libs[2];
-
-static void* nv_sym(int i) {
-	void* p = __atomic_load_n(&nv_fns[i], __ATOMIC_ACQUIRE);
-	if (p != NULL) return p;
-	void* lib = __atomic_load_n(&nv_libs[nv_names[i].lib], __ATOMIC_ACQUIRE);
-	if (lib == NULL) return NULL;
-	p = dlsym(lib, nv_names[i].name);
-	if (p != NULL) __atomic_store_n(&nv_fns[i], p, __ATOMIC_RELEASE);
-	return p;
-}
-
-// RG_ROCBLAS_CUDA_MISSING: the CUDA library lacks the function a rocBLAS
-// call is translated to.
-#define RG_ROCBLAS_CUDA_MISSING ((rocblas_status)0x7fffff03)
+#include "helpers.h"
 
 // nv_status translates a cuBLAS status to rocBLAS's, by name.
 static rocblas_status nv_status(int s) {
 	switch (s) {
+	case RG_CUDA_MISSING: return RG_ROCBLAS_CUDA_MISSING;
 	case 0: return rocblas_status_success;          // SUCCESS
 	case 1: return rocblas_status_invalid_handle;   // NOT_INITIALIZED
 	case 3: return rocblas_status_memory_error;     // ALLOC_FAILED
@@ -172,6 +46,7 @@ static rocblas_status nv_status(int s) {
 // nv_cuda_status translates a CUDA runtime status (of the copies).
 static rocblas_status nv_cuda_status(int e) {
 	switch (e) {
+	case RG_CUDA_MISSING: return RG_ROCBLAS_CUDA_MISSING;
 	case 0: return rocblas_status_success;
 	case 1: return rocblas_status_invalid_value;  // cudaErrorInvalidValue
 	case 2: return rocblas_status_memory_error;   // cudaErrorMemoryAllocation
@@ -180,18 +55,11 @@ static rocblas_status nv_cuda_status(int e) {
 	return rocblas_status_internal_error;
 }
 
-// NV(name, args...) calls a cuBLAS function and yields its status as
-// rocBLAS's; NVRT a CUDA runtime function.
-#define NV(name, ...)                                                                     \
-	({                                                                                    \
-		nv_type_##name nv_f = (nv_type_##name)nv_sym(nv_idx_##name);                      \
-		nv_f != NULL ? nv_status(nv_f(__VA_ARGS__)) : RG_ROCBLAS_CUDA_MISSING;            \
-	})
-#define NVRT(name, ...)                                                                   \
-	({                                                                                    \
-		nv_type_##name nv_f = (nv_type_##name)nv_sym(nv_idx_##name);                      \
-		nv_f != NULL ? nv_cuda_status(nv_f(__VA_ARGS__)) : RG_ROCBLAS_CUDA_MISSING;       \
-	})
+// NV(name, args...) calls a cuBLAS function of the generated table
+// (cgen.spec) and yields its status as rocBLAS's; NVRT a CUDA runtime
+// function.
+#define NV(name, ...) nv_status(RG_ROCBLAS_CUDA(name, __VA_ARGS__))
+#define NVRT(name, ...) nv_cuda_status(RG_ROCBLAS_CUDA(name, __VA_ARGS__))
 
 // The handle: cuBLAS's, and the user's workspace, which cuBLAS forgets when
 // its stream is set.
@@ -302,8 +170,7 @@ static int nv_compute(rocblas_datatype a, rocblas_datatype compute) {
 // (then C is not read); a device beta counts as non-zero.
 static int nv_beta_zero(void* cu, const void* beta, int compute, rocblas_datatype ctype) {
 	int mode = 0;
-	nv_type_cublasGetPointerMode_v2 f = (nv_type_cublasGetPointerMode_v2)nv_sym(nv_idx_cublasGetPointerMode_v2);
-	if (beta == NULL || f == NULL || f(cu, &mode) != 0 || mode != 0) return 0;
+	if (beta == NULL || RG_ROCBLAS_CUDA(cublasGetPointerMode_v2, cu, &mode) != 0 || mode != 0) return 0;
 	int cplx = ctype == rocblas_datatype_f32_c || ctype == rocblas_datatype_f64_c;
 	switch (compute) {
 	case NV_COMPUTE_16F: return (*(const uint16_t*)beta & 0x7fff) == 0;
@@ -382,7 +249,7 @@ static rocblas_status nv_version(char* buf, size_t len) {
 		rocblas_status st = NV(cublasGetProperty, i, &v[i]);
 		if (st != rocblas_status_success) return st;
 	}
-	int n = snprintf(buf, len, "cuBLAS %d.%d.%d", v[0], v[1], v[2]);
+	int n = snprintf(buf, len, "%d.%d.%d", v[0], v[1], v[2]);
 	return n < 0 ? rocblas_status_internal_error : rocblas_status_success;
 }
 static rocblas_status rgnv_rocblas_get_version_string_size(size_t* len) {
@@ -958,9 +825,8 @@ NV_TRSM(z, Z, rocblas_double_complex)
 // rg_rocblas_install_nvidia points the table at the translations above.
 void rg_rocblas_install_nvidia(void* cublas, void* cudart) {
 	rg_rocblas_unbind();
-	for (int i = 0; i < nv_count; i++) __atomic_store_n(&nv_fns[i], NULL, __ATOMIC_RELEASE);
-	__atomic_store_n(&nv_libs[0], cublas, __ATOMIC_RELEASE);
-	__atomic_store_n(&nv_libs[1], cudart, __ATOMIC_RELEASE);
+	rg_rocblas_cu_bind(rg_rocblas_cu_lib_cublas, cublas);
+	rg_rocblas_cu_bind(rg_rocblas_cu_lib_cudart, cudart);
 #define SET(name) rg_rocblas_set(rg_rocblas_idx_rocblas_##name, (void*)rgnv_rocblas_##name);
 #define SET3(name) SET(name) SET(name##_batched) SET(name##_strided_batched)
 #define SET_SDCZ(op) SET(s##op) SET(d##op) SET(c##op) SET(z##op)

@@ -2,7 +2,6 @@ package rocblas
 
 import (
 	"errors"
-	"regexp"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -19,7 +18,7 @@ import (
 // library as large as rocBLAS is not unloaded and reloaded per test.
 func useROCm(t *testing.T) {
 	t.Helper()
-	if p := Platform(); p != hip.PlatformNone && p != hip.PlatformAMD || hip.LoadedPlatform() == hip.PlatformNVIDIA {
+	if p := LoadedPlatform(); p != hip.PlatformNone && p != hip.PlatformAMD || hip.LoadedPlatform() == hip.PlatformNVIDIA {
 		t.Skip("tier 1: another platform is loaded in this process")
 	}
 	err := hip.Load(hip.WithPlatform(hip.PlatformAMD))
@@ -31,13 +30,13 @@ func useROCm(t *testing.T) {
 
 func TestROCmLibraryLoads(t *testing.T) {
 	useROCm(t)
-	assert.Equal(t, hip.PlatformAMD, Platform())
-	assert.Regexp(t, `librocblas\.so\.[45]`, LibraryPath())
+	assert.Equal(t, hip.PlatformAMD, LoadedPlatform())
+	assert.Regexp(t, `librocblas\.so\.[45]`, LibraryPaths()[0])
 	assert.Empty(t, untranslated(), "rocBLAS exports every function the spec binds, by these names")
 	v, err := Version()
 	require.NoError(t, err)
-	assert.Regexp(t, regexp.MustCompile(`^[45]\.\d+\.\d+`), v)
-	t.Logf("rocBLAS %s from %s", v, LibraryPath())
+	assert.Contains(t, []int{4, 5}, v.Major, v)
+	t.Logf("rocBLAS %s from %s", v, LibraryPaths()[0])
 	p, err := Symbol("rocblas_gemm_strided_batched_ex")
 	require.NoError(t, err)
 	assert.NotNil(t, p)
@@ -65,7 +64,7 @@ func TestROCmHandleWithoutGPU(t *testing.T) {
 	_, err := create(0)
 	require.Error(t, err)
 	assert.ErrorIs(t, err, hip.ErrNoDevice)
-	assert.ErrorContains(t, err, "rocblas: rocblas_create_handle: could not make the handle's device current")
+	assert.ErrorContains(t, err, "rocblas: rocblas_create_handle: rocblas_status_invalid_value (Passed argument not valid): could not make the device current")
 	var e *Error
 	require.True(t, errors.As(err, &e))
 	assert.Equal(t, "rocblas_create_handle", e.Op)

@@ -100,7 +100,7 @@ func Strided[T Numeric](m Matrix[T]) StridedMatrix[T] {
 	return StridedMatrix[T]{Matrix: m, Stride: ld * m.Cols}
 }
 
-// Kinds: the type codes of dispatch.h.
+// Kinds: the type codes of helpers.h.
 const (
 	kindS = 0
 	kindD = 1
@@ -166,9 +166,9 @@ func buffer(op, name string, buf *hip.Buffer, dev *hip.Device, size int) (int, e
 	case buf == nil:
 		return 0, invalidPointer(op, "%s.Buf is nil", name)
 	case buf.Closed():
-		return 0, &Error{Op: op, Status: StatusInvalidPointer, Detail: name + ".Buf is closed", cause: hip.ErrClosed}
+		return 0, &Error{Op: op, Status: StatusInvalidPointer, Detail: name + ".Buf is closed", Err: hip.ErrClosed}
 	case buf.Device().Ordinal() != dev.Ordinal():
-		return 0, invalidValue(op, "%s.Buf is on device %d, the handle on device %d", name, buf.Device().Ordinal(), dev.Ordinal())
+		return 0, invalid(op, "%s.Buf is on device %d, the handle on device %d", name, buf.Device().Ordinal(), dev.Ordinal())
 	}
 	return buf.Size() / size, nil
 }
@@ -432,26 +432,26 @@ func checkOp(op, name string, t Operation) error {
 	case OperationNone, OperationTranspose, OperationConjugateTranspose:
 		return nil
 	}
-	return invalidValue(op, "%s is %s: want None, Transpose or ConjugateTranspose", name, t)
+	return invalid(op, "%s is %s: want None, Transpose or ConjugateTranspose", name, t)
 }
 
 func checkFill(op string, f Fill) error {
 	if f != FillUpper && f != FillLower {
-		return invalidValue(op, "uplo is %s: want FillUpper or FillLower", f)
+		return invalid(op, "uplo is %s: want FillUpper or FillLower", f)
 	}
 	return nil
 }
 
 func checkSide(op string, s Side) error {
 	if s != SideLeft && s != SideRight {
-		return invalidValue(op, "side is %s: want SideLeft or SideRight", s)
+		return invalid(op, "side is %s: want SideLeft or SideRight", s)
 	}
 	return nil
 }
 
 func checkDiag(op string, d Diagonal) error {
 	if d != DiagonalNonUnit && d != DiagonalUnit {
-		return invalidValue(op, "diag is %s: want DiagonalNonUnit or DiagonalUnit", d)
+		return invalid(op, "diag is %s: want DiagonalNonUnit or DiagonalUnit", d)
 	}
 	return nil
 }

@@ -230,6 +230,7 @@ void* rg_rocblas_resolve(int i) {
 void rg_rocblas_unbind(void) {
 	__atomic_store_n(&rg_rocblas_lib, NULL, __ATOMIC_RELEASE);
 	for (int i = 0; i < rg_rocblas_count; i++) __atomic_store_n(&rg_rocblas_fns[i], NULL, __ATOMIC_RELEASE);
+	rg_rocblas_cu_unbind();
 }
 
 void rg_rocblas_bind(void* lib) {
@@ -256,4 +257,159 @@ int (*rg_rocblas_setdev)(int device);
 
 void rg_rocblas_set_setdev(int (*fn)(int device)) {
 	__atomic_store_n(&rg_rocblas_setdev, fn, __ATOMIC_RELEASE);
+}
+
+void* rg_rocblas_cu_fns[rg_rocblas_cu_count];
+static void* rg_rocblas_cu_handles[rg_rocblas_cu_libs];
+
+static const struct {
+	const char* name;
+	int lib;
+} rg_rocblas_cu_names[rg_rocblas_cu_count] = {
+	{"cublasCreate_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasDestroy_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasSetStream_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasGetStream_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasSetPointerMode_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasGetPointerMode_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasSetAtomicsMode", rg_rocblas_cu_lib_cublas},
+	{"cublasGetAtomicsMode", rg_rocblas_cu_lib_cublas},
+	{"cublasSetMathMode", rg_rocblas_cu_lib_cublas},
+	{"cublasGetMathMode", rg_rocblas_cu_lib_cublas},
+	{"cublasSetWorkspace_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasGetProperty", rg_rocblas_cu_lib_cublas},
+	{"cublasSaxpy_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasDaxpy_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasCaxpy_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasZaxpy_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasSdot_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasDdot_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasCdotu_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasZdotu_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasCdotc_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasZdotc_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasSnrm2_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasDnrm2_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasScnrm2_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasDznrm2_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasSasum_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasDasum_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasScasum_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasDzasum_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasIsamax_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasIdamax_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasIcamax_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasIzamax_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasIsamin_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasIdamin_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasIcamin_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasIzamin_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasSscal_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasDscal_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasCscal_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasZscal_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasScopy_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasDcopy_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasCcopy_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasZcopy_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasSswap_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasDswap_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasCswap_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasZswap_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasSrot_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasDrot_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasCrot_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasZrot_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasSgemv_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasDgemv_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasCgemv_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasZgemv_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasSgemvBatched", rg_rocblas_cu_lib_cublas},
+	{"cublasDgemvBatched", rg_rocblas_cu_lib_cublas},
+	{"cublasCgemvBatched", rg_rocblas_cu_lib_cublas},
+	{"cublasZgemvBatched", rg_rocblas_cu_lib_cublas},
+	{"cublasSgemvStridedBatched", rg_rocblas_cu_lib_cublas},
+	{"cublasDgemvStridedBatched", rg_rocblas_cu_lib_cublas},
+	{"cublasCgemvStridedBatched", rg_rocblas_cu_lib_cublas},
+	{"cublasZgemvStridedBatched", rg_rocblas_cu_lib_cublas},
+	{"cublasSger_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasDger_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasCgeru_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasZgeru_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasCgerc_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasZgerc_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasSsymv_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasDsymv_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasCsymv_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasZsymv_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasStrmv_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasDtrmv_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasCtrmv_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasZtrmv_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasStrsv_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasDtrsv_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasCtrsv_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasZtrsv_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasSgemm_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasDgemm_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasCgemm_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasZgemm_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasHgemm", rg_rocblas_cu_lib_cublas},
+	{"cublasSgemmBatched", rg_rocblas_cu_lib_cublas},
+	{"cublasDgemmBatched", rg_rocblas_cu_lib_cublas},
+	{"cublasCgemmBatched", rg_rocblas_cu_lib_cublas},
+	{"cublasZgemmBatched", rg_rocblas_cu_lib_cublas},
+	{"cublasHgemmBatched", rg_rocblas_cu_lib_cublas},
+	{"cublasSgemmStridedBatched", rg_rocblas_cu_lib_cublas},
+	{"cublasDgemmStridedBatched", rg_rocblas_cu_lib_cublas},
+	{"cublasCgemmStridedBatched", rg_rocblas_cu_lib_cublas},
+	{"cublasZgemmStridedBatched", rg_rocblas_cu_lib_cublas},
+	{"cublasHgemmStridedBatched", rg_rocblas_cu_lib_cublas},
+	{"cublasGemmEx", rg_rocblas_cu_lib_cublas},
+	{"cublasGemmStridedBatchedEx", rg_rocblas_cu_lib_cublas},
+	{"cublasStrsm_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasDtrsm_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasCtrsm_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasZtrsm_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasSsyrk_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasDsyrk_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasCsyrk_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasZsyrk_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasSsymm_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasDsymm_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasCsymm_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasZsymm_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasStrmm_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasDtrmm_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasCtrmm_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasZtrmm_v2", rg_rocblas_cu_lib_cublas},
+	{"cublasSgeam", rg_rocblas_cu_lib_cublas},
+	{"cublasDgeam", rg_rocblas_cu_lib_cublas},
+	{"cublasCgeam", rg_rocblas_cu_lib_cublas},
+	{"cublasZgeam", rg_rocblas_cu_lib_cublas},
+	{"cudaMemcpyAsync", rg_rocblas_cu_lib_cudart},
+	{"cudaMemcpy2DAsync", rg_rocblas_cu_lib_cudart},
+	{"cudaStreamSynchronize", rg_rocblas_cu_lib_cudart},
+};
+
+void* rg_rocblas_cu_resolve(int i) {
+	if (i < 0 || i >= rg_rocblas_cu_count) return NULL;
+	void* lib = __atomic_load_n(&rg_rocblas_cu_handles[rg_rocblas_cu_names[i].lib], __ATOMIC_ACQUIRE);
+	if (lib == NULL) return NULL;
+	void* p = dlsym(lib, rg_rocblas_cu_names[i].name);
+	if (p != NULL) __atomic_store_n(&rg_rocblas_cu_fns[i], p, __ATOMIC_RELEASE);
+	return p;
+}
+
+void rg_rocblas_cu_bind(int lib, void* handle) {
+	if (lib < 0 || lib >= rg_rocblas_cu_libs) return;
+	__atomic_store_n(&rg_rocblas_cu_handles[lib], handle, __ATOMIC_RELEASE);
+	for (int i = 0; i < rg_rocblas_cu_count; i++) {
+		if (rg_rocblas_cu_names[i].lib == lib) __atomic_store_n(&rg_rocblas_cu_fns[i], NULL, __ATOMIC_RELEASE);
+	}
+}
+
+void rg_rocblas_cu_unbind(void) {
+	for (int i = 0; i < rg_rocblas_cu_libs; i++) __atomic_store_n(&rg_rocblas_cu_handles[i], NULL, __ATOMIC_RELEASE);
+	for (int i = 0; i < rg_rocblas_cu_count; i++) __atomic_store_n(&rg_rocblas_cu_fns[i], NULL, __ATOMIC_RELEASE);
 }

@@ -878,6 +878,299 @@ static inline int rg_rocblas_has(int i) { return rg_rocblas_sym(i) != NULL; }
 extern int (*rg_rocblas_setdev)(int device);
 void rg_rocblas_set_setdev(int (*fn)(int device));
 
+// The CUDA functions the NVIDIA platform (nvidia.c) calls, resolved lazily
+// with dlsym from the libraries bound with rg_rocblas_cu_bind; thread-safe.
+enum {
+	rg_rocblas_cu_lib_cublas = 0,
+	rg_rocblas_cu_lib_cudart = 1,
+	rg_rocblas_cu_libs = 2
+};
+
+enum {
+	rg_rocblas_cu_idx_cublasCreate_v2 = 0,
+	rg_rocblas_cu_idx_cublasDestroy_v2 = 1,
+	rg_rocblas_cu_idx_cublasSetStream_v2 = 2,
+	rg_rocblas_cu_idx_cublasGetStream_v2 = 3,
+	rg_rocblas_cu_idx_cublasSetPointerMode_v2 = 4,
+	rg_rocblas_cu_idx_cublasGetPointerMode_v2 = 5,
+	rg_rocblas_cu_idx_cublasSetAtomicsMode = 6,
+	rg_rocblas_cu_idx_cublasGetAtomicsMode = 7,
+	rg_rocblas_cu_idx_cublasSetMathMode = 8,
+	rg_rocblas_cu_idx_cublasGetMathMode = 9,
+	rg_rocblas_cu_idx_cublasSetWorkspace_v2 = 10,
+	rg_rocblas_cu_idx_cublasGetProperty = 11,
+	rg_rocblas_cu_idx_cublasSaxpy_v2 = 12,
+	rg_rocblas_cu_idx_cublasDaxpy_v2 = 13,
+	rg_rocblas_cu_idx_cublasCaxpy_v2 = 14,
+	rg_rocblas_cu_idx_cublasZaxpy_v2 = 15,
+	rg_rocblas_cu_idx_cublasSdot_v2 = 16,
+	rg_rocblas_cu_idx_cublasDdot_v2 = 17,
+	rg_rocblas_cu_idx_cublasCdotu_v2 = 18,
+	rg_rocblas_cu_idx_cublasZdotu_v2 = 19,
+	rg_rocblas_cu_idx_cublasCdotc_v2 = 20,
+	rg_rocblas_cu_idx_cublasZdotc_v2 = 21,
+	rg_rocblas_cu_idx_cublasSnrm2_v2 = 22,
+	rg_rocblas_cu_idx_cublasDnrm2_v2 = 23,
+	rg_rocblas_cu_idx_cublasScnrm2_v2 = 24,
+	rg_rocblas_cu_idx_cublasDznrm2_v2 = 25,
+	rg_rocblas_cu_idx_cublasSasum_v2 = 26,
+	rg_rocblas_cu_idx_cublasDasum_v2 = 27,
+	rg_rocblas_cu_idx_cublasScasum_v2 = 28,
+	rg_rocblas_cu_idx_cublasDzasum_v2 = 29,
+	rg_rocblas_cu_idx_cublasIsamax_v2 = 30,
+	rg_rocblas_cu_idx_cublasIdamax_v2 = 31,
+	rg_rocblas_cu_idx_cublasIcamax_v2 = 32,
+	rg_rocblas_cu_idx_cublasIzamax_v2 = 33,
+	rg_rocblas_cu_idx_cublasIsamin_v2 = 34,
+	rg_rocblas_cu_idx_cublasIdamin_v2 = 35,
+	rg_rocblas_cu_idx_cublasIcamin_v2 = 36,
+	rg_rocblas_cu_idx_cublasIzamin_v2 = 37,
+	rg_rocblas_cu_idx_cublasSscal_v2 = 38,
+	rg_rocblas_cu_idx_cublasDscal_v2 = 39,
+	rg_rocblas_cu_idx_cublasCscal_v2 = 40,
+	rg_rocblas_cu_idx_cublasZscal_v2 = 41,
+	rg_rocblas_cu_idx_cublasScopy_v2 = 42,
+	rg_rocblas_cu_idx_cublasDcopy_v2 = 43,
+	rg_rocblas_cu_idx_cublasCcopy_v2 = 44,
+	rg_rocblas_cu_idx_cublasZcopy_v2 = 45,
+	rg_rocblas_cu_idx_cublasSswap_v2 = 46,
+	rg_rocblas_cu_idx_cublasDswap_v2 = 47,
+	rg_rocblas_cu_idx_cublasCswap_v2 = 48,
+	rg_rocblas_cu_idx_cublasZswap_v2 = 49,
+	rg_rocblas_cu_idx_cublasSrot_v2 = 50,
+	rg_rocblas_cu_idx_cublasDrot_v2 = 51,
+	rg_rocblas_cu_idx_cublasCrot_v2 = 52,
+	rg_rocblas_cu_idx_cublasZrot_v2 = 53,
+	rg_rocblas_cu_idx_cublasSgemv_v2 = 54,
+	rg_rocblas_cu_idx_cublasDgemv_v2 = 55,
+	rg_rocblas_cu_idx_cublasCgemv_v2 = 56,
+	rg_rocblas_cu_idx_cublasZgemv_v2 = 57,
+	rg_rocblas_cu_idx_cublasSgemvBatched = 58,
+	rg_rocblas_cu_idx_cublasDgemvBatched = 59,
+	rg_rocblas_cu_idx_cublasCgemvBatched = 60,
+	rg_rocblas_cu_idx_cublasZgemvBatched = 61,
+	rg_rocblas_cu_idx_cublasSgemvStridedBatched = 62,
+	rg_rocblas_cu_idx_cublasDgemvStridedBatched = 63,
+	rg_rocblas_cu_idx_cublasCgemvStridedBatched = 64,
+	rg_rocblas_cu_idx_cublasZgemvStridedBatched = 65,
+	rg_rocblas_cu_idx_cublasSger_v2 = 66,
+	rg_rocblas_cu_idx_cublasDger_v2 = 67,
+	rg_rocblas_cu_idx_cublasCgeru_v2 = 68,
+	rg_rocblas_cu_idx_cublasZgeru_v2 = 69,
+	rg_rocblas_cu_idx_cublasCgerc_v2 = 70,
+	rg_rocblas_cu_idx_cublasZgerc_v2 = 71,
+	rg_rocblas_cu_idx_cublasSsymv_v2 = 72,
+	rg_rocblas_cu_idx_cublasDsymv_v2 = 73,
+	rg_rocblas_cu_idx_cublasCsymv_v2 = 74,
+	rg_rocblas_cu_idx_cublasZsymv_v2 = 75,
+	rg_rocblas_cu_idx_cublasStrmv_v2 = 76,
+	rg_rocblas_cu_idx_cublasDtrmv_v2 = 77,
+	rg_rocblas_cu_idx_cublasCtrmv_v2 = 78,
+	rg_rocblas_cu_idx_cublasZtrmv_v2 = 79,
+	rg_rocblas_cu_idx_cublasStrsv_v2 = 80,
+	rg_rocblas_cu_idx_cublasDtrsv_v2 = 81,
+	rg_rocblas_cu_idx_cublasCtrsv_v2 = 82,
+	rg_rocblas_cu_idx_cublasZtrsv_v2 = 83,
+	rg_rocblas_cu_idx_cublasSgemm_v2 = 84,
+	rg_rocblas_cu_idx_cublasDgemm_v2 = 85,
+	rg_rocblas_cu_idx_cublasCgemm_v2 = 86,
+	rg_rocblas_cu_idx_cublasZgemm_v2 = 87,
+	rg_rocblas_cu_idx_cublasHgemm = 88,
+	rg_rocblas_cu_idx_cublasSgemmBatched = 89,
+	rg_rocblas_cu_idx_cublasDgemmBatched = 90,
+	rg_rocblas_cu_idx_cublasCgemmBatched = 91,
+	rg_rocblas_cu_idx_cublasZgemmBatched = 92,
+	rg_rocblas_cu_idx_cublasHgemmBatched = 93,
+	rg_rocblas_cu_idx_cublasSgemmStridedBatched = 94,
+	rg_rocblas_cu_idx_cublasDgemmStridedBatched = 95,
+	rg_rocblas_cu_idx_cublasCgemmStridedBatched = 96,
+	rg_rocblas_cu_idx_cublasZgemmStridedBatched = 97,
+	rg_rocblas_cu_idx_cublasHgemmStridedBatched = 98,
+	rg_rocblas_cu_idx_cublasGemmEx = 99,
+	rg_rocblas_cu_idx_cublasGemmStridedBatchedEx = 100,
+	rg_rocblas_cu_idx_cublasStrsm_v2 = 101,
+	rg_rocblas_cu_idx_cublasDtrsm_v2 = 102,
+	rg_rocblas_cu_idx_cublasCtrsm_v2 = 103,
+	rg_rocblas_cu_idx_cublasZtrsm_v2 = 104,
+	rg_rocblas_cu_idx_cublasSsyrk_v2 = 105,
+	rg_rocblas_cu_idx_cublasDsyrk_v2 = 106,
+	rg_rocblas_cu_idx_cublasCsyrk_v2 = 107,
+	rg_rocblas_cu_idx_cublasZsyrk_v2 = 108,
+	rg_rocblas_cu_idx_cublasSsymm_v2 = 109,
+	rg_rocblas_cu_idx_cublasDsymm_v2 = 110,
+	rg_rocblas_cu_idx_cublasCsymm_v2 = 111,
+	rg_rocblas_cu_idx_cublasZsymm_v2 = 112,
+	rg_rocblas_cu_idx_cublasStrmm_v2 = 113,
+	rg_rocblas_cu_idx_cublasDtrmm_v2 = 114,
+	rg_rocblas_cu_idx_cublasCtrmm_v2 = 115,
+	rg_rocblas_cu_idx_cublasZtrmm_v2 = 116,
+	rg_rocblas_cu_idx_cublasSgeam = 117,
+	rg_rocblas_cu_idx_cublasDgeam = 118,
+	rg_rocblas_cu_idx_cublasCgeam = 119,
+	rg_rocblas_cu_idx_cublasZgeam = 120,
+	rg_rocblas_cu_idx_cudaMemcpyAsync = 121,
+	rg_rocblas_cu_idx_cudaMemcpy2DAsync = 122,
+	rg_rocblas_cu_idx_cudaStreamSynchronize = 123,
+	rg_rocblas_cu_count = 124
+};
+
+typedef int (*rg_rocblas_cu_fn_cublasCreate_v2)(void**);
+typedef int (*rg_rocblas_cu_fn_cublasDestroy_v2)(void*);
+typedef int (*rg_rocblas_cu_fn_cublasSetStream_v2)(void*, void*);
+typedef int (*rg_rocblas_cu_fn_cublasGetStream_v2)(void*, void**);
+typedef int (*rg_rocblas_cu_fn_cublasSetPointerMode_v2)(void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasGetPointerMode_v2)(void*, int*);
+typedef int (*rg_rocblas_cu_fn_cublasSetAtomicsMode)(void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasGetAtomicsMode)(void*, int*);
+typedef int (*rg_rocblas_cu_fn_cublasSetMathMode)(void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasGetMathMode)(void*, int*);
+typedef int (*rg_rocblas_cu_fn_cublasSetWorkspace_v2)(void*, void*, size_t);
+typedef int (*rg_rocblas_cu_fn_cublasGetProperty)(int, int*);
+typedef int (*rg_rocblas_cu_fn_cublasSaxpy_v2)(void*, int, const void*, const void*, int, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasDaxpy_v2)(void*, int, const void*, const void*, int, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasCaxpy_v2)(void*, int, const void*, const void*, int, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasZaxpy_v2)(void*, int, const void*, const void*, int, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasSdot_v2)(void*, int, const void*, int, const void*, int, void*);
+typedef int (*rg_rocblas_cu_fn_cublasDdot_v2)(void*, int, const void*, int, const void*, int, void*);
+typedef int (*rg_rocblas_cu_fn_cublasCdotu_v2)(void*, int, const void*, int, const void*, int, void*);
+typedef int (*rg_rocblas_cu_fn_cublasZdotu_v2)(void*, int, const void*, int, const void*, int, void*);
+typedef int (*rg_rocblas_cu_fn_cublasCdotc_v2)(void*, int, const void*, int, const void*, int, void*);
+typedef int (*rg_rocblas_cu_fn_cublasZdotc_v2)(void*, int, const void*, int, const void*, int, void*);
+typedef int (*rg_rocblas_cu_fn_cublasSnrm2_v2)(void*, int, const void*, int, void*);
+typedef int (*rg_rocblas_cu_fn_cublasDnrm2_v2)(void*, int, const void*, int, void*);
+typedef int (*rg_rocblas_cu_fn_cublasScnrm2_v2)(void*, int, const void*, int, void*);
+typedef int (*rg_rocblas_cu_fn_cublasDznrm2_v2)(void*, int, const void*, int, void*);
+typedef int (*rg_rocblas_cu_fn_cublasSasum_v2)(void*, int, const void*, int, void*);
+typedef int (*rg_rocblas_cu_fn_cublasDasum_v2)(void*, int, const void*, int, void*);
+typedef int (*rg_rocblas_cu_fn_cublasScasum_v2)(void*, int, const void*, int, void*);
+typedef int (*rg_rocblas_cu_fn_cublasDzasum_v2)(void*, int, const void*, int, void*);
+typedef int (*rg_rocblas_cu_fn_cublasIsamax_v2)(void*, int, const void*, int, void*);
+typedef int (*rg_rocblas_cu_fn_cublasIdamax_v2)(void*, int, const void*, int, void*);
+typedef int (*rg_rocblas_cu_fn_cublasIcamax_v2)(void*, int, const void*, int, void*);
+typedef int (*rg_rocblas_cu_fn_cublasIzamax_v2)(void*, int, const void*, int, void*);
+typedef int (*rg_rocblas_cu_fn_cublasIsamin_v2)(void*, int, const void*, int, void*);
+typedef int (*rg_rocblas_cu_fn_cublasIdamin_v2)(void*, int, const void*, int, void*);
+typedef int (*rg_rocblas_cu_fn_cublasIcamin_v2)(void*, int, const void*, int, void*);
+typedef int (*rg_rocblas_cu_fn_cublasIzamin_v2)(void*, int, const void*, int, void*);
+typedef int (*rg_rocblas_cu_fn_cublasSscal_v2)(void*, int, const void*, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasDscal_v2)(void*, int, const void*, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasCscal_v2)(void*, int, const void*, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasZscal_v2)(void*, int, const void*, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasScopy_v2)(void*, int, void*, int, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasDcopy_v2)(void*, int, void*, int, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasCcopy_v2)(void*, int, void*, int, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasZcopy_v2)(void*, int, void*, int, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasSswap_v2)(void*, int, void*, int, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasDswap_v2)(void*, int, void*, int, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasCswap_v2)(void*, int, void*, int, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasZswap_v2)(void*, int, void*, int, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasSrot_v2)(void*, int, void*, int, void*, int, const void*, const void*);
+typedef int (*rg_rocblas_cu_fn_cublasDrot_v2)(void*, int, void*, int, void*, int, const void*, const void*);
+typedef int (*rg_rocblas_cu_fn_cublasCrot_v2)(void*, int, void*, int, void*, int, const void*, const void*);
+typedef int (*rg_rocblas_cu_fn_cublasZrot_v2)(void*, int, void*, int, void*, int, const void*, const void*);
+typedef int (*rg_rocblas_cu_fn_cublasSgemv_v2)(void*, int, int, int, const void*, const void*, int, const void*, int, const void*, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasDgemv_v2)(void*, int, int, int, const void*, const void*, int, const void*, int, const void*, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasCgemv_v2)(void*, int, int, int, const void*, const void*, int, const void*, int, const void*, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasZgemv_v2)(void*, int, int, int, const void*, const void*, int, const void*, int, const void*, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasSgemvBatched)(void*, int, int, int, const void*, const void* const*, int, const void* const*, int, const void*, void* const*, int, int);
+typedef int (*rg_rocblas_cu_fn_cublasDgemvBatched)(void*, int, int, int, const void*, const void* const*, int, const void* const*, int, const void*, void* const*, int, int);
+typedef int (*rg_rocblas_cu_fn_cublasCgemvBatched)(void*, int, int, int, const void*, const void* const*, int, const void* const*, int, const void*, void* const*, int, int);
+typedef int (*rg_rocblas_cu_fn_cublasZgemvBatched)(void*, int, int, int, const void*, const void* const*, int, const void* const*, int, const void*, void* const*, int, int);
+typedef int (*rg_rocblas_cu_fn_cublasSgemvStridedBatched)(void*, int, int, int, const void*, const void*, int, long long, const void*, int, long long, const void*, void*, int, long long, int);
+typedef int (*rg_rocblas_cu_fn_cublasDgemvStridedBatched)(void*, int, int, int, const void*, const void*, int, long long, const void*, int, long long, const void*, void*, int, long long, int);
+typedef int (*rg_rocblas_cu_fn_cublasCgemvStridedBatched)(void*, int, int, int, const void*, const void*, int, long long, const void*, int, long long, const void*, void*, int, long long, int);
+typedef int (*rg_rocblas_cu_fn_cublasZgemvStridedBatched)(void*, int, int, int, const void*, const void*, int, long long, const void*, int, long long, const void*, void*, int, long long, int);
+typedef int (*rg_rocblas_cu_fn_cublasSger_v2)(void*, int, int, const void*, const void*, int, const void*, int, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasDger_v2)(void*, int, int, const void*, const void*, int, const void*, int, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasCgeru_v2)(void*, int, int, const void*, const void*, int, const void*, int, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasZgeru_v2)(void*, int, int, const void*, const void*, int, const void*, int, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasCgerc_v2)(void*, int, int, const void*, const void*, int, const void*, int, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasZgerc_v2)(void*, int, int, const void*, const void*, int, const void*, int, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasSsymv_v2)(void*, int, int, const void*, const void*, int, const void*, int, const void*, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasDsymv_v2)(void*, int, int, const void*, const void*, int, const void*, int, const void*, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasCsymv_v2)(void*, int, int, const void*, const void*, int, const void*, int, const void*, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasZsymv_v2)(void*, int, int, const void*, const void*, int, const void*, int, const void*, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasStrmv_v2)(void*, int, int, int, int, const void*, int, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasDtrmv_v2)(void*, int, int, int, int, const void*, int, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasCtrmv_v2)(void*, int, int, int, int, const void*, int, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasZtrmv_v2)(void*, int, int, int, int, const void*, int, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasStrsv_v2)(void*, int, int, int, int, const void*, int, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasDtrsv_v2)(void*, int, int, int, int, const void*, int, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasCtrsv_v2)(void*, int, int, int, int, const void*, int, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasZtrsv_v2)(void*, int, int, int, int, const void*, int, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasSgemm_v2)(void*, int, int, int, int, int, const void*, const void*, int, const void*, int, const void*, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasDgemm_v2)(void*, int, int, int, int, int, const void*, const void*, int, const void*, int, const void*, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasCgemm_v2)(void*, int, int, int, int, int, const void*, const void*, int, const void*, int, const void*, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasZgemm_v2)(void*, int, int, int, int, int, const void*, const void*, int, const void*, int, const void*, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasHgemm)(void*, int, int, int, int, int, const void*, const void*, int, const void*, int, const void*, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasSgemmBatched)(void*, int, int, int, int, int, const void*, const void* const*, int, const void* const*, int, const void*, void* const*, int, int);
+typedef int (*rg_rocblas_cu_fn_cublasDgemmBatched)(void*, int, int, int, int, int, const void*, const void* const*, int, const void* const*, int, const void*, void* const*, int, int);
+typedef int (*rg_rocblas_cu_fn_cublasCgemmBatched)(void*, int, int, int, int, int, const void*, const void* const*, int, const void* const*, int, const void*, void* const*, int, int);
+typedef int (*rg_rocblas_cu_fn_cublasZgemmBatched)(void*, int, int, int, int, int, const void*, const void* const*, int, const void* const*, int, const void*, void* const*, int, int);
+typedef int (*rg_rocblas_cu_fn_cublasHgemmBatched)(void*, int, int, int, int, int, const void*, const void* const*, int, const void* const*, int, const void*, void* const*, int, int);
+typedef int (*rg_rocblas_cu_fn_cublasSgemmStridedBatched)(void*, int, int, int, int, int, const void*, const void*, int, long long, const void*, int, long long, const void*, void*, int, long long, int);
+typedef int (*rg_rocblas_cu_fn_cublasDgemmStridedBatched)(void*, int, int, int, int, int, const void*, const void*, int, long long, const void*, int, long long, const void*, void*, int, long long, int);
+typedef int (*rg_rocblas_cu_fn_cublasCgemmStridedBatched)(void*, int, int, int, int, int, const void*, const void*, int, long long, const void*, int, long long, const void*, void*, int, long long, int);
+typedef int (*rg_rocblas_cu_fn_cublasZgemmStridedBatched)(void*, int, int, int, int, int, const void*, const void*, int, long long, const void*, int, long long, const void*, void*, int, long long, int);
+typedef int (*rg_rocblas_cu_fn_cublasHgemmStridedBatched)(void*, int, int, int, int, int, const void*, const void*, int, long long, const void*, int, long long, const void*, void*, int, long long, int);
+typedef int (*rg_rocblas_cu_fn_cublasGemmEx)(void*, int, int, int, int, int, const void*, const void*, int, int, const void*, int, int, const void*, void*, int, int, int, int);
+typedef int (*rg_rocblas_cu_fn_cublasGemmStridedBatchedEx)(void*, int, int, int, int, int, const void*, const void*, int, int, long long, const void*, int, int, long long, const void*, void*, int, int, long long, int, int, int);
+typedef int (*rg_rocblas_cu_fn_cublasStrsm_v2)(void*, int, int, int, int, int, int, const void*, const void*, int, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasDtrsm_v2)(void*, int, int, int, int, int, int, const void*, const void*, int, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasCtrsm_v2)(void*, int, int, int, int, int, int, const void*, const void*, int, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasZtrsm_v2)(void*, int, int, int, int, int, int, const void*, const void*, int, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasSsyrk_v2)(void*, int, int, int, int, const void*, const void*, int, const void*, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasDsyrk_v2)(void*, int, int, int, int, const void*, const void*, int, const void*, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasCsyrk_v2)(void*, int, int, int, int, const void*, const void*, int, const void*, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasZsyrk_v2)(void*, int, int, int, int, const void*, const void*, int, const void*, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasSsymm_v2)(void*, int, int, int, int, const void*, const void*, int, const void*, int, const void*, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasDsymm_v2)(void*, int, int, int, int, const void*, const void*, int, const void*, int, const void*, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasCsymm_v2)(void*, int, int, int, int, const void*, const void*, int, const void*, int, const void*, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasZsymm_v2)(void*, int, int, int, int, const void*, const void*, int, const void*, int, const void*, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasStrmm_v2)(void*, int, int, int, int, int, int, const void*, const void*, int, const void*, int, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasDtrmm_v2)(void*, int, int, int, int, int, int, const void*, const void*, int, const void*, int, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasCtrmm_v2)(void*, int, int, int, int, int, int, const void*, const void*, int, const void*, int, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasZtrmm_v2)(void*, int, int, int, int, int, int, const void*, const void*, int, const void*, int, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasSgeam)(void*, int, int, int, int, const void*, const void*, int, const void*, const void*, int, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasDgeam)(void*, int, int, int, int, const void*, const void*, int, const void*, const void*, int, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasCgeam)(void*, int, int, int, int, const void*, const void*, int, const void*, const void*, int, void*, int);
+typedef int (*rg_rocblas_cu_fn_cublasZgeam)(void*, int, int, int, int, const void*, const void*, int, const void*, const void*, int, void*, int);
+typedef int (*rg_rocblas_cu_fn_cudaMemcpyAsync)(void*, const void*, size_t, int, void*);
+typedef int (*rg_rocblas_cu_fn_cudaMemcpy2DAsync)(void*, size_t, const void*, size_t, size_t, size_t, int, void*);
+typedef int (*rg_rocblas_cu_fn_cudaStreamSynchronize)(void*);
+
+extern void* rg_rocblas_cu_fns[rg_rocblas_cu_count];
+void* rg_rocblas_cu_resolve(int i);
+void rg_rocblas_cu_bind(int lib, void* handle);
+void rg_rocblas_cu_unbind(void);
+
+// rg_rocblas_cu_sym returns CUDA function i, resolving it on first use; NULL when
+// its library lacks it or is not bound.
+static inline void* rg_rocblas_cu_sym(int i) {
+	void* p = __atomic_load_n(&rg_rocblas_cu_fns[i], __ATOMIC_ACQUIRE);
+	return p != NULL ? p : rg_rocblas_cu_resolve(i);
+}
+
+// RG_ROCBLAS_CU(name) is the CUDA function name, typed, or NULL.
+#define RG_ROCBLAS_CU(name) ((rg_rocblas_cu_fn_##name)rg_rocblas_cu_sym(rg_rocblas_cu_idx_##name))
+
+// RG_CUDA_MISSING is what RG_ROCBLAS_CUDA yields for a function its library lacks.
+#ifndef RG_CUDA_MISSING
+#define RG_CUDA_MISSING (-1)
+#endif
+
+// RG_ROCBLAS_CUDA(name, args...) calls an int-returning CUDA function and yields
+// its status, or RG_CUDA_MISSING.
+#define RG_ROCBLAS_CUDA(name, ...)                                          \
+	({                                                             \
+		rg_rocblas_cu_fn_##name rg_f_ = RG_ROCBLAS_CU(name);                         \
+		rg_f_ != NULL ? rg_f_(__VA_ARGS__) : RG_CUDA_MISSING;      \
+	})
+
+// RG_ROCBLAS_CUDA_MISSING is the status of a call translated to a CUDA function
+// that is missing.
+#define RG_ROCBLAS_CUDA_MISSING ((rocblas_status)0x7fffff03)
+
 // Trampolines: the real calls, through the table.
 
 static inline const char* rg_rocblas_status_to_string(rocblas_status status) {

@@ -114,8 +114,8 @@ func run(cfg config) error {
 	if err != nil {
 		return err
 	}
-	v, _ := miopen.LibraryVersion()
-	lib := map[hip.Platform]string{hip.PlatformAMD: "MIOpen", hip.PlatformNVIDIA: "cuDNN"}[miopen.Platform()]
+	v, _ := miopen.Version()
+	lib := map[hip.Platform]string{hip.PlatformAMD: "MIOpen", hip.PlatformNVIDIA: "cuDNN"}[miopen.LoadedPlatform()]
 	fmt.Printf("device: %s (%s, %s platform), %s %s\n", props.Name, props.ArchName, hip.LoadedPlatform(), lib, v)
 
 	stream, err := dev.NewStream(hip.WithStreamFlags(hip.StreamNonBlocking))

@@ -113,13 +113,13 @@ func run(c config) error {
 		return err
 	}
 	defer s.Close()
-	h, err := rocblas.New(s)
+	h, err := rocblas.NewHandle(s)
 	if err != nil {
 		return err
 	}
 	defer h.Close()
 	ver, _ := rocblas.Version()
-	fmt.Printf("device:  %s (%s, %s platform), %s\n", props.Name, props.ArchName, hip.LoadedPlatform(), ver)
+	fmt.Printf("device:  %s (%s, %s platform), BLAS %s (%s)\n", props.Name, props.ArchName, hip.LoadedPlatform(), ver, rocblas.LibraryPaths()[0])
 	fmt.Printf("product: C (%d×%d) = %s·%s, k = %d, batch %d, %s\n", c.m, c.n, opName(c.ta, "A"), opName(c.tb, "B"), c.k, c.batch, dtypes[c.dtype])
 
 	switch c.dtype {

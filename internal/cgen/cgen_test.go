@@ -31,7 +31,7 @@ func generateFixture(t *testing.T) Files {
 	require.NoError(t, err)
 	files, err := Generate(spec, fixtureSpec, fixtureInclude)
 	require.NoError(t, err)
-	require.Len(t, files, 3)
+	assert.Len(t, files, 5, "zfix.h, zfix.c, zfix.go, zerrors.go, zload.go")
 	return files
 }
 
@@ -242,6 +242,20 @@ func TestSpecErrors(t *testing.T) {
 		{"package x\nheader a.h\nfunc f\nfunc f\n", "listed twice"},
 		{"package x\nheader a.h\nfunc f device\n", "need a status directive"},
 		{"package x\nheader a.h\nenum a\n", "enum takes"},
+		{"package x\nheader a.h\nstatus s ok sideways\n", `unknown status option "sideways"`},
+		{"package x\nheader a.h\nlibrary X\n", "library takes"},
+		{"package x\nheader a.h\nlibrary X nvidia=Y follows=cuda\n", `unknown library option "follows=cuda"`},
+		{"package x\nheader a.h\nlibrary X nvidia=Y standalone\n", "standalone goes with follows=hip"},
+		{"package x\nheader a.h\nstatus s ok\nlibrary X nvidia=Y\n", "library needs the status and errors directives"},
+		{"package x\nheader a.h\nerrors invalid=A\n", "errors needs the status and library directives"},
+		{"package x\nheader a.h\nstatus s ok\nlibrary X nvidia=Y\nerrors sideways=A\n", `unknown errors option "sideways=A"`},
+		{"package x\nheader a.h\nstatus s ok\nlibrary X nvidia=Y\nerrors invalid=A\nfunc f device\n", "errors nodevice=STATUS"},
+		{"package x\nheader a.h\nsentinels\n", "sentinels takes"},
+		{"package x\nheader a.h\nsentinels all\n", "sentinels needs the errors directive"},
+		{"package x\nheader a.h\ncuda cudart cudaFree\n", "cuda takes"},
+		{"package x\nheader a.h\ncuda cudart cuda-Free int (void*)\n", `"cuda-Free" is not a C name`},
+		{"package x\nheader a.h\ncuda cudart cudaFree int (void*)\n", "cuda needs a status directive"},
+		{"package x\nheader a.h\nstatus s ok\ncuda cudart cudaFree int (void*)\ncuda cuda cudaFree int (void*)\n", "cuda cudaFree listed twice"},
 	} {
 		_, err := ParseSpec(strings.NewReader(c.spec))
 		require.Error(t, err, c.spec)
@@ -251,6 +265,33 @@ func TestSpecErrors(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "x", s.Package)
 	assert.Equal(t, []string{"typedef struct s s_t; # kept"}, s.Prelude)
+}
+
+func TestCUDADirective(t *testing.T) {
+	s, err := ParseSpec(strings.NewReader("package x\nheader a.h\nstatus s ok\ncuda cuda cuA,cuB const char* (int, size_t (*)(int)) # two\ncuda cudart cudaX int (void)\n"))
+	require.NoError(t, err)
+	assert.Equal(t, []CUDAFunc{
+		{Lib: "cuda", Name: "cuA", Result: "const char*", Params: "(int, size_t (*)(int))"},
+		{Lib: "cuda", Name: "cuB", Result: "const char*", Params: "(int, size_t (*)(int))"},
+		{Lib: "cudart", Name: "cudaX", Result: "int", Params: "(void)"},
+	}, s.CUDA)
+	assert.Equal(t, []string{"cuda", "cudart"}, s.CUDALibs())
+}
+
+func TestEmitErrors(t *testing.T) {
+	for _, c := range []struct{ extra, want string }{
+		{"sentinels NoSuchStatus\n", "sentinels: fixStatus_t has no value StatusNoSuchStatus"},
+		{"errors invalid=Nope closed=InvalidValue nodevice=InvalidValue\n", "errors invalid=: fixStatus_t has no value StatusNope"},
+		{"status fixStatus_t fixSuccess text=fixVersion\n", "status text=fixVersion: needs a bound function const char* fixVersion(fixStatus_t)"},
+	} {
+		base := "package fix\nheader fix/fix_api.h\ndefine FIX_PLATFORM\nstatus fixStatus_t fixSuccess\nenum fixStatus_t Status trim=fixError,fix\n" +
+			"library Fix nvidia=cuFix\nerrors invalid=InvalidValue\nfunc fixVersion\n"
+		spec, err := ParseSpec(strings.NewReader(base + c.extra))
+		require.NoError(t, err, c.extra)
+		_, err = Generate(spec, "x.spec", fixtureInclude)
+		require.Error(t, err, c.extra)
+		assert.Contains(t, err.Error(), c.want)
+	}
 }
 
 func TestModelErrors(t *testing.T) {

@@ -24,15 +24,25 @@ func Generate(spec *Spec, specName string, includeDirs []string) (Files, error) 
 // Emit writes the files of a model.
 func Emit(m *Model, specName string) (Files, error) {
 	e := emitter{m: m, lib: m.Spec.Package, specName: filepath.ToSlash(specName)}
-	goSrc, err := format.Source(e.goFile())
-	if err != nil {
-		return nil, fmt.Errorf("cgen: formatting the Go output: %w", err)
+	files := Files{
+		HeaderName(m.Spec.Package):  e.header(),
+		"z" + m.Spec.Package + ".c": e.table(),
 	}
-	return Files{
-		HeaderName(m.Spec.Package):   e.header(),
-		"z" + m.Spec.Package + ".c":  e.table(),
-		"z" + m.Spec.Package + ".go": goSrc,
-	}, nil
+	goFiles := map[string]func() ([]byte, error){"z" + m.Spec.Package + ".go": e.goFile}
+	if m.Spec.Errors != nil {
+		goFiles["zerrors.go"] = e.errorsFile
+		goFiles["zload.go"] = e.loadFile
+	}
+	for name, gen := range goFiles {
+		src, err := gen()
+		if err != nil {
+			return nil, fmt.Errorf("cgen: %s: %w", name, err)
+		}
+		if files[name], err = format.Source(src); err != nil {
+			return nil, fmt.Errorf("cgen: formatting %s: %w\n%s", name, err, src)
+		}
+	}
+	return files, nil
 }
 
 // HeaderName is the generated header's file name for a package.
@@ -61,9 +71,6 @@ func (e *emitter) idx(f *Func) string    { return e.pfx() + "idx_" + f.Name }
 func (e *emitter) statusType() string    { return e.m.Spec.Status.Type }
 func (e *emitter) paramDecls(f *Func) []string {
 	return mapParams(f, func(p Param) string { return p.Decl })
-}
-func (e *emitter) paramTypes(f *Func) []string {
-	return mapParams(f, func(p Param) string { return p.Type })
 }
 func (e *emitter) paramNames(f *Func) []string {
 	return mapParams(f, func(p Param) string { return p.Name })
@@ -177,6 +184,9 @@ extern int (*%[3]ssetdev)(int device);
 void %[3]sset_setdev(int (*fn)(int device));
 `, e.upper(), e.statusType(), e.pfx())
 	}
+	if len(e.m.Spec.CUDA) > 0 {
+		e.cudaHeader(&b)
+	}
 	b.WriteString("\n// Trampolines: the real calls, through the table.\n")
 	for _, f := range e.m.Funcs {
 		e.trampoline(&b, f)
@@ -234,7 +244,7 @@ void* %[1]sresolve(int i) {
 
 void %[1]sunbind(void) {
 	__atomic_store_n(&%[1]slib, NULL, __ATOMIC_RELEASE);
-	for (int i = 0; i < %[1]scount; i++) __atomic_store_n(&%[1]sfns[i], NULL, __ATOMIC_RELEASE);
+	for (int i = 0; i < %[1]scount; i++) __atomic_store_n(&%[1]sfns[i], NULL, __ATOMIC_RELEASE);%[2]s
 }
 
 void %[1]sbind(void* lib) {
@@ -256,7 +266,7 @@ int %[1]sindex(const char* name) {
 	}
 	return -1;
 }
-`, e.pfx())
+`, e.pfx(), e.cudaUnbindCall())
 	if e.m.Spec.Status != nil {
 		fmt.Fprintf(&b, `
 int (*%[1]ssetdev)(int device);
@@ -266,89 +276,101 @@ void %[1]sset_setdev(int (*fn)(int device)) {
 }
 `, e.pfx())
 	}
-	return b.Bytes()
-}
-
-func (e *emitter) goFile() []byte {
-	var b bytes.Buffer
-	b.WriteString(e.doNotEdit("//"))
-	fmt.Fprintf(&b, "\npackage %s\n\nimport \"strconv\"\n\n", e.lib)
-	for _, en := range e.m.GoEnums {
-		fmt.Fprintf(&b, "// %s is the C enum %s.\ntype %s %s\n\n", en.GoName, en.CName, en.GoName, en.GoType)
-		fmt.Fprintf(&b, "// Values of %s.\nconst (\n", en.CName)
-		for _, v := range en.Values {
-			fmt.Fprintf(&b, "\t// %s is %s", v.GoName, v.CName)
-			if v.Doc != "" {
-				fmt.Fprintf(&b, ": %s", v.Doc)
-			}
-			fmt.Fprintf(&b, "\n\t%s %s = %d\n", v.GoName, en.GoName, v.Value)
-		}
-		b.WriteString(")\n\n")
-		e.goString(&b, en.GoName, "the C name of", en.Values, func(v EnumValue) string { return v.CName })
-		e.goValues(&b, en.GoName, en.Values)
-		if en.Status {
-			e.goString(&b, en.GoName, "the header's description of", en.Values, func(v EnumValue) string { return v.Doc })
-		}
-	}
-	for _, g := range e.m.Consts {
-		fmt.Fprintf(&b, "// %s holds the values of the %s* macros.\ntype %s %s\n\n", g.GoType, g.Values[0].CName[:commonPrefix(g.Values)], g.GoType, g.Base)
-		fmt.Fprintf(&b, "// Values of %s.\nconst (\n", g.GoType)
-		for _, v := range g.Values {
-			fmt.Fprintf(&b, "\t// %s is %s", v.GoName, v.CName)
-			if v.Doc != "" {
-				fmt.Fprintf(&b, ": %s", v.Doc)
-			}
-			fmt.Fprintf(&b, "\n\t%s %s = %d\n", v.GoName, g.GoType, v.Value)
-		}
-		b.WriteString(")\n\n")
-		e.goString(&b, g.GoType, "the C name of", g.Values, func(v EnumValue) string { return v.CName })
+	if len(e.m.Spec.CUDA) > 0 {
+		e.cudaTable(&b)
 	}
 	return b.Bytes()
 }
 
-// goString writes String (or, for descriptions, Description) as a switch
-// over the distinct values; aliases report their first name.
-func (e *emitter) goString(b *bytes.Buffer, typ, what string, vals []EnumValue, text func(EnumValue) string) {
-	method := "String"
-	if strings.Contains(what, "description") {
-		method = "Description"
+// The CUDA table of the NVIDIA platform: rg_<lib>_cu_*.
+func (e *emitter) cu() string { return e.pfx() + "cu_" }
+
+func (e *emitter) cudaUnbindCall() string {
+	if len(e.m.Spec.CUDA) == 0 {
+		return ""
 	}
-	fmt.Fprintf(b, "// %s returns %s the value.\nfunc (v %s) %s() string {\n\tswitch v {\n", method, what, typ, method)
-	seen := map[int64]bool{}
-	for _, v := range vals {
-		if seen[v.Value] {
-			continue
-		}
-		seen[v.Value] = true
-		t := text(v)
-		if method == "Description" && t == "" {
-			t = v.CName
-		}
-		fmt.Fprintf(b, "\tcase %s:\n\t\treturn %q\n", v.GoName, t)
-	}
-	fmt.Fprintf(b, "\t}\n\treturn \"%s(\" + strconv.FormatInt(int64(v), 10) + \")\"\n}\n\n", typ)
+	return "\n\t" + e.cu() + "unbind();"
 }
 
-// goValues writes the list of distinct values, for tests and tools.
-func (e *emitter) goValues(b *bytes.Buffer, typ string, vals []EnumValue) {
-	name := strings.ToLower(typ[:1]) + typ[1:] + "Values"
-	fmt.Fprintf(b, "// %s lists the distinct values of %s.\nvar %s = []%s{", name, typ, name, typ)
-	seen := map[int64]bool{}
-	for _, v := range vals {
-		if !seen[v.Value] {
-			seen[v.Value] = true
-			fmt.Fprintf(b, "%s, ", v.GoName)
-		}
+func (e *emitter) cudaHeader(b *bytes.Buffer) {
+	cu := e.cu()
+	fmt.Fprintf(b, "\n// The CUDA functions the NVIDIA platform (nvidia.c) calls, resolved lazily\n")
+	fmt.Fprintf(b, "// with dlsym from the libraries bound with %sbind; thread-safe.\nenum {\n", cu)
+	for i, l := range e.m.Spec.CUDALibs() {
+		fmt.Fprintf(b, "\t%slib_%s = %d,\n", cu, l, i)
 	}
-	b.WriteString("}\n\n")
+	fmt.Fprintf(b, "\t%slibs = %d\n};\n\nenum {\n", cu, len(e.m.Spec.CUDALibs()))
+	for i, f := range e.m.Spec.CUDA {
+		fmt.Fprintf(b, "\t%sidx_%s = %d,\n", cu, f.Name, i)
+	}
+	fmt.Fprintf(b, "\t%scount = %d\n};\n\n", cu, len(e.m.Spec.CUDA))
+	for _, f := range e.m.Spec.CUDA {
+		fmt.Fprintf(b, "typedef %s (*%sfn_%s)%s;\n", f.Result, cu, f.Name, f.Params)
+	}
+	fmt.Fprintf(b, `
+extern void* %[1]sfns[%[1]scount];
+void* %[1]sresolve(int i);
+void %[1]sbind(int lib, void* handle);
+void %[1]sunbind(void);
+
+// %[1]ssym returns CUDA function i, resolving it on first use; NULL when
+// its library lacks it or is not bound.
+static inline void* %[1]ssym(int i) {
+	void* p = __atomic_load_n(&%[1]sfns[i], __ATOMIC_ACQUIRE);
+	return p != NULL ? p : %[1]sresolve(i);
 }
 
-func commonPrefix(vals []EnumValue) int {
-	p := vals[0].CName
-	for _, v := range vals[1:] {
-		for !strings.HasPrefix(v.CName, p) {
-			p = p[:len(p)-1]
-		}
+// %[2]sCU(name) is the CUDA function name, typed, or NULL.
+#define %[2]sCU(name) ((%[1]sfn_##name)%[1]ssym(%[1]sidx_##name))
+
+// RG_CUDA_MISSING is what %[2]sCUDA yields for a function its library lacks.
+#ifndef RG_CUDA_MISSING
+#define RG_CUDA_MISSING (-1)
+#endif
+
+// %[2]sCUDA(name, args...) calls an int-returning CUDA function and yields
+// its status, or RG_CUDA_MISSING.
+#define %[2]sCUDA(name, ...)                                          \
+	({                                                             \
+		%[1]sfn_##name rg_f_ = %[2]sCU(name);                         \
+		rg_f_ != NULL ? rg_f_(__VA_ARGS__) : RG_CUDA_MISSING;      \
+	})
+
+// %[2]sCUDA_MISSING is the status of a call translated to a CUDA function
+// that is missing.
+#define %[2]sCUDA_MISSING ((%[3]s)0x7fffff03)
+`, cu, e.upper(), e.statusType())
+}
+
+func (e *emitter) cudaTable(b *bytes.Buffer) {
+	cu := e.cu()
+	fmt.Fprintf(b, "\nvoid* %[1]sfns[%[1]scount];\nstatic void* %[1]shandles[%[1]slibs];\n\n", cu)
+	fmt.Fprintf(b, "static const struct {\n\tconst char* name;\n\tint lib;\n} %[1]snames[%[1]scount] = {\n", cu)
+	for _, f := range e.m.Spec.CUDA {
+		fmt.Fprintf(b, "\t{%q, %slib_%s},\n", f.Name, cu, f.Lib)
 	}
-	return len(p)
+	fmt.Fprintf(b, `};
+
+void* %[1]sresolve(int i) {
+	if (i < 0 || i >= %[1]scount) return NULL;
+	void* lib = __atomic_load_n(&%[1]shandles[%[1]snames[i].lib], __ATOMIC_ACQUIRE);
+	if (lib == NULL) return NULL;
+	void* p = dlsym(lib, %[1]snames[i].name);
+	if (p != NULL) __atomic_store_n(&%[1]sfns[i], p, __ATOMIC_RELEASE);
+	return p;
+}
+
+void %[1]sbind(int lib, void* handle) {
+	if (lib < 0 || lib >= %[1]slibs) return;
+	__atomic_store_n(&%[1]shandles[lib], handle, __ATOMIC_RELEASE);
+	for (int i = 0; i < %[1]scount; i++) {
+		if (%[1]snames[i].lib == lib) __atomic_store_n(&%[1]sfns[i], NULL, __ATOMIC_RELEASE);
+	}
+}
+
+void %[1]sunbind(void) {
+	for (int i = 0; i < %[1]slibs; i++) __atomic_store_n(&%[1]shandles[i], NULL, __ATOMIC_RELEASE);
+	for (int i = 0; i < %[1]scount; i++) __atomic_store_n(&%[1]sfns[i], NULL, __ATOMIC_RELEASE);
+}
+`, cu)
 }

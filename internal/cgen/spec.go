@@ -32,11 +32,33 @@ import (
 //	header hip/hip_runtime_api.h        header to parse (repeatable)
 //	define __HIP_PLATFORM_AMD__         macro defined before the headers
 //	prelude typedef int x_t;            C text placed before the headers
-//	status hipError_t hipSuccess native-setdev
+//	library rocBLAS nvidia=cuBLAS follows=hip
+//	                                    the library on AMD and what the NVIDIA
+//	                                    platform translates it to; follows=hip:
+//	                                    it takes the platform package hip loads
+//	                                    (package hip itself leads); standalone:
+//	                                    a named platform needs no HIP (a
+//	                                    compiler). Generates the Go load API
+//	                                    (zload.go).
+//	status hipError_t hipSuccess native-setdev text=hipGetErrorString
 //	                                    the status type and its success value;
 //	                                    native-setdev: the set-device function
 //	                                    returns it (device trampolines pass its
-//	                                    failure through)
+//	                                    failure through); text=: the library's
+//	                                    function that names a status (StatusString)
+//	errors invalid=InvalidValue closed=InvalidHandle nodevice=InvalidDevice
+//	                                    the statuses of the common failures:
+//	                                    arguments refused in Go, a closed
+//	                                    handle, a device that cannot be made
+//	                                    current. Generates zerrors.go.
+//	sentinels all                       an ErrX for every failure status, or
+//	sentinels OutOfMemory NoBinaryForGpu=NoBinaryForGPU
+//	                                    for those named (=: another Go name)
+//	cuda cudart cudaMalloc,cudaFree int (void*)
+//	                                    CUDA functions the NVIDIA platform
+//	                                    calls, from a library (cudart, cuda,
+//	                                    cublas, ...), with their C type: a lazily
+//	                                    resolved, thread-safe table in zN.{h,c}
 //	enum hipError_t Status trim=hipError,hip    Go enum from a C enum
 //	consts EventFlags hipEvent exclude=hipEventRecord prefix=Event
 //	                                    Go constants from macros; prefix= sets
@@ -54,8 +76,44 @@ type Spec struct {
 	Consts  []ConstsSpec
 	Structs []string
 	Funcs   []FuncSpec
+	Library *LibrarySpec
+	Errors  *ErrorsSpec
+	// Sentinels are the failure statuses with an ErrX: Go value names
+	// without the status type's prefix; AllSentinels means every one.
+	Sentinels    []SentinelSpec
+	AllSentinels bool
+	CUDA         []CUDAFunc
 	// File is where the spec was read from, for messages.
 	File string
+}
+
+// LibrarySpec names the library and whether it follows package hip.
+type LibrarySpec struct {
+	Name       string // on AMD: "rocBLAS"
+	NVIDIA     string // what the NVIDIA platform translates to: "cuBLAS"
+	FollowsHIP bool
+	Standalone bool // a named platform needs no HIP (follows=hip standalone)
+}
+
+// ErrorsSpec gives the status of each common failure: Go value names
+// without the status type's prefix ("InvalidValue"); empty when the
+// package has no such failure.
+type ErrorsSpec struct {
+	Invalid, Closed, NoDevice string
+}
+
+// SentinelSpec is one sentinel: the status value's Go name without its
+// prefix, and the sentinel's name without "Err".
+type SentinelSpec struct {
+	Status, Name string
+}
+
+// CUDAFunc is a CUDA function of the NVIDIA platform's table.
+type CUDAFunc struct {
+	Lib    string // "cudart"
+	Name   string
+	Result string // "int"
+	Params string // "(void**, size_t)"
 }
 
 // StatusSpec names the library's status enum and its success value.
@@ -65,6 +123,7 @@ type StatusSpec struct {
 	Type            string
 	Success         string
 	NativeSetDevice bool
+	Text            string // the function that names a status, if any
 }
 
 // EnumSpec maps a C enum typedef to a Go type. Enumerator names lose the
@@ -146,10 +205,77 @@ func ParseSpec(r io.Reader) (*Spec, error) {
 		case "prelude":
 			s.Prelude = append(s.Prelude, strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(sc.Text()), "prelude")))
 		case "status":
-			if len(args) < 2 || len(args) > 3 || len(args) == 3 && args[2] != "native-setdev" {
-				return nil, bad("status takes TYPE SUCCESS [native-setdev]")
+			if len(args) < 2 {
+				return nil, bad("status takes TYPE SUCCESS [native-setdev] [text=FUNC]")
 			}
-			s.Status = &StatusSpec{Type: args[0], Success: args[1], NativeSetDevice: len(args) == 3}
+			s.Status = &StatusSpec{Type: args[0], Success: args[1]}
+			for _, o := range args[2:] {
+				if v, ok := strings.CutPrefix(o, "text="); ok {
+					s.Status.Text = v
+				} else if o == "native-setdev" {
+					s.Status.NativeSetDevice = true
+				} else {
+					return nil, bad("unknown status option %q", o)
+				}
+			}
+		case "library":
+			if len(args) < 2 {
+				return nil, bad("library takes NAME nvidia=NAME [follows=hip]")
+			}
+			s.Library = &LibrarySpec{Name: args[0]}
+			for _, o := range args[1:] {
+				if v, ok := strings.CutPrefix(o, "nvidia="); ok {
+					s.Library.NVIDIA = v
+				} else if o == "follows=hip" {
+					s.Library.FollowsHIP = true
+				} else if o == "standalone" {
+					s.Library.Standalone = true
+				} else {
+					return nil, bad("unknown library option %q", o)
+				}
+			}
+			if s.Library.NVIDIA == "" {
+				return nil, bad("library needs nvidia=NAME")
+			}
+			if s.Library.Standalone && !s.Library.FollowsHIP {
+				return nil, bad("standalone goes with follows=hip")
+			}
+		case "errors":
+			s.Errors = &ErrorsSpec{}
+			for _, o := range args {
+				k, v, ok := strings.Cut(o, "=")
+				switch {
+				case ok && k == "invalid":
+					s.Errors.Invalid = v
+				case ok && k == "closed":
+					s.Errors.Closed = v
+				case ok && k == "nodevice":
+					s.Errors.NoDevice = v
+				default:
+					return nil, bad("unknown errors option %q (invalid=, closed=, nodevice=)", o)
+				}
+			}
+		case "sentinels":
+			if len(args) == 0 {
+				return nil, bad("sentinels takes all or STATUS[=NAME]...")
+			}
+			for _, a := range args {
+				if a == "all" {
+					s.AllSentinels = true
+					continue
+				}
+				st, name, ok := strings.Cut(a, "=")
+				if !ok {
+					name = st
+				}
+				s.Sentinels = append(s.Sentinels, SentinelSpec{Status: st, Name: name})
+			}
+		case "cuda":
+			f, err := parseCUDA(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(text), "cuda")))
+			if err != nil {
+				return nil, bad("%v", err)
+			}
+			s.CUDA = append(s.CUDA, f...)
 		case "enum":
 			if len(args) < 2 {
 				return nil, bad("enum takes CTYPE GOTYPE [trim=a,b] [prefix=GoPrefix]")
@@ -216,12 +342,82 @@ func ParseSpec(r io.Reader) (*Spec, error) {
 	case len(s.Headers) == 0:
 		return nil, fmt.Errorf("no header directive")
 	}
+	device := false
 	for _, f := range s.Funcs {
 		if f.Device && s.Status == nil {
 			return nil, fmt.Errorf("func %s: device trampolines need a status directive", f.Name)
 		}
+		device = device || f.Device
+	}
+	switch {
+	case s.Errors != nil && (s.Status == nil || s.Library == nil):
+		return nil, fmt.Errorf("errors needs the status and library directives")
+	case s.Library != nil && (s.Status == nil || s.Errors == nil):
+		return nil, fmt.Errorf("library needs the status and errors directives")
+	case device && s.Errors != nil && s.Errors.NoDevice == "":
+		return nil, fmt.Errorf("device functions need errors nodevice=STATUS")
+	case (len(s.Sentinels) > 0 || s.AllSentinels) && s.Errors == nil:
+		return nil, fmt.Errorf("sentinels needs the errors directive")
+	case len(s.CUDA) > 0 && s.Status == nil:
+		return nil, fmt.Errorf("cuda needs a status directive")
+	}
+	seen := map[string]bool{}
+	for _, c := range s.CUDA {
+		if seen[c.Name] {
+			return nil, fmt.Errorf("cuda %s listed twice", c.Name)
+		}
+		seen[c.Name] = true
 	}
 	return s, nil
+}
+
+// parseCUDA reads "LIB NAME[,NAME...] RESULT (PARAMS)".
+func parseCUDA(line string) ([]CUDAFunc, error) {
+	const usage = "cuda takes LIB NAME[,NAME...] RESULT (PARAMS)"
+	lib, rest, ok := strings.Cut(line, " ")
+	if !ok {
+		return nil, fmt.Errorf(usage)
+	}
+	names, rest, ok := strings.Cut(strings.TrimSpace(rest), " ")
+	open := strings.IndexByte(rest, '(')
+	if !ok || open < 0 || !strings.HasSuffix(strings.TrimSpace(rest), ")") {
+		return nil, fmt.Errorf(usage)
+	}
+	result := strings.TrimSpace(rest[:open])
+	params := strings.TrimSpace(rest[open:])
+	if result == "" || !isIdent(lib) {
+		return nil, fmt.Errorf(usage)
+	}
+	var out []CUDAFunc
+	for _, n := range strings.Split(names, ",") {
+		if !isIdent(n) {
+			return nil, fmt.Errorf("cuda: %q is not a C name", n)
+		}
+		out = append(out, CUDAFunc{Lib: lib, Name: n, Result: result, Params: params})
+	}
+	return out, nil
+}
+
+func isIdent(s string) bool {
+	for i, r := range s {
+		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || i > 0 && r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// CUDALibs lists the libraries of the CUDA table in order of first use.
+func (s *Spec) CUDALibs() []string {
+	var libs []string
+	seen := map[string]bool{}
+	for _, c := range s.CUDA {
+		if !seen[c.Lib] {
+			seen[c.Lib] = true
+			libs = append(libs, c.Lib)
+		}
+	}
+	return libs
 }
 
 // headerSource is the C text that brings in the spec's headers: its

@@ -71,6 +71,7 @@ import (
 type Library struct {
 	name   string // what the library is, for messages: "HIP runtime"
 	path   string // the path that dlopen accepted
+	probe  string // a symbol it exports (OpenProbed), to find its file
 	handle unsafe.Pointer
 
 	mu   sync.Mutex
@@ -116,6 +117,9 @@ func OpenProbed(name, hint string, candidates []string, probe string) (*Library,
 		l.Close()
 		return nil, &SymbolError{Library: name, Path: l.Path(), Symbol: probe, Reason: "it is another library, not " + name}
 	}
+	l.mu.Lock()
+	l.probe = probe
+	l.mu.Unlock()
 	return l, nil
 }
 
@@ -134,7 +138,7 @@ func OpenCUBLAS(explicit []string) (cublas, cudart *Library, err error) {
 	}
 	search := CUDA(explicit, sonames...)
 	search.Explicit = append([]string{filepath.Dir(cublas.File("cublasCreate_v2"))}, search.Explicit...)
-	cudart, err = Open("CUDA runtime (libcudart)", CUDAHint, search.Candidates())
+	cudart, err = OpenProbed("CUDA runtime (libcudart)", CUDAHint, search.Candidates(), "cudaRuntimeGetVersion")
 	if err != nil {
 		cublas.Close()
 		return nil, nil, err
@@ -217,6 +221,18 @@ func (l *Library) File(symbol string) string {
 		return C.GoString(f)
 	}
 	return l.path
+}
+
+// Origin is the file the dynamic loader mapped, found through the symbol
+// OpenProbed checked; Path for a library opened without one.
+func (l *Library) Origin() string {
+	l.mu.Lock()
+	probe := l.probe
+	l.mu.Unlock()
+	if probe == "" {
+		return l.path
+	}
+	return l.File(probe)
 }
 
 // Refs reports the number of open references.

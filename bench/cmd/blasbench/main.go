@@ -57,7 +57,7 @@ func run(script, python, jsonOut string, iters, reps, tinyOps int) error {
 	defer b.Close()
 	rt, _ := hip.RuntimeVersion()
 	ver, _ := rocblas.Version()
-	fmt.Printf("device: %s (%s), %s platform, runtime %s, %s\n", b.Props.Name, b.Props.ArchName, hip.LoadedPlatform(), rt, ver)
+	fmt.Printf("device: %s (%s), %s platform, runtime %s, BLAS %s (%s)\n", b.Props.Name, b.Props.ArchName, hip.LoadedPlatform(), rt, ver, rocblas.LibraryPaths()[0])
 
 	type result struct {
 		shape bench.GemmShape

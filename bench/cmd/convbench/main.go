@@ -70,9 +70,9 @@ func run(script, python, jsonOut string, iters, reps int, layouts, only string) 
 		return err
 	}
 	defer e.Close()
-	lv, _ := miopen.LibraryVersion()
-	lib := map[hip.Platform]string{hip.PlatformAMD: "MIOpen", hip.PlatformNVIDIA: "cuDNN"}[miopen.Platform()]
-	fmt.Printf("device: %s (%s), %s platform, %s %s (%s)\n", e.Props.Name, e.Props.ArchName, hip.LoadedPlatform(), lib, lv, miopen.LibraryPath())
+	lv, _ := miopen.Version()
+	lib := map[hip.Platform]string{hip.PlatformAMD: "MIOpen", hip.PlatformNVIDIA: "cuDNN"}[miopen.LoadedPlatform()]
+	fmt.Printf("device: %s (%s), %s platform, %s %s (%s)\n", e.Props.Name, e.Props.ArchName, hip.LoadedPlatform(), lib, lv, miopen.LibraryPaths()[0])
 
 	var rows []row
 	for _, s := range shapes {

@@ -42,9 +42,9 @@ func run(script, python, jsonOut string, small, ops, copyBytes, d2dBytes, reps i
 	defer e.Close()
 	rt, _ := hip.RuntimeVersion()
 	drv, _ := hip.DriverVersion()
-	major, minor, _ := hiprtc.Version()
-	fmt.Printf("device: %s (%s), %s platform, runtime %s, driver %s, compiler %d.%d\n",
-		e.Props.Name, e.Props.ArchName, hip.LoadedPlatform(), rt, drv, major, minor)
+	cv, _ := hiprtc.Version()
+	fmt.Printf("device: %s (%s), %s platform, runtime %s, driver %s, compiler %s\n",
+		e.Props.Name, e.Props.ArchName, hip.LoadedPlatform(), rt, drv, cv)
 
 	med := func(f func() (time.Duration, error)) time.Duration {
 		d, err := bench.Median(reps, f)

@@ -35,6 +35,7 @@ void* rg_fix_resolve(int i) {
 void rg_fix_unbind(void) {
 	__atomic_store_n(&rg_fix_lib, NULL, __ATOMIC_RELEASE);
 	for (int i = 0; i < rg_fix_count; i++) __atomic_store_n(&rg_fix_fns[i], NULL, __ATOMIC_RELEASE);
+	rg_fix_cu_unbind();
 }
 
 void rg_fix_bind(void* lib) {
@@ -61,4 +62,39 @@ int (*rg_fix_setdev)(int device);
 
 void rg_fix_set_setdev(int (*fn)(int device)) {
 	__atomic_store_n(&rg_fix_setdev, fn, __ATOMIC_RELEASE);
+}
+
+void* rg_fix_cu_fns[rg_fix_cu_count];
+static void* rg_fix_cu_handles[rg_fix_cu_libs];
+
+static const struct {
+	const char* name;
+	int lib;
+} rg_fix_cu_names[rg_fix_cu_count] = {
+	{"cudaMalloc", rg_fix_cu_lib_cudart},
+	{"cudaGetErrorName", rg_fix_cu_lib_cudart},
+	{"cuFixA", rg_fix_cu_lib_cufix},
+	{"cuFixB", rg_fix_cu_lib_cufix},
+};
+
+void* rg_fix_cu_resolve(int i) {
+	if (i < 0 || i >= rg_fix_cu_count) return NULL;
+	void* lib = __atomic_load_n(&rg_fix_cu_handles[rg_fix_cu_names[i].lib], __ATOMIC_ACQUIRE);
+	if (lib == NULL) return NULL;
+	void* p = dlsym(lib, rg_fix_cu_names[i].name);
+	if (p != NULL) __atomic_store_n(&rg_fix_cu_fns[i], p, __ATOMIC_RELEASE);
+	return p;
+}
+
+void rg_fix_cu_bind(int lib, void* handle) {
+	if (lib < 0 || lib >= rg_fix_cu_libs) return;
+	__atomic_store_n(&rg_fix_cu_handles[lib], handle, __ATOMIC_RELEASE);
+	for (int i = 0; i < rg_fix_cu_count; i++) {
+		if (rg_fix_cu_names[i].lib == lib) __atomic_store_n(&rg_fix_cu_fns[i], NULL, __ATOMIC_RELEASE);
+	}
+}
+
+void rg_fix_cu_unbind(void) {
+	for (int i = 0; i < rg_fix_cu_libs; i++) __atomic_store_n(&rg_fix_cu_handles[i], NULL, __ATOMIC_RELEASE);
+	for (int i = 0; i < rg_fix_cu_count; i++) __atomic_store_n(&rg_fix_cu_fns[i], NULL, __ATOMIC_RELEASE);
 }

@@ -199,6 +199,59 @@ static inline int rg_fix_has(int i) { return rg_fix_sym(i) != NULL; }
 extern int (*rg_fix_setdev)(int device);
 void rg_fix_set_setdev(int (*fn)(int device));
 
+// The CUDA functions the NVIDIA platform (nvidia.c) calls, resolved lazily
+// with dlsym from the libraries bound with rg_fix_cu_bind; thread-safe.
+enum {
+	rg_fix_cu_lib_cudart = 0,
+	rg_fix_cu_lib_cufix = 1,
+	rg_fix_cu_libs = 2
+};
+
+enum {
+	rg_fix_cu_idx_cudaMalloc = 0,
+	rg_fix_cu_idx_cudaGetErrorName = 1,
+	rg_fix_cu_idx_cuFixA = 2,
+	rg_fix_cu_idx_cuFixB = 3,
+	rg_fix_cu_count = 4
+};
+
+typedef int (*rg_fix_cu_fn_cudaMalloc)(void**, size_t);
+typedef const char* (*rg_fix_cu_fn_cudaGetErrorName)(int);
+typedef int (*rg_fix_cu_fn_cuFixA)(void*, size_t (*)(int), int);
+typedef int (*rg_fix_cu_fn_cuFixB)(void*, size_t (*)(int), int);
+
+extern void* rg_fix_cu_fns[rg_fix_cu_count];
+void* rg_fix_cu_resolve(int i);
+void rg_fix_cu_bind(int lib, void* handle);
+void rg_fix_cu_unbind(void);
+
+// rg_fix_cu_sym returns CUDA function i, resolving it on first use; NULL when
+// its library lacks it or is not bound.
+static inline void* rg_fix_cu_sym(int i) {
+	void* p = __atomic_load_n(&rg_fix_cu_fns[i], __ATOMIC_ACQUIRE);
+	return p != NULL ? p : rg_fix_cu_resolve(i);
+}
+
+// RG_FIX_CU(name) is the CUDA function name, typed, or NULL.
+#define RG_FIX_CU(name) ((rg_fix_cu_fn_##name)rg_fix_cu_sym(rg_fix_cu_idx_##name))
+
+// RG_CUDA_MISSING is what RG_FIX_CUDA yields for a function its library lacks.
+#ifndef RG_CUDA_MISSING
+#define RG_CUDA_MISSING (-1)
+#endif
+
+// RG_FIX_CUDA(name, args...) calls an int-returning CUDA function and yields
+// its status, or RG_CUDA_MISSING.
+#define RG_FIX_CUDA(name, ...)                                          \
+	({                                                             \
+		rg_fix_cu_fn_##name rg_f_ = RG_FIX_CU(name);                         \
+		rg_f_ != NULL ? rg_f_(__VA_ARGS__) : RG_CUDA_MISSING;      \
+	})
+
+// RG_FIX_CUDA_MISSING is the status of a call translated to a CUDA function
+// that is missing.
+#define RG_FIX_CUDA_MISSING ((fixStatus_t)0x7fffff03)
+
 // Trampolines: the real calls, through the table.
 
 static inline fixStatus_t rg_fixInit(unsigned flags) {

@@ -9,6 +9,7 @@ static int failures;
 #define CHECK(cond) do { if (!(cond)) { printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); failures++; } } while (0)
 
 static int setdev(int d) { return (int)rg_fixSetDevice(d); }
+static size_t twice(int n) { return (size_t)(2 * n); }
 
 int main(int argc, char** argv) {
 	// Nothing bound: every trampoline reports the missing function.
@@ -47,6 +48,23 @@ int main(int argc, char** argv) {
 	CHECK(rg_fixInit(1) == fixSuccess);
 	rg_fix_unbind();
 	CHECK(rg_fixGetCount(&n) == RG_FIX_MISSING && rg_fixInit(1) == RG_FIX_MISSING);
+
+	// The CUDA table: nothing bound, then one library bound; a function
+	// its library lacks is RG_CUDA_MISSING, never a crash.
+	CHECK(RG_FIX_CU(cuFixA) == NULL);
+	CHECK(RG_FIX_CUDA(cuFixA, (void*)1, twice, 21) == RG_CUDA_MISSING);
+	rg_fix_cu_bind(rg_fix_cu_lib_cufix, lib);
+	CHECK(RG_FIX_CUDA(cuFixA, (void*)1, twice, 21) == 42);
+	CHECK(RG_FIX_CUDA(cuFixA, NULL, twice, 21) == 7);
+	CHECK(RG_FIX_CUDA(cuFixB, (void*)1, twice, 21) == RG_CUDA_MISSING);
+	CHECK(RG_FIX_CU(cudaGetErrorName) == NULL); // its library (cudart) is not bound
+	rg_fix_cu_bind(rg_fix_cu_lib_cufix, NULL);
+	CHECK(RG_FIX_CUDA(cuFixA, (void*)1, twice, 21) == RG_CUDA_MISSING);
+	rg_fix_cu_bind(rg_fix_cu_lib_cufix, lib);
+	CHECK(RG_FIX_CU(cuFixA) != NULL);
+	rg_fix_unbind(); // the main table's unbind empties the CUDA table too
+	CHECK(RG_FIX_CU(cuFixA) == NULL);
+	CHECK(RG_FIX_CUDA_MISSING != RG_FIX_MISSING && RG_FIX_CUDA_MISSING != RG_FIX_NODEVICE);
 
 	printf("%s: %d failures\n", failures ? "FAIL" : "ok", failures);
 	return failures != 0;

@@ -1,14 +1,21 @@
-// Hand-written C helpers of package rocblas over the generated zrocblas.h:
-// one function per BLAS operation and form, which picks the typed rocBLAS
-// function (s, d, c, z or h) by a type code, so that the generic Go function
-// makes one cgo call. Handles, device addresses and host scalars come as
-// integers: they are never Go memory, and integers cost cgo no pointer check.
-#ifndef RG_ROCBLAS_DISPATCH_H
-#define RG_ROCBLAS_DISPATCH_H
+// The C surface of package rocblas: the generated zrocblas.h, the NVIDIA
+// platform (nvidia.c), and the dispatch helpers: one function per BLAS
+// operation and form, which picks the typed rocBLAS function (s, d, c, z or
+// h) by a type code, so that the generic Go function makes one cgo call.
+// Handles, device addresses and host scalars come as integers: they are
+// never Go memory, and integers cost cgo no pointer check.
+#ifndef RG_ROCBLAS_HELPERS_H
+#define RG_ROCBLAS_HELPERS_H
 
 #include <stdint.h>
 
 #include "zrocblas.h"
+
+// The NVIDIA platform (nvidia.c): rg_rocblas_install_nvidia fills the table
+// with the translations to cuBLAS; the status translation is exposed for
+// the tests.
+void rg_rocblas_install_nvidia(void* cublas, void* cudart);
+int rg_rocblas_nvidia_status(int cublas_status);
 
 // Type codes, as package rocblas's kind of an element type.
 enum { RG_S = 0, RG_D = 1, RG_C = 2, RG_Z = 3, RG_H = 4 };

@@ -1,0 +1,44 @@
+package bind
+
+import (
+	"runtime"
+	"sync/atomic"
+)
+
+// Lifetime is what every handle keeps beside its C object: whether it was
+// closed, and the cleanup that frees the object should the handle be
+// dropped unclosed (a leak backstop only; Close is the way). Views that
+// share an allocation share its Lifetime.
+type Lifetime struct {
+	closed  atomic.Bool
+	cleanup runtime.Cleanup
+}
+
+// Backstop arms l's cleanup: free(arg) once owner is garbage. arg must not
+// reach owner, or owner never becomes garbage.
+func Backstop[T, S any](l *Lifetime, owner *T, free func(S), arg S) {
+	l.cleanup = runtime.AddCleanup(owner, free, arg)
+}
+
+// Closed reports whether the handle was closed.
+func (l *Lifetime) Closed() bool { return l.closed.Load() }
+
+// End marks the handle closed and disarms the backstop. It reports whether
+// this call closed it: only the first call does, and only that caller
+// frees the C object.
+func (l *Lifetime) End() bool {
+	if !l.closed.CompareAndSwap(false, true) {
+		return false
+	}
+	l.cleanup.Stop()
+	return true
+}
+
+// Close is End followed by free on the first call; later calls do
+// nothing and return nil.
+func (l *Lifetime) Close(free func() error) error {
+	if !l.End() {
+		return nil
+	}
+	return free()
+}
