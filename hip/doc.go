@@ -35,4 +35,8 @@
 // ErrInvalidValue and the other sentinels. Arguments that cannot be right
 // (negative sizes, copies that do not fit, nil handles) are refused before
 // any C call with an *Error of StatusInvalidValue that says what was wrong.
+// A closed handle gives an *Error of StatusInvalidHandle whose cause
+// (errors.Unwrap) is ErrClosed. Every binding package of rocm-go has the
+// same vocabulary: its own Error and sentinels, and the same ErrClosed,
+// ErrLibraryNotFound and ErrSymbolNotFound values.
 package hip

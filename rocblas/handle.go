@@ -31,20 +31,18 @@ import (
 // reductions write their results to device memory instead, without waiting.
 // The Handle sets rocBLAS's pointer mode that each call needs itself.
 type Handle struct {
-	mu     sync.Mutex
-	c      C.rocblas_handle
-	dev    *hip.Device
-	ord    C.int
-	stream *hip.Stream
-	life   bind.Lifetime
-
+	mu       sync.Mutex
+	c        C.rocblas_handle
+	dev      *hip.Device
+	ord      C.int
+	stream   *hip.Stream
+	life     bind.Lifetime
 	libMode  PointerMode // the mode the library has now; modeUnknown after Raw
 	userMode PointerMode // the mode SetPointerMode chose, for Raw
-
-	mem     *hostMemory // C memory for host scalars and host results
-	scratch scratch     // device copies of the pointer arrays of batched calls
-	ws      *hip.Buffer // the workspace given to rocBLAS, if any
-	ownsWS  bool        // ws was allocated by SetWorkspaceSize
+	mem      *hostMemory // C memory for host scalars and host results
+	scratch  scratch     // device copies of the pointer arrays of batched calls
+	ws       *hip.Buffer // the workspace given to rocBLAS, if any
+	ownsWS   bool        // ws was allocated by SetWorkspaceSize
 }
 
 const modeUnknown PointerMode = 0xffff
@@ -146,18 +144,6 @@ func createHere() error {
 	return err
 }
 
-func checkStream(op string, s *hip.Stream) error {
-	switch {
-	case s == nil:
-		return invalid(op, "nil stream: bind the handle to a stream of the device (hip.Device.NewStream)")
-	case s.Closed():
-		return &Error{Op: op, Status: StatusInvalidValue, Detail: "the stream is closed", Err: hip.ErrClosed}
-	case s.Device() == nil:
-		return invalid(op, "the stream was not made by hip.Device.NewStream")
-	}
-	return nil
-}
-
 // device returns the handle's device for argument checks, which run before
 // the lock (the device never changes).
 func (h *Handle) device(op string) (*hip.Device, error) {
@@ -244,7 +230,6 @@ func (h *Handle) Stream() *hip.Stream {
 	defer h.mu.Unlock()
 	return h.stream
 }
-
 func (h *Handle) String() string {
 	if h == nil || h.dev == nil {
 		return "rocblas.Handle(nil)"

@@ -13,7 +13,6 @@ import (
 // ...Batched takes slices of vectors of one length and increment, anywhere
 // in device memory (the handle copies their addresses to the device); and
 // ...StridedBatched takes StridedVectors and a batch size.
-
 var (
 	axpyNames  = typed("axpy")
 	scalNames  = typed("scal")
@@ -27,41 +26,6 @@ var (
 	iamaxNames = &cnames{"rocblas_isamax", "rocblas_idamax", "rocblas_icamax", "rocblas_izamax"}
 	iaminNames = &cnames{"rocblas_isamin", "rocblas_idamin", "rocblas_icamin", "rocblas_izamin"}
 )
-
-// vecIn checks a vector operand in whichever form it comes: a Vector, a
-// slice of them, or a StridedVector of batch entries (output: its entries
-// may not overlap). It returns the operand, the form and the batch size.
-func vecIn[T Numeric](a *args, name string, x any, batch int, output bool) (vec, form, int) {
-	switch v := x.(type) {
-	case Vector[T]:
-		return vecOf(a, name, v), plain, 1
-	case []Vector[T]:
-		return vecsOf(a, name, v), batched, len(v)
-	case StridedVector[T]:
-		a.batch(batch)
-		return stridedVecOf(a, name, v, batch, output), stridedBatched, batch
-	}
-	a.check(invalid(a.op, "%s: not a vector operand", name))
-	return vec{}, plain, 0
-}
-
-// positive checks that a one-vector operation's x walks forwards: BLAS's
-// scal, nrm2, asum, iamax and iamin do nothing for a negative increment.
-func positive(a *args, x vec) {
-	if a.ok() && x.ld < 0 {
-		a.check(invalidSize(a.op, "x.Inc %d: this operation takes a positive increment (BLAS ignores a vector with a negative one)", x.ld))
-	}
-}
-
-// pair checks the two vector operands of a level-1 operation: same form,
-// same batch, same length. xOut and yOut say which are written.
-func pair[T Numeric](a *args, x, y any, batch int, xOut, yOut bool) (xv, yv vec, f form, n int) {
-	xv, f, n = vecIn[T](a, "x", x, batch, xOut)
-	yv, _, ny := vecIn[T](a, "y", y, batch, yOut)
-	a.sameBatch("y", ny, "x", n)
-	a.length("y", yv.n, xv.n, "the length of x")
-	return xv, yv, f, n
-}
 
 // strides are a strided call's C strides of x and y.
 func strides(x, y vec) (C.int64_t, C.int64_t) { return C.int64_t(x.stride), C.int64_t(y.stride) }
@@ -550,7 +514,6 @@ func index[T Elem](h *Handle, op string, which int, x any, batch int) ([]int, er
 	}
 	return out, err
 }
-
 func indexTo[T Elem](h *Handle, op string, which int, x any, batch int, result Vector[int32]) error {
 	_, err := reduce[T](h, op, which, x, nil, batch, &result, "int32")
 	return err

@@ -1,11 +1,11 @@
 // The NVIDIA platform of package rocblas: every function of the generated
 // table, translated to cuBLAS (and the CUDA runtime for copies), both opened
-// with dlopen. No CUDA header is needed: the prototypes used are declared
-// here with the exported symbol names of CUDA 12 and 13 (cublasCreate_v2,
-// not cublasCreate, which libcublas.so.13 does not export).
+// with dlopen. No CUDA header is needed: cgen.spec declares the functions
+// called, with the exported symbol names of CUDA 12 and 13
+// (cublasCreate_v2, not cublasCreate, which libcublas.so.13 does not
+// export), and the generated table resolves them.
 //
-// What differs, and how it is translated (shared/reference/hip-on-nvidia.md
-// §3):
+// What differs, and how it is translated:
 //   - The handle is rocm-go's own struct around the cuBLAS handle, which
 //     also remembers the user's workspace.
 //   - Enums by name: operation 111/112/113 → CUBLAS_OP_N/T/C (0/1/2); fill

@@ -124,19 +124,32 @@ func run(c config) error {
 
 	switch c.dtype {
 	case "f32":
-		return product(c, dev, h, gemm[float32], 1e-4)
+		return product(c, dev, h, gemm[float32], 1e-4, re[float32], re[float32])
 	case "f64":
-		return product(c, dev, h, gemm[float64], 1e-12)
+		return product(c, dev, h, gemm[float64], 1e-12, re[float64], re[float64])
 	case "c64":
-		return product(c, dev, h, gemm[complex64], 1e-4)
+		return product(c, dev, h, gemm[complex64], 1e-4, cx[complex64], cx[complex64])
 	case "c128":
-		return product(c, dev, h, gemm[complex128], 1e-12)
+		return product(c, dev, h, gemm[complex128], 1e-12, cx[complex128], cx[complex128])
 	case "f16":
-		return product(c, dev, h, gemmEx[hip.Half, hip.Half], 2e-3)
+		return product(c, dev, h, gemmEx[hip.Half, hip.Half], 2e-3, half, half)
 	case "bf16":
-		return product(c, dev, h, gemmEx[hip.BFloat16, hip.BFloat16], 1e-2)
+		return product(c, dev, h, gemmEx[hip.BFloat16, hip.BFloat16], 1e-2, bfloat, bfloat)
 	}
-	return product(c, dev, h, gemmEx[int8, int32], 0)
+	return product(c, dev, h, gemmEx[int8, int32], 0, re[int8], re[int32])
+}
+
+// The exact value of an element, for the check on the CPU.
+func re[T float32 | float64 | int8 | int32](v T) complex128 { return complex(float64(v), 0) }
+func cx[T complex64 | complex128](v T) complex128           { return complex128(v) }
+func half(v hip.Half) complex128                            { return complex(float64(v.Float32()), 0) }
+func bfloat(v hip.BFloat16) complex128                      { return complex(float64(v.Float32()), 0) }
+func exact[T any](s []T, value func(T) complex128) []complex128 {
+	out := make([]complex128, len(s))
+	for i, v := range s {
+		out[i] = value(v)
+	}
+	return out
 }
 
 // call queues C = op(A)·op(B) for a batch of products.
@@ -158,7 +171,8 @@ func gemmEx[A rocblas.ExIn, C rocblas.ExOut](h *rocblas.Handle, c config, a, b r
 
 // product uploads random operands, runs and times the product and checks
 // the first one of the batch against the CPU.
-func product[A, C rocblas.Numeric](c config, dev *hip.Device, h *rocblas.Handle, f call[A, C], tol float64) error {
+func product[A, C rocblas.Numeric](c config, dev *hip.Device, h *rocblas.Handle, f call[A, C], tol float64,
+	valueA func(A) complex128, valueC func(C) complex128) error {
 	rng := rand.New(rand.NewPCG(rand.Uint64(), 1))
 	ar, ac := c.m, c.k
 	if c.ta != rocblas.OperationNone {
@@ -202,7 +216,7 @@ func product[A, C rocblas.Numeric](c config, dev *hip.Device, h *rocblas.Handle,
 	if err := out.CopyToHost(hip.AsBytes(got)); err != nil {
 		return err
 	}
-	rel, checked := check(c, toC(aHost), toC(bHost), toC(got), ar, br, rng)
+	rel, checked := check(c, exact(aHost, valueA), exact(bHost, valueA), exact(got, valueC), ar, br, rng)
 	verdict := "ok"
 	if !(rel <= tol) {
 		verdict = "FAILED"
@@ -363,44 +377,6 @@ func value(rng *rand.Rand) float64 {
 		return -v
 	}
 	return v
-}
-
-// toC converts to complex128, a slice at a time.
-func toC[T rocblas.Numeric](s []T) []complex128 {
-	out := make([]complex128, len(s))
-	switch x := any(s).(type) {
-	case []float32:
-		for i, v := range x {
-			out[i] = complex(float64(v), 0)
-		}
-	case []float64:
-		for i, v := range x {
-			out[i] = complex(v, 0)
-		}
-	case []complex64:
-		for i, v := range x {
-			out[i] = complex128(v)
-		}
-	case []complex128:
-		copy(out, x)
-	case []hip.Half:
-		for i, v := range x {
-			out[i] = complex(float64(v.Float32()), 0)
-		}
-	case []hip.BFloat16:
-		for i, v := range x {
-			out[i] = complex(float64(v.Float32()), 0)
-		}
-	case []int8:
-		for i, v := range x {
-			out[i] = complex(float64(v), 0)
-		}
-	case []int32:
-		for i, v := range x {
-			out[i] = complex(float64(v), 0)
-		}
-	}
-	return out
 }
 
 func opName(t rocblas.Operation, m string) string {

@@ -5,8 +5,8 @@ import (
 	"path/filepath"
 )
 
-// Search says where to look for a library, in the order of DESIGN.md §2:
-// explicit paths, directories under environment variables, fixed
+// Search says where to look for a library, in the order every package
+// documents: explicit paths, directories under environment variables, fixed
 // directories, and last the bare sonames for the system loader.
 type Search struct {
 	// Explicit are paths from an option, tried first: a file is tried as
@@ -69,8 +69,8 @@ func (s Search) Candidates() []string {
 	return out
 }
 
-// ROCm is where a ROCm library is looked for (DESIGN.md §2): the explicit
-// paths, $ROCM_PATH/lib, /opt/rocm/lib, then the system loader path.
+// ROCm is where a ROCm library is looked for: the explicit paths,
+// $ROCM_PATH/lib, /opt/rocm/lib, then the system loader path.
 func ROCm(explicit []string, sonames ...string) Search {
 	return Search{
 		Explicit: explicit,

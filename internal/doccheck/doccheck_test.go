@@ -1,5 +1,5 @@
 // Package doccheck holds a tier-0 test that every exported identifier of the
-// public packages has a doc comment (DESIGN.md §5).
+// public packages has a doc comment.
 package doccheck
 
 import (

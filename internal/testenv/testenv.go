@@ -1,4 +1,4 @@
-// Package testenv gates tests by tier (DESIGN.md §7).
+// Package testenv gates tests by tier (the README's Tests section).
 //
 // Tier 0 runs anywhere; tier 1 needs the real ROCm userspace; tier 2 needs a
 // GPU. A test whose tier the machine cannot serve skips with a one-line

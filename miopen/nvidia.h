@@ -1,0 +1,247 @@
+// What the files of package miopen's NVIDIA platform (nvidia*.c) share:
+// cuDNN's constants, the structs behind MIOpen's handle and descriptors,
+// the call macros, and the helpers one file defines for the others. Shared
+// functions carry the package's prefix in the binary (the #defines), so
+// that they never clash with another package's.
+#ifndef RG_MIOPEN_NVIDIA_H
+#define RG_MIOPEN_NVIDIA_H
+
+#include <stddef.h>
+
+#include "helpers.h"
+
+// cuDNN 9 statuses (cudnn_graph.h), translated to MIOpen's by name below.
+#define CUDNN_STATUS_SUCCESS 0
+#define CUDNN_STATUS_NOT_INITIALIZED 1001
+#define CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH 1002
+#define CUDNN_STATUS_SERIALIZATION_VERSION_MISMATCH 1003
+#define CUDNN_STATUS_DEPRECATED 1004
+#define CUDNN_STATUS_LICENSE_ERROR 1005
+#define CUDNN_STATUS_RUNTIME_IN_PROGRESS 1006
+#define CUDNN_STATUS_RUNTIME_FP_OVERFLOW 1007
+#define CUDNN_STATUS_SUBLIBRARY_LOADING_FAILED 1008
+#define CUDNN_STATUS_BAD_PARAM 2000
+#define CUDNN_STATUS_INVALID_VALUE 2001
+#define CUDNN_STATUS_BAD_PARAM_NULL_POINTER 2002
+#define CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER 2003
+#define CUDNN_STATUS_BAD_PARAM_NOT_FINALIZED 2004
+#define CUDNN_STATUS_BAD_PARAM_OUT_OF_BOUND 2005
+#define CUDNN_STATUS_BAD_PARAM_SIZE_INSUFFICIENT 2006
+#define CUDNN_STATUS_BAD_PARAM_STREAM_MISMATCH 2007
+#define CUDNN_STATUS_BAD_PARAM_SHAPE_MISMATCH 2008
+#define CUDNN_STATUS_BAD_PARAM_DUPLICATED_ENTRIES 2009
+#define CUDNN_STATUS_BAD_PARAM_ATTRIBUTE_TYPE 2010
+#define CUDNN_STATUS_BAD_PARAM_CUDA_GRAPH_MISMATCH 2011
+#define CUDNN_STATUS_BAD_PARAM_DESCRIPTOR_TYPE 2012
+#define CUDNN_STATUS_NOT_SUPPORTED 3000
+#define CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN 3001
+#define CUDNN_STATUS_NOT_SUPPORTED_SHAPE 3002
+#define CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE 3003
+#define CUDNN_STATUS_NOT_SUPPORTED_LAYOUT 3004
+#define CUDNN_STATUS_NOT_SUPPORTED_INCOMPATIBLE_CUDA_DRIVER 3005
+#define CUDNN_STATUS_NOT_SUPPORTED_INCOMPATIBLE_CUDART 3006
+#define CUDNN_STATUS_NOT_SUPPORTED_ARCH_MISMATCH 3007
+#define CUDNN_STATUS_NOT_SUPPORTED_RUNTIME_PREREQUISITE_MISSING 3008
+#define CUDNN_STATUS_NOT_SUPPORTED_SUBLIBRARY_UNAVAILABLE 3009
+#define CUDNN_STATUS_NOT_SUPPORTED_SHARED_MEMORY_INSUFFICIENT 3010
+#define CUDNN_STATUS_NOT_SUPPORTED_PADDING 3011
+#define CUDNN_STATUS_NOT_SUPPORTED_BAD_LAUNCH_PARAM 3012
+#define CUDNN_STATUS_NOT_SUPPORTED_CUDA_GRAPH_NATIVE_API 3013
+#define CUDNN_STATUS_INTERNAL_ERROR 4000
+#define CUDNN_STATUS_INTERNAL_ERROR_COMPILATION_FAILED 4001
+#define CUDNN_STATUS_INTERNAL_ERROR_UNEXPECTED_VALUE 4002
+#define CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED 4003
+#define CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED 4004
+#define CUDNN_STATUS_INTERNAL_ERROR_BAD_LAUNCH_PARAM 4005
+#define CUDNN_STATUS_INTERNAL_ERROR_TEXTURE_CREATION_FAILED 4006
+#define CUDNN_STATUS_EXECUTION_FAILED 5000
+#define CUDNN_STATUS_EXECUTION_FAILED_CUDA_DRIVER 5001
+#define CUDNN_STATUS_EXECUTION_FAILED_CUBLAS 5002
+#define CUDNN_STATUS_EXECUTION_FAILED_CUDART 5003
+#define CUDNN_STATUS_EXECUTION_FAILED_CURAND 5004
+
+// cudnnDataType_t
+#define CUDNN_DATA_FLOAT 0
+#define CUDNN_DATA_DOUBLE 1
+#define CUDNN_DATA_HALF 2
+#define CUDNN_DATA_INT8 3
+#define CUDNN_DATA_INT32 4
+#define CUDNN_DATA_BFLOAT16 9
+#define CUDNN_DATA_INT64 10
+// cudnnTensorFormat_t
+#define CUDNN_TENSOR_NCHW 0
+#define CUDNN_TENSOR_NHWC 1
+// cudnnConvolutionMode_t: MIOpen's convolution is a cross-correlation.
+#define CUDNN_CROSS_CORRELATION 1
+// cudnnMathType_t
+#define CUDNN_DEFAULT_MATH 0
+#define CUDNN_TENSOR_OP_MATH 1
+#define CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION 2
+#define CUDNN_FMA_MATH 3
+// cudnnNanPropagation_t
+#define CUDNN_PROPAGATE_NAN 1
+// cudnnActivationMode_t
+#define CUDNN_ACTIVATION_SIGMOID 0
+#define CUDNN_ACTIVATION_RELU 1
+#define CUDNN_ACTIVATION_TANH 2
+#define CUDNN_ACTIVATION_CLIPPED_RELU 3
+#define CUDNN_ACTIVATION_ELU 4
+// cudnnPoolingMode_t
+#define CUDNN_POOLING_MAX 0
+#define CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING 1
+#define CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING 2
+// cudnnLRNMode_t
+#define CUDNN_LRN_CROSS_CHANNEL_DIM1 0
+// The algorithm counts of cudnnConvolutionFwdAlgo_t, ...BwdDataAlgo_t and
+// ...BwdFilterAlgo_t.
+#define NV_FWD_ALGOS 8
+#define NV_BWD_DATA_ALGOS 6
+#define NV_BWD_FILTER_ALGOS 7
+
+// cudnnConvolution{Fwd,BwdData,BwdFilter}AlgoPerf_t share this layout.
+typedef struct {
+	int algo;
+	int status;
+	float time;
+	size_t memory;
+	int determinism;
+	int mathType;
+	int reserved[3];
+} nv_perf;
+
+// NV(name, args...) calls a cuDNN function of the generated table
+// (cgen.spec) and yields its raw status: RG_CUDA_MISSING when cuDNN lacks
+// it.
+#define NV(name, ...) RG_MIOPEN_CUDA(name, __VA_ARGS__)
+
+// The structs behind MIOpen's handle and descriptors.
+#define NV_MAXDIM 8
+
+struct rgnv_handle {
+	void* cudnn;
+	void* stream;    // the stream the handle is bound to
+	void* cublas;    // for 1x1 convolutions, made on first use
+	void* conv;      // scratch convolution descriptor
+	void* filter[2]; // scratch filter descriptors
+	void* op;        // scratch op-tensor descriptor
+	int last;        // the last failed cuDNN status, for error messages
+	const char* last_fn;
+};
+
+struct rgnv_tensor {
+	void* desc; // NULL until set; an int64 tensor has none (legacy cuDNN has no such type)
+	int set;
+	miopenDataType_t dtype;
+	int nb;
+	int dims[NV_MAXDIM];
+	int strides[NV_MAXDIM];
+};
+
+struct rgnv_conv {
+	int spatial; // 0 until initialized
+	miopenConvolutionMode_t mode;
+	int pad[3], stride[3], dil[3], adj[3];
+	int groups;
+};
+
+struct rgnv_pool {
+	void* desc;
+	miopenPoolingMode_t mode;
+	int nb; // spatial dimensions, 0 until set
+	int win[3], pad[3], stride[3];
+};
+
+struct rgnv_lrn {
+	void* desc;
+	int set;
+	miopenLRNMode_t mode;
+	unsigned n;
+	double alpha, beta, k;
+};
+
+struct rgnv_activ {
+	void* desc;
+	int set;
+	int native; // cuDNN has the mode, with these parameters
+	miopenActivationMode_t mode;
+	double alpha, beta, gamma;
+};
+
+#define H(handle) ((struct rgnv_handle*)(handle))
+#define T(desc) ((struct rgnv_tensor*)(desc))
+#define CONV(desc) ((struct rgnv_conv*)(desc))
+#define POOL(desc) ((struct rgnv_pool*)(desc))
+#define LRN(desc) ((struct rgnv_lrn*)(desc))
+#define ACT(desc) ((struct rgnv_activ*)(desc))
+
+// NVH calls a cuDNN function of handle h: a failure is recorded for the
+// error message (nvh) and translated.
+#define NVH(h, name, ...) nvh((h), #name, NV(name, __VA_ARGS__))
+
+// cuBLAS for 1x1 convolutions.
+//
+// Legacy cuDNN's algorithms are slow for 1x1 convolutions of packed
+// tensors, which are plain matrix products: Find also times cuBLAS on them
+// (when libcublas loaded), and a forward run with that algorithm calls it.
+// cudart supplies the events that time it.
+// NVB calls a cuBLAS or cudart function of the generated table, as NV.
+#define NVB(name, ...) RG_MIOPEN_CUDA(name, __VA_ARGS__)
+
+// nv_cublas_ok says whether cuBLAS and cudart loaded (Find then times
+// cuBLAS for 1x1 convolutions).
+#define nv_cublas_ok rg_miopen_nv_cublas_ok
+extern int nv_cublas_ok;
+
+// The algorithm number a Find returns for cuBLAS (cuDNN's are 0 to 7).
+#define NV_ALGO_CUBLAS 100
+// cuBLAS constants: cublasOperation_t, cudaDataType_t, cublasComputeType_t,
+// cublasGemmAlgo_t.
+#define NVB_OP_N 0
+#define NVB_OP_T 1
+#define NVB_R_32F 0
+#define NVB_R_16F 2
+#define NVB_R_16BF 14
+#define NVB_COMPUTE_32F 68
+#define NVB_GEMM_DEFAULT (-1)
+
+// MIOpen reads alpha and beta as floats for every data type; cuDNN reads
+// doubles for double data.
+typedef union {
+	float f;
+	double d;
+} nv_scalar;
+
+// Shared helpers (nvidia.c, nvidia_tensor.c).
+#define nv_status rg_miopen_nv_status
+#define nvh rg_miopen_nvh
+#define nv_scale rg_miopen_nv_scale
+#define nv_value rg_miopen_nv_value
+#define nv_dtype rg_miopen_nv_dtype
+#define nv_dsize rg_miopen_nv_dsize
+#define nv_tensor_set rg_miopen_nv_tensor_set
+#define nv_tensor_bytes rg_miopen_nv_tensor_bytes
+#define nv_ready rg_miopen_nv_ready
+miopenStatus_t nv_status(int s);
+miopenStatus_t nvh(struct rgnv_handle* h, const char* fn, int st);
+const void* nv_scale(const void* miopen_value, float dflt, const struct rgnv_tensor* t, nv_scalar* out);
+const void* nv_value(float v, const struct rgnv_tensor* t, nv_scalar* out);
+int nv_dtype(miopenDataType_t t);
+size_t nv_dsize(miopenDataType_t t);
+miopenStatus_t nv_tensor_set(struct rgnv_tensor* t, miopenDataType_t dt, int nb, const int* dims, const int* strides);
+size_t nv_tensor_bytes(const struct rgnv_tensor* t);
+int nv_ready(int n, ...);
+
+// Each family's file points the table at its translations.
+#define nv_install_tensor rg_miopen_nv_install_tensor
+#define nv_install_conv rg_miopen_nv_install_conv
+#define nv_install_pool rg_miopen_nv_install_pool
+#define nv_install_act rg_miopen_nv_install_act
+void nv_install_tensor(void);
+void nv_install_conv(void);
+void nv_install_pool(void);
+void nv_install_act(void);
+
+// SET points the table's entry of a function at its translation.
+#define SET(name) rg_miopen_set(rg_miopen_idx_##name, (void*)rgnv_##name)
+
+#endif

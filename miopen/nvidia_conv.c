@@ -1,0 +1,612 @@
+// The NVIDIA platform of package miopen, translated to cuDNN (see
+// nvidia.c): convolutions, with cuDNN's legacy algorithms, and with cuBLAS
+// for 1x1 convolutions when Find finds it faster.
+#include <stdlib.h>
+#include <string.h>
+
+#include "nvidia.h"
+
+// ---- Convolutions ----
+
+static miopenStatus_t rgnv_miopenCreateConvolutionDescriptor(miopenConvolutionDescriptor_t* out) {
+	if (out == NULL) return miopenStatusBadParm;
+	struct rgnv_conv* c = calloc(1, sizeof *c);
+	if (c == NULL) return miopenStatusAllocFailed;
+	c->groups = 1;
+	*out = (miopenConvolutionDescriptor_t)c;
+	return miopenStatusSuccess;
+}
+
+static miopenStatus_t rgnv_miopenInitConvolutionNdDescriptor(miopenConvolutionDescriptor_t d, int n, const int* pad, const int* stride,
+                                                             const int* dil, miopenConvolutionMode_t mode) {
+	struct rgnv_conv* c = CONV(d);
+	if (c == NULL || n < 1 || n > 3 || pad == NULL || stride == NULL || dil == NULL) return miopenStatusBadParm;
+	if (mode != miopenConvolution && mode != miopenTranspose) return miopenStatusNotImplemented;
+	for (int i = 0; i < n; i++) {
+		if (pad[i] < 0 || stride[i] < 1 || dil[i] < 1) return miopenStatusBadParm;
+	}
+	c->spatial = n;
+	c->mode = mode;
+	for (int i = 0; i < n; i++) {
+		c->pad[i] = pad[i];
+		c->stride[i] = stride[i];
+		c->dil[i] = dil[i];
+		c->adj[i] = 0;
+	}
+	return miopenStatusSuccess;
+}
+
+static miopenStatus_t rgnv_miopenGetConvolutionNdDescriptor(miopenConvolutionDescriptor_t d, int requested, int* n, int* pad, int* stride,
+                                                            int* dil, miopenConvolutionMode_t* mode) {
+	struct rgnv_conv* c = CONV(d);
+	// As MIOpen: as many values as requested, no more than there are.
+	if (c == NULL || c->spatial == 0 || requested > c->spatial || requested < 0) return miopenStatusBadParm;
+	if (n != NULL) *n = c->spatial;
+	if (mode != NULL) *mode = c->mode;
+	for (int i = 0; i < requested; i++) {
+		if (pad != NULL) pad[i] = c->pad[i];
+		if (stride != NULL) stride[i] = c->stride[i];
+		if (dil != NULL) dil[i] = c->dil[i];
+	}
+	return miopenStatusSuccess;
+}
+
+static miopenStatus_t rgnv_miopenSetConvolutionGroupCount(miopenConvolutionDescriptor_t d, int g) {
+	if (d == NULL || g < 1) return miopenStatusBadParm;
+	CONV(d)->groups = g;
+	return miopenStatusSuccess;
+}
+
+static miopenStatus_t rgnv_miopenGetConvolutionGroupCount(miopenConvolutionDescriptor_t d, int* g) {
+	if (d == NULL || g == NULL) return miopenStatusBadParm;
+	*g = CONV(d)->groups;
+	return miopenStatusSuccess;
+}
+
+static miopenStatus_t rgnv_miopenSetTransposeConvNdOutputPadding(miopenConvolutionDescriptor_t d, int n, const int* adj) {
+	struct rgnv_conv* c = CONV(d);
+	if (c == NULL || adj == NULL || n != c->spatial) return miopenStatusBadParm;
+	for (int i = 0; i < n; i++) {
+		if (adj[i] < 0) return miopenStatusBadParm;
+		c->adj[i] = adj[i];
+	}
+	return miopenStatusSuccess;
+}
+
+// The output dimensions, by MIOpen's formulas: a cross-correlation, or for
+// a transposed convolution the data gradient of one (plus output padding).
+static miopenStatus_t rgnv_miopenGetConvolutionNdForwardOutputDim(miopenConvolutionDescriptor_t d, const miopenTensorDescriptor_t xd,
+                                                                  const miopenTensorDescriptor_t wd, int* nd, int* out) {
+	struct rgnv_conv* c = CONV(d);
+	struct rgnv_tensor *x = T(xd), *w = T(wd);
+	if (c == NULL || c->spatial == 0 || !nv_ready(2, x, w) || nd == NULL || out == NULL) return miopenStatusBadParm;
+	if (x->nb != c->spatial + 2 || w->nb != x->nb || w->dims[0] % c->groups != 0) return miopenStatusBadParm;
+	int transposed = c->mode == miopenTranspose;
+	if (transposed ? x->dims[1] != w->dims[0] : x->dims[1] != w->dims[1] * c->groups) return miopenStatusBadParm;
+	out[0] = x->dims[0];
+	out[1] = transposed ? w->dims[1] * c->groups : w->dims[0];
+	for (int i = 0; i < c->spatial; i++) {
+		int in = x->dims[i + 2], k = w->dims[i + 2];
+		int v = transposed ? c->stride[i] * (in - 1) + c->dil[i] * (k - 1) + 1 - 2 * c->pad[i] + c->adj[i]
+		                   : (in + 2 * c->pad[i] - c->dil[i] * (k - 1) - 1) / c->stride[i] + 1;
+		if (v <= 0) return miopenStatusBadParm;
+		out[i + 2] = v;
+	}
+	*nd = x->nb;
+	return miopenStatusSuccess;
+}
+
+static miopenStatus_t rgnv_miopenDestroyConvolutionDescriptor(miopenConvolutionDescriptor_t d) {
+	if (d == NULL) return miopenStatusBadParm;
+	free(d);
+	return miopenStatusSuccess;
+}
+
+// The math a convolution of a data type runs with unless a Find chose
+// otherwise: tensor cores for 16-bit data (accumulating in float, as
+// MIOpen does), plain FMA for float (no TF32: MIOpen's float convolutions
+// are float), the default for the rest.
+static int nv_default_math(miopenDataType_t dt) {
+	switch (dt) {
+	case miopenHalf: case miopenBFloat16: return CUDNN_TENSOR_OP_MATH;
+	case miopenFloat: return CUDNN_FMA_MATH;
+	default: return CUDNN_DEFAULT_MATH;
+	}
+}
+
+// nv_conv sets the handle's scratch convolution descriptor for data of
+// type dt and the given math type.
+static int nv_conv(struct rgnv_handle* h, const struct rgnv_conv* c, miopenDataType_t dt, int math) {
+	int compute = dt == miopenDouble ? CUDNN_DATA_DOUBLE : dt == miopenInt8 ? CUDNN_DATA_INT32 : CUDNN_DATA_FLOAT;
+	int st = NV(cudnnSetConvolutionNdDescriptor, h->conv, c->spatial, c->pad, c->stride, c->dil, CUDNN_CROSS_CORRELATION, compute);
+	if (st == CUDNN_STATUS_SUCCESS) st = NV(cudnnSetConvolutionGroupCount, h->conv, c->groups);
+	if (st == CUDNN_STATUS_SUCCESS) st = NV(cudnnSetConvolutionMathType, h->conv, math);
+	if (st != CUDNN_STATUS_SUCCESS) {
+		h->last = st;
+		h->last_fn = "cudnnSetConvolutionNdDescriptor";
+	}
+	return st;
+}
+
+static int nv_packed(const struct rgnv_tensor* t, const int* order) {
+	long expect = 1;
+	for (int i = t->nb - 1; i >= 0; i--) {
+		int d = order[i];
+		if (t->dims[d] != 1 && t->strides[d] != expect) return 0;
+		expect *= t->dims[d];
+	}
+	return 1;
+}
+
+// nv_filter sets scratch filter descriptor slot from a weights tensor.
+// cuDNN filters are packed, KCRS (NCHW) or KRSC (NHWC); their dimensions
+// are given in K, C, R, S order either way.
+static int nv_filter(struct rgnv_handle* h, int slot, const struct rgnv_tensor* w) {
+	static const int nchw[5] = {0, 1, 2, 3, 4}, nhwc4[4] = {0, 2, 3, 1}, nhwc5[5] = {0, 2, 3, 4, 1};
+	int fmt;
+	if (nv_packed(w, nchw)) {
+		fmt = CUDNN_TENSOR_NCHW;
+	} else if (nv_packed(w, w->nb == 4 ? nhwc4 : nhwc5)) {
+		fmt = CUDNN_TENSOR_NHWC;
+	} else {
+		h->last = CUDNN_STATUS_NOT_SUPPORTED_LAYOUT;
+		h->last_fn = "cudnnSetFilterNdDescriptor (weights must be packed NCHW or NHWC)";
+		return CUDNN_STATUS_NOT_SUPPORTED_LAYOUT;
+	}
+	int st = NV(cudnnSetFilterNdDescriptor, h->filter[slot], nv_dtype(w->dtype), fmt, w->nb, w->dims);
+	if (st != CUDNN_STATUS_SUCCESS) {
+		h->last = st;
+		h->last_fn = "cudnnSetFilterNdDescriptor";
+	}
+	return st;
+}
+
+// An algorithm that a Find on this platform returns carries the cuDNN
+// algorithm and math type beside MIOpen's class of it:
+// class | (cuDNN algorithm + 1) << 8 | (math type + 1) << 16.
+#define NV_ENCODE(cls, algo, math) ((unsigned)(cls) | (unsigned)((algo) + 1) << 8 | (unsigned)((math) + 1) << 16)
+#define NV_CLASS(raw) ((int)((raw) & 0xff))
+#define NV_ALGO(raw) ((int)(((raw) >> 8) & 0xff) - 1)
+#define NV_MATH(raw) ((int)(((raw) >> 16) & 0xff) - 1)
+
+// nv_class is MIOpen's name for a cuDNN algorithm (miopenConvAlgorithm_t).
+static int nv_class(int kind, int algo) {
+	static const int fwd[NV_FWD_ALGOS] = {5, 5, 0, 1, 2, 2, 3, 3};    // implicit GEMM x2, GEMM, direct, FFT x2, Winograd x2
+	static const int data[NV_BWD_DATA_ALGOS] = {5, 5, 2, 2, 3, 3};      // ALGO_0, ALGO_1, FFT x2, Winograd x2
+	static const int filter[NV_BWD_FILTER_ALGOS] = {5, 0, 2, 5, 3, 3, 2}; // ALGO_0, ALGO_1, FFT, ALGO_3, Winograd x2, FFT tiling
+	switch (kind) {
+	case RG_NV_ALGO_FWD: return algo >= 0 && algo < NV_FWD_ALGOS ? fwd[algo] : 5;
+	case RG_NV_ALGO_BWD_DATA: return algo >= 0 && algo < NV_BWD_DATA_ALGOS ? data[algo] : 5;
+	}
+	return algo >= 0 && algo < NV_BWD_FILTER_ALGOS ? filter[algo] : 5;
+}
+
+// nv_default_algo is the cuDNN algorithm run for a plain MIOpen algorithm
+// that no Find on this platform returned.
+static int nv_default_algo(int kind, int cls) {
+	switch (kind) {
+	case RG_NV_ALGO_FWD:
+		switch (cls) {
+		case 0: return 2;  // GEMM
+		case 1: return 0;  // direct: cuDNN's DIRECT is not implemented; implicit GEMM
+		case 2: return 5;  // FFT tiling
+		case 3: return 7;  // Winograd (non-fused: any filter size)
+		}
+		return 1; // implicit precomputed GEMM
+	case RG_NV_ALGO_BWD_DATA:
+		switch (cls) {
+		case 2: return 3;
+		case 3: return 5;
+		}
+		return 1;
+	}
+	switch (cls) {
+	case 2: return 6;
+	case 3: return 5;
+	}
+	return 1;
+}
+
+static void nv_decode(int kind, unsigned raw, miopenDataType_t dt, int* algo, int* math) {
+	*algo = NV_ALGO(raw);
+	*math = NV_MATH(raw);
+	if (*algo < 0) *algo = nv_default_algo(kind, NV_CLASS(raw));
+	if (*math < 0) *math = nv_default_math(dt);
+}
+
+static const char* const nv_algo_names[3][8] = {
+	{"CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM", "CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM",
+	 "CUDNN_CONVOLUTION_FWD_ALGO_GEMM", "CUDNN_CONVOLUTION_FWD_ALGO_DIRECT", "CUDNN_CONVOLUTION_FWD_ALGO_FFT",
+	 "CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING", "CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD",
+	 "CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED"},
+	{"CUDNN_CONVOLUTION_BWD_DATA_ALGO_0", "CUDNN_CONVOLUTION_BWD_DATA_ALGO_1", "CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT",
+	 "CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING", "CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD",
+	 "CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED"},
+	{"CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0", "CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1", "CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT",
+	 "CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3", "CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD",
+	 "CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED", "CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING"},
+};
+static const char* const nv_math_names[4] = {"CUDNN_DEFAULT_MATH", "CUDNN_TENSOR_OP_MATH",
+                                             "CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION", "CUDNN_FMA_MATH"};
+
+// rg_miopen_nvidia_algo_name names the cuDNN algorithm and math type of an
+// encoded algorithm: "CUDNN_..._ALGO_... with CUDNN_TENSOR_OP_MATH".
+const char* rg_miopen_nvidia_algo_name(int kind, unsigned raw) {
+	static __thread char buf[128];
+	int algo = NV_ALGO(raw), math = NV_MATH(raw);
+	if (kind == RG_NV_ALGO_FWD && algo == NV_ALGO_CUBLAS) return "cuBLAS GEMM (a 1x1 convolution as a matrix product)";
+	int n = kind == RG_NV_ALGO_FWD ? NV_FWD_ALGOS : kind == RG_NV_ALGO_BWD_DATA ? NV_BWD_DATA_ALGOS : NV_BWD_FILTER_ALGOS;
+	if (kind < 0 || kind > 2 || algo < 0 || algo >= n) return NULL;
+	strcpy(buf, nv_algo_names[kind][algo]);
+	if (math >= 0 && math < 4) {
+		strcat(buf, " with ");
+		strcat(buf, nv_math_names[math]);
+	}
+	return buf;
+}
+
+// The cuDNN call a MIOpen direction becomes: a transposed convolution's
+// forward is cuDNN's backward data and its backward data cuDNN's forward.
+static int nv_kind_fwd(const struct rgnv_conv* c) { return c->mode == miopenTranspose ? RG_NV_ALGO_BWD_DATA : RG_NV_ALGO_FWD; }
+static int nv_kind_bwd_data(const struct rgnv_conv* c) { return c->mode == miopenTranspose ? RG_NV_ALGO_FWD : RG_NV_ALGO_BWD_DATA; }
+
+// nv_ws is the largest workspace any cuDNN algorithm of a kind needs, with
+// the default math of the data type or the default math, as MIOpen reports
+// one size for all of its algorithms. For RG_NV_ALGO_FWD in is x and out y,
+// for RG_NV_ALGO_BWD_DATA in is dy and out dx, for RG_NV_ALGO_BWD_FILTER in
+// is x, out dy and w dw.
+static miopenStatus_t nv_ws(struct rgnv_handle* h, int kind, const struct rgnv_tensor* in, const struct rgnv_tensor* w,
+                            const struct rgnv_conv* c, const struct rgnv_tensor* out, size_t* size) {
+	if (h == NULL || c == NULL || c->spatial == 0 || !nv_ready(3, in, w, out) || size == NULL) return miopenStatusBadParm;
+	int st = nv_filter(h, 0, w);
+	if (st != CUDNN_STATUS_SUCCESS) return nv_status(st);
+	int maths[2] = {nv_default_math(in->dtype), CUDNN_DEFAULT_MATH};
+	int n = kind == RG_NV_ALGO_FWD ? NV_FWD_ALGOS : kind == RG_NV_ALGO_BWD_DATA ? NV_BWD_DATA_ALGOS : NV_BWD_FILTER_ALGOS;
+	size_t best = 0;
+	int any = 0, last = CUDNN_STATUS_NOT_SUPPORTED;
+	for (int m = 0; m < 2; m++) {
+		if ((st = nv_conv(h, c, in->dtype, maths[m])) != CUDNN_STATUS_SUCCESS) return nv_status(st);
+		for (int a = 0; a < n; a++) {
+			size_t s = 0;
+			switch (kind) {
+			case RG_NV_ALGO_FWD:
+				st = NV(cudnnGetConvolutionForwardWorkspaceSize, h->cudnn, in->desc, h->filter[0], h->conv, out->desc, a, &s);
+				break;
+			case RG_NV_ALGO_BWD_DATA:
+				st = NV(cudnnGetConvolutionBackwardDataWorkspaceSize, h->cudnn, h->filter[0], in->desc, h->conv, out->desc, a, &s);
+				break;
+			default:
+				st = NV(cudnnGetConvolutionBackwardFilterWorkspaceSize, h->cudnn, in->desc, out->desc, h->conv, h->filter[0], a, &s);
+			}
+			if (st == RG_CUDA_MISSING) return RG_MIOPEN_CUDA_MISSING;
+			if (st == CUDNN_STATUS_SUCCESS) {
+				any = 1;
+				if (s > best) best = s;
+			} else {
+				last = st;
+			}
+		}
+	}
+	if (!any) return nvh(h, "cudnnGetConvolutionWorkspaceSize (every algorithm)", last);
+	*size = best;
+	return miopenStatusSuccess;
+}
+
+static miopenStatus_t rgnv_miopenConvolutionForwardGetWorkSpaceSize(miopenHandle_t h, const miopenTensorDescriptor_t w,
+                                                                    const miopenTensorDescriptor_t x, const miopenConvolutionDescriptor_t c,
+                                                                    const miopenTensorDescriptor_t y, size_t* size) {
+	if (c == NULL) return miopenStatusBadParm;
+	return nv_ws(H(h), nv_kind_fwd(CONV(c)), T(x), T(w), CONV(c), T(y), size);
+}
+
+static miopenStatus_t rgnv_miopenConvolutionBackwardDataGetWorkSpaceSize(miopenHandle_t h, const miopenTensorDescriptor_t dy,
+                                                                         const miopenTensorDescriptor_t w, const miopenConvolutionDescriptor_t c,
+                                                                         const miopenTensorDescriptor_t dx, size_t* size) {
+	if (c == NULL) return miopenStatusBadParm;
+	return nv_ws(H(h), nv_kind_bwd_data(CONV(c)), T(dy), T(w), CONV(c), T(dx), size);
+}
+
+static miopenStatus_t rgnv_miopenConvolutionBackwardWeightsGetWorkSpaceSize(miopenHandle_t h, const miopenTensorDescriptor_t dy,
+                                                                            const miopenTensorDescriptor_t x, const miopenConvolutionDescriptor_t c,
+                                                                            const miopenTensorDescriptor_t dw, size_t* size) {
+	if (c == NULL) return miopenStatusBadParm;
+	int transposed = CONV(c)->mode == miopenTranspose;
+	return nv_ws(H(h), RG_NV_ALGO_BWD_FILTER, transposed ? T(dy) : T(x), T(dw), CONV(c), transposed ? T(x) : T(dy), size);
+}
+
+// nv_gemm is a 1x1 convolution as a matrix product. NHWC: y[NHW x K] =
+// x[NHW x C] w[K x C]^T, one GEMM. NCHW: per image y[K x HW] = w[K x C]
+// x[C x HW], a strided batch. In cuBLAS's column-major terms both are
+// C(m x n) = op(A) op(B) below.
+struct nv_gemm {
+	int transa, transb, m, n, k, lda, ldb, ldc, batch, dtype;
+	long long strideA, strideB, strideC;
+	int aIsX; // A is x (NCHW) or w (NHWC)
+};
+
+// nv_gemm_plan says whether a forward convolution is a plain matrix product
+// cuBLAS can compute: 1x1 filters, no padding, stride and dilation 1, one
+// group, packed tensors of one 16- or 32-bit float type in one layout.
+static int nv_gemm_plan(const struct rgnv_conv* c, const struct rgnv_tensor* x, const struct rgnv_tensor* w,
+                        const struct rgnv_tensor* y, struct nv_gemm* g) {
+	if (!nv_cublas_ok || c->mode == miopenTranspose || c->groups != 1 || x->nb != c->spatial + 2) return 0;
+	if (x->dtype != w->dtype || x->dtype != y->dtype) return 0;
+	switch (x->dtype) {
+	case miopenHalf: g->dtype = NVB_R_16F; break;
+	case miopenBFloat16: g->dtype = NVB_R_16BF; break;
+	case miopenFloat: g->dtype = NVB_R_32F; break;
+	default: return 0;
+	}
+	long long hw = 1;
+	for (int i = 0; i < c->spatial; i++) {
+		if (w->dims[2 + i] != 1 || c->pad[i] != 0 || c->stride[i] != 1 || c->dil[i] != 1) return 0;
+		hw *= x->dims[2 + i];
+	}
+	static const int nchw[5] = {0, 1, 2, 3, 4}, nhwc4[4] = {0, 2, 3, 1}, nhwc5[5] = {0, 2, 3, 4, 1};
+	const int* cl = x->nb == 4 ? nhwc4 : nhwc5;
+	long long n = x->dims[0], ch = x->dims[1], k = w->dims[0];
+	if (w->dims[1] != ch || y->dims[0] != n || y->dims[1] != k || n * hw > 0x7fffffff) return 0;
+	if (!nv_packed(w, nchw) && !nv_packed(w, cl)) return 0;
+	if (nv_packed(x, cl) && nv_packed(y, cl)) {
+		*g = (struct nv_gemm){NVB_OP_T, NVB_OP_N, (int)k, (int)(n * hw), (int)ch, (int)ch, (int)ch, (int)k, 1, g->dtype, 0, 0, 0, 0};
+		return 1;
+	}
+	if (nv_packed(x, nchw) && nv_packed(y, nchw)) {
+		*g = (struct nv_gemm){NVB_OP_N, NVB_OP_N, (int)hw, (int)k, (int)ch, (int)hw, (int)ch, (int)hw, (int)n, g->dtype,
+		                      ch * hw, 0, k * hw, 1};
+		return 1;
+	}
+	return 0;
+}
+
+// nv_gemm_run computes y = alpha conv(x, w) + beta y with cuBLAS, on the
+// handle's stream, in float arithmetic.
+static miopenStatus_t nv_gemm_run(struct rgnv_handle* h, const struct nv_gemm* g, const void* alpha, const void* x,
+                                  const void* w, const void* beta, void* y) {
+	if (h->cublas == NULL) {
+		void* b = NULL;
+		if (NVB(cublasCreate_v2, &b) != 0) return miopenStatusInternalError;
+		if (NVB(cublasSetStream_v2, b, h->stream) != 0) {
+			NVB(cublasDestroy_v2, b);
+			return miopenStatusInternalError;
+		}
+		h->cublas = b;
+	}
+	float one = 1, zero = 0;
+	const void* a = alpha != NULL ? alpha : &one;
+	const void* bt = beta != NULL ? beta : &zero;
+	const void* A = g->aIsX ? x : w;
+	const void* B = g->aIsX ? w : x;
+	int st = g->batch == 1
+	             ? NVB(cublasGemmEx, h->cublas, g->transa, g->transb, g->m, g->n, g->k, a, A, g->dtype, g->lda, B, g->dtype,
+	                   g->ldb, bt, y, g->dtype, g->ldc, NVB_COMPUTE_32F, NVB_GEMM_DEFAULT)
+	             : NVB(cublasGemmStridedBatchedEx, h->cublas, g->transa, g->transb, g->m, g->n, g->k, a, A, g->dtype, g->lda,
+	                   g->strideA, B, g->dtype, g->ldb, g->strideB, bt, y, g->dtype, g->ldc, g->strideC, g->batch,
+	                   NVB_COMPUTE_32F, NVB_GEMM_DEFAULT);
+	if (st != 0) {
+		h->last = CUDNN_STATUS_EXECUTION_FAILED;
+		h->last_fn = g->batch == 1 ? "cublasGemmEx (1x1 convolution)" : "cublasGemmStridedBatchedEx (1x1 convolution)";
+		return miopenStatusInternalError;
+	}
+	return miopenStatusSuccess;
+}
+
+// nv_gemm_time times the cuBLAS 1x1 convolution (the median of three runs
+// after a warm-up, between events on the handle's stream), in ms; < 0 when
+// it cannot run.
+static float nv_gemm_time(struct rgnv_handle* h, const struct nv_gemm* g, const void* x, const void* w, void* y) {
+	void *start = NULL, *end = NULL;
+	float t[3] = {-1, -1, -1}, ms = -1;
+	if (nv_gemm_run(h, g, NULL, x, w, NULL, y) != miopenStatusSuccess) return -1;
+	if (NVB(cudaEventCreate, &start) != 0 || NVB(cudaEventCreate, &end) != 0) goto out;
+	for (int i = 0; i < 3; i++) {
+		if (NVB(cudaEventRecord, start, h->stream) != 0 || nv_gemm_run(h, g, NULL, x, w, NULL, y) != miopenStatusSuccess ||
+		    NVB(cudaEventRecord, end, h->stream) != 0 || NVB(cudaEventSynchronize, end) != 0 ||
+		    NVB(cudaEventElapsedTime, &t[i], start, end) != 0)
+			goto out;
+	}
+	// The median of three.
+	ms = t[0] > t[1] ? (t[1] > t[2] ? t[1] : (t[0] > t[2] ? t[2] : t[0])) : (t[0] > t[2] ? t[0] : (t[1] > t[2] ? t[2] : t[1]));
+out:
+	if (start != NULL) NVB(cudaEventDestroy, start);
+	if (end != NULL) NVB(cudaEventDestroy, end);
+	return ms;
+}
+
+// nv_find runs cuDNN's Find for a kind (arguments as in nv_ws, with their
+// data) and returns the algorithms that ran, fastest first, encoded.
+static miopenStatus_t nv_find(struct rgnv_handle* h, int kind, const struct rgnv_tensor* in, const void* inp, const struct rgnv_tensor* w,
+                              const void* wp, const struct rgnv_conv* c, const struct rgnv_tensor* out, void* outp, int request,
+                              int* returned, miopenConvAlgoPerf_t* perfs, void* ws, size_t wsSize) {
+	if (h == NULL || c == NULL || c->spatial == 0 || !nv_ready(3, in, w, out) || returned == NULL || perfs == NULL || request < 1)
+		return miopenStatusBadParm;
+	int st = nv_filter(h, 0, w);
+	if (st == CUDNN_STATUS_SUCCESS) st = nv_conv(h, c, in->dtype, nv_default_math(in->dtype));
+	if (st != CUDNN_STATUS_SUCCESS) return nv_status(st);
+	nv_perf found[NV_FWD_ALGOS];
+	int n = 0;
+	miopenStatus_t s;
+	switch (kind) {
+	case RG_NV_ALGO_FWD:
+		s = NVH(h, cudnnFindConvolutionForwardAlgorithmEx, h->cudnn, in->desc, inp, h->filter[0], wp, h->conv, out->desc, outp,
+		        NV_FWD_ALGOS, &n, found, ws, wsSize);
+		break;
+	case RG_NV_ALGO_BWD_DATA:
+		s = NVH(h, cudnnFindConvolutionBackwardDataAlgorithmEx, h->cudnn, h->filter[0], wp, in->desc, inp, h->conv, out->desc, outp,
+		        NV_BWD_DATA_ALGOS, &n, found, ws, wsSize);
+		break;
+	default:
+		s = NVH(h, cudnnFindConvolutionBackwardFilterAlgorithmEx, h->cudnn, in->desc, inp, out->desc, outp, h->conv, h->filter[0],
+		        (void*)wp, NV_BWD_FILTER_ALGOS, &n, found, ws, wsSize);
+	}
+	if (s != miopenStatusSuccess) return s;
+	// A 1x1 forward convolution may also run as a cuBLAS matrix product:
+	// time it and place it among cuDNN's, which come fastest first.
+	struct nv_gemm g;
+	float gemm = -1;
+	if (kind == RG_NV_ALGO_FWD && nv_gemm_plan(c, in, w, out, &g)) gemm = nv_gemm_time(h, &g, inp, wp, outp);
+	int k = 0;
+	for (int i = 0; i <= n && k < request; i++) {
+		if (gemm >= 0 && (i == n || found[i].status != CUDNN_STATUS_SUCCESS || gemm < found[i].time)) {
+			perfs[k].fwd_algo = (miopenConvFwdAlgorithm_t)NV_ENCODE(0, NV_ALGO_CUBLAS, -1);
+			perfs[k].time = gemm;
+			perfs[k].memory = 0;
+			k++;
+			gemm = -1;
+			i--;
+			continue;
+		}
+		if (i == n || found[i].status != CUDNN_STATUS_SUCCESS) continue;
+		perfs[k].fwd_algo = (miopenConvFwdAlgorithm_t)NV_ENCODE(nv_class(kind, found[i].algo), found[i].algo, found[i].mathType);
+		perfs[k].time = found[i].time;
+		perfs[k].memory = found[i].memory;
+		k++;
+	}
+	*returned = k;
+	if (k == 0) return nvh(h, "cudnnFindConvolution*AlgorithmEx (no algorithm ran)", CUDNN_STATUS_NOT_SUPPORTED);
+	return miopenStatusSuccess;
+}
+
+static miopenStatus_t rgnv_miopenFindConvolutionForwardAlgorithm(miopenHandle_t h, const miopenTensorDescriptor_t xd, const void* x,
+                                                                 const miopenTensorDescriptor_t wd, const void* w,
+                                                                 const miopenConvolutionDescriptor_t c, const miopenTensorDescriptor_t yd,
+                                                                 void* y, const int request, int* returned, miopenConvAlgoPerf_t* perfs,
+                                                                 void* ws, size_t wsSize, _Bool exhaustive) {
+	(void)exhaustive; // cuDNN's Find runs every algorithm
+	if (c == NULL) return miopenStatusBadParm;
+	return nv_find(H(h), nv_kind_fwd(CONV(c)), T(xd), x, T(wd), w, CONV(c), T(yd), y, request, returned, perfs, ws, wsSize);
+}
+
+static miopenStatus_t rgnv_miopenFindConvolutionBackwardDataAlgorithm(miopenHandle_t h, const miopenTensorDescriptor_t dyd, const void* dy,
+                                                                      const miopenTensorDescriptor_t wd, const void* w,
+                                                                      const miopenConvolutionDescriptor_t c, const miopenTensorDescriptor_t dxd,
+                                                                      void* dx, const int request, int* returned,
+                                                                      miopenConvAlgoPerf_t* perfs, void* ws, size_t wsSize, _Bool exhaustive) {
+	(void)exhaustive;
+	if (c == NULL) return miopenStatusBadParm;
+	return nv_find(H(h), nv_kind_bwd_data(CONV(c)), T(dyd), dy, T(wd), w, CONV(c), T(dxd), dx, request, returned, perfs, ws, wsSize);
+}
+
+static miopenStatus_t rgnv_miopenFindConvolutionBackwardWeightsAlgorithm(miopenHandle_t h, const miopenTensorDescriptor_t dyd,
+                                                                         const void* dy, const miopenTensorDescriptor_t xd, const void* x,
+                                                                         const miopenConvolutionDescriptor_t c,
+                                                                         const miopenTensorDescriptor_t dwd, void* dw, const int request,
+                                                                         int* returned, miopenConvAlgoPerf_t* perfs, void* ws,
+                                                                         size_t wsSize, _Bool exhaustive) {
+	(void)exhaustive;
+	if (c == NULL) return miopenStatusBadParm;
+	if (CONV(c)->mode == miopenTranspose) {
+		return nv_find(H(h), RG_NV_ALGO_BWD_FILTER, T(dyd), dy, T(dwd), dw, CONV(c), T(xd), (void*)x, request, returned, perfs, ws, wsSize);
+	}
+	return nv_find(H(h), RG_NV_ALGO_BWD_FILTER, T(xd), x, T(dwd), dw, CONV(c), T(dyd), (void*)dy, request, returned, perfs, ws, wsSize);
+}
+
+// nv_run runs one convolution: RG_NV_ALGO_FWD computes out (y) from in (x),
+// RG_NV_ALGO_BWD_DATA out (dx) from in (dy); both with the weights w.
+static miopenStatus_t nv_run(struct rgnv_handle* h, int kind, unsigned raw, const void* alpha, const struct rgnv_tensor* in, const void* inp,
+                             const struct rgnv_tensor* w, const void* wp, const struct rgnv_conv* c, const void* beta,
+                             const struct rgnv_tensor* out, void* outp, void* ws, size_t wsSize) {
+	if (h == NULL || c == NULL || c->spatial == 0 || !nv_ready(3, in, w, out)) return miopenStatusBadParm;
+	int algo, math;
+	nv_decode(kind, raw, in->dtype, &algo, &math);
+	if (algo == NV_ALGO_CUBLAS) {
+		struct nv_gemm g;
+		if (kind != RG_NV_ALGO_FWD || !nv_gemm_plan(c, in, w, out, &g)) return miopenStatusBadParm;
+		return nv_gemm_run(h, &g, alpha, inp, wp, beta, outp);
+	}
+	int st = nv_filter(h, 0, w);
+	if (st == CUDNN_STATUS_SUCCESS) st = nv_conv(h, c, in->dtype, math);
+	if (st != CUDNN_STATUS_SUCCESS) return nv_status(st);
+	nv_scalar a, b;
+	if (kind == RG_NV_ALGO_FWD) {
+		return NVH(h, cudnnConvolutionForward, h->cudnn, nv_scale(alpha, 1, out, &a), in->desc, inp, h->filter[0], wp, h->conv, algo, ws,
+		           wsSize, nv_scale(beta, 0, out, &b), out->desc, outp);
+	}
+	return NVH(h, cudnnConvolutionBackwardData, h->cudnn, nv_scale(alpha, 1, out, &a), h->filter[0], wp, in->desc, inp, h->conv, algo, ws,
+	           wsSize, nv_scale(beta, 0, out, &b), out->desc, outp);
+}
+
+static miopenStatus_t rgnv_miopenConvolutionForward(miopenHandle_t h, const void* alpha, const miopenTensorDescriptor_t xd, const void* x,
+                                                    const miopenTensorDescriptor_t wd, const void* w, const miopenConvolutionDescriptor_t c,
+                                                    miopenConvFwdAlgorithm_t algo, const void* beta, const miopenTensorDescriptor_t yd,
+                                                    void* y, void* ws, size_t wsSize) {
+	if (c == NULL) return miopenStatusBadParm;
+	return nv_run(H(h), nv_kind_fwd(CONV(c)), (unsigned)algo, alpha, T(xd), x, T(wd), w, CONV(c), beta, T(yd), y, ws, wsSize);
+}
+
+static miopenStatus_t rgnv_miopenConvolutionBackwardData(miopenHandle_t h, const void* alpha, const miopenTensorDescriptor_t dyd,
+                                                         const void* dy, const miopenTensorDescriptor_t wd, const void* w,
+                                                         const miopenConvolutionDescriptor_t c, miopenConvBwdDataAlgorithm_t algo,
+                                                         const void* beta, const miopenTensorDescriptor_t dxd, void* dx, void* ws,
+                                                         size_t wsSize) {
+	if (c == NULL) return miopenStatusBadParm;
+	return nv_run(H(h), nv_kind_bwd_data(CONV(c)), (unsigned)algo, alpha, T(dyd), dy, T(wd), w, CONV(c), beta, T(dxd), dx, ws, wsSize);
+}
+
+static miopenStatus_t rgnv_miopenConvolutionBackwardWeights(miopenHandle_t hh, const void* alpha, const miopenTensorDescriptor_t dyd,
+                                                            const void* dy, const miopenTensorDescriptor_t xd, const void* x,
+                                                            const miopenConvolutionDescriptor_t cd, miopenConvBwdWeightsAlgorithm_t raw,
+                                                            const void* beta, const miopenTensorDescriptor_t dwd, void* dw, void* ws,
+                                                            size_t wsSize) {
+	struct rgnv_handle* h = H(hh);
+	struct rgnv_conv* c = CONV(cd);
+	if (h == NULL || c == NULL || c->spatial == 0 || !nv_ready(3, T(dyd), T(xd), T(dwd))) return miopenStatusBadParm;
+	// The weights gradient correlates the forward input with the output
+	// gradient; a transposed convolution swaps which is which.
+	const struct rgnv_tensor *in = T(xd), *grad = T(dyd);
+	const void *inp = x, *gradp = dy;
+	if (c->mode == miopenTranspose) {
+		in = T(dyd), grad = T(xd);
+		inp = dy, gradp = x;
+	}
+	int algo, math;
+	nv_decode(RG_NV_ALGO_BWD_FILTER, (unsigned)raw, in->dtype, &algo, &math);
+	int st = nv_filter(h, 0, T(dwd));
+	if (st == CUDNN_STATUS_SUCCESS) st = nv_conv(h, c, in->dtype, math);
+	if (st != CUDNN_STATUS_SUCCESS) return nv_status(st);
+	nv_scalar a, b;
+	return NVH(h, cudnnConvolutionBackwardFilter, h->cudnn, nv_scale(alpha, 1, T(dwd), &a), in->desc, inp, grad->desc, gradp, h->conv, algo,
+	           ws, wsSize, nv_scale(beta, 0, T(dwd), &b), h->filter[0], dw);
+}
+
+// MIOpen adds the bias as y = alpha*y + alpha*b + beta*y; cuDNN's AddTensor
+// computes y = alpha*b + beta*y.
+static miopenStatus_t rgnv_miopenConvolutionForwardBias(miopenHandle_t hh, const void* alpha, const miopenTensorDescriptor_t bd, const void* b,
+                                                        const void* beta, const miopenTensorDescriptor_t yd, void* y) {
+	struct rgnv_handle* h = H(hh);
+	if (h == NULL || !nv_ready(2, T(bd), T(yd))) return miopenStatusBadParm;
+	float a = alpha != NULL ? *(const float*)alpha : 1.0f, bt = beta != NULL ? *(const float*)beta : 0.0f;
+	nv_scalar sa, sb;
+	return NVH(h, cudnnAddTensor, h->cudnn, nv_value(a, T(yd), &sa), T(bd)->desc, b, nv_value(a + bt, T(yd), &sb), T(yd)->desc, y);
+}
+
+static miopenStatus_t rgnv_miopenConvolutionBackwardBias(miopenHandle_t hh, const void* alpha, const miopenTensorDescriptor_t dyd,
+                                                         const void* dy, const void* beta, const miopenTensorDescriptor_t dbd, void* db) {
+	struct rgnv_handle* h = H(hh);
+	if (h == NULL || !nv_ready(2, T(dyd), T(dbd))) return miopenStatusBadParm;
+	nv_scalar a, b;
+	return NVH(h, cudnnConvolutionBackwardBias, h->cudnn, nv_scale(alpha, 1, T(dbd), &a), T(dyd)->desc, dy, nv_scale(beta, 0, T(dbd), &b),
+	           T(dbd)->desc, db);
+}
+
+void nv_install_conv(void) {
+	SET(miopenCreateConvolutionDescriptor);
+	SET(miopenInitConvolutionNdDescriptor);
+	SET(miopenGetConvolutionNdDescriptor);
+	SET(miopenSetConvolutionGroupCount);
+	SET(miopenGetConvolutionGroupCount);
+	SET(miopenSetTransposeConvNdOutputPadding);
+	SET(miopenGetConvolutionNdForwardOutputDim);
+	SET(miopenDestroyConvolutionDescriptor);
+	SET(miopenConvolutionForwardGetWorkSpaceSize);
+	SET(miopenFindConvolutionForwardAlgorithm);
+	SET(miopenConvolutionForward);
+	SET(miopenConvolutionForwardBias);
+	SET(miopenConvolutionBackwardDataGetWorkSpaceSize);
+	SET(miopenFindConvolutionBackwardDataAlgorithm);
+	SET(miopenConvolutionBackwardData);
+	SET(miopenConvolutionBackwardWeightsGetWorkSpaceSize);
+	SET(miopenFindConvolutionBackwardWeightsAlgorithm);
+	SET(miopenConvolutionBackwardWeights);
+	SET(miopenConvolutionBackwardBias);
+}
