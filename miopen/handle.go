@@ -29,14 +29,13 @@ import (
 //
 // Close the handle before its stream.
 type Handle struct {
-	mu      sync.Mutex
-	h       C.miopenHandle_t
-	stream  *hip.Stream
-	dev     *hip.Device
-	life    bind.Lifetime
-	ws      *hip.Buffer // the workspace of calls that are given none
-	cache   *findCache
-	kernels *kernelSet // NVIDIA: rocm-go's kernels for what cuDNN lacks
+	mu     sync.Mutex
+	h      C.miopenHandle_t
+	stream *hip.Stream
+	dev    *hip.Device
+	life   bind.Lifetime
+	ws     *hip.Buffer // the workspace of calls that are given none
+	cache  *findCache
 }
 
 // NewHandle creates a handle that queues its work on s
@@ -165,7 +164,7 @@ func (h *Handle) WorkspaceSize() int {
 	return h.ws.Size()
 }
 
-// Close frees the handle's workspace and kernels and destroys the handle.
+// Close frees the handle's workspace and destroys the handle.
 // Closing twice does nothing.
 func (h *Handle) Close() error {
 	if h == nil {
@@ -180,10 +179,6 @@ func (h *Handle) Close() error {
 	if h.ws != nil {
 		errs = append(errs, h.ws.Close())
 		h.ws = nil
-	}
-	if h.kernels != nil {
-		errs = append(errs, h.kernels.close())
-		h.kernels = nil
 	}
 	errs = append(errs, check("miopenDestroy", C.rg_miopenDestroy_on(h.c(), h.h)))
 	return errors.Join(errs...)

@@ -3,7 +3,6 @@ package miopen
 import (
 	_ "embed"
 	"fmt"
-	"sync"
 
 	"github.com/rocm-go/rocm/hip"
 	"github.com/rocm-go/rocm/hiprtc"
@@ -45,79 +44,9 @@ func kernelSuffix(t DataType) string {
 	return ""
 }
 
-// compiled holds the code object of each architecture, compiled once per
-// process.
-var compiled struct {
-	mu    sync.Mutex
-	code  map[string]*hiprtc.Code
-	fails map[string]error
-}
-
-func compileKernels(arch string) (*hiprtc.Code, error) {
-	compiled.mu.Lock()
-	defer compiled.mu.Unlock()
-	if c := compiled.code[arch]; c != nil {
-		return c, nil
-	}
-	if err := compiled.fails[arch]; err != nil {
-		return nil, err
-	}
-	c, err := hiprtc.Compile(KernelSource, hiprtc.Options{Arch: arch, Name: "miopen_kernels.hip", Std: "c++17"})
-	if err != nil {
-		if compiled.fails == nil {
-			compiled.fails = map[string]error{}
-		}
-		err = fmt.Errorf("miopen: compiling rocm-go's kernels for %s: %w", arch, err)
-		compiled.fails[arch] = err
-		return nil, err
-	}
-	if compiled.code == nil {
-		compiled.code = map[string]*hiprtc.Code{}
-	}
-	compiled.code[arch] = c
-	return c, nil
-}
-
-// kernelSet is the kernels loaded on a handle's device.
-type kernelSet struct {
-	mod *hip.Module
-	fns map[string]*hip.Function
-}
-
-func (k *kernelSet) close() error { return k.mod.Close() }
-
-// kernelsLocked loads the kernels on the handle's device on first use.
-func (h *Handle) kernelsLocked() (*kernelSet, error) {
-	if h.kernels != nil {
-		return h.kernels, nil
-	}
-	props, err := h.dev.Properties()
-	if err != nil {
-		return nil, err
-	}
-	code, err := compileKernels(props.ArchName)
-	if err != nil {
-		return nil, err
-	}
-	mod, err := h.dev.LoadModule(code.Image)
-	if err != nil {
-		return nil, fmt.Errorf("miopen: loading rocm-go's kernels: %w", err)
-	}
-	h.kernels = &kernelSet{mod: mod, fns: map[string]*hip.Function{}}
-	return h.kernels, nil
-}
-
-func (k *kernelSet) function(name string) (*hip.Function, error) {
-	if f := k.fns[name]; f != nil {
-		return f, nil
-	}
-	f, err := k.mod.Function(name)
-	if err != nil {
-		return nil, err
-	}
-	k.fns[name] = f
-	return f, nil
-}
+// kernels are rocm-go's kernels, compiled through the kernel cache and
+// loaded once per device for every handle.
+var kernels = &hiprtc.Kernels{Name: "miopen_kernels.hip", Source: KernelSource, Options: hiprtc.Options{Std: "c++17"}}
 
 // kernelShape is the kernels' Shape: up to four tensors of the same
 // dimensions, each with its strides. Its layout is the C++ struct's.
@@ -151,13 +80,9 @@ func (h *Handle) launchLocked(name string, dt DataType, shape kernelShape, args 
 	if sfx == "" {
 		return notImplemented(name, "rocm-go's kernels take half, bfloat16, float or double data, not %v", dt)
 	}
-	ks, err := h.kernelsLocked()
+	f, err := kernels.Function(h.dev, name+"_"+sfx)
 	if err != nil {
-		return err
-	}
-	f, err := ks.function(name + "_" + sfx)
-	if err != nil {
-		return err
+		return fmt.Errorf("miopen: rocm-go's kernels: %w", err)
 	}
 	var a hip.Args
 	hip.ArgValue(&a, shape)
