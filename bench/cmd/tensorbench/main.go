@@ -1,0 +1,125 @@
+// Command tensorbench measures candle's tensor ops on a GPU and, in the
+// same run, PyTorch doing the same work (torch_tensor.py), and prints a
+// table of ratios (rocm-go / PyTorch, in speed) and each op's fraction of
+// the roofline: the device-to-device copy rate measured in the same run.
+//
+//	tensorbench [-torch bench/torch_tensor.py] [-json results.json]
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/rocm-go/rocm/bench"
+	"github.com/rocm-go/rocm/hip"
+)
+
+func main() {
+	script := flag.String("torch", "", "PyTorch reference script (default: torch_tensor.py next to this binary, then bench/torch_tensor.py)")
+	python := flag.String("python", "python3", "Python with PyTorch")
+	jsonOut := flag.String("json", "", "also write the results as JSON to this file")
+	reps := flag.Int("reps", 15, "repeats; the median is reported")
+	tinyOps := flag.Int("ops", 20000, "ops per timing of the small end-to-end add")
+	scale := flag.Int("scale", 1, "divide the big sizes by this (for a quick try)")
+	flag.Parse()
+	if err := run(*script, *python, *jsonOut, *reps, *tinyOps, *scale); err != nil {
+		fmt.Fprintln(os.Stderr, "tensorbench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(script, python, jsonOut string, reps, tinyOps, scale int) error {
+	b, err := bench.OpenTensors()
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	props := b.Dev.Properties()
+	rt, _ := hip.RuntimeVersion()
+	fmt.Printf("device: %s (%s), %s platform, runtime %s\n", props.Name, props.ArchName, hip.LoadedPlatform(), rt)
+
+	cold, warm, err := b.FirstUse()
+	if err != nil {
+		return err
+	}
+	if err := b.Dev.Warm(); err != nil {
+		return err
+	}
+	roof, err := b.CopyRate(1 << 30)
+	if err != nil {
+		return err
+	}
+	ops, err := b.Ops(scale)
+	if err != nil {
+		return err
+	}
+	ours := map[string]time.Duration{}
+	for _, op := range ops {
+		d, err := bench.Median(reps, func() (time.Duration, error) { return b.DeviceTime(op) })
+		if err != nil {
+			return err
+		}
+		ours[op.Name] = d
+		op.Close()
+	}
+	tiny, err := b.TinyAdd(1024)
+	if err != nil {
+		return err
+	}
+	tinyTime, err := bench.Median(reps, func() (time.Duration, error) { return b.WallPerOp(tiny, tinyOps) })
+	if err != nil {
+		return err
+	}
+	tiny.Close()
+
+	var torch map[string]any
+	torchErr := bench.RunScript(python, script, "torch_tensor.py", []string{fmt.Sprint("--reps=", reps), fmt.Sprint("--ops=", tinyOps),
+		fmt.Sprint("--scale=", scale)}, &torch)
+	if torchErr != nil {
+		fmt.Fprintln(os.Stderr, "tensorbench: no PyTorch reference:", torchErr)
+	} else {
+		fmt.Printf("PyTorch %v (%v) on %v\n", torch["torch"], torch["cuda"], torch["gpu"])
+	}
+	tf := func(k string) float64 { f, _ := torch[k].(float64); return f }
+
+	fmt.Printf("roofline: device-to-device copy at %.0f GB/s (read + write), this run\n", roof)
+	var rows []bench.Row
+	for _, op := range ops {
+		d := ours[op.Name]
+		gbps := float64(op.Bytes) / d.Seconds() / 1e9
+		r := bench.Row{Name: op.Name, Ours: fmt.Sprintf("%s (%.0f GB/s, %.2f of roofline)", us(d), gbps, gbps/roof), Target: "≥ 1.0, or ≥ 0.85 of roofline"}
+		if torchErr == nil {
+			t := tf(op.Name)
+			tg := float64(op.Bytes) / t / 1e9
+			r.Theirs = fmt.Sprintf("%s (%.0f GB/s, %.2f)", usf(t), tg, tg/roof)
+			r.Ratio = t / d.Seconds()
+			// PyTorch below the roofline target: ours must reach it.
+			r.Met = bench.Met(r.Ratio >= 1.0 || gbps/roof >= 0.85)
+		}
+		rows = append(rows, r)
+	}
+	r := bench.Row{Name: "Tensor.Add of 1024 f32, end to end (allocation included)", Ours: us(tinyTime), Target: "≤ 0.7 of PyTorch's time"}
+	if torchErr == nil {
+		t := min(tf("tiny_add_s"), tf("tiny_add_out_s"))
+		r.Theirs = fmt.Sprintf("%s (a+b %s, out= %s)", usf(t), usf(tf("tiny_add_s")), usf(tf("tiny_add_out_s")))
+		r.Ratio = tinyTime.Seconds() / t
+		r.Met = bench.Met(r.Ratio <= 0.7)
+	}
+	rows = append(rows, r,
+		bench.Row{Name: "first use: cold compile of every kernel module, loaded", Ours: ms(cold), Theirs: "—", Target: "reported"},
+		bench.Row{Name: "first use: warm start from the disk cache, loaded", Ours: ms(warm), Theirs: "—", Target: "≤ 100 ms", Met: bench.Met(warm <= 100*time.Millisecond)})
+	bench.PrintTable(os.Stdout, "PyTorch", rows)
+	if jsonOut != "" {
+		out, _ := json.MarshalIndent(map[string]any{"device": props.Name, "arch": props.ArchName, "platform": hip.LoadedPlatform().String(),
+			"runtime": rt.String(), "roofline_gbps": roof, "torch": torch, "rows": rows}, "", "  ")
+		return os.WriteFile(jsonOut, out, 0o644)
+	}
+	return nil
+}
+
+func us(d time.Duration) string { return fmt.Sprintf("%.1f µs", d.Seconds()*1e6) }
+func usf(s float64) string      { return fmt.Sprintf("%.1f µs", s*1e6) }
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", d.Seconds()*1e3) }

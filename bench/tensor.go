@@ -1,0 +1,303 @@
+package bench
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"time"
+
+	"github.com/rocm-go/rocm/candle"
+	"github.com/rocm-go/rocm/hip"
+)
+
+// TensorOp is one op of the tensor benchmark: its inputs are made once,
+// Run queues the op (returning its output, which the caller closes), and
+// Bytes is what it must move through device memory at least (inputs read
+// once, the output written once).
+type TensorOp struct {
+	Name  string
+	Bytes int64
+	Run   func() (*candle.Tensor, error)
+	close func()
+}
+
+// Close frees the op's inputs.
+func (o *TensorOp) Close() {
+	if o.close != nil {
+		o.close()
+	}
+}
+
+// Tensors is the tensor benchmark's device: candle's HIP device 0, with
+// events on its stream.
+type Tensors struct {
+	Dev        *candle.HIPDevice
+	start, end *hip.Event
+}
+
+// OpenTensors opens candle's HIP device 0.
+func OpenTensors() (*Tensors, error) {
+	d, err := candle.HIP(0)
+	if err != nil {
+		return nil, err
+	}
+	start, err := d.HIP().NewEvent(hip.EventDefault)
+	if err != nil {
+		return nil, err
+	}
+	end, err := d.HIP().NewEvent(hip.EventDefault)
+	if err != nil {
+		start.Close()
+		return nil, err
+	}
+	return &Tensors{Dev: d, start: start, end: end}, nil
+}
+
+// Close frees the events.
+func (b *Tensors) Close() { b.start.Close(); b.end.Close() }
+
+// DeviceTime is the device time of one run of op, between two events on
+// the device's stream; the output is closed after.
+func (b *Tensors) DeviceTime(op *TensorOp) (time.Duration, error) {
+	s := b.Dev.Stream()
+	if err := b.start.Record(s); err != nil {
+		return 0, err
+	}
+	out, err := op.Run()
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", op.Name, err)
+	}
+	if err := b.end.Record(s); err != nil {
+		return 0, err
+	}
+	if err := b.end.Synchronize(); err != nil {
+		return 0, err
+	}
+	out.Close()
+	return hip.ElapsedTime(b.start, b.end)
+}
+
+// WallPerOp is the host's wall time per op of n runs of op, outputs closed
+// as they come, with the wait for the device at the end: the cost of a
+// small op end to end, allocation included.
+func (b *Tensors) WallPerOp(op *TensorOp, n int) (time.Duration, error) {
+	if err := b.Dev.Synchronize(); err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	for range n {
+		out, err := op.Run()
+		if err != nil {
+			return 0, err
+		}
+		out.Close()
+	}
+	if err := b.Dev.Synchronize(); err != nil {
+		return 0, err
+	}
+	return time.Since(start) / time.Duration(n), nil
+}
+
+// rand is a tensor of uniform numbers in [-1, 1), as torch.rand*2-1 draws.
+func (b *Tensors) rand(dt candle.DType, shape ...int) (*candle.Tensor, error) {
+	return candle.RandUniform(b.Dev, dt, -1, 1, shape...)
+}
+
+// Ops makes the benchmark's ops, each with its inputs: the sizes of the
+// rbee plan's table. scale divides the big sizes (1 for the real run).
+func (b *Tensors) Ops(scale int) ([]*TensorOp, error) {
+	var ops []*TensorOp
+	var inputs []*candle.Tensor
+	fail := func(err error) ([]*TensorOp, error) {
+		for _, t := range inputs {
+			t.Close()
+		}
+		return nil, err
+	}
+	in := func(t *candle.Tensor, err error) *candle.Tensor {
+		if err == nil {
+			inputs = append(inputs, t)
+		}
+		return t
+	}
+	mk := func(name string, bytes int64, run func() (*candle.Tensor, error), ts ...*candle.Tensor) {
+		ops = append(ops, &TensorOp{Name: name, Bytes: bytes, Run: run, close: func() {
+			for _, t := range ts {
+				t.Close()
+			}
+		}})
+	}
+	var err error
+	check := func(t *candle.Tensor, e error) *candle.Tensor {
+		if e != nil && err == nil {
+			err = e
+		}
+		return in(t, e)
+	}
+
+	n := (256 << 20) / scale
+	a, x := check(b.rand(candle.F32, n)), check(b.rand(candle.F32, n))
+	if err != nil {
+		return fail(err)
+	}
+	mk(fmt.Sprintf("add f32, %dM elements", n>>20), int64(n)*12, func() (*candle.Tensor, error) { return a.Add(x) }, a, x)
+
+	rows, cols := 4096/scale, 32000
+	logits := check(b.rand(candle.F32, rows, cols))
+	if err != nil {
+		return fail(err)
+	}
+	mk(fmt.Sprintf("sum over the last dim, %d×%d f32", rows, cols), int64(rows)*int64(cols)*4+int64(rows)*4,
+		func() (*candle.Tensor, error) { return logits.Sum(false, -1) })
+	mk(fmt.Sprintf("argmax over the last dim, %d×%d f32", rows, cols), int64(rows)*int64(cols)*4+int64(rows)*4,
+		func() (*candle.Tensor, error) { return logits.Argmax(false, -1) }, logits)
+
+	side := 8192 / scale
+	m := check(b.rand(candle.F32, side, side))
+	if err != nil {
+		return fail(err)
+	}
+	mt, err := m.T()
+	if err != nil {
+		return fail(err)
+	}
+	inputs = append(inputs, mt)
+	mk(fmt.Sprintf("transpose-copy f32 %d²", side), int64(side)*int64(side)*8, mt.Contiguous, m, mt)
+
+	l, r := check(b.rand(candle.F32, side, side/2)), check(b.rand(candle.F32, side, side/2))
+	if err != nil {
+		return fail(err)
+	}
+	mk(fmt.Sprintf("cat of two %d×%d f32 along dim 1", side, side/2), int64(side)*int64(side)*8,
+		func() (*candle.Tensor, error) { return candle.Cat([]*candle.Tensor{l, r}, 1) }, l, r)
+
+	vocab, hidden, nids := 32000, 4096, 16384/scale
+	table := check(b.rand(candle.F32, vocab, hidden))
+	rng := rand.New(rand.NewPCG(1, 2))
+	hostIDs := make([]int64, nids)
+	for i := range hostIDs {
+		hostIDs[i] = rng.Int64N(int64(vocab))
+	}
+	ids := check(candle.FromSlice(b.Dev, hostIDs))
+	if err != nil {
+		return fail(err)
+	}
+	mk(fmt.Sprintf("index_select %d rows of a %d×%d f32 table", nids, vocab, hidden), int64(nids)*int64(hidden)*8+int64(nids)*8,
+		func() (*candle.Tensor, error) { return table.IndexSelect(ids, 0) }, table, ids)
+
+	wn := (64 << 20) / scale
+	cond := check(b.rand(candle.F32, wn))
+	t, f := check(b.rand(candle.F32, wn)), check(b.rand(candle.F32, wn))
+	if err != nil {
+		return fail(err)
+	}
+	zero := check(candle.Zeros(b.Dev, candle.F32, 1))
+	mask := check(cond.Gt(zero))
+	if err != nil {
+		return fail(err)
+	}
+	cond.Close()
+	mk(fmt.Sprintf("where, %dM f32 with a u8 mask", wn>>20), int64(wn)*13,
+		func() (*candle.Tensor, error) { return candle.Where(mask, t, f) }, mask, t, f, zero)
+
+	c := check(b.rand(candle.F32, n))
+	if err != nil {
+		return fail(err)
+	}
+	mk(fmt.Sprintf("cast f32→bf16, %dM elements", n>>20), int64(n)*6, func() (*candle.Tensor, error) { return c.ToDType(candle.BF16) }, c)
+
+	h := check(b.rand(candle.F16, n))
+	if err != nil {
+		return fail(err)
+	}
+	mk(fmt.Sprintf("gelu (tanh) f16, %dM elements", n>>20), int64(n)*4, h.Gelu)
+	mk(fmt.Sprintf("silu f16, %dM elements", n>>20), int64(n)*4, h.Silu, h)
+	return ops, nil
+}
+
+// TinyAdd is the small op of the end-to-end measurement: a + b of n f32
+// elements through Tensor.Add, the output allocated (from the pool) and
+// closed each time.
+func (b *Tensors) TinyAdd(n int) (*TensorOp, error) {
+	x, err := b.rand(candle.F32, n)
+	if err != nil {
+		return nil, err
+	}
+	y, err := b.rand(candle.F32, n)
+	if err != nil {
+		x.Close()
+		return nil, err
+	}
+	return &TensorOp{Name: fmt.Sprintf("Tensor.Add of %d f32, end to end", n), Run: func() (*candle.Tensor, error) { return x.Add(y) },
+		close: func() { x.Close(); y.Close() }}, nil
+}
+
+// FirstUse measures a cold compile of the whole kernel set into a fresh
+// cache folder and a warm start from it (a new cache on the same folder,
+// as a new process has): the time to have every module loaded on the
+// device.
+func (b *Tensors) FirstUse() (cold, warm time.Duration, err error) {
+	dir, err := os.MkdirTemp("", "rocm-go-bench-kernels")
+	if err != nil {
+		return 0, 0, err
+	}
+	defer os.RemoveAll(dir)
+	for i := range 2 {
+		kc, err := candle.NewKernelCache(dir)
+		if err != nil {
+			return 0, 0, err
+		}
+		start := time.Now()
+		err = kc.Warm(b.Dev)
+		d := time.Since(start)
+		kc.Close()
+		if err != nil {
+			return 0, 0, err
+		}
+		if i == 0 {
+			cold = d
+		} else {
+			warm = d
+		}
+	}
+	return cold, warm, nil
+}
+
+// CopyRate is the device's device-to-device copy rate in GB/s (hipMemcpy
+// on the device's stream), counting bytes read and written: the roofline of
+// the memory-bound ops, measured in the same run.
+func (b *Tensors) CopyRate(bytes int) (float64, error) {
+	src, err := b.Dev.HIP().Malloc(bytes)
+	if err != nil {
+		return 0, err
+	}
+	defer src.Close()
+	dst, err := b.Dev.HIP().Malloc(bytes)
+	if err != nil {
+		return 0, err
+	}
+	defer dst.Close()
+	if err := src.Memset(1); err != nil {
+		return 0, err
+	}
+	s := b.Dev.Stream()
+	d, err := Median(15, func() (time.Duration, error) {
+		if err := b.start.Record(s); err != nil {
+			return 0, err
+		}
+		if err := dst.CopyFromAsync(src, s); err != nil {
+			return 0, err
+		}
+		if err := b.end.Record(s); err != nil {
+			return 0, err
+		}
+		if err := b.end.Synchronize(); err != nil {
+			return 0, err
+		}
+		return hip.ElapsedTime(b.start, b.end)
+	})
+	if err != nil {
+		return 0, err
+	}
+	return float64(2*bytes) / d.Seconds() / 1e9, nil
+}

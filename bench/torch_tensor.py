@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""PyTorch's side of rocm-go's tensor benchmark (cmd/tensorbench runs it in
+the same session): the same ops on the same sizes as bench/tensor.go,
+measured the same way (device time between two events, a warm-up, the
+median of several repeats; the small add as wall time per op). Prints one
+JSON object keyed by the ops' names.
+
+    python3 torch_tensor.py [--reps N] [--ops N] [--scale N]
+"""
+import argparse
+import json
+import statistics
+import time
+
+import torch
+import torch.nn.functional as F
+
+
+def median(reps, f):
+    f()
+    return statistics.median(f() for _ in range(reps))
+
+
+def device_time(op):
+    def run():
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        out = op()
+        e.record()
+        e.synchronize()
+        del out
+        return s.elapsed_time(e) / 1e3
+    return run
+
+
+def per_op(ops, op):
+    def run():
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        for _ in range(ops):
+            op()
+        torch.cuda.synchronize()
+        return (time.perf_counter() - start) / ops
+    return run
+
+
+def rand(*shape, dtype=torch.float32):
+    return torch.rand(*shape, device="cuda", dtype=dtype) * 2 - 1
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--reps", type=int, default=15)
+    ap.add_argument("--ops", type=int, default=20000)
+    ap.add_argument("--scale", type=int, default=1)
+    a = ap.parse_args()
+    out = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "cuda": torch.version.cuda or torch.version.hip}
+
+    def measure(name, op):
+        out[name] = median(a.reps, device_time(op))
+
+    n = (256 << 20) // a.scale
+    x, y = rand(n), rand(n)
+    measure(f"add f32, {n >> 20}M elements", lambda: x + y)
+    del x, y
+
+    rows, cols = 4096 // a.scale, 32000
+    logits = rand(rows, cols)
+    measure(f"sum over the last dim, {rows}×{cols} f32", lambda: logits.sum(dim=-1))
+    measure(f"argmax over the last dim, {rows}×{cols} f32", lambda: logits.argmax(dim=-1))
+    del logits
+
+    side = 8192 // a.scale
+    m = rand(side, side)
+    measure(f"transpose-copy f32 {side}²", lambda: m.t().contiguous())
+    del m
+    l, r = rand(side, side // 2), rand(side, side // 2)
+    measure(f"cat of two {side}×{side // 2} f32 along dim 1", lambda: torch.cat([l, r], dim=1))
+    del l, r
+
+    vocab, hidden, nids = 32000, 4096, 16384 // a.scale
+    table = rand(vocab, hidden)
+    ids = torch.randint(0, vocab, (nids,), device="cuda", dtype=torch.int64)
+    measure(f"index_select {nids} rows of a {vocab}×{hidden} f32 table", lambda: torch.index_select(table, 0, ids))
+    del table, ids
+
+    wn = (64 << 20) // a.scale
+    mask = rand(wn) > 0
+    t, f = rand(wn), rand(wn)
+    measure(f"where, {wn >> 20}M f32 with a u8 mask", lambda: torch.where(mask, t, f))
+    del mask, t, f
+
+    c = rand(n)
+    measure(f"cast f32→bf16, {n >> 20}M elements", lambda: c.to(torch.bfloat16))
+    del c
+    h = rand(n, dtype=torch.float16)
+    measure(f"gelu (tanh) f16, {n >> 20}M elements", lambda: F.gelu(h, approximate="tanh"))
+    measure(f"silu f16, {n >> 20}M elements", lambda: F.silu(h))
+    del h
+
+    x, y = rand(1024), rand(1024)
+    z = torch.empty_like(x)
+    out["tiny_add_s"] = median(a.reps, per_op(a.ops, lambda: x + y))
+    out["tiny_add_out_s"] = median(a.reps, per_op(a.ops, lambda: torch.add(x, y, out=z)))
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()

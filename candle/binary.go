@@ -1,0 +1,78 @@
+package candle
+
+// binary runs an elementwise op on two tensors of one dtype, broadcast to
+// a common shape, into a fresh contiguous tensor (U8 for comparisons).
+func (t *Tensor) binary(method string, op binaryOp, o *Tensor) (*Tensor, error) {
+	name := "Tensor." + method
+	if err := alive(name, t, o); err != nil {
+		return nil, err
+	}
+	if err := sameDevice(name, t.st.dev, o); err != nil {
+		return nil, err
+	}
+	if t.DType() != o.DType() {
+		return nil, errorf(name, ErrDType, "%s and %s operands: convert one with ToDType", t.DType(), o.DType())
+	}
+	shape, err := BroadcastShapes(t.layout.Shape, o.layout.Shape)
+	if err != nil {
+		return nil, rename(err, name)
+	}
+	a, err := t.layout.BroadcastAs(shape)
+	if err != nil {
+		return nil, rename(err, name)
+	}
+	b, err := o.layout.BroadcastAs(shape)
+	if err != nil {
+		return nil, rename(err, name)
+	}
+	dt := t.DType()
+	if op.isCmp() {
+		dt = U8
+	}
+	out, err := newOutput(name, t.st.dev, dt, shape, t, o)
+	if err != nil || out.Elems() == 0 {
+		return out, err
+	}
+	if err := t.st.dev.backend().binary(op, view{t.st, a}, view{o.st, b}, out.st); err != nil {
+		out.Close()
+		return nil, wrap(name, err)
+	}
+	return out, nil
+}
+
+// Add is t + o, broadcasting.
+func (t *Tensor) Add(o *Tensor) (*Tensor, error) { return t.binary("Add", opAdd, o) }
+
+// Sub is t - o, broadcasting.
+func (t *Tensor) Sub(o *Tensor) (*Tensor, error) { return t.binary("Sub", opSub, o) }
+
+// Mul is t·o, broadcasting.
+func (t *Tensor) Mul(o *Tensor) (*Tensor, error) { return t.binary("Mul", opMul, o) }
+
+// Div is t/o, broadcasting; integer division truncates, and gives 0 for a
+// zero divisor.
+func (t *Tensor) Div(o *Tensor) (*Tensor, error) { return t.binary("Div", opDiv, o) }
+
+// Maximum is the larger of t and o, broadcasting; NaN propagates.
+func (t *Tensor) Maximum(o *Tensor) (*Tensor, error) { return t.binary("Maximum", opMaximum, o) }
+
+// Minimum is the smaller of t and o, broadcasting; NaN propagates.
+func (t *Tensor) Minimum(o *Tensor) (*Tensor, error) { return t.binary("Minimum", opMinimum, o) }
+
+// Eq is 1 where t == o, else 0 (U8).
+func (t *Tensor) Eq(o *Tensor) (*Tensor, error) { return t.binary("Eq", opEq, o) }
+
+// Ne is 1 where t != o, else 0 (U8).
+func (t *Tensor) Ne(o *Tensor) (*Tensor, error) { return t.binary("Ne", opNe, o) }
+
+// Lt is 1 where t < o, else 0 (U8).
+func (t *Tensor) Lt(o *Tensor) (*Tensor, error) { return t.binary("Lt", opLt, o) }
+
+// Le is 1 where t <= o, else 0 (U8).
+func (t *Tensor) Le(o *Tensor) (*Tensor, error) { return t.binary("Le", opLe, o) }
+
+// Gt is 1 where t > o, else 0 (U8).
+func (t *Tensor) Gt(o *Tensor) (*Tensor, error) { return t.binary("Gt", opGt, o) }
+
+// Ge is 1 where t >= o, else 0 (U8).
+func (t *Tensor) Ge(o *Tensor) (*Tensor, error) { return t.binary("Ge", opGe, o) }

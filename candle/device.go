@@ -1,0 +1,145 @@
+package candle
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/rocm-go/rocm/hip"
+)
+
+// Device is where tensors live and ops run: the CPU (pure Go, the
+// reference every GPU op is tested against and the fallback that runs
+// anywhere) or a GPU through HIP (AMD natively, NVIDIA through HIP's NVIDIA
+// platform). Devices are created once and shared; they are safe for
+// concurrent use.
+type Device interface {
+	// String names the device as NewDevice takes it: "cpu", "hip:0".
+	String() string
+	// Synchronize waits for the work queued on the device.
+	Synchronize() error
+	// SetSeed restarts the device's random numbers: the same seed and the
+	// same sequence of random ops give the same numbers on every device.
+	SetSeed(seed uint64)
+	// MemoryStats reports the device memory the device's tensors use.
+	MemoryStats() MemoryStats
+
+	backend() backend
+}
+
+// MemoryStats is a device's memory as its tensors use it.
+type MemoryStats struct {
+	InUse  int64 // bytes of live storages
+	Cached int64 // bytes the pool keeps for reuse (HIP devices)
+	Peak   int64 // the most InUse has been
+	Allocs int64 // allocations from the device (not from the pool)
+}
+
+// NewDevice opens a device by name: "cpu", "hip:N" (also "cuda:N", "gpu:N"
+// and "hip" for hip:0), or "auto": hip:0 when HIP loads and has a GPU,
+// else the CPU.
+func NewDevice(name string) (Device, error) {
+	const op = "NewDevice"
+	s := strings.ToLower(strings.TrimSpace(name))
+	switch s {
+	case "cpu":
+		return CPU(), nil
+	case "auto":
+		if n, err := hip.DeviceCount(); err == nil && n > 0 {
+			return HIP(0)
+		}
+		return CPU(), nil
+	case "hip", "gpu", "cuda":
+		return HIP(0)
+	}
+	for _, p := range []string{"hip:", "gpu:", "cuda:"} {
+		if rest, ok := strings.CutPrefix(s, p); ok {
+			n, err := strconv.Atoi(rest)
+			if err != nil || n < 0 {
+				return nil, errorf(op, ErrDevice, "%q: the ordinal must be a number ≥ 0", name)
+			}
+			return HIP(n)
+		}
+	}
+	return nil, errorf(op, ErrDevice, "%q is not a device: want cpu, hip:N or auto", name)
+}
+
+// sameDevice checks that every tensor is on dev.
+func sameDevice(op string, dev Device, ts ...*Tensor) error {
+	for _, t := range ts {
+		if t.st.dev != dev {
+			return errorf(op, ErrDevice, "operands on %s and %s: move them to one device first (ToDevice)", dev, t.st.dev)
+		}
+	}
+	return nil
+}
+
+// backend is what a device implements for the ops. Operands arrive
+// checked: dtypes and shapes agree, views lie inside their storages, and
+// outputs are fresh contiguous storages of the right size. Element counts
+// are never zero (ops on empty tensors return before reaching a backend).
+type backend interface {
+	alloc(dt DType, n int) (memory, error)
+	// write copies host bytes to the start of st; read copies elements
+	// [off, off+n) of st to the host.
+	write(st *Storage, src []byte) error
+	read(st *Storage, off, n int, dst []byte) error
+
+	unary(op unaryOp, p [2]float64, src view, dst *Storage) error
+	binary(op binaryOp, a, b view, dst *Storage) error
+	cast(src view, dst *Storage) error
+	copy(src, dst view) error
+	fill(dst view, v scalar) error
+	arange(dst *Storage, start, step float64) error
+	random(dst *Storage, dist distribution, a, b float64, seed, offset uint64) error
+	where(cond, t, f view, dst *Storage) error
+	indexSelect(src, ids view, d int, dst *Storage) error
+	gather(src, ids view, d int, dst *Storage) error
+	scatter(dst *Storage, dstShape Shape, ids, src view, d int, add bool) error
+	indexAdd(dst *Storage, dstShape Shape, ids, src view, d int) error
+	reduce(op reduceOp, src view, nred int, scale float64, dst *Storage) error
+
+	synchronize() error
+}
+
+// memory is a storage's bytes on its device.
+type memory interface {
+	// release gives the memory back to the device. The backend orders it
+	// after the queued work that may use it.
+	release()
+}
+
+// view is an operand: a storage and the layout through which an op reads
+// (or writes) it.
+type view struct {
+	st *Storage
+	l  Layout
+}
+
+// scalar is a fill value, exact for every dtype.
+type scalar struct {
+	f float64 // for float dtypes
+	i int64   // for integer dtypes
+}
+
+func scalarOf(dt DType, v float64) scalar {
+	if dt.IsFloat() {
+		return scalar{f: v}
+	}
+	return scalar{i: saturate(dt, v)}
+}
+
+var errNoDevice = errors.New("no such device")
+
+// checkOrdinal reports a HIP ordinal out of range as ErrDevice.
+func checkOrdinal(op string, ordinal int) error {
+	n, err := hip.DeviceCount()
+	if err != nil {
+		return &Error{Op: op, Kind: ErrDevice, Detail: fmt.Sprintf("hip:%d cannot be opened", ordinal), Err: err}
+	}
+	if ordinal < 0 || ordinal >= n {
+		return &Error{Op: op, Kind: ErrDevice, Detail: fmt.Sprintf("hip:%d: the machine has %d GPU(s)", ordinal, n), Err: errNoDevice}
+	}
+	return nil
+}

@@ -1,0 +1,66 @@
+// Package candle is tensors on AMD GPUs (and on NVIDIA GPUs through HIP's
+// NVIDIA platform), the Go counterpart of Hugging Face candle's GPU
+// backend: the Device, Storage, Tensor and KernelCache that inference
+// workers build on, composed from packages hip and hiprtc.
+//
+// # Devices
+//
+// A Device is the CPU (pure Go: the reference every GPU op is tested
+// against, and the fallback that runs anywhere) or a GPU (HIP). Devices
+// are made once and shared:
+//
+//	dev, err := candle.NewDevice("auto") // hip:0 when there is a GPU, else cpu
+//
+// A HIP device queues every op on its own non-blocking stream; the host
+// waits only when it reads data back (ToSlice, Storage.Read) or calls
+// Synchronize.
+//
+// # Tensors
+//
+// A Tensor is a Storage (a typed buffer on a device) seen through a Layout
+// (shape, strides in elements, offset). Views share the storage: Reshape,
+// Transpose, Permute, Narrow, Squeeze, Unsqueeze and BroadcastAs copy
+// nothing. Ops read strided views as they are and write fresh contiguous
+// tensors:
+//
+//	x, err := candle.FromSlice(dev, []float32{1, 2, 3, 4, 5, 6}, 2, 3)
+//	y, err := x.T()              // a view, 3×2
+//	z, err := y.Exp()            // a new contiguous tensor
+//	s, err := z.Sum(false, -1)   // [3]
+//	v, err := candle.ToSlice[float32](s)
+//
+// Every op returns (*Tensor, error). Shapes, dtypes, devices and closed
+// tensors are checked before anything is queued; errors are *Error values
+// that errors.Is matches against ErrShape, ErrDType, ErrDevice, ErrIndex,
+// ErrArgument, ErrOutOfMemory and ErrClosed.
+//
+// # Memory
+//
+// Close a tensor when done: its storage goes back to the device when the
+// last tensor viewing it closes. A Scope closes a forward pass's
+// intermediates together, except what it keeps. On a HIP device, storages
+// come from a stream-ordered pool (hipMallocAsync on the device's stream,
+// blocks reused by size class, no allocation per op once warm); on
+// out-of-memory the pool gives back what it keeps and tries once more,
+// then fails with ErrOutOfMemory naming the sizes. Garbage collection
+// frees forgotten storages only as a backstop.
+//
+// # Kernels
+//
+// The GPU ops are HIP C++ kernels embedded in the package, one module per
+// op family, compiled with hipRTC (NVRTC on NVIDIA) for the device's exact
+// architecture on first use and kept on disk by the KernelCache
+// (ROCM_GO_CACHE_DIR, else the user's cache folder). Kernels take their
+// operands' layout by value and never assume a warp size. The
+// rocm-go-kernels command compiles the whole set ahead of time for images
+// without a compiler.
+//
+// # Values
+//
+// The CPU device computes float ops in float64 and rounds once to the
+// dtype; GPUs compute 16- and 32-bit floats in float32 and f64 in double,
+// so results agree to a few units in the last place. Conversions follow
+// ToDType's rules on every device; random numbers come from a
+// counter-based generator (Philox4x32-10): the same seed and sequence of
+// random ops give the same numbers on every device.
+package candle

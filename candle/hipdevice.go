@@ -1,0 +1,218 @@
+package candle
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/rocm-go/rocm/hip"
+)
+
+// HIPDevice is a GPU through HIP: AMD natively, NVIDIA through HIP's
+// NVIDIA platform, with the same code. There is one per ordinal, made on
+// first use and shared: it owns a non-blocking stream on which every op is
+// queued in order, a stream-ordered memory pool, the device's kernels
+// (from a KernelCache) and its random-number state.
+type HIPDevice struct {
+	ordinal int
+	dev     *hip.Device
+	stream  *hip.Stream
+	props   *hip.DeviceProperties
+	kc      *KernelCache
+	pool    pool
+	rng     rngState
+	stats   memStats
+	fns     sync.Map // kernel name → *hip.Function
+	maxGrid uint32   // blocks of a grid-stride loop
+	staging staging
+	args    sync.Pool
+}
+
+var hipDevices struct {
+	mu sync.Mutex
+	m  map[int]*HIPDevice
+}
+
+// HIP returns the HIP device of an ordinal, opening it on first use.
+func HIP(ordinal int) (*HIPDevice, error) {
+	const op = "HIP"
+	hipDevices.mu.Lock()
+	defer hipDevices.mu.Unlock()
+	if d := hipDevices.m[ordinal]; d != nil {
+		return d, nil
+	}
+	if err := checkOrdinal(op, ordinal); err != nil {
+		return nil, err
+	}
+	dev, err := hip.GetDevice(ordinal)
+	if err != nil {
+		return nil, wrap(op, err)
+	}
+	props, err := dev.Properties()
+	if err != nil {
+		return nil, wrap(op, err)
+	}
+	stream, err := dev.NewStream(hip.WithStreamFlags(hip.StreamNonBlocking))
+	if err != nil {
+		return nil, wrap(op, err)
+	}
+	d := &HIPDevice{ordinal: ordinal, dev: dev, stream: stream, props: props, kc: DefaultKernelCache(),
+		maxGrid: uint32(max(props.MultiProcessorCount, 1) * 32)}
+	d.pool = pool{dev: d, free: map[int][]*hip.Buffer{}, stats: &d.stats}
+	d.staging.dev = d
+	d.args.New = func() any { return new(hip.Args) }
+	if hipDevices.m == nil {
+		hipDevices.m = map[int]*HIPDevice{}
+	}
+	hipDevices.m[ordinal] = d
+	return d, nil
+}
+
+func (d *HIPDevice) String() string { return fmt.Sprintf("hip:%d", d.ordinal) }
+
+// Ordinal is the device's HIP ordinal.
+func (d *HIPDevice) Ordinal() int { return d.ordinal }
+
+// HIP is the device as package hip sees it.
+func (d *HIPDevice) HIP() *hip.Device { return d.dev }
+
+// Stream is the stream the device's ops are queued on. Work a caller
+// queues on it is ordered with the ops.
+func (d *HIPDevice) Stream() *hip.Stream { return d.stream }
+
+// Properties are the device's properties, read once.
+func (d *HIPDevice) Properties() *hip.DeviceProperties { return d.props }
+
+// KernelCache is the cache the device's kernels come from.
+func (d *HIPDevice) KernelCache() *KernelCache { return d.kc }
+
+// Synchronize waits for every op queued on the device.
+func (d *HIPDevice) Synchronize() error { return wrap("HIPDevice.Synchronize", d.stream.Synchronize()) }
+
+// SetSeed restarts the device's random numbers.
+func (d *HIPDevice) SetSeed(seed uint64) { d.rng.set(seed) }
+
+// MemoryStats reports the device memory of live storages and what the
+// pool keeps for reuse.
+func (d *HIPDevice) MemoryStats() MemoryStats { return d.stats.read() }
+
+// ReleaseCache frees the memory the pool keeps for reuse, after the queued
+// work, and returns the bytes freed.
+func (d *HIPDevice) ReleaseCache() int64 { return d.pool.trim() }
+
+// Warm loads every kernel module on the device (compiling those the cache
+// lacks), so that the first ops run at full speed.
+func (d *HIPDevice) Warm() error { return d.kc.Warm(d) }
+
+func (d *HIPDevice) backend() backend { return (*hipBackend)(d) }
+
+// staging moves host data through two pinned buffers, so that the copy
+// into one overlaps the transfer of the other, and no async copy ever
+// reads Go memory.
+type staging struct {
+	dev    *HIPDevice
+	mu     sync.Mutex
+	bufs   [2]*hip.PinnedBuffer
+	events [2]*hip.Event
+	used   [2]bool
+}
+
+const stagingSize = 16 << 20
+
+func (s *staging) init() error {
+	if s.bufs[0] != nil {
+		return nil
+	}
+	for k := range s.bufs {
+		b, err := s.dev.dev.MallocHost(stagingSize, hip.HostMallocDefault)
+		if err != nil {
+			return err
+		}
+		e, err := s.dev.dev.NewEvent(hip.EventDisableTiming)
+		if err != nil {
+			b.Close()
+			return err
+		}
+		s.bufs[k], s.events[k] = b, e
+	}
+	return nil
+}
+
+// slot waits until buffer k's last transfer is done.
+func (s *staging) slot(k int) error {
+	if s.used[k] {
+		s.used[k] = false
+		return s.events[k].Synchronize()
+	}
+	return nil
+}
+
+// write queues src into buf from byte off; it returns once src is copied
+// into pinned memory, before the transfers are done.
+func (s *staging) write(buf *hip.Buffer, off int, src []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.init(); err != nil {
+		return err
+	}
+	for i, k := 0, 0; i < len(src); i, k = i+stagingSize, 1-k {
+		n := min(stagingSize, len(src)-i)
+		if err := s.slot(k); err != nil {
+			return err
+		}
+		copy(s.bufs[k].Bytes(), src[i:i+n])
+		pin, _ := s.bufs[k].Slice(0, n)
+		dst, err := buf.Slice(off+i, n)
+		if err != nil {
+			return err
+		}
+		if err := dst.CopyFromHostAsync(pin, s.dev.stream); err != nil {
+			return err
+		}
+		if err := s.events[k].Record(s.dev.stream); err != nil {
+			return err
+		}
+		s.used[k] = true
+	}
+	return nil
+}
+
+// read copies bytes [off, off+len(dst)) of buf to dst, after the queued
+// work.
+func (s *staging) read(buf *hip.Buffer, off int, dst []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.init(); err != nil {
+		return err
+	}
+	queue := func(i, k int) error {
+		n := min(stagingSize, len(dst)-i)
+		if err := s.slot(k); err != nil {
+			return err
+		}
+		pin, _ := s.bufs[k].Slice(0, n)
+		src, err := buf.Slice(off+i, n)
+		if err != nil {
+			return err
+		}
+		if err := src.CopyToHostAsync(pin, s.dev.stream); err != nil {
+			return err
+		}
+		s.used[k] = true
+		return s.events[k].Record(s.dev.stream)
+	}
+	if err := queue(0, 0); err != nil {
+		return err
+	}
+	for i, k := 0, 0; i < len(dst); i, k = i+stagingSize, 1-k {
+		if next := i + stagingSize; next < len(dst) {
+			if err := queue(next, 1-k); err != nil {
+				return err
+			}
+		}
+		if err := s.slot(k); err != nil {
+			return err
+		}
+		copy(dst[i:], s.bufs[k].Bytes()[:min(stagingSize, len(dst)-i)])
+	}
+	return nil
+}

@@ -1,0 +1,150 @@
+// What every kernel family of package candle shares. One source for hipRTC
+// (AMD) and NVRTC (NVIDIA, through package hiprtc's prelude). No fixed warp
+// size anywhere: warpSize is 64 on CDNA, 32 on RDNA and NVIDIA.
+#pragma once
+#include <hip/hip_runtime.h>
+#include <hip/hip_fp16.h>
+#include <hip/hip_bf16.h>
+
+typedef long long i64;
+typedef unsigned long long u64;
+typedef unsigned int u32;
+typedef unsigned short u16;
+typedef unsigned char u8;
+typedef float f32;
+typedef double f64;
+typedef __half f16;
+typedef __hip_bfloat16 bf16;
+
+#define RG_BLOCK 256
+#define RG_MAX_RANK 8
+#define RG_KERNEL extern "C" __global__ __launch_bounds__(RG_BLOCK) void
+
+// Index is how a kernel walks up to four operands of one shape, passed by
+// value (package candle's kIndex): rank 0 means every operand is
+// contiguous (element i is at i); else element i (row-major over dims) of
+// operand t is at sum(coordinate[d] * strides[t][d]). flags bit 0: the
+// contiguous operands are 16-byte aligned, for vector loads.
+struct Index {
+	int rank;
+	int flags;
+	i64 dims[RG_MAX_RANK];
+	i64 strides[4][RG_MAX_RANK];
+};
+
+// offset is operand t's offset of element i; I is u32 when the element
+// count fits, for cheaper division.
+template <class I>
+__device__ __forceinline__ i64 offset(const Index& ix, int t, I i) {
+	i64 off = 0;
+	for (int d = ix.rank - 1; d >= 0; d--) {
+		I n = (I)ix.dims[d];
+		I c = i % n;
+		i /= n;
+		off += (i64)c * ix.strides[t][d];
+	}
+	return off;
+}
+
+// The grid-stride loop's start and step.
+__device__ __forceinline__ u64 gstart() { return (u64)blockIdx.x * blockDim.x + threadIdx.x; }
+__device__ __forceinline__ u64 gstep() { return (u64)gridDim.x * blockDim.x; }
+
+// Traits of a storage type: its compute type C (float for the 16- and
+// 32-bit floats, double for f64, i64 for i64, u64 for the unsigned types),
+// and the conversions to and from it.
+template <class T> struct Traits;
+template <> struct Traits<f32> {
+	typedef float C;
+	static __device__ __forceinline__ float load(f32 x) { return x; }
+	static __device__ __forceinline__ f32 store(float c) { return c; }
+};
+template <> struct Traits<f16> {
+	typedef float C;
+	static __device__ __forceinline__ float load(f16 x) { return __half2float(x); }
+	static __device__ __forceinline__ f16 store(float c) { return __float2half(c); }
+};
+template <> struct Traits<bf16> {
+	typedef float C;
+	static __device__ __forceinline__ float load(bf16 x) { return __bfloat162float(x); }
+	static __device__ __forceinline__ bf16 store(float c) { return __float2bfloat16(c); }
+};
+template <> struct Traits<f64> {
+	typedef double C;
+	static __device__ __forceinline__ double load(f64 x) { return x; }
+	static __device__ __forceinline__ f64 store(double c) { return c; }
+};
+template <> struct Traits<u8> {
+	typedef u64 C;
+	static __device__ __forceinline__ u64 load(u8 x) { return x; }
+	static __device__ __forceinline__ u8 store(u64 c) { return (u8)c; }
+};
+template <> struct Traits<u32> {
+	typedef u64 C;
+	static __device__ __forceinline__ u64 load(u32 x) { return x; }
+	static __device__ __forceinline__ u32 store(u64 c) { return (u32)c; }
+};
+template <> struct Traits<i64> {
+	typedef i64 C;
+	static __device__ __forceinline__ i64 load(i64 x) { return x; }
+	static __device__ __forceinline__ i64 store(i64 c) { return c; }
+};
+
+template <class T> struct IsFloat { static const bool value = false; };
+template <> struct IsFloat<f32> { static const bool value = true; };
+template <> struct IsFloat<f16> { static const bool value = true; };
+template <> struct IsFloat<bf16> { static const bool value = true; };
+template <> struct IsFloat<f64> { static const bool value = true; };
+
+// Saturating float to integer conversions: truncate toward zero, clamp to
+// the range, NaN to 0 (package candle's saturate).
+__device__ __forceinline__ double sat_trunc(double v) { return v != v ? 0.0 : trunc(v); }
+template <class T> __device__ __forceinline__ T saturate(double v);
+template <> __device__ __forceinline__ u8 saturate<u8>(double v) {
+	v = sat_trunc(v);
+	return v <= 0.0 ? (u8)0 : v >= 255.0 ? (u8)255 : (u8)v;
+}
+template <> __device__ __forceinline__ u32 saturate<u32>(double v) {
+	v = sat_trunc(v);
+	return v <= 0.0 ? 0u : v >= 4294967295.0 ? 4294967295u : (u32)v;
+}
+template <> __device__ __forceinline__ i64 saturate<i64>(double v) {
+	v = sat_trunc(v);
+	if (v <= -9223372036854775808.0) return (i64)0x8000000000000000ULL;
+	if (v >= 9223372036854775808.0) return (i64)0x7fffffffffffffffULL;
+	return (i64)v;
+}
+
+// to_double and from_double convert through float64 as package candle
+// does on the CPU: floats round through float32, integers saturate.
+template <class T> __device__ __forceinline__ double to_double(T x) { return (double)Traits<T>::load(x); }
+template <class T> __device__ __forceinline__ T from_double(double v) { return Traits<T>::store((typename Traits<T>::C)v); }
+template <> __device__ __forceinline__ u8 from_double<u8>(double v) { return saturate<u8>(v); }
+template <> __device__ __forceinline__ u32 from_double<u32>(double v) { return saturate<u32>(v); }
+template <> __device__ __forceinline__ i64 from_double<i64>(double v) { return saturate<i64>(v); }
+template <> __device__ __forceinline__ f16 from_double<f16>(double v) { return __float2half((float)v); }
+template <> __device__ __forceinline__ bf16 from_double<bf16>(double v) { return __float2bfloat16((float)v); }
+
+// NaN of a compute type (integers have none).
+__device__ __forceinline__ float qnan(float) { return __int_as_float(0x7fc00000); }
+__device__ __forceinline__ double qnan(double) { return __longlong_as_double(0x7ff8000000000000LL); }
+template <class C> __device__ __forceinline__ bool isnan_(C x) { return x != x; }
+
+// Vec is 16 bytes of T, for aligned vector loads and stores.
+template <class T> struct alignas(16) Vec {
+	T v[16 / sizeof(T)];
+};
+
+// Element types by size, for kernels that only move bytes.
+template <int N> struct Bytes;
+template <> struct Bytes<1> { typedef u8 T; };
+template <> struct Bytes<2> { typedef u16 T; };
+template <> struct Bytes<4> { typedef u32 T; };
+template <> struct Bytes<8> { typedef u64 T; };
+
+// The instantiation lists: X(name, storage type).
+#define RG_FLOAT_TYPES(X) X(f32, f32) X(f16, f16) X(bf16, bf16) X(f64, f64)
+#define RG_INT_TYPES(X) X(u8, u8) X(u32, u32) X(i64, i64)
+#define RG_ALL_TYPES(X) RG_FLOAT_TYPES(X) RG_INT_TYPES(X)
+#define RG_SIZES(X) X(b1, 1) X(b2, 2) X(b4, 4) X(b8, 8)
+#define RG_INDEX_TYPES(X) X(u8, u8) X(u32, u32) X(i64, i64)

@@ -1,0 +1,228 @@
+package candle
+
+import (
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/rocm-go/rocm/hip"
+)
+
+// Storage is a typed buffer on a device: the memory that tensors view.
+// Tensors made by ops own their storage; views (Reshape, Transpose,
+// Narrow, ...) share it. A storage counts its users (its owner, until
+// Close, and the tensors made from it) and gives its memory back to the
+// device when the last one closes. A garbage-collector cleanup gives back
+// the memory of a storage that became unreachable unclosed, as a backstop
+// only.
+type Storage struct {
+	dev   Device
+	dtype DType
+	n     int
+	mem   memory // nil when n == 0
+	refs  atomic.Int64
+	owned atomic.Bool // the owner's reference is held (NewStorage, ToDType, Copy)
+}
+
+// newStorage allocates n uninitialized elements, with one reference for
+// the caller.
+func newStorage(op string, dev Device, dt DType, n int) (*Storage, error) {
+	st := &Storage{dev: dev, dtype: dt, n: n}
+	st.refs.Store(1)
+	if n == 0 {
+		return st, nil
+	}
+	mem, err := dev.backend().alloc(dt, n)
+	if err != nil {
+		return nil, wrap(op, err)
+	}
+	st.mem = mem
+	// The cleanup's argument is the memory, not the storage, which would
+	// never become unreachable; releasing memory twice is a no-op.
+	runtime.AddCleanup(st, memory.release, mem)
+	return st, nil
+}
+
+// NewStorage copies host data into a new storage on dev; the dtype is the
+// elements'.
+func NewStorage[T Element](dev Device, data []T) (*Storage, error) {
+	const op = "NewStorage"
+	if dev == nil {
+		return nil, errorf(op, ErrDevice, "nil device")
+	}
+	st, err := newStorage(op, dev, DTypeOf[T](), len(data))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > 0 {
+		if err := dev.backend().write(st, hip.AsBytes(data)); err != nil {
+			st.release()
+			return nil, wrap(op, err)
+		}
+	}
+	st.owned.Store(true)
+	return st, nil
+}
+
+// Device is the device the storage is on.
+func (s *Storage) Device() Device { return s.dev }
+
+// DType is the elements' type.
+func (s *Storage) DType() DType { return s.dtype }
+
+// Len is the number of elements.
+func (s *Storage) Len() int { return s.n }
+
+// Bytes is the size in bytes.
+func (s *Storage) Bytes() int { return s.n * s.dtype.Size() }
+
+func (s *Storage) String() string {
+	return fmt.Sprintf("candle.Storage(%d × %s on %s)", s.n, s.dtype, s.dev)
+}
+
+func (s *Storage) alive(op string) error {
+	if s == nil {
+		return errorf(op, ErrArgument, "nil storage")
+	}
+	if !s.owned.Load() || s.refs.Load() <= 0 {
+		return &Error{Op: op, Kind: ErrClosed, Detail: "use of a closed storage", Err: ErrClosed}
+	}
+	return nil
+}
+
+// retain adds a user; it fails once the storage is closed.
+func (s *Storage) retain() bool {
+	for {
+		r := s.refs.Load()
+		if r <= 0 {
+			return false
+		}
+		if s.refs.CompareAndSwap(r, r+1) {
+			return true
+		}
+	}
+}
+
+// release drops a user; the last one gives the memory back.
+func (s *Storage) release() {
+	if s.refs.Add(-1) == 0 && s.mem != nil {
+		s.mem.release()
+	}
+}
+
+// Close drops the owner's reference; the memory goes back once the
+// tensors made from the storage are closed too. Closing twice does
+// nothing.
+func (s *Storage) Close() error {
+	if s != nil && s.owned.CompareAndSwap(true, false) {
+		s.release()
+	}
+	return nil
+}
+
+// Read copies the storage to dst, a slice of the dtype's Go type
+// (Element) of exactly Len elements; on a GPU it waits for the work that
+// writes the storage.
+func (s *Storage) Read(dst any) error {
+	const op = "Storage.Read"
+	if err := s.alive(op); err != nil {
+		return err
+	}
+	b, err := hostBytes(op, s.dtype, s.n, dst)
+	if err != nil || s.n == 0 {
+		return err
+	}
+	return wrap(op, s.dev.backend().read(s, 0, s.n, b))
+}
+
+// Write copies src, a slice of the dtype's Go type of exactly Len
+// elements, into the storage.
+func (s *Storage) Write(src any) error {
+	const op = "Storage.Write"
+	if err := s.alive(op); err != nil {
+		return err
+	}
+	b, err := hostBytes(op, s.dtype, s.n, src)
+	if err != nil || s.n == 0 {
+		return err
+	}
+	return wrap(op, s.dev.backend().write(s, b))
+}
+
+// hostBytes checks that x is a slice of dt's Go type with n elements and
+// returns its bytes.
+func hostBytes(op string, dt DType, n int, x any) ([]byte, error) {
+	var b []byte
+	var got int
+	ok := true
+	switch v := x.(type) {
+	case []float32:
+		b, got, ok = hip.AsBytes(v), len(v), dt == F32
+	case []hip.Half:
+		b, got, ok = hip.AsBytes(v), len(v), dt == F16
+	case []hip.BFloat16:
+		b, got, ok = hip.AsBytes(v), len(v), dt == BF16
+	case []float64:
+		b, got, ok = hip.AsBytes(v), len(v), dt == F64
+	case []uint8:
+		b, got, ok = v, len(v), dt == U8
+	case []uint32:
+		b, got, ok = hip.AsBytes(v), len(v), dt == U32
+	case []int64:
+		b, got, ok = hip.AsBytes(v), len(v), dt == I64
+	default:
+		ok = false
+	}
+	if !ok {
+		return nil, errorf(op, ErrDType, "%T for %s data: want []%s", x, dt, dt.hostType())
+	}
+	if got != n {
+		return nil, errorf(op, ErrShape, "%d elements for %d", got, n)
+	}
+	return b, nil
+}
+
+// ToDType converts the storage to another dtype, in a new storage.
+func (s *Storage) ToDType(dt DType) (*Storage, error) {
+	return s.through("Storage.ToDType", func(t *Tensor) (*Tensor, error) { return t.ToDType(dt) })
+}
+
+// Copy is a copy of the storage, on the same device.
+func (s *Storage) Copy() (*Storage, error) {
+	return s.through("Storage.Copy", (*Tensor).Copy)
+}
+
+// through runs a tensor op on the storage seen as 1-D and returns the
+// result's storage.
+func (s *Storage) through(op string, f func(*Tensor) (*Tensor, error)) (*Storage, error) {
+	if err := s.alive(op); err != nil {
+		return nil, err
+	}
+	t, err := FromStorage(s, Shape{s.n})
+	if err != nil {
+		return nil, err
+	}
+	defer t.Close()
+	out, err := f(t)
+	if err != nil {
+		return nil, err
+	}
+	return out.detach(), nil
+}
+
+// bytesAt views n elements of a CPU storage from element off.
+func (s *Storage) bytesAt(off, n int) []byte {
+	m := s.mem.(*cpuMemory)
+	sz := s.dtype.Size()
+	return m.b[off*sz : (off+n)*sz]
+}
+
+// typed views a CPU storage's elements as a slice of T.
+func typed[T any](s *Storage) []T {
+	if s.n == 0 {
+		return nil
+	}
+	m := s.mem.(*cpuMemory)
+	return unsafe.Slice((*T)(unsafe.Pointer(&m.b[0])), s.n)
+}
