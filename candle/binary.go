@@ -2,8 +2,7 @@ package candle
 
 // binary runs an elementwise op on two tensors of one dtype, broadcast to
 // a common shape, into a fresh contiguous tensor (U8 for comparisons).
-func (t *Tensor) binary(method string, op binaryOp, o *Tensor) (*Tensor, error) {
-	name := "Tensor." + method
+func (t *Tensor) binary(name string, op binaryOp, o *Tensor) (*Tensor, error) {
 	if err := alive(name, t, o); err != nil {
 		return nil, err
 	}
@@ -13,17 +12,18 @@ func (t *Tensor) binary(method string, op binaryOp, o *Tensor) (*Tensor, error) 
 	if t.DType() != o.DType() {
 		return nil, errorf(name, ErrDType, "%s and %s operands: convert one with ToDType", t.DType(), o.DType())
 	}
-	shape, err := BroadcastShapes(t.layout.Shape, o.layout.Shape)
-	if err != nil {
-		return nil, rename(err, name)
-	}
-	a, err := t.layout.BroadcastAs(shape)
-	if err != nil {
-		return nil, rename(err, name)
-	}
-	b, err := o.layout.BroadcastAs(shape)
-	if err != nil {
-		return nil, rename(err, name)
+	shape, a, b := t.layout.Shape, t.layout, o.layout
+	if !shape.Equal(o.layout.Shape) {
+		var err error
+		if shape, err = BroadcastShapes(t.layout.Shape, o.layout.Shape); err != nil {
+			return nil, rename(err, name)
+		}
+		if a, err = t.layout.BroadcastAs(shape); err != nil {
+			return nil, rename(err, name)
+		}
+		if b, err = o.layout.BroadcastAs(shape); err != nil {
+			return nil, rename(err, name)
+		}
 	}
 	dt := t.DType()
 	if op.isCmp() {
@@ -41,38 +41,38 @@ func (t *Tensor) binary(method string, op binaryOp, o *Tensor) (*Tensor, error) 
 }
 
 // Add is t + o, broadcasting.
-func (t *Tensor) Add(o *Tensor) (*Tensor, error) { return t.binary("Add", opAdd, o) }
+func (t *Tensor) Add(o *Tensor) (*Tensor, error) { return t.binary("Tensor.Add", opAdd, o) }
 
 // Sub is t - o, broadcasting.
-func (t *Tensor) Sub(o *Tensor) (*Tensor, error) { return t.binary("Sub", opSub, o) }
+func (t *Tensor) Sub(o *Tensor) (*Tensor, error) { return t.binary("Tensor.Sub", opSub, o) }
 
 // Mul is t·o, broadcasting.
-func (t *Tensor) Mul(o *Tensor) (*Tensor, error) { return t.binary("Mul", opMul, o) }
+func (t *Tensor) Mul(o *Tensor) (*Tensor, error) { return t.binary("Tensor.Mul", opMul, o) }
 
 // Div is t/o, broadcasting; integer division truncates, and gives 0 for a
 // zero divisor.
-func (t *Tensor) Div(o *Tensor) (*Tensor, error) { return t.binary("Div", opDiv, o) }
+func (t *Tensor) Div(o *Tensor) (*Tensor, error) { return t.binary("Tensor.Div", opDiv, o) }
 
 // Maximum is the larger of t and o, broadcasting; NaN propagates.
-func (t *Tensor) Maximum(o *Tensor) (*Tensor, error) { return t.binary("Maximum", opMaximum, o) }
+func (t *Tensor) Maximum(o *Tensor) (*Tensor, error) { return t.binary("Tensor.Maximum", opMaximum, o) }
 
 // Minimum is the smaller of t and o, broadcasting; NaN propagates.
-func (t *Tensor) Minimum(o *Tensor) (*Tensor, error) { return t.binary("Minimum", opMinimum, o) }
+func (t *Tensor) Minimum(o *Tensor) (*Tensor, error) { return t.binary("Tensor.Minimum", opMinimum, o) }
 
 // Eq is 1 where t == o, else 0 (U8).
-func (t *Tensor) Eq(o *Tensor) (*Tensor, error) { return t.binary("Eq", opEq, o) }
+func (t *Tensor) Eq(o *Tensor) (*Tensor, error) { return t.binary("Tensor.Eq", opEq, o) }
 
 // Ne is 1 where t != o, else 0 (U8).
-func (t *Tensor) Ne(o *Tensor) (*Tensor, error) { return t.binary("Ne", opNe, o) }
+func (t *Tensor) Ne(o *Tensor) (*Tensor, error) { return t.binary("Tensor.Ne", opNe, o) }
 
 // Lt is 1 where t < o, else 0 (U8).
-func (t *Tensor) Lt(o *Tensor) (*Tensor, error) { return t.binary("Lt", opLt, o) }
+func (t *Tensor) Lt(o *Tensor) (*Tensor, error) { return t.binary("Tensor.Lt", opLt, o) }
 
 // Le is 1 where t <= o, else 0 (U8).
-func (t *Tensor) Le(o *Tensor) (*Tensor, error) { return t.binary("Le", opLe, o) }
+func (t *Tensor) Le(o *Tensor) (*Tensor, error) { return t.binary("Tensor.Le", opLe, o) }
 
 // Gt is 1 where t > o, else 0 (U8).
-func (t *Tensor) Gt(o *Tensor) (*Tensor, error) { return t.binary("Gt", opGt, o) }
+func (t *Tensor) Gt(o *Tensor) (*Tensor, error) { return t.binary("Tensor.Gt", opGt, o) }
 
 // Ge is 1 where t >= o, else 0 (U8).
-func (t *Tensor) Ge(o *Tensor) (*Tensor, error) { return t.binary("Ge", opGe, o) }
+func (t *Tensor) Ge(o *Tensor) (*Tensor, error) { return t.binary("Tensor.Ge", opGe, o) }

@@ -80,7 +80,7 @@ func TestCPUUnary(t *testing.T) {
 	assert.Equal(t, []float64{3, 100, 100}, values(t, ok(u.Clamp(0, 100))))
 	_, err := u.Exp()
 	assert.ErrorIs(t, err, ErrDType)
-	assert.ErrorContains(t, err, "Exp takes a float tensor, not u8")
+	assert.ErrorContains(t, err, "Tensor.Exp: takes a float tensor, not u8")
 	_, err = u.Neg()
 	assert.ErrorIs(t, err, ErrDType)
 	_, err = x.Clamp(1, -1)

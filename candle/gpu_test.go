@@ -180,7 +180,7 @@ func TestGPUUnary(t *testing.T) {
 				for _, l := range layouts {
 					name := fmt.Sprintf("%s/%s/%v/%s", o.op, dt, shape, l)
 					x := makeOperand(t, d, dt, shape, l, gen)
-					method := unaryNames[o.op]
+					method := "Tensor." + unaryNames[o.op]
 					c, err := x.cpu.unary(method, o.op, o.p[0], o.p[1])
 					require.NoError(t, err, name)
 					g, err := x.gpu.unary(method, o.op, o.p[0], o.p[1])

@@ -33,8 +33,11 @@ func makeIndex(shape Shape, strided bool, ls ...Layout) kIndex {
 		n  int
 		st [4]int
 	}
-	var dims []dimT
-	for i, n := range shape {
+	// Fixed arrays, not slices: every launch makes an index.
+	var merged [MaxRank]dimT // innermost first
+	nm := 0
+	for i := len(shape) - 1; i >= 0; i-- {
+		n := shape[i]
 		if n == 1 {
 			continue
 		}
@@ -43,14 +46,8 @@ func makeIndex(shape Shape, strided bool, ls ...Layout) kIndex {
 		for k, l := range ls {
 			d.st[k] = l.Stride[i]
 		}
-		dims = append(dims, d)
-	}
-	// Merge from the innermost outwards.
-	var merged []dimT
-	for i := len(dims) - 1; i >= 0; i-- {
-		d := dims[i]
-		if len(merged) > 0 {
-			last := &merged[len(merged)-1]
+		if nm > 0 {
+			last := &merged[nm-1]
 			ok := true
 			for k := range ls {
 				if d.st[k] != last.st[k]*last.n {
@@ -62,11 +59,12 @@ func makeIndex(shape Shape, strided bool, ls ...Layout) kIndex {
 				continue
 			}
 		}
-		merged = append(merged, d)
+		merged[nm] = d
+		nm++
 	}
 	var ix kIndex
-	contiguous := len(merged) == 0
-	if len(merged) == 1 {
+	contiguous := nm == 0
+	if nm == 1 {
 		contiguous = true
 		for k := range ls {
 			if merged[0].st[k] != 1 {
@@ -77,12 +75,13 @@ func makeIndex(shape Shape, strided bool, ls ...Layout) kIndex {
 	if contiguous && !(strided && shape.Elems() > 1) {
 		return ix
 	}
-	if len(merged) == 0 {
-		merged = append(merged, dimT{n: 1})
+	if nm == 0 {
+		merged[0] = dimT{n: 1}
+		nm = 1
 	}
-	ix.Rank = int32(len(merged))
-	for i, d := range merged {
-		j := len(merged) - 1 - i // merged runs innermost first
+	ix.Rank = int32(nm)
+	for i, d := range merged[:nm] {
+		j := nm - 1 - i
 		ix.Dims[j] = int64(d.n)
 		for k := range ls {
 			ix.Strides[k][j] = int64(d.st[k])
@@ -99,34 +98,101 @@ func ptr(v view) hip.DevicePtr {
 func storagePtr(st *Storage) hip.DevicePtr { return st.mem.(*block).buf.Ptr() }
 
 // aligned sets flag bit 0 when every address is 16-byte aligned.
-func (ix *kIndex) aligned(ps ...hip.DevicePtr) {
+func (ix *kIndex) aligned(ps ...hip.DevicePtr) { ix.alignedTo(16, ps...) }
+
+// alignedTo sets flag bit 0 when every address is a multiple of n.
+func (ix *kIndex) alignedTo(n int, ps ...hip.DevicePtr) {
 	for _, p := range ps {
-		if p%16 != 0 {
+		if int(p)%n != 0 {
 			return
 		}
 	}
 	ix.Flags |= 1
 }
 
+// rowsAligned reports whether every row start of a rows index (operands
+// t) is 16-byte aligned: the bases and every stride in bytes.
+func rowsAligned(ix kIndex, size int, bases ...hip.DevicePtr) bool {
+	for t, b := range bases {
+		if b%16 != 0 {
+			return false
+		}
+		for d := range ix.Rank {
+			if ix.Strides[t][d]*int64(size)%16 != 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // grid is a grid-stride loop's blocks for n elements, each thread taking
-// per of them per step.
+// per of them per step. Vector paths (per > 1) take two vectors per step
+// and get enough blocks for one pass.
 func (b *hipBackend) grid(n, per int) hip.Dim3 {
-	blocks := (n + RGBlock*per - 1) / (RGBlock * per)
+	if per > 1 {
+		per *= 2
+		blocks := (n + RGBlock*per - 1) / (RGBlock * per)
+		return hip.Dim3{X: uint32(max(1, min(blocks, 1<<24)))}
+	}
+	blocks := (n + RGBlock - 1) / RGBlock
 	return hip.Dim3{X: uint32(max(1, min(blocks, int(b.maxGrid))))}
 }
 
 // RGBlock is the kernels' block size (RG_BLOCK).
 const RGBlock = 256
 
+// kernelNames are the names of the per-op kernels, made once, so that a
+// launch builds no string.
+var kernelNames = func() (k struct {
+	unary  [numUnary][numDTypes]string
+	binary [numBinary][numDTypes]string
+	cast   [numDTypes][numDTypes]string
+	reduce [numReduce][numDTypes]string
+}) {
+	for dt := range numDTypes {
+		for op := range numUnary {
+			k.unary[op][dt] = unaryNames[op] + "_" + dtypeNames[dt]
+		}
+		for op := range numBinary {
+			k.binary[op][dt] = binaryNames[op] + "_" + dtypeNames[dt]
+		}
+		for to := range numDTypes {
+			k.cast[dt][to] = "cast_" + dtypeNames[dt] + "_" + dtypeNames[to]
+		}
+		for op := range numReduce {
+			k.reduce[op][dt] = reduceNames[op] + "_" + dtypeNames[dt]
+		}
+	}
+	return k
+}()
+
+func binaryKernel(op binaryOp, dt DType) string { return kernelNames.binary[op][dt] }
+
+// function is a loaded kernel of the device. Lookups read an immutable
+// map without a lock; the first use of a kernel copies it.
 func (b *hipBackend) function(f family, name string) (*hip.Function, error) {
-	if v, ok := b.fns.Load(name); ok {
-		return v.(*hip.Function), nil
+	if m := b.fns.Load(); m != nil {
+		if fn, ok := (*m)[name]; ok {
+			return fn, nil
+		}
 	}
 	fn, err := b.kc.function(b.dev, f, name)
 	if err != nil {
 		return nil, err
 	}
-	b.fns.Store(name, fn)
+	b.fnsMu.Lock()
+	defer b.fnsMu.Unlock()
+	old := b.fns.Load()
+	m := make(map[string]*hip.Function, 1)
+	if old != nil {
+		m = make(map[string]*hip.Function, len(*old)+1)
+		for k, v := range *old {
+			m[k] = v
+		}
+	}
+	m[name] = fn
+	b.fns.Store(&m)
 	return fn, nil
 }
 
@@ -190,7 +256,7 @@ func (b *hipBackend) unary(op unaryOp, p [2]float64, src view, dst *Storage) err
 	ix := makeIndex(src.l.Shape, false, src.l)
 	in, out := ptr(src), storagePtr(dst)
 	ix.aligned(in, out)
-	return b.launch(famUnary, op.String()+"_"+dst.dtype.String(), b.grid(n, perThread(ix, dst.dtype.Size())), block1D, func(a *hip.Args) {
+	return b.launch(famUnary, kernelNames.unary[op][dst.dtype], b.grid(n, perThread(ix, dst.dtype.Size())), block1D, func(a *hip.Args) {
 		hip.ArgValue(a, ix).Uint64(uint64(n)).Ptr(in).Ptr(out).Float64(p[0]).Float64(p[1])
 	})
 }
@@ -204,7 +270,7 @@ func (b *hipBackend) binary(op binaryOp, x, y view, dst *Storage) error {
 	if !op.isCmp() {
 		per = perThread(ix, dst.dtype.Size())
 	}
-	return b.launch(famBinary, op.String()+"_"+x.st.dtype.String(), b.grid(n, per), block1D, func(a *hip.Args) {
+	return b.launch(famBinary, binaryKernel(op, x.st.dtype), b.grid(n, per), block1D, func(a *hip.Args) {
 		hip.ArgValue(a, ix).Uint64(uint64(n)).Ptr(px).Ptr(py).Ptr(out)
 	})
 }
@@ -213,7 +279,13 @@ func (b *hipBackend) cast(src view, dst *Storage) error {
 	n := src.l.Shape.Elems()
 	ix := makeIndex(src.l.Shape, false, src.l)
 	in, out := ptr(src), storagePtr(dst)
-	return b.launch(famCast, "cast_"+src.st.dtype.String()+"_"+dst.dtype.String(), b.grid(n, 1), block1D, func(a *hip.Args) {
+	// The kernel's chunk: 16 bytes of the wider type.
+	wide := max(src.st.dtype.Size(), dst.dtype.Size())
+	per := 16 / wide
+	if ix.Rank == 0 && int(in)%(per*src.st.dtype.Size()) == 0 && int(out)%(per*dst.dtype.Size()) == 0 {
+		ix.Flags |= 1
+	}
+	return b.launch(famCast, kernelNames.cast[src.st.dtype][dst.dtype], b.grid(n, perThread(ix, wide)), block1D, func(a *hip.Args) {
 		hip.ArgValue(a, ix).Uint64(uint64(n)).Ptr(in).Ptr(out)
 	})
 }
@@ -228,10 +300,52 @@ func (b *hipBackend) copy(src, dst view) error {
 	n := src.l.Shape.Elems()
 	ix := makeIndex(src.l.Shape, false, src.l, dst.l)
 	in, out := ptr(src), ptr(dst)
+	if rows, nrows, rowlen, ok := rowsOf(ix, 2); ok {
+		if rowsAligned(rows, size, in, out) {
+			rows.Flags |= 1
+		}
+		return b.launch(famCopy, "copy_rows_"+sizeNames[size], b.rowGrid(nrows), block1D, func(a *hip.Args) {
+			hip.ArgValue(a, rows).Uint64(uint64(nrows)).Uint64(uint64(rowlen)).Ptr(in).Ptr(out)
+		})
+	}
 	ix.aligned(in, out)
 	return b.launch(famCopy, "copy_"+sizeNames[size], b.grid(n, perThread(ix, size)), block1D, func(a *hip.Args) {
 		hip.ArgValue(a, ix).Uint64(uint64(n)).Ptr(in).Ptr(out)
 	})
+}
+
+// minRow is the shortest contiguous run that a row kernel copies: shorter
+// rows leave most of a block idle.
+const minRow = 64
+
+// rowsOf splits a strided index whose innermost dim is contiguous in the
+// first n operands into rows: an index over the outer dims (rank ≥ 1),
+// their count, and the row length.
+func rowsOf(ix kIndex, n int) (rows kIndex, nrows, rowlen int, ok bool) {
+	r := int(ix.Rank)
+	if r < 2 || ix.Dims[r-1] < minRow {
+		return rows, 0, 0, false
+	}
+	for t := range n {
+		if ix.Strides[t][r-1] != 1 {
+			return rows, 0, 0, false
+		}
+	}
+	rows.Rank = int32(r - 1)
+	nrows = 1
+	for d := range r - 1 {
+		rows.Dims[d] = ix.Dims[d]
+		nrows *= int(ix.Dims[d])
+		for t := range n {
+			rows.Strides[t][d] = ix.Strides[t][d]
+		}
+	}
+	return rows, nrows, int(ix.Dims[r-1]), true
+}
+
+// rowGrid is a block per row, up to a bound (the kernels loop).
+func (b *hipBackend) rowGrid(nrows int) hip.Dim3 {
+	return hip.Dim3{X: uint32(max(1, min(nrows, 1<<24)))}
 }
 
 // transpose copies with the tiled kernel when the destination is a
@@ -312,8 +426,12 @@ func (b *hipBackend) where(cond, t, f view, dst *Storage) error {
 	n := t.l.Shape.Elems()
 	ix := makeIndex(t.l.Shape, false, cond.l, t.l, f.l)
 	pc, pt, pf, out := ptr(cond), ptr(t), ptr(f), storagePtr(dst)
-	name := "where_" + cond.st.dtype.String() + "_" + sizeNames[t.st.dtype.Size()]
-	return b.launch(famWhere, name, b.grid(n, 1), block1D, func(a *hip.Args) {
+	size := t.st.dtype.Size()
+	if ix.aligned(pt, pf, out); ix.Flags&1 != 0 && int(pc)%(16/size*cond.st.dtype.Size()) != 0 {
+		ix.Flags &^= 1
+	}
+	name := "where_" + cond.st.dtype.String() + "_" + sizeNames[size]
+	return b.launch(famWhere, name, b.grid(n, perThread(ix, size)), block1D, func(a *hip.Args) {
 		hip.ArgValue(a, ix).Uint64(uint64(n)).Ptr(pc).Ptr(pt).Ptr(pf).Ptr(out)
 	})
 }
@@ -334,6 +452,23 @@ func (b *hipBackend) take(shape Shape, srcL, idsL Layout, src, ids view, d int, 
 func (b *hipBackend) indexSelect(src, ids view, d int, dst *Storage) error {
 	shape := src.l.Shape.Clone()
 	shape[d] = ids.l.Shape[0]
+	inner := Layout{Shape: shape[d+1:], Stride: src.l.Stride[d+1:]}
+	if rowlen := inner.Shape.Elems(); rowlen >= minRow && inner.IsContiguous() {
+		// Whole rows: a block copies each.
+		outer := shape[:d+1]
+		rows := makeIndex(outer, true, along(Layout{Shape: outer, Stride: src.l.Stride[:d+1]}, outer, d), onlyDim(ids.l, outer, d))
+		nrows := outer.Elems()
+		size := src.st.dtype.Size()
+		ps, pi, out := ptr(src), ptr(ids), storagePtr(dst)
+		stride := int64(src.l.Stride[d])
+		if ps%16 == 0 && rowlen*size%16 == 0 && stride*int64(size)%16 == 0 && rowsAligned(rows, size, ps) {
+			rows.Flags |= 1
+		}
+		name := "take_rows_" + ids.st.dtype.String() + "_" + sizeNames[size]
+		return b.launch(famIndex, name, b.rowGrid(nrows), block1D, func(a *hip.Args) {
+			hip.ArgValue(a, rows).Uint64(uint64(nrows)).Uint64(uint64(rowlen)).Ptr(pi).Ptr(ps).Ptr(out).Int64(int64(src.l.Shape[d])).Int64(stride)
+		})
+	}
 	return b.take(shape, along(src.l, shape, d), onlyDim(ids.l, shape, d), src, ids, d, dst)
 }
 
@@ -375,11 +510,14 @@ func (b *hipBackend) reduce(op reduceOp, src view, nred int, scale float64, dst 
 	outer := makeIndex(outShape, true, Layout{Shape: outShape, Stride: src.l.Stride[:k]})
 	red := makeIndex(redShape, false, Layout{Shape: redShape, Stride: src.l.Stride[k:]})
 	in, out := ptr(src), storagePtr(dst)
+	if red.Rank == 0 && (nout == 1 || outer.Rank > 0) && rowsAligned(outer, src.st.dtype.Size(), in) {
+		red.Flags |= 1
+	}
 	mode, grid := int32(0), hip.Dim3{X: uint32(min(nout, math.MaxInt32))}
 	if inner < 64 {
 		mode, grid = 1, b.grid(nout, 1)
 	}
-	return b.launch(famReduce, op.String()+"_"+src.st.dtype.String(), grid, block1D, func(a *hip.Args) {
+	return b.launch(famReduce, kernelNames.reduce[op][src.st.dtype], grid, block1D, func(a *hip.Args) {
 		hip.ArgValue(a, outer)
 		hip.ArgValue(a, red).Uint64(uint64(nout)).Uint64(uint64(inner)).Int32(mode).Float64(scale).Ptr(in).Ptr(out)
 	})

@@ -3,6 +3,7 @@ package candle
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/rocm-go/rocm/hip"
 )
@@ -21,8 +22,9 @@ type HIPDevice struct {
 	pool    pool
 	rng     rngState
 	stats   memStats
-	fns     sync.Map // kernel name → *hip.Function
-	maxGrid uint32   // blocks of a grid-stride loop
+	fns     atomic.Pointer[map[string]*hip.Function] // by kernel name
+	fnsMu   sync.Mutex
+	maxGrid uint32 // blocks of a grid-stride loop
 	staging staging
 	args    sync.Pool
 }

@@ -117,10 +117,13 @@ func (k *KernelCache) Source(module string) (source string, headers map[string]s
 }
 
 // Progress reports one module compiled (or read from the cache) for one
-// architecture.
+// architecture: how long it took, whether it was compiled, the size of its
+// code.
 type Progress struct {
 	Module, Arch string
 	Took         time.Duration
+	Compiled     bool
+	Bytes        int
 	Err          error
 }
 
@@ -131,13 +134,18 @@ func (k *KernelCache) CompileAll(archs []string, progress func(Progress)) error 
 	var first error
 	for _, arch := range archs {
 		for _, m := range k.modules {
-			start := time.Now()
-			_, err := m.Compile(arch)
+			start, before := time.Now(), k.cache.Stats().Compiles
+			code, err := m.Compile(arch)
+			p := Progress{Module: m.Name, Arch: arch, Took: time.Since(start), Err: err,
+				Compiled: k.cache.Stats().Compiles > before}
 			if err != nil && first == nil {
 				first = err
 			}
+			if code != nil {
+				p.Bytes = len(code.Image)
+			}
 			if progress != nil {
-				progress(Progress{Module: m.Name, Arch: arch, Took: time.Since(start), Err: err})
+				progress(p)
 			}
 		}
 	}
@@ -219,6 +227,7 @@ func KernelNames(module string) []string {
 	case "copy.hip":
 		for _, s := range sizes {
 			add("copy_%s", s)
+			add("copy_rows_%s", s)
 			add("transpose_%s", s)
 		}
 	case "where.hip":
@@ -231,6 +240,7 @@ func KernelNames(module string) []string {
 		for _, i := range idx {
 			for _, s := range sizes {
 				add("take_%s_%s", i, s)
+				add("take_rows_%s_%s", i, s)
 				add("put_%s_%s", i, s)
 			}
 			for _, dt := range DTypes() {

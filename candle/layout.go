@@ -17,7 +17,17 @@ type Layout struct {
 
 // ContiguousLayout is the row-major layout of shape at offset 0.
 func ContiguousLayout(shape Shape) Layout {
-	return Layout{Shape: shape.Clone(), Stride: contiguousStrides(shape)}
+	// One allocation for both slices: every op's output has a layout.
+	n := len(shape)
+	buf := make([]int, 2*n)
+	copy(buf, shape)
+	l := Layout{Shape: Shape(buf[:n:n]), Stride: buf[n:]}
+	stride := 1
+	for i := n - 1; i >= 0; i-- {
+		l.Stride[i] = stride
+		stride *= shape[i]
+	}
+	return l
 }
 
 func contiguousStrides(shape Shape) []int {

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -131,4 +132,43 @@ func memoryStaysFlat(t *testing.T, dev Device, n int) {
 	assert.LessOrEqual(t, after.Peak, max(base.Peak, base.InUse+64<<10), "the peak is one pass's intermediates at most")
 	near(t, forwardRef(xv, wv, 2, 3), last, 1e-5)
 	t.Logf("%d passes on %s: in use %d bytes before and after, peak %d, %d allocations from the device", n, dev, after.InUse, after.Peak, after.Allocs-base.Allocs)
+}
+
+// TestUnclosedMemoryComesBack: a tensor dropped without Close gives its
+// memory back once the garbage collector finds it (the backstop); a
+// closed one gives it back at once and leaves no cleanup behind.
+func TestUnclosedMemoryComesBack(t *testing.T) {
+	dev := CPU()
+	base := settled(dev)
+	func() {
+		x, err := Zeros(dev, F32, 1<<16)
+		require.NoError(t, err)
+		require.Greater(t, dev.MemoryStats().InUse, base)
+		_ = x // dropped unclosed
+	}()
+	require.Eventually(t, func() bool {
+		runtime.GC()
+		return dev.MemoryStats().InUse == base
+	}, 5*time.Second, 10*time.Millisecond, "the backstop gives unclosed memory back")
+
+	x, err := Zeros(dev, F32, 1<<16)
+	require.NoError(t, err)
+	require.NoError(t, x.Close())
+	assert.Equal(t, base, dev.MemoryStats().InUse, "Close gives the memory back at once")
+	assert.Equal(t, base, settled(dev), "and the stopped backstop does not give it twice")
+}
+
+// settled is the memory in use once the garbage of earlier tests is
+// collected and its cleanups have run.
+func settled(dev Device) int64 {
+	last := int64(-1)
+	for {
+		runtime.GC()
+		time.Sleep(5 * time.Millisecond)
+		n := dev.MemoryStats().InUse
+		if n == last {
+			return n
+		}
+		last = n
+	}
 }

@@ -189,6 +189,18 @@ func (c *Cache) load(key, source string, opts Options) (*Code, error) {
 		}
 	}
 	if compilerErr != nil {
+		// Without a compiler, the code of the bare processor (gfx942) serves
+		// a device that reports its features (gfx942:sramecc+:xnack-): code
+		// that names no feature setting runs under any. This is what lets an
+		// image ship kernels compiled ahead of time for "gfx942".
+		if base, _, ok := strings.Cut(opts.Arch, ":"); ok && c.dir != "" {
+			o := opts
+			o.Arch = base
+			if code, _, err := readEntry(c.path(cacheKey(source, o))); err == nil {
+				c.stats.diskHits.Add(1)
+				return code, nil
+			}
+		}
 		return nil, fmt.Errorf("hiprtc: no compiled %s for %s in the kernel cache (%s), and no compiler to build it: %w",
 			opts.Name, opts.Arch, c.where(), compilerErr)
 	}

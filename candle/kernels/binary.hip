@@ -39,14 +39,23 @@ __device__ __forceinline__ void binary(const Index& ix, u64 n, const T* a, const
 	Op op;
 	u64 i = gstart(), step = gstep();
 	if (ix.rank == 0 && (ix.flags & 1) && sizeof(O) == sizeof(T)) {
+		// Two 16-byte vectors of each operand per thread and step.
 		const int N = 16 / sizeof(T);
-		const u64 nv = n / N;
-		for (u64 j = i; j < nv; j += step) {
-			Vec<T> x = ((const Vec<T>*)a)[j], y = ((const Vec<T>*)b)[j];
-			Vec<O> z;
+		const u64 nv = n / N, half = (nv + 1) / 2;
+		for (u64 j = i; j < half; j += step) {
+			const u64 j2 = j + half;
+			const bool two = j2 < nv;
+			Vec<T> x = ((const Vec<T>*)a)[j], y = ((const Vec<T>*)b)[j], x2, y2;
+			if (two) x2 = ((const Vec<T>*)a)[j2], y2 = ((const Vec<T>*)b)[j2];
+			Vec<O> z, z2;
 #pragma unroll
 			for (int k = 0; k < N; k++) z.v[k] = out_of(op(Tr::load(x.v[k]), Tr::load(y.v[k])), (O*)0);
 			((Vec<O>*)out)[j] = z;
+			if (two) {
+#pragma unroll
+				for (int k = 0; k < N; k++) z2.v[k] = out_of(op(Tr::load(x2.v[k]), Tr::load(y2.v[k])), (O*)0);
+				((Vec<O>*)out)[j2] = z2;
+			}
 		}
 		for (u64 j = nv * N + i; j < n; j += step) out[j] = out_of(op(Tr::load(a[j]), Tr::load(b[j])), (O*)0);
 	} else if (ix.rank == 0) {

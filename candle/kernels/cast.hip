@@ -15,7 +15,20 @@ template <class S, class D> __device__ __forceinline__ D convert(S x) {
 template <class S, class D>
 __device__ __forceinline__ void cast(const Index& ix, u64 n, const S* in, D* out) {
 	u64 i = gstart(), step = gstep();
-	if (ix.rank == 0) {
+	if (ix.rank == 0 && (ix.flags & 1)) {
+		// 16 bytes of the wider type per step; both sides aligned to their
+		// chunk.
+		constexpr int N = 16 / (sizeof(S) > sizeof(D) ? sizeof(S) : sizeof(D));
+		const u64 nv = n / N;
+		for (u64 j = i; j < nv; j += step) {
+			Chunk<S, N> x = ((const Chunk<S, N>*)in)[j];
+			Chunk<D, N> y;
+#pragma unroll
+			for (int k = 0; k < N; k++) y.v[k] = convert<S, D>(x.v[k]);
+			((Chunk<D, N>*)out)[j] = y;
+		}
+		for (u64 j = nv * N + i; j < n; j += step) out[j] = convert<S, D>(in[j]);
+	} else if (ix.rank == 0) {
 		for (; i < n; i += step) out[i] = convert<S, D>(in[i]);
 	} else if (n <= 0xffffffffull) {
 		for (; i < n; i += step) out[i] = convert<S, D>(in[offset(ix, 0, (u32)i)]);

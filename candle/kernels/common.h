@@ -135,6 +135,37 @@ template <class T> struct alignas(16) Vec {
 	T v[16 / sizeof(T)];
 };
 
+// Chunk is N elements of T aligned as a whole, for vector loads of
+// operands of different sizes (a cast's, a where's condition).
+template <class T, int N> struct alignas(N * sizeof(T)) Chunk {
+	T v[N];
+};
+
+// copy_row copies n contiguous elements; aligned: both 16-byte aligned.
+// The block's threads share the work.
+template <class T>
+__device__ __forceinline__ void copy_row(const T* s, T* d, u64 n, bool aligned) {
+	if (aligned) {
+		const int N = 16 / sizeof(T);
+		const u64 nv = n / N;
+		const Vec<T>* vs = (const Vec<T>*)s;
+		Vec<T>* vd = (Vec<T>*)d;
+		u64 k = threadIdx.x;
+		// Four loads in flight before their stores.
+		for (; k + 3 * blockDim.x < nv; k += 4 * blockDim.x) {
+			Vec<T> x[4];
+#pragma unroll
+			for (int u = 0; u < 4; u++) x[u] = vs[k + u * blockDim.x];
+#pragma unroll
+			for (int u = 0; u < 4; u++) vd[k + u * blockDim.x] = x[u];
+		}
+		for (; k < nv; k += blockDim.x) vd[k] = vs[k];
+		for (k = nv * N + threadIdx.x; k < n; k += blockDim.x) d[k] = s[k];
+	} else {
+		for (u64 k = threadIdx.x; k < n; k += blockDim.x) d[k] = s[k];
+	}
+}
+
 // Element types by size, for kernels that only move bytes.
 template <int N> struct Bytes;
 template <> struct Bytes<1> { typedef u8 T; };

@@ -25,6 +25,22 @@ __device__ __forceinline__ void copy(const Index& ix, u64 n, const T* src, T* ds
 	RG_KERNEL copy_##name(const Index ix, u64 n, const Bytes<N>::T* src, Bytes<N>::T* dst) { copy(ix, n, src, dst); }
 RG_SIZES(RG_COPY)
 
+// copy_rows copies nrows rows of rowlen contiguous elements, a block per
+// row: the rows' starts walk `rows` (operand 0 the source, 1 the
+// destination); flags bit 0: every row start is 16-byte aligned on both
+// sides. Cat and slice assignment write such rows.
+template <class T>
+__device__ __forceinline__ void copy_rows(const Index& rows, u64 nrows, u64 rowlen, const T* src, T* dst) {
+	for (u64 r = blockIdx.x; r < nrows; r += gridDim.x) {
+		copy_row(src + offset(rows, 0, r), dst + offset(rows, 1, r), rowlen, rows.flags & 1);
+	}
+}
+#define RG_COPY_ROWS(name, N)                                                                                  \
+	RG_KERNEL copy_rows_##name(const Index rows, u64 nrows, u64 rowlen, const Bytes<N>::T* src, Bytes<N>::T* dst) { \
+		copy_rows(rows, nrows, rowlen, src, dst);                                                              \
+	}
+RG_SIZES(RG_COPY_ROWS)
+
 // transpose writes a batch of contiguous rows×cols matrices from a source
 // whose rows are strided by srow and whose columns are contiguous... in the
 // other order: dst[b][r][c] = src[b*sbatch + c*scol + r], the source read

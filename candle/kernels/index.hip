@@ -3,7 +3,8 @@
 // the indexed tensor with the dim's stride zeroed (the kernel adds index ×
 // stride), operand 1 the indices, operand 2 the source of a put. An index
 // out of [0, size) reads 0 and writes nothing: a kernel cannot stop.
-// Kernel names: take_<index dtype>_b<size>, put_<index dtype>_b<size>,
+// Kernel names: take_<index dtype>_b<size>, take_rows_<index dtype>_b<size>,
+// put_<index dtype>_b<size>,
 // put_add_<index dtype>_<dtype>.
 #include "common.h"
 
@@ -22,6 +23,25 @@ __device__ __forceinline__ void put(const Index& ix, u64 n, const I* ids, const 
 	for (u64 i = gstart(); i < n; i += gstep()) {
 		i64 id = index_value(ids[offset(ix, 1, i)]);
 		if (id >= 0 && id < size) dst[offset(ix, 0, i) + id * stride] = src[offset(ix, 2, i)];
+	}
+}
+
+// take_rows is take for a tensor whose elements after the indexed dim are
+// contiguous: each output row (rowlen elements) copies one source row.
+// rows walks the rows: operand 0 the source with the indexed dim's stride
+// zeroed, operand 1 the indices; flags bit 0: every row start is 16-byte
+// aligned. A bad index gives a row of zeros.
+template <class I, class T>
+__device__ __forceinline__ void take_rows(const Index& rows, u64 nrows, u64 rowlen, const I* ids, const T* src, T* out, i64 size,
+                                          i64 stride) {
+	for (u64 r = blockIdx.x; r < nrows; r += gridDim.x) {
+		i64 id = index_value(ids[offset(rows, 1, r)]);
+		T* d = out + r * rowlen;
+		if (id < 0 || id >= size) {
+			for (u64 k = threadIdx.x; k < rowlen; k += blockDim.x) d[k] = T(0);
+			continue;
+		}
+		copy_row(src + offset(rows, 0, r) + id * stride, d, rowlen, rows.flags & 1);
 	}
 }
 
@@ -59,6 +79,10 @@ __device__ __forceinline__ void put_add(const Index& ix, u64 n, const I* ids, co
 }
 
 #define RG_TAKE_PUT(iname, I, name, N)                                                                        \
+	RG_KERNEL take_rows_##iname##_##name(const Index rows, u64 nrows, u64 rowlen, const I* ids,                   \
+	                                     const Bytes<N>::T* src, Bytes<N>::T* out, i64 size, i64 stride) {         \
+		take_rows(rows, nrows, rowlen, ids, src, out, size, stride);                                               \
+	}                                                                                                         \
 	RG_KERNEL take_##iname##_##name(const Index ix, u64 n, const I* ids, const Bytes<N>::T* src,             \
 	                                Bytes<N>::T* out, i64 size, i64 stride) {                                 \
 		take(ix, n, ids, src, out, size, stride);                                                             \

@@ -1,7 +1,8 @@
 // Reductions over the trailing dims of a view: each output reduces `inner`
 // elements. `outer` walks the outputs (operand 0: the input's offset of an
 // output's first element); `red` walks the elements of one output (operand
-// 0: their offsets from it; rank 0 when they are contiguous). Mode 0: a
+// 0: their offsets from it; rank 0 when they are contiguous, flags bit 0
+// when every row is then 16-byte aligned). Mode 0: a
 // block per output (large inner); mode 1: a thread per output. Sums of
 // 16- and 32-bit floats accumulate in float, of f64 in double, of integers
 // in their compute type (wrapping); min and max propagate NaN; argmin and
@@ -82,7 +83,30 @@ __device__ __forceinline__ void reduce(const Index& outer, const Index& red, u64
 		for (u64 j = blockIdx.x; j < nout; j += gridDim.x) {
 			const T* row = in + offset(outer, 0, j);
 			Val<C> acc = Op::template identity<C>();
-			if (red.rank == 0) {
+			if (red.rank == 0 && (red.flags & 1)) {
+				// A contiguous, aligned row: 16-byte vector loads.
+				const int N = 16 / sizeof(T);
+				const u64 nv = inner / N;
+				const Vec<T>* vrow = (const Vec<T>*)row;
+				u64 v = threadIdx.x;
+				// Four loads in flight before their combines.
+				for (; v + 3 * blockDim.x < nv; v += 4 * blockDim.x) {
+					Vec<T> x[4];
+#pragma unroll
+					for (int u = 0; u < 4; u++) x[u] = vrow[v + u * blockDim.x];
+#pragma unroll
+					for (int u = 0; u < 4; u++)
+#pragma unroll
+						for (int k = 0; k < N; k++)
+							acc = Op::combine(acc, Val<C>{Traits<T>::load(x[u].v[k]), (u32)((v + u * blockDim.x) * N + k)});
+				}
+				for (; v < nv; v += blockDim.x) {
+					Vec<T> x = vrow[v];
+#pragma unroll
+					for (int k = 0; k < N; k++) acc = Op::combine(acc, Val<C>{Traits<T>::load(x.v[k]), (u32)(v * N + k)});
+				}
+				for (u64 k = nv * N + threadIdx.x; k < inner; k += blockDim.x) acc = Op::combine(acc, Val<C>{Traits<T>::load(row[k]), (u32)k});
+			} else if (red.rank == 0) {
 				for (u64 k = threadIdx.x; k < inner; k += blockDim.x) acc = Op::combine(acc, Val<C>{Traits<T>::load(row[k]), (u32)k});
 			} else {
 				for (u64 k = threadIdx.x; k < inner; k += blockDim.x)

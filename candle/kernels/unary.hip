@@ -78,13 +78,21 @@ __device__ __forceinline__ void unary(const Index& ix, u64 n, const T* in, T* ou
 	const Compute<T, Op, ViaDouble> f(p0, p1);
 	u64 i = gstart(), step = gstep();
 	if (ix.rank == 0 && (ix.flags & 1)) {
+		// Two 16-byte vectors per thread and step, both loads in flight.
 		const int N = 16 / sizeof(T);
-		const u64 nv = n / N;
-		for (u64 j = i; j < nv; j += step) {
-			Vec<T> x = ((const Vec<T>*)in)[j], y;
+		const u64 nv = n / N, half = (nv + 1) / 2;
+		for (u64 j = i; j < half; j += step) {
+			const u64 j2 = j + half;
+			Vec<T> x = ((const Vec<T>*)in)[j], x2, y, y2;
+			if (j2 < nv) x2 = ((const Vec<T>*)in)[j2];
 #pragma unroll
 			for (int k = 0; k < N; k++) y.v[k] = f(x.v[k]);
 			((Vec<T>*)out)[j] = y;
+			if (j2 < nv) {
+#pragma unroll
+				for (int k = 0; k < N; k++) y2.v[k] = f(x2.v[k]);
+				((Vec<T>*)out)[j2] = y2;
+			}
 		}
 		for (u64 j = nv * N + i; j < n; j += step) out[j] = f(in[j]);
 	} else if (ix.rank == 0) {

@@ -5,7 +5,19 @@
 template <class C, class T>
 __device__ __forceinline__ void where(const Index& ix, u64 n, const C* cond, const T* t, const T* f, T* out) {
 	u64 i = gstart(), step = gstep();
-	if (ix.rank == 0) {
+	if (ix.rank == 0 && (ix.flags & 1)) {
+		// 16 bytes of each choice per step, and as many conditions.
+		constexpr int N = 16 / sizeof(T);
+		const u64 nv = n / N;
+		for (u64 j = i; j < nv; j += step) {
+			Chunk<C, N> c = ((const Chunk<C, N>*)cond)[j];
+			Vec<T> a = ((const Vec<T>*)t)[j], b = ((const Vec<T>*)f)[j], y;
+#pragma unroll
+			for (int k = 0; k < N; k++) y.v[k] = c.v[k] != 0 ? a.v[k] : b.v[k];
+			((Vec<T>*)out)[j] = y;
+		}
+		for (u64 j = nv * N + i; j < n; j += step) out[j] = cond[j] != 0 ? t[j] : f[j];
+	} else if (ix.rank == 0) {
 		for (; i < n; i += step) out[i] = cond[i] != 0 ? t[i] : f[i];
 	} else if (n <= 0xffffffffull) {
 		for (; i < n; i += step) {
