@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/rocm-go/rocm/hip"
+	"github.com/rocm-go/rocm/internal/bind"
 )
 
 // Kernels is one kernel source compiled, through a Cache, for the
@@ -29,6 +30,7 @@ type Kernels struct {
 	mu      sync.RWMutex
 	modules map[int]*hip.Module // by device ordinal
 	failed  map[int]error
+	gen     uint64 // HIP's load generation the maps belong to
 }
 
 // Function returns the kernel named name (a symbol name) of the module on
@@ -48,15 +50,21 @@ func (k *Kernels) Module(dev *hip.Device) (*hip.Module, error) {
 	if dev == nil {
 		return nil, &Error{Op: "Kernels.Module", Status: StatusInvalidInput, Detail: "nil device"}
 	}
-	ord := dev.Ordinal()
+	ord, gen := dev.Ordinal(), bind.Generation()
 	k.mu.RLock()
 	m, err := k.modules[ord], k.failed[ord]
+	current := k.gen == gen
 	k.mu.RUnlock()
-	if m != nil || err != nil {
+	if current && (m != nil || err != nil) {
 		return m, err
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	if k.gen != gen {
+		// HIP loaded again since: its modules went with the old runtime,
+		// and a failure (no compiler for the platform then) may not recur.
+		k.modules, k.failed, k.gen = nil, nil, gen
+	}
 	if m, err := k.modules[ord], k.failed[ord]; m != nil || err != nil {
 		return m, err
 	}

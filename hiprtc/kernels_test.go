@@ -15,8 +15,8 @@ import (
 
 // useFakeHIPAndCompiler loads package hip's fake runtime (whose modules
 // take the fake compiler's "code" and hold one kernel, echo) and the fake
-// hipRTC.
-func useFakeHIPAndCompiler(t *testing.T) {
+// hipRTC. reload unloads and loads both again.
+func useFakeHIPAndCompiler(t *testing.T) (reload func()) {
 	t.Helper()
 	src := "../hip/testdata/fakehip.c"
 	if _, err := os.Stat(src); err != nil {
@@ -35,10 +35,16 @@ func useFakeHIPAndCompiler(t *testing.T) {
 	library.Reset()
 	t.Cleanup(library.Reset)
 	require.NoError(t, Load(WithLibraryPaths(dir)), "the compiler follows HIP's platform")
+	return func() {
+		require.NoError(t, hip.Unload())
+		require.NoError(t, hip.Load(hip.WithPlatform(hip.PlatformAMD), hip.WithLibraryPaths(lib)))
+		library.Reset()
+		require.NoError(t, Load(WithLibraryPaths(dir)))
+	}
 }
 
 func TestKernelsCompileAndLoadOncePerDevice(t *testing.T) {
-	useFakeHIPAndCompiler(t)
+	reload := useFakeHIPAndCompiler(t)
 	cache, err := NewCache(t.TempDir())
 	require.NoError(t, err)
 	k := &Kernels{Name: "echo.hip", Source: "extern \"C\" __global__ void echo() {}\n", Options: Options{Std: "c++17"}, Cache: cache}
@@ -84,16 +90,24 @@ func TestKernelsCompileAndLoadOncePerDevice(t *testing.T) {
 
 	// A source that does not compile fails for the device, and stays failed.
 	bad := &Kernels{Name: "bad.hip", Source: "#error\n", Cache: cache}
+	_, failure := bad.Function(dev0, "echo")
+	assert.ErrorIs(t, failure, ErrCompilation)
 	_, err = bad.Function(dev0, "echo")
-	assert.ErrorIs(t, err, ErrCompilation)
-	compiles := cache.Stats().Compiles
-	_, err = bad.Function(dev0, "echo")
-	assert.ErrorIs(t, err, ErrCompilation)
-	assert.Equal(t, compiles, cache.Stats().Compiles, "the failure is remembered")
+	assert.Same(t, failure, err, "the failure is remembered")
 
 	require.NoError(t, k.Close())
 	assert.ErrorIs(t, fns[0].Launch(hip.LaunchConfig{Grid: hip.Dim3{X: 1}, Block: hip.Dim3{X: 1}}, nil), hip.ErrClosed, "Close unloads the modules")
 	f, err := k.Function(dev0, "echo")
 	require.NoError(t, err, "the next use loads again")
 	assert.NotSame(t, fns[0], f)
+
+	// Once HIP loads again, the modules and failures of the old runtime
+	// are gone: the failure is tried again, the module loaded again.
+	reload()
+	_, err = bad.Function(dev0, "echo")
+	assert.ErrorIs(t, err, ErrCompilation)
+	assert.NotSame(t, failure, err, "the failure is tried again after HIP reloads")
+	again, err := k.Function(dev0, "echo")
+	require.NoError(t, err)
+	assert.NotSame(t, f, again, "a module of the new runtime")
 }

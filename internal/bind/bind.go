@@ -38,19 +38,28 @@ type published struct {
 	deviceError func() error
 }
 
-var current atomic.Pointer[published]
+var (
+	current     atomic.Pointer[published]
+	generations atomic.Uint64
+)
 
 // Publish records what package hip loaded: the platform, its C set-device
 // function (int (*)(int), returning 0 on success) and a function that says
 // why a device could not be made current. Publish(PlatformNone, nil, nil)
 // clears them when HIP unloads.
 func Publish(platform int, setDevice unsafe.Pointer, deviceError func() error) {
+	generations.Add(1)
 	if platform == PlatformNone {
 		current.Store(nil)
 		return
 	}
 	current.Store(&published{platform: platform, setDevice: setDevice, deviceError: deviceError})
 }
+
+// Generation counts HIP's loads and unloads: what was made with HIP (a
+// loaded module, a failure to compile for a device) holds only while it
+// stays the same.
+func Generation() uint64 { return generations.Load() }
 
 // Platform reports the platform package hip loaded, PlatformNone when
 // none is loaded.

@@ -151,6 +151,14 @@ func TestFollowerTakesHIPsPlatform(t *testing.T) {
 	l.Reset()
 }
 
+func TestGenerationCountsHIPsLoads(t *testing.T) {
+	g := Generation()
+	publishForTest(t, PlatformAMD)
+	assert.Equal(t, g+1, Generation())
+	Publish(PlatformNone, nil, nil)
+	assert.Equal(t, g+2, Generation(), "an unload is a new generation too")
+}
+
 func TestFollowerWithoutHIP(t *testing.T) {
 	l := &Library{Pkg: "f", Name: "MIOpen", NVIDIA: "cuDNN", Follow: func() error { return errors.New("no HIP") }, Tables: &fakeTables{}}
 	err := l.Ensure()
