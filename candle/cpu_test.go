@@ -291,6 +291,44 @@ func TestCPUCopies(t *testing.T) {
 	assert.Equal(t, []float64{1, 3, 5, 7, 2, 4, 6, 8}, values(t, ok(p.Copy())))
 }
 
+func TestCPUCopy2D(t *testing.T) {
+	cpu := CPU()
+	src, err := NewStorage(cpu, []float32{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11})
+	require.NoError(t, err)
+	defer src.Close()
+	dst, err := NewStorage(cpu, make([]float32, 10))
+	require.NoError(t, err)
+	defer dst.Close()
+	// Rows 1..2 of a 3×4 matrix, columns 1..3, into rows of 5 from element 1.
+	require.NoError(t, src.Copy2D(dst, 2, 3, 4, 5, 5, 1))
+	got := make([]float32, 10)
+	require.NoError(t, dst.Read(got))
+	assert.Equal(t, []float32{0, 5, 6, 7, 0, 0, 9, 10, 11, 0}, got)
+	require.NoError(t, src.Copy2D(dst, 0, 3, 4, 5, 100, 100), "an empty block does nothing")
+
+	other, err := NewStorage(cpu, make([]float64, 10))
+	require.NoError(t, err)
+	defer other.Close()
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{src.Copy2D(other, 1, 1, 1, 1, 0, 0), "f32 source, f64 destination"},
+		{src.Copy2D(dst, 2, 3, 4, 2, 0, 0), "destination stride 2 is less than a row of 3"},
+		{src.Copy2D(dst, 3, 4, 4, 4, 1, 0), "reach element 13 of a source of 12"},
+		{src.Copy2D(dst, 2, 3, 3, 5, 0, 3), "reach element 11 of a destination of 10"},
+		{src.Copy2D(dst, 2, 3, 3, 5, math.MaxInt, 0), "reach element"},
+		{src.Copy2D(dst, 2, 3, math.MaxInt/2, 5, 0, 0), "reach element"},
+		{src.Copy2D(dst, -1, 3, 3, 5, 0, 0), "none may be negative"},
+	} {
+		assert.ErrorContains(t, tc.err, tc.want)
+	}
+	closed, err := NewStorage(cpu, make([]float32, 4))
+	require.NoError(t, err)
+	closed.Close()
+	assert.ErrorIs(t, src.Copy2D(closed, 1, 1, 1, 1, 0, 0), ErrClosed)
+}
+
 func TestCPUWhere(t *testing.T) {
 	ok := keep(t)
 	cpu := CPU()

@@ -342,6 +342,62 @@ func TestGPUCopies(t *testing.T) {
 	}
 }
 
+// TestGPURowCopies covers the kernels that copy whole rows (rows of 64
+// elements and more): Cat, SliceAssign, Copy2D and IndexSelect, with row
+// starts 16-byte aligned (vector loads) and not.
+func TestGPURowCopies(t *testing.T) {
+	d := gpu(t)
+	r := rand.New(rand.NewPCG(21, 22))
+	ok := keep(t)
+	for _, dt := range DTypes() {
+		gen := genFor(r, dt)
+		for _, cols := range [][2]int{{128, 64}, {100, 77}, {1027, 129}} {
+			a := makeOperand(t, d, dt, Shape{3, cols[0]}, "contiguous", gen)
+			b := makeOperand(t, d, dt, Shape{3, cols[1]}, "contiguous", gen)
+			name := fmt.Sprintf("%s/%v", dt, cols)
+			same(t, ok(Cat([]*Tensor{a.cpu, b.cpu}, 1)), ok(Cat([]*Tensor{a.gpu, b.gpu}, 1)), 0, "cat rows "+name)
+			nb := makeOperand(t, d, dt, Shape{3, cols[1]}, "narrowed", gen)
+			same(t, ok(Cat([]*Tensor{nb.cpu, a.cpu}, 1)), ok(Cat([]*Tensor{nb.gpu, a.gpu}, 1)), 0, "cat narrowed rows "+name)
+
+			cacheC, cacheG := ok(Zeros(CPU(), dt, 2, 9, cols[0])), ok(Zeros(d, dt, 2, 9, cols[0]))
+			for pos := 0; pos < 9; pos += 4 {
+				n := min(4, 9-pos)
+				s := makeOperand(t, d, dt, Shape{2, n, cols[0]}, "contiguous", gen)
+				require.NoError(t, cacheC.SliceAssign(s.cpu, 1, pos))
+				require.NoError(t, cacheG.SliceAssign(s.gpu, 1, pos))
+			}
+			same(t, cacheC, cacheG, 0, "slice assignment rows "+name)
+
+			// Copy2D: a block of b's rows into a's storage, at an offset
+			// that keeps the rows aligned and at one that does not.
+			for _, off := range []int{0, 1} {
+				var out [2]*Tensor
+				for k, pair := range [2][2]*Tensor{{b.cpu, a.cpu}, {b.gpu, a.gpu}} {
+					// Storages of their own, as a worker's KV cache has.
+					srcSt, dstSt := ok(pair[0].Copy()).detach(), ok(pair[1].Copy()).detach()
+					require.NoError(t, srcSt.Copy2D(dstSt, 2, cols[1]-1, cols[1], cols[0], 1, off), name)
+					out[k] = ok(FromStorage(dstSt, Shape{3, cols[0]}))
+					srcSt.Close()
+					dstSt.Close()
+				}
+				same(t, out[0], out[1], 0, fmt.Sprintf("copy2d %s offset %d", name, off))
+			}
+
+			// IndexSelect of whole rows, with an index out of range on the
+			// GPU (a row of zeros).
+			table := makeOperand(t, d, dt, Shape{20, cols[0]}, "narrowed", gen)
+			idsv := make([]int64, 13)
+			for i := range idsv {
+				idsv[i] = int64(r.IntN(20))
+			}
+			same(t, ok(table.cpu.IndexSelect(ok(FromSlice(CPU(), idsv)), 0)), ok(table.gpu.IndexSelect(ok(FromSlice(d, idsv)), 0)), 0, "index_select rows "+name)
+			idsv[5] = 20
+			sel := values(t, ok(table.gpu.IndexSelect(ok(FromSlice(d, idsv)), 0)))
+			assert.Equal(t, make([]float64, cols[0]), sel[5*cols[0]:6*cols[0]], "a bad index gives a row of zeros "+name)
+		}
+	}
+}
+
 func TestGPUWhere(t *testing.T) {
 	d := gpu(t)
 	r := rand.New(rand.NewPCG(9, 10))
@@ -422,7 +478,7 @@ func TestGPUReductions(t *testing.T) {
 	ok := keep(t)
 	for op := range numReduce {
 		for _, dt := range DTypes() {
-			for _, shape := range []Shape{{1}, {7}, {4097}, {7, 33}, {3, 5, 129}, {5, 1000}, {64, 3}} {
+			for _, shape := range []Shape{{1}, {7}, {4097}, {7, 33}, {3, 5, 129}, {5, 1000}, {2, 9001}, {64, 3}} {
 				for _, l := range layouts {
 					gen := genFor(r, dt)
 					if op == opSum && dt.IsInt() {

@@ -153,12 +153,26 @@ func (k *KernelCache) CompileAll(archs []string, progress func(Progress)) error 
 }
 
 // Warm compiles (or reads from the cache) and loads every module on a
-// device, so that the first ops run at full speed.
+// device, so that the first ops run at full speed. On NVIDIA the modules
+// compile at once (NVRTC compiles programs in parallel); on AMD one after
+// another (hipRTC compiles one program at a time per process).
 func (k *KernelCache) Warm(d *HIPDevice) error {
-	for _, m := range k.modules {
-		if _, err := m.Module(d.dev); err != nil {
-			return wrap("KernelCache.Warm", err)
+	if hip.LoadedPlatform() != hip.PlatformNVIDIA {
+		for _, m := range k.modules {
+			if _, err := m.Module(d.dev); err != nil {
+				return wrap("KernelCache.Warm", err)
+			}
 		}
+		return nil
+	}
+	errs := make([]error, len(k.modules))
+	var wg sync.WaitGroup
+	for i, m := range k.modules {
+		wg.Go(func() { _, errs[i] = m.Module(d.dev) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return wrap("KernelCache.Warm", err)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package candle
 
 import (
 	"fmt"
+	"math"
 	"runtime"
 	"sync/atomic"
 	"unsafe"
@@ -230,4 +231,69 @@ func typed[T any](s *Storage) []T {
 	}
 	m := s.mem.(*cpuMemory)
 	return unsafe.Slice((*T)(unsafe.Pointer(&m.b[0])), s.n)
+}
+
+// Copy2D copies a block of rows × cols elements from s into dst, which
+// share a dtype and device: row r of the block starts at element
+// srcOffset + r·srcStride of s and dstOffset + r·dstStride of dst (the
+// strides are in elements). It is candle's copy2d, the move behind KV
+// caches and concatenations that a worker writes itself. The block must
+// lie inside both storages, and dst's rows must not overlap
+// (dstStride ≥ cols); when s is dst, the two blocks must not overlap
+// either (the GPU copies rows in no set order).
+func (s *Storage) Copy2D(dst *Storage, rows, cols, srcStride, dstStride, srcOffset, dstOffset int) error {
+	const op = "Storage.Copy2D"
+	if err := s.alive(op); err != nil {
+		return err
+	}
+	if err := dst.alive(op); err != nil {
+		return err
+	}
+	if dst.dev != s.dev {
+		return errorf(op, ErrDevice, "source on %s, destination on %s: move one first", s.dev, dst.dev)
+	}
+	if dst.dtype != s.dtype {
+		return errorf(op, ErrDType, "%s source, %s destination", s.dtype, dst.dtype)
+	}
+	if rows < 0 || cols < 0 || srcStride < 0 || dstStride < 0 || srcOffset < 0 || dstOffset < 0 {
+		return errorf(op, ErrArgument, "rows %d, cols %d, strides %d and %d, offsets %d and %d: none may be negative",
+			rows, cols, srcStride, dstStride, srcOffset, dstOffset)
+	}
+	if rows == 0 || cols == 0 {
+		return nil
+	}
+	if rows > 1 && dstStride < cols {
+		return errorf(op, ErrArgument, "destination stride %d is less than a row of %d: the rows would overlap", dstStride, cols)
+	}
+	if end := span(rows, cols, srcStride, srcOffset); end > s.n {
+		return errorf(op, ErrIndex, "%d rows of %d from element %d, stride %d, reach element %d of a source of %d", rows, cols, srcOffset, srcStride, end, s.n)
+	}
+	if end := span(rows, cols, dstStride, dstOffset); end > dst.n {
+		return errorf(op, ErrIndex, "%d rows of %d from element %d, stride %d, reach element %d of a destination of %d", rows, cols, dstOffset, dstStride, end, dst.n)
+	}
+	shape := Shape{rows, cols}
+	from := Layout{Shape: shape, Stride: []int{srcStride, 1}, Offset: srcOffset}
+	to := Layout{Shape: shape, Stride: []int{dstStride, 1}, Offset: dstOffset}
+	return wrap(op, s.dev.backend().copy(view{s, from}, view{dst, to}))
+}
+
+// span is the end (one past the last element) of rows of cols elements,
+// stride apart, from offset; math.MaxInt when it overflows.
+func span(rows, cols, stride, offset int) int {
+	if offset > math.MaxInt-cols {
+		return math.MaxInt
+	}
+	last, ok := mulAdd(rows-1, stride, offset+cols)
+	if !ok {
+		return math.MaxInt
+	}
+	return last
+}
+
+// mulAdd is a·b + c for non-negative values, and whether it fits.
+func mulAdd(a, b, c int) (int, bool) {
+	if a != 0 && b > (math.MaxInt-c)/a {
+		return 0, false
+	}
+	return a*b + c, true
 }

@@ -87,21 +87,8 @@ __device__ __forceinline__ void reduce(const Index& outer, const Index& red, u64
 				// A contiguous, aligned row: 16-byte vector loads.
 				const int N = 16 / sizeof(T);
 				const u64 nv = inner / N;
-				const Vec<T>* vrow = (const Vec<T>*)row;
-				u64 v = threadIdx.x;
-				// Four loads in flight before their combines.
-				for (; v + 3 * blockDim.x < nv; v += 4 * blockDim.x) {
-					Vec<T> x[4];
-#pragma unroll
-					for (int u = 0; u < 4; u++) x[u] = vrow[v + u * blockDim.x];
-#pragma unroll
-					for (int u = 0; u < 4; u++)
-#pragma unroll
-						for (int k = 0; k < N; k++)
-							acc = Op::combine(acc, Val<C>{Traits<T>::load(x[u].v[k]), (u32)((v + u * blockDim.x) * N + k)});
-				}
-				for (; v < nv; v += blockDim.x) {
-					Vec<T> x = vrow[v];
+				for (u64 v = threadIdx.x; v < nv; v += blockDim.x) {
+					Vec<T> x = ((const Vec<T>*)row)[v];
 #pragma unroll
 					for (int k = 0; k < N; k++) acc = Op::combine(acc, Val<C>{Traits<T>::load(x.v[k]), (u32)(v * N + k)});
 				}
