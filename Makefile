@@ -1,7 +1,7 @@
 # rocm-go. The README's two commands:
 #   make test   tier 0 (go test -race ./...) and tier 1 (the real ROCm 6.4
 #               userspace in a cached Debian sid root; root needed once)
-#   make demo   the flagship example
+#   make demo   the flagship example: the GPUs, then a tour of candle
 # and for developers:
 #   make generate   regenerate the z* bindings from the ROCm headers
 #   make gpu-test   build the tier-2 test binaries into gpu/ for a GPU machine
@@ -50,6 +50,8 @@ gpu-test:
 
 demo:
 	@$(GO) run ./examples/devinfo
+	@echo
+	@$(GO) run ./examples/tensors -n 1024
 
 clean:
 	rm -rf gpu

@@ -5,7 +5,7 @@
 #   gpu/run.sh             runs them all and prints a summary
 #   gpu/bench/             the benchmark runners of bench/cmd (no -race),
 #                          with the PyTorch scripts bench/*.py
-#   gpu/bin/               the examples
+#   gpu/bin/               the examples and the commands of cmd/
 # cgo with dlopen needs no CUDA or ROCm here. With -archive it also packs
 # gpu/ into gpu.tar.xz, for machines that take one file.
 set -euo pipefail
@@ -36,12 +36,12 @@ for cmd in bench/cmd/*/; do
 	go build -ldflags="$ldflags" -o "$out/bench/$(basename "$cmd")" "./$cmd"
 done
 cp bench/*.py "$out/bench/"
-for ex in examples/*/; do
+for ex in examples/*/ cmd/*/; do
 	go build -ldflags="$ldflags" -o "$out/bin/$(basename "$ex")" "./$ex"
 done
 cp scripts/gpu-run.sh "$out/run.sh"
 chmod +x "$out/run.sh"
-echo "gpu-test: $n test binaries, the benchmarks and $(ls "$out/bin" | wc -w) examples in $out/ ($(du -sh "$out" | cut -f1)) in $(($(date +%s) - start)) s"
+echo "gpu-test: $n test binaries, the benchmarks and $(ls "$out/bin" | wc -w) examples and commands in $out/ ($(du -sh "$out" | cut -f1)) in $(($(date +%s) - start)) s"
 if [ "${1:-}" = -archive ]; then
 	tar -cJf gpu.tar.xz "$out"
 	echo "gpu-test: packed into gpu.tar.xz ($(du -h gpu.tar.xz | cut -f1))"
