@@ -12,6 +12,7 @@ import (
 
 	"github.com/rocm-go/rocm/hip"
 	"github.com/rocm-go/rocm/internal/testenv"
+	"github.com/rocm-go/rocm/rocblas"
 )
 
 // Tier 2: every op × dtype × layout on the HIP device against the CPU
@@ -588,4 +589,39 @@ func TestGPUOutOfMemory(t *testing.T) {
 	assert.ErrorContains(t, err, "asked on hip:0")
 	assert.ErrorContains(t, err, "the pool gave back")
 	t.Log(err)
+}
+
+// TestGPULibraryHandles: the device's rocBLAS and MIOpen handles are made
+// once, on its stream, and work on its storages in order with its ops.
+func TestGPULibraryHandles(t *testing.T) {
+	d := gpu(t)
+	ok := keep(t)
+	h, err := d.BLAS()
+	require.NoError(t, err)
+	again, err := d.BLAS()
+	require.NoError(t, err)
+	assert.Same(t, h, again, "one handle per device")
+	assert.Same(t, d.Stream(), h.Stream(), "bound to the device's stream")
+
+	xs := make([]float64, 1000)
+	for i := range xs {
+		xs[i] = float64(i%17) - 8
+	}
+	x := tensorOf(t, d, F32, xs)
+	sq := ok(x.Sqr()) // queued on the stream before the product reads it
+	got, err := rocblas.Dot(h, rocblas.Vector[float32]{Buf: sq.st.mem.(*block).buf, N: 1000, Inc: 1},
+		rocblas.Vector[float32]{Buf: x.st.mem.(*block).buf, N: 1000, Inc: 1})
+	require.NoError(t, err)
+	want := 0.0
+	for _, v := range xs {
+		want += v * v * v
+	}
+	assert.InDelta(t, want, float64(got), 1e-3)
+
+	dnn, err := d.MIOpen()
+	require.NoError(t, err)
+	dnnAgain, err := d.MIOpen()
+	require.NoError(t, err)
+	assert.Same(t, dnn, dnnAgain)
+	assert.Same(t, d.Stream(), dnn.Stream())
 }

@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 
 	"github.com/rocm-go/rocm/hip"
+	"github.com/rocm-go/rocm/miopen"
+	"github.com/rocm-go/rocm/rocblas"
 )
 
 // HIPDevice is a GPU through HIP: AMD natively, NVIDIA through HIP's
@@ -27,6 +29,10 @@ type HIPDevice struct {
 	maxGrid uint32 // blocks of a grid-stride loop
 	staging staging
 	args    sync.Pool
+
+	libs sync.Mutex // guards blas and dnn
+	blas *rocblas.Handle
+	dnn  *miopen.Handle
 }
 
 var hipDevices struct {
@@ -106,6 +112,39 @@ func (d *HIPDevice) ReleaseCache() int64 { return d.pool.trim() }
 func (d *HIPDevice) Warm() error { return d.kc.Warm(d) }
 
 func (d *HIPDevice) backend() backend { return (*hipBackend)(d) }
+
+// BLAS is the device's rocBLAS handle (cuBLAS on NVIDIA), made on first
+// use and bound to the device's stream, so that its products are ordered
+// with the ops. It is shared and safe for many goroutines; the device owns
+// it (do not Close it). A failure to make it is not remembered: the next
+// call tries again.
+func (d *HIPDevice) BLAS() (*rocblas.Handle, error) {
+	d.libs.Lock()
+	defer d.libs.Unlock()
+	if d.blas == nil {
+		h, err := rocblas.NewHandle(d.stream)
+		if err != nil {
+			return nil, wrap("HIPDevice.BLAS", err)
+		}
+		d.blas = h
+	}
+	return d.blas, nil
+}
+
+// MIOpen is the device's MIOpen handle (cuDNN on NVIDIA), made on first
+// use and bound to the device's stream, as BLAS is.
+func (d *HIPDevice) MIOpen() (*miopen.Handle, error) {
+	d.libs.Lock()
+	defer d.libs.Unlock()
+	if d.dnn == nil {
+		h, err := miopen.NewHandle(d.stream)
+		if err != nil {
+			return nil, wrap("HIPDevice.MIOpen", err)
+		}
+		d.dnn = h
+	}
+	return d.dnn, nil
+}
 
 // staging moves host data through two pinned buffers, so that the copy
 // into one overlaps the transfer of the other, and no async copy ever
