@@ -126,8 +126,9 @@ func (m *Module) Global(name string) (DevicePtr, int, error) {
 // after Close. Closing twice does nothing.
 func (m *Module) Close() error {
 	// Once closed, the module is unloaded here or, while graphs use it, by
-	// the last of them to close, which hold it: the backstop ends now.
-	if m == nil || !m.life.End() {
+	// the last of them to close; the backstop stays armed until the unload,
+	// for graphs dropped unclosed.
+	if m == nil || !m.life.Mark() {
 		return nil
 	}
 	m.mu.Lock()
@@ -143,6 +144,7 @@ func (m *Module) unloadLocked() error {
 		return nil
 	}
 	m.unloaded = true
+	m.life.Disarm()
 	if err := check("hipDeviceSynchronize", C.rg_hipDeviceSynchronize_on(m.dev.c())); err != nil {
 		return err
 	}
@@ -180,7 +182,7 @@ func (f *Function) Name() string { return f.name }
 // Module is the module the kernel belongs to.
 func (f *Function) Module() *Module { return f.mod }
 
-// Handle is the hipFunction_t, valid until the module is unloaded.
+// Raw is the hipFunction_t, valid until the module is unloaded.
 func (f *Function) Raw() unsafe.Pointer { return unsafe.Pointer(f.h) }
 
 // Attribute reads one of the kernel's attributes.

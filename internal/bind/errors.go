@@ -79,7 +79,7 @@ func (l *Library) first() (name, path string) {
 	}
 	libs := l.Libraries()
 	if len(libs) == 0 {
-		return name, "(not loaded)"
+		return name, "not loaded"
 	}
 	return name, libs[0].Path()
 }

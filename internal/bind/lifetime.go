@@ -27,12 +27,20 @@ func (l *Lifetime) Closed() bool { return l.closed.Load() }
 // this call closed it: only the first call does, and only that caller
 // frees the C object.
 func (l *Lifetime) End() bool {
-	if !l.closed.CompareAndSwap(false, true) {
+	if !l.Mark() {
 		return false
 	}
-	l.cleanup.Stop()
+	l.Disarm()
 	return true
 }
+
+// Mark marks the handle closed and reports whether this call did, leaving
+// the backstop armed: for a handle whose C object outlives its Close
+// while others still use it (a module that open graphs captured).
+func (l *Lifetime) Mark() bool { return l.closed.CompareAndSwap(false, true) }
+
+// Disarm stops the backstop, once the C object is freed.
+func (l *Lifetime) Disarm() { l.cleanup.Stop() }
 
 // Close is End followed by free on the first call; later calls do
 // nothing and return nil.

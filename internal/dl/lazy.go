@@ -28,19 +28,19 @@ type Lazy[O, S any] struct {
 	Key func() string
 
 	mu       sync.Mutex
-	loaded   atomic.Bool
+	held     atomic.Bool       // refs > 0: an explicit Load holds the libraries, whatever Key says
+	current  atomic.Pointer[S] // what the open produced while loaded (nil when not), read without the lock
 	refs     int
 	implicit bool
 	key      string // Key's value at the last first-use load or failure
 	err      error
 	libs     []*Library
-	state    S
 }
 
 // Ensure loads with the defaults on first use. A failure is remembered:
 // later calls return it at once, until a Load succeeds.
 func (z *Lazy[O, S]) Ensure() error {
-	if z.Key == nil && z.loaded.Load() {
+	if z.current.Load() != nil && (z.Key == nil || z.held.Load()) {
 		return nil
 	}
 	key := ""
@@ -49,7 +49,7 @@ func (z *Lazy[O, S]) Ensure() error {
 	}
 	z.mu.Lock()
 	defer z.mu.Unlock()
-	if z.loaded.Load() {
+	if z.current.Load() != nil {
 		if z.refs > 0 || !z.implicit || key == z.key {
 			return nil
 		}
@@ -78,9 +78,9 @@ func (z *Lazy[O, S]) Ensure() error {
 func (z *Lazy[O, S]) Load(o O) error {
 	z.mu.Lock()
 	defer z.mu.Unlock()
-	if z.loaded.Load() {
+	if z.current.Load() != nil {
 		if z.Compatible != nil {
-			if err := z.Compatible(o, z.state); err != nil {
+			if err := z.Compatible(o, *z.current.Load()); err != nil {
 				return err
 			}
 		}
@@ -88,6 +88,7 @@ func (z *Lazy[O, S]) Load(o O) error {
 		return err
 	}
 	z.refs++
+	z.held.Store(true)
 	return nil
 }
 
@@ -96,8 +97,8 @@ func (z *Lazy[O, S]) openLocked(o O) error {
 	if err != nil {
 		return err
 	}
-	z.libs, z.state, z.err = libs, state, nil
-	z.loaded.Store(true)
+	z.libs, z.err = libs, nil
+	z.current.Store(&state)
 	return nil
 }
 
@@ -110,6 +111,7 @@ func (z *Lazy[O, S]) Unload() error {
 		return errors.New("Unload without a matching Load")
 	}
 	z.refs--
+	z.held.Store(z.refs > 0)
 	if z.refs > 0 || z.implicit {
 		return nil
 	}
@@ -117,7 +119,7 @@ func (z *Lazy[O, S]) Unload() error {
 }
 
 func (z *Lazy[O, S]) closeLocked() error {
-	z.loaded.Store(false)
+	z.current.Store(nil)
 	if z.Unbind != nil {
 		z.Unbind()
 	}
@@ -125,8 +127,7 @@ func (z *Lazy[O, S]) closeLocked() error {
 	for _, l := range z.libs {
 		errs = append(errs, l.Close())
 	}
-	var zero S
-	z.libs, z.state, z.err = nil, zero, nil
+	z.libs, z.err = nil, nil
 	return errors.Join(errs...)
 }
 
@@ -138,16 +139,20 @@ func (z *Lazy[O, S]) Reset() {
 	defer z.mu.Unlock()
 	z.closeLocked()
 	z.refs, z.implicit = 0, false
+	z.held.Store(false)
 }
 
 // Loaded reports whether the libraries are loaded.
-func (z *Lazy[O, S]) Loaded() bool { return z.loaded.Load() }
+func (z *Lazy[O, S]) Loaded() bool { return z.current.Load() != nil }
 
-// State returns what the open produced, and whether anything is loaded.
+// State returns what the open produced, and whether anything is loaded,
+// without taking the lock (the ops of a package ask for its platform).
 func (z *Lazy[O, S]) State() (S, bool) {
-	z.mu.Lock()
-	defer z.mu.Unlock()
-	return z.state, z.loaded.Load()
+	if p := z.current.Load(); p != nil {
+		return *p, true
+	}
+	var zero S
+	return zero, false
 }
 
 // Libraries returns the open libraries.

@@ -108,4 +108,14 @@ func TestLazyKeyRedoesFirstUseLoads(t *testing.T) {
 	assert.Equal(t, 3, f.opens, "an explicit Load is never redone")
 	require.NoError(t, z.Unload())
 	z.Reset()
+
+	// Loaded explicitly, Ensure does not even ask the key (which loads
+	// HIP, for a compiler loaded on its own).
+	asked := 0
+	z.Key = func() string { asked++; return key }
+	require.NoError(t, z.Load("explicit"))
+	require.NoError(t, z.Ensure())
+	assert.Zero(t, asked)
+	require.NoError(t, z.Unload())
+	assert.False(t, z.Loaded())
 }
