@@ -3,7 +3,6 @@
 // No CUDA header is needed: cgen.spec declares the CUDA functions called
 // (with the exported, versioned symbol names of CUDA 12 and 13), and the
 // generated table resolves them.
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>

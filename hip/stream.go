@@ -207,7 +207,7 @@ func (e *Event) alive(op string) error {
 	return ensure()
 }
 
-// Handle is the hipEvent_t, valid until Close.
+// Raw is the hipEvent_t, valid until Close.
 func (e *Event) Raw() unsafe.Pointer { return unsafe.Pointer(e.h) }
 
 // Record marks the event at the current end of s (nil: the null stream).

@@ -48,7 +48,7 @@ func (k *Kernels) Function(dev *hip.Device, name string) (*hip.Function, error) 
 // device.
 func (k *Kernels) Module(dev *hip.Device) (*hip.Module, error) {
 	if dev == nil {
-		return nil, &Error{Op: "Kernels.Module", Status: StatusInvalidInput, Detail: "nil device"}
+		return nil, invalid("Kernels.Module", "nil device")
 	}
 	ord, gen := dev.Ordinal(), bind.Generation()
 	k.mu.RLock()

@@ -18,8 +18,6 @@
 // power, leaky ReLU, tanh with alpha or beta other than 1), within-channel
 // LRN, and multi-head attention (Find 2.0). Package miopen computes the
 // first two with its own kernels and reports the third.
-#include <dlfcn.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -243,7 +241,7 @@ static void nv_handle_free(struct rgnv_handle* h) {
 		if (h->filter[i] != NULL) NV(cudnnDestroyFilterDescriptor, h->filter[i]);
 	}
 	if (h->conv != NULL) NV(cudnnDestroyConvolutionDescriptor, h->conv);
-	if (h->cublas != NULL) NVB(cublasDestroy_v2, h->cublas);
+	if (h->cublas != NULL) NV(cublasDestroy_v2, h->cublas);
 	if (h->cudnn != NULL) NV(cudnnDestroy, h->cudnn);
 	free(h);
 }

@@ -109,7 +109,7 @@ typedef struct {
 	int reserved[3];
 } nv_perf;
 
-// NV(name, args...) calls a cuDNN function of the generated table
+// NV(name, args...) calls a cuDNN, cuBLAS or cudart function of the generated table
 // (cgen.spec) and yields its raw status: RG_CUDA_MISSING when cuDNN lacks
 // it.
 #define NV(name, ...) RG_MIOPEN_CUDA(name, __VA_ARGS__)
@@ -184,8 +184,6 @@ struct rgnv_activ {
 // tensors, which are plain matrix products: Find also times cuBLAS on them
 // (when libcublas loaded), and a forward run with that algorithm calls it.
 // cudart supplies the events that time it.
-// NVB calls a cuBLAS or cudart function of the generated table, as NV.
-#define NVB(name, ...) RG_MIOPEN_CUDA(name, __VA_ARGS__)
 
 // nv_cublas_ok says whether cuBLAS and cudart loaded (Find then times
 // cuBLAS for 1x1 convolutions).

@@ -365,9 +365,9 @@ static miopenStatus_t nv_gemm_run(struct rgnv_handle* h, const struct nv_gemm* g
                                   const void* w, const void* beta, void* y) {
 	if (h->cublas == NULL) {
 		void* b = NULL;
-		if (NVB(cublasCreate_v2, &b) != 0) return miopenStatusInternalError;
-		if (NVB(cublasSetStream_v2, b, h->stream) != 0) {
-			NVB(cublasDestroy_v2, b);
+		if (NV(cublasCreate_v2, &b) != 0) return miopenStatusInternalError;
+		if (NV(cublasSetStream_v2, b, h->stream) != 0) {
+			NV(cublasDestroy_v2, b);
 			return miopenStatusInternalError;
 		}
 		h->cublas = b;
@@ -378,9 +378,9 @@ static miopenStatus_t nv_gemm_run(struct rgnv_handle* h, const struct nv_gemm* g
 	const void* A = g->aIsX ? x : w;
 	const void* B = g->aIsX ? w : x;
 	int st = g->batch == 1
-	             ? NVB(cublasGemmEx, h->cublas, g->transa, g->transb, g->m, g->n, g->k, a, A, g->dtype, g->lda, B, g->dtype,
+	             ? NV(cublasGemmEx, h->cublas, g->transa, g->transb, g->m, g->n, g->k, a, A, g->dtype, g->lda, B, g->dtype,
 	                   g->ldb, bt, y, g->dtype, g->ldc, NVB_COMPUTE_32F, NVB_GEMM_DEFAULT)
-	             : NVB(cublasGemmStridedBatchedEx, h->cublas, g->transa, g->transb, g->m, g->n, g->k, a, A, g->dtype, g->lda,
+	             : NV(cublasGemmStridedBatchedEx, h->cublas, g->transa, g->transb, g->m, g->n, g->k, a, A, g->dtype, g->lda,
 	                   g->strideA, B, g->dtype, g->ldb, g->strideB, bt, y, g->dtype, g->ldc, g->strideC, g->batch,
 	                   NVB_COMPUTE_32F, NVB_GEMM_DEFAULT);
 	if (st != 0) {
@@ -398,18 +398,18 @@ static float nv_gemm_time(struct rgnv_handle* h, const struct nv_gemm* g, const 
 	void *start = NULL, *end = NULL;
 	float t[3] = {-1, -1, -1}, ms = -1;
 	if (nv_gemm_run(h, g, NULL, x, w, NULL, y) != miopenStatusSuccess) return -1;
-	if (NVB(cudaEventCreate, &start) != 0 || NVB(cudaEventCreate, &end) != 0) goto out;
+	if (NV(cudaEventCreate, &start) != 0 || NV(cudaEventCreate, &end) != 0) goto out;
 	for (int i = 0; i < 3; i++) {
-		if (NVB(cudaEventRecord, start, h->stream) != 0 || nv_gemm_run(h, g, NULL, x, w, NULL, y) != miopenStatusSuccess ||
-		    NVB(cudaEventRecord, end, h->stream) != 0 || NVB(cudaEventSynchronize, end) != 0 ||
-		    NVB(cudaEventElapsedTime, &t[i], start, end) != 0)
+		if (NV(cudaEventRecord, start, h->stream) != 0 || nv_gemm_run(h, g, NULL, x, w, NULL, y) != miopenStatusSuccess ||
+		    NV(cudaEventRecord, end, h->stream) != 0 || NV(cudaEventSynchronize, end) != 0 ||
+		    NV(cudaEventElapsedTime, &t[i], start, end) != 0)
 			goto out;
 	}
 	// The median of three.
 	ms = t[0] > t[1] ? (t[1] > t[2] ? t[1] : (t[0] > t[2] ? t[2] : t[0])) : (t[0] > t[2] ? t[0] : (t[1] > t[2] ? t[2] : t[1]));
 out:
-	if (start != NULL) NVB(cudaEventDestroy, start);
-	if (end != NULL) NVB(cudaEventDestroy, end);
+	if (start != NULL) NV(cudaEventDestroy, start);
+	if (end != NULL) NV(cudaEventDestroy, end);
 	return ms;
 }
 

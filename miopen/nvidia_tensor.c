@@ -122,14 +122,14 @@ static miopenStatus_t rgnv_miopenDestroyTensorDescriptor(miopenTensorDescriptor_
 
 // nv_ready checks the tensors of a call: set, and with a cuDNN descriptor.
 int nv_ready(int n, ...) {
-	__builtin_va_list ap;
-	__builtin_va_start(ap, n);
+	va_list ap;
+	va_start(ap, n);
 	int ok = 1;
 	for (int i = 0; i < n; i++) {
-		const struct rgnv_tensor* t = __builtin_va_arg(ap, const struct rgnv_tensor*);
+		const struct rgnv_tensor* t = va_arg(ap, const struct rgnv_tensor*);
 		if (t == NULL || !t->set || nv_dtype(t->dtype) == CUDNN_DATA_INT64) ok = 0;
 	}
-	__builtin_va_end(ap);
+	va_end(ap);
 	return ok;
 }
 

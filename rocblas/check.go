@@ -346,12 +346,14 @@ func checkMatrices[T Numeric](op, name string, dev *hip.Device, ms []Matrix[T]) 
 	out := pointers{addrs: make([]uintptr, len(ms))}
 	r0, c0, ld0 := ms[0].dims()
 	for i, m := range ms {
-		entry := fmt.Sprintf("%s[%d]", name, i)
 		if r, c, ld := m.dims(); r != r0 || c != c0 || ld != ld0 {
-			return pointers{}, invalidSize(op, "%s is %d×%d with ld %d, but %s[0] is %d×%d with ld %d: a batch has one shape", entry, r, c, ld, name, r0, c0, ld0)
+			return pointers{}, invalidSize(op, "%s[%d] is %d×%d with ld %d, but %s[0] is %d×%d with ld %d: a batch has one shape", name, i, r, c, ld, name, r0, c0, ld0)
 		}
-		p, err := checkMatrix(op, entry, dev, m)
+		p, err := checkMatrix(op, name, dev, m)
 		if err != nil {
+			// Checked again to name the entry; formatting its name on
+			// every success would cost a batch of thousands dearly.
+			_, err = checkMatrix(op, fmt.Sprintf("%s[%d]", name, i), dev, m)
 			return pointers{}, err
 		}
 		out.addrs[i], out.ld = p.addr, p.ld
@@ -369,12 +371,12 @@ func checkVectors[T Numeric](op, name string, dev *hip.Device, vs []Vector[T]) (
 	}
 	out := pointers{addrs: make([]uintptr, len(vs))}
 	for i, v := range vs {
-		entry := fmt.Sprintf("%s[%d]", name, i)
 		if v.N != vs[0].N || v.inc() != vs[0].inc() {
-			return pointers{}, invalidSize(op, "%s has N %d and Inc %d, but %s[0] has N %d and Inc %d: a batch has one shape", entry, v.N, v.inc(), name, vs[0].N, vs[0].inc())
+			return pointers{}, invalidSize(op, "%s[%d] has N %d and Inc %d, but %s[0] has N %d and Inc %d: a batch has one shape", name, i, v.N, v.inc(), name, vs[0].N, vs[0].inc())
 		}
-		p, err := checkVector(op, entry, dev, v)
+		p, err := checkVector(op, name, dev, v)
 		if err != nil {
+			_, err = checkVector(op, fmt.Sprintf("%s[%d]", name, i), dev, v)
 			return pointers{}, err
 		}
 		out.addrs[i], out.ld = p.addr, p.ld

@@ -17,7 +17,6 @@
 //   - The batched and strided-batched forms of level 1, which cuBLAS lacks,
 //     loop over the batch; a batch of pointer arrays is first copied to the
 //     host on the handle's stream.
-#include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -254,7 +253,7 @@ static rocblas_status nv_version(char* buf, size_t len) {
 }
 static rocblas_status rgnv_rocblas_get_version_string_size(size_t* len) {
 	if (len == NULL) return rocblas_status_invalid_pointer;
-	char buf[64];
+	char buf[64] = {0};
 	rocblas_status st = nv_version(buf, sizeof buf);
 	*len = strlen(buf) + 1;
 	return st;

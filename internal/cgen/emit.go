@@ -28,13 +28,17 @@ func Emit(m *Model, specName string) (Files, error) {
 		HeaderName(m.Spec.Package):  e.header(),
 		"z" + m.Spec.Package + ".c": e.table(),
 	}
-	goFiles := map[string]func() ([]byte, error){"z" + m.Spec.Package + ".go": e.goFile}
-	if m.Spec.Errors != nil {
-		goFiles["zerrors.go"] = e.errorsFile
-		goFiles["zload.go"] = e.loadFile
+	type goFile struct {
+		name string
+		gen  func() ([]byte, error)
 	}
-	for name, gen := range goFiles {
-		src, err := gen()
+	goFiles := []goFile{{"z" + m.Spec.Package + ".go", e.goFile}}
+	if m.Spec.Errors != nil {
+		goFiles = append(goFiles, goFile{"zerrors.go", e.errorsFile}, goFile{"zload.go", e.loadFile})
+	}
+	for _, f := range goFiles {
+		name := f.name
+		src, err := f.gen()
 		if err != nil {
 			return nil, fmt.Errorf("cgen: %s: %w", name, err)
 		}

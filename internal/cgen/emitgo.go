@@ -112,15 +112,6 @@ func (e *emitter) statusValue(short string) (EnumValue, error) {
 	return EnumValue{}, fmt.Errorf("%s has no value %s%s", en.CName, en.GoName, short)
 }
 
-func (e *emitter) hasDevice() bool {
-	for _, f := range e.m.Funcs {
-		if f.Device {
-			return true
-		}
-	}
-	return false
-}
-
 // sentinels lists the sentinels: (name without Err, status value).
 func (e *emitter) sentinels() ([][2]string, []EnumValue, error) {
 	en := e.statusEnum()

@@ -18,6 +18,7 @@ package cgen
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -376,17 +377,17 @@ func parseCUDA(line string) ([]CUDAFunc, error) {
 	const usage = "cuda takes LIB NAME[,NAME...] RESULT (PARAMS)"
 	lib, rest, ok := strings.Cut(line, " ")
 	if !ok {
-		return nil, fmt.Errorf(usage)
+		return nil, errors.New(usage)
 	}
 	names, rest, ok := strings.Cut(strings.TrimSpace(rest), " ")
 	open := strings.IndexByte(rest, '(')
 	if !ok || open < 0 || !strings.HasSuffix(strings.TrimSpace(rest), ")") {
-		return nil, fmt.Errorf(usage)
+		return nil, errors.New(usage)
 	}
 	result := strings.TrimSpace(rest[:open])
 	params := strings.TrimSpace(rest[open:])
 	if result == "" || !isIdent(lib) {
-		return nil, fmt.Errorf(usage)
+		return nil, errors.New(usage)
 	}
 	var out []CUDAFunc
 	for _, n := range strings.Split(names, ",") {
