@@ -16,13 +16,13 @@ func (t *Tensor) binary(name string, op binaryOp, o *Tensor) (*Tensor, error) {
 	if !shape.Equal(o.layout.Shape) {
 		var err error
 		if shape, err = BroadcastShapes(t.layout.Shape, o.layout.Shape); err != nil {
-			return nil, rename(err, name)
+			return nil, wrap(name, err)
 		}
 		if a, err = t.layout.BroadcastAs(shape); err != nil {
-			return nil, rename(err, name)
+			return nil, wrap(name, err)
 		}
 		if b, err = o.layout.BroadcastAs(shape); err != nil {
-			return nil, rename(err, name)
+			return nil, wrap(name, err)
 		}
 	}
 	dt := t.DType()

@@ -2,8 +2,6 @@ package candle
 
 import (
 	"math"
-
-	"github.com/rocm-go/rocm/hip"
 )
 
 // How values convert between dtypes, on every device:
@@ -51,19 +49,6 @@ func wrapInt(dt DType, v int64) int64 {
 		return int64(uint8(v))
 	case U32:
 		return int64(uint32(v))
-	}
-	return v
-}
-
-// roundTo is the value a float64 becomes once stored as float dtype dt.
-func roundTo(dt DType, v float64) float64 {
-	switch dt {
-	case F32:
-		return float64(float32(v))
-	case F16:
-		return float64(hip.HalfFromFloat32(float32(v)).Float32())
-	case BF16:
-		return float64(hip.BFloat16FromFloat32(float32(v)).Float32())
 	}
 	return v
 }

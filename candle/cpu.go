@@ -90,8 +90,8 @@ func (m *cpuMemory) release() {
 
 func (c *cpuBackend) alloc(dt DType, n int) (memory, error) {
 	size := n * dt.Size()
-	words := make([]uint64, (size+7)/8)
-	m := &cpuMemory{b: unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), size), dev: (*CPUDevice)(c)}
+	words := make([]uint64, (size+7)/8) // 8-byte aligned, for every element type
+	m := &cpuMemory{b: hip.AsBytes(words)[:size], dev: (*CPUDevice)(c)}
 	c.stats.allocs.Add(1)
 	c.stats.add(int64(size))
 	return m, nil
@@ -106,8 +106,6 @@ func (c *cpuBackend) read(st *Storage, off, n int, dst []byte) error {
 	copy(dst, st.bytesAt(off, n))
 	return nil
 }
-
-func (c *cpuBackend) synchronize() error { return nil }
 
 // data reads and writes a CPU storage's elements as float64 (float
 // dtypes) or int64 (integer dtypes; unsigned values are non-negative).
@@ -234,20 +232,24 @@ func (c *cpuBackend) binary(op binaryOp, a, b view, dst *Storage) error {
 func (c *cpuBackend) cast(src view, dst *Storage) error {
 	s, d := dataOf(src.st), dataOf(dst)
 	from, to := src.st.dtype, dst.dtype
-	walk(src.l.Shape, []Layout{src.l}, func(i int, o []int) {
-		switch {
-		case from.IsInt() && to.IsInt():
-			d.setI(i, wrapInt(to, s.i(o[0])))
-		case to.IsInt():
-			d.setI(i, saturate(to, s.f(o[0])))
-		default:
-			d.setF(i, s.f(o[0]))
-		}
-	})
+	var f func(i int, o []int)
+	switch {
+	case from.IsInt() && to.IsInt():
+		f = func(i int, o []int) { d.setI(i, wrapInt(to, s.i(o[0]))) }
+	case to.IsInt():
+		f = func(i int, o []int) { d.setI(i, saturate(to, s.f(o[0]))) }
+	default:
+		f = func(i int, o []int) { d.setF(i, s.f(o[0])) }
+	}
+	walk(src.l.Shape, []Layout{src.l}, f)
 	return nil
 }
 
 func (c *cpuBackend) copy(src, dst view) error {
+	if n := src.l.Shape.Elems(); src.l.IsContiguous() && dst.l.IsContiguous() {
+		copy(dst.st.bytesAt(dst.l.Offset, n), src.st.bytesAt(src.l.Offset, n))
+		return nil
+	}
 	s, d := dataOf(src.st), dataOf(dst.st)
 	walk(src.l.Shape, []Layout{src.l, dst.l}, func(_ int, o []int) { copyElem(d, o[1], s, o[0]) })
 	return nil
@@ -255,13 +257,11 @@ func (c *cpuBackend) copy(src, dst view) error {
 
 func (c *cpuBackend) fill(dst view, v scalar) error {
 	d := dataOf(dst.st)
-	walk(dst.l.Shape, []Layout{dst.l}, func(_ int, o []int) {
-		if d.dt.IsFloat() {
-			d.setF(o[0], v.f)
-		} else {
-			d.setI(o[0], v.i)
-		}
-	})
+	if d.dt.IsFloat() {
+		walk(dst.l.Shape, []Layout{dst.l}, func(_ int, o []int) { d.setF(o[0], v.f) })
+	} else {
+		walk(dst.l.Shape, []Layout{dst.l}, func(_ int, o []int) { d.setI(o[0], v.i) })
+	}
 	return nil
 }
 

@@ -99,8 +99,6 @@ type backend interface {
 	scatter(dst *Storage, dstShape Shape, ids, src view, d int, add bool) error
 	indexAdd(dst *Storage, dstShape Shape, ids, src view, d int) error
 	reduce(op reduceOp, src view, nred int, scale float64, dst *Storage) error
-
-	synchronize() error
 }
 
 // memory is a storage's bytes on its device.

@@ -16,9 +16,10 @@ var (
 	// ErrDType: a dtype the op does not take, or operands of different
 	// dtypes.
 	ErrDType = errors.New("unsupported dtype")
-	// ErrDevice: operands on different devices, or a device that cannot be
-	// opened.
-	ErrDevice = errors.New("device mismatch")
+	// ErrDevice: operands on different devices, a device that cannot be
+	// opened, or a failure of the device (its runtime, compiler or
+	// kernels).
+	ErrDevice = errors.New("device error")
 	// ErrIndex: an index out of range (on the CPU device; see the index
 	// ops for the GPU's behaviour).
 	ErrIndex = errors.New("index out of range")
@@ -72,9 +73,10 @@ func wrap(op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	var e *Error
-	if errors.As(err, &e) {
-		return err
+	if e, ok := err.(*Error); ok {
+		c := *e // the layer below's error, attributed to op
+		c.Op = op
+		return &c
 	}
 	kind := ErrDevice
 	if errors.Is(err, hip.ErrOutOfMemory) {
@@ -82,5 +84,5 @@ func wrap(op string, err error) error {
 	} else if errors.Is(err, hip.ErrClosed) {
 		kind = ErrClosed
 	}
-	return &Error{Op: op, Kind: kind, Detail: kind.Error(), Err: err}
+	return &Error{Op: op, Kind: kind, Err: err}
 }

@@ -43,7 +43,11 @@ func Arange(dev Device, dt DType, start, end, step float64) (*Tensor, error) {
 	if step == 0 || math.IsNaN(start+end+step) || math.IsInf(start+end+step, 0) {
 		return nil, errorf(op, ErrArgument, "start %v, end %v, step %v: want finite numbers and a step other than 0", start, end, step)
 	}
-	n := int(math.Max(0, math.Ceil((end-start)/step)))
+	count := math.Max(0, math.Ceil((end-start)/step))
+	if count > math.MaxInt32*float64(math.MaxInt32) {
+		return nil, errorf(op, ErrArgument, "start %v, end %v, step %v: %.3g elements", start, end, step, count)
+	}
+	n := int(count)
 	return newFilled(op, dev, dt, []int{n}, func(be backend, st *Storage) error { return be.arange(st, start, step) })
 }
 

@@ -625,3 +625,47 @@ func TestGPULibraryHandles(t *testing.T) {
 	assert.Same(t, dnn, dnnAgain)
 	assert.Same(t, d.Stream(), dnn.Stream())
 }
+
+// TestGPUEdgeValues checks the values where C, Go and the GPU part ways:
+// integer division by 0 and -1, NaN in maximum and minimum, and the signs
+// of zero and NaN through the unary ops.
+func TestGPUEdgeValues(t *testing.T) {
+	d := gpu(t)
+	ok := keep(t)
+	ints := map[DType][2][]float64{
+		I64: {{7, -7, 0, math.MinInt64, 5, -9}, {0, 0, 0, -1, -1, 2}},
+		U32: {{7, 0, math.MaxUint32, 5, 9, 1}, {0, 0, 1, 5, 2, math.MaxUint32}},
+		U8:  {{7, 0, 255, 5, 9, 1}, {0, 0, 1, 5, 2, 255}},
+	}
+	for dt, ab := range ints {
+		for _, op := range []binaryOp{opDiv, opMaximum, opMinimum, opSub, opMul} {
+			name := fmt.Sprintf("%v %s", op, dt)
+			c, err := tensorOf(t, CPU(), dt, ab[0]).binary("edge", op, tensorOf(t, CPU(), dt, ab[1]))
+			require.NoError(t, err, name)
+			g, err := tensorOf(t, d, dt, ab[0]).binary("edge", op, tensorOf(t, d, dt, ab[1]))
+			require.NoError(t, err, name)
+			same(t, ok(c, nil), ok(g, nil), 0, name)
+		}
+	}
+	nan := math.NaN()
+	a := []float64{nan, 1, nan, 0, math.Copysign(0, -1), math.Inf(-1), 3}
+	b := []float64{1, nan, nan, math.Copysign(0, -1), 0, 2, math.Inf(1)}
+	for _, dt := range []DType{F32, F16, BF16, F64} {
+		for _, op := range []binaryOp{opMaximum, opMinimum, opDiv, opEq, opNe, opLt, opGe} {
+			name := fmt.Sprintf("%v %s", op, dt)
+			c, err := tensorOf(t, CPU(), dt, a).binary("edge", op, tensorOf(t, CPU(), dt, b))
+			require.NoError(t, err, name)
+			g, err := tensorOf(t, d, dt, a).binary("edge", op, tensorOf(t, d, dt, b))
+			require.NoError(t, err, name)
+			same(t, ok(c, nil), ok(g, nil), 0, name)
+		}
+		for _, op := range []unaryOp{opRelu, opAbs, opSign, opNeg, opSqrt, opRecip, opExp, opLog, opRound, opSilu, opGelu, opSigmoid} {
+			name := fmt.Sprintf("%v %s", op, dt)
+			c, err := tensorOf(t, CPU(), dt, a).unary("edge", op, 0, 0)
+			require.NoError(t, err, name)
+			g, err := tensorOf(t, d, dt, a).unary("edge", op, 0, 0)
+			require.NoError(t, err, name)
+			same(t, ok(c, nil), ok(g, nil), tolerance(dt), name)
+		}
+	}
+}

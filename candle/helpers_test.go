@@ -113,7 +113,7 @@ func near(t testing.TB, want, got []float64, tol float64, msg ...any) {
 		if math.IsNaN(w) && math.IsNaN(g) || w == g {
 			continue
 		}
-		if math.IsInf(w, 0) || math.IsNaN(w) || math.Abs(w-g) > tol*math.Max(1, math.Abs(w)) {
+		if math.IsInf(w, 0) || math.IsNaN(w) || math.IsNaN(g) || math.Abs(w-g) > tol*math.Max(1, math.Abs(w)) {
 			require.Failf(t, "values differ", "element %d: want %v, got %v (tolerance %g) %v", i, w, g, tol, msg)
 		}
 	}

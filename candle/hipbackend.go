@@ -1,8 +1,10 @@
 package candle
 
 import (
+	"maps"
 	"math"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/rocm-go/rocm/hip"
 )
@@ -23,6 +25,12 @@ type kIndex struct {
 	Dims    [MaxRank]int64
 	Strides [4][MaxRank]int64
 }
+
+// kIndex is the kernels' Index byte for byte (a static_assert there).
+var (
+	_ [unsafe.Sizeof(kIndex{}) - (8 + 5*8*MaxRank)]struct{}
+	_ [(8 + 5*8*MaxRank) - unsafe.Sizeof(kIndex{})]struct{}
+)
 
 // makeIndex coalesces the layouts of views of one shape: dims of size 1
 // go, and neighbouring dims that every operand walks as one merge. When
@@ -75,10 +83,6 @@ func makeIndex(shape Shape, strided bool, ls ...Layout) kIndex {
 	if contiguous && !(strided && shape.Elems() > 1) {
 		return ix
 	}
-	if nm == 0 {
-		merged[0] = dimT{n: 1}
-		nm = 1
-	}
 	ix.Rank = int32(nm)
 	for i, d := range merged[:nm] {
 		j := nm - 1 - i
@@ -98,12 +102,9 @@ func ptr(v view) hip.DevicePtr {
 func storagePtr(st *Storage) hip.DevicePtr { return st.mem.(*block).buf.Ptr() }
 
 // aligned sets flag bit 0 when every address is 16-byte aligned.
-func (ix *kIndex) aligned(ps ...hip.DevicePtr) { ix.alignedTo(16, ps...) }
-
-// alignedTo sets flag bit 0 when every address is a multiple of n.
-func (ix *kIndex) alignedTo(n int, ps ...hip.DevicePtr) {
+func (ix *kIndex) aligned(ps ...hip.DevicePtr) {
 	for _, p := range ps {
-		if int(p)%n != 0 {
+		if p%16 != 0 {
 			return
 		}
 	}
@@ -133,7 +134,7 @@ func (b *hipBackend) grid(n, per int) hip.Dim3 {
 	if per > 1 {
 		per *= 2
 		blocks := (n + RGBlock*per - 1) / (RGBlock * per)
-		return hip.Dim3{X: uint32(max(1, min(blocks, 1<<24)))}
+		return hip.Dim3{X: uint32(max(1, min(blocks, maxBlocks)))}
 	}
 	blocks := (n + RGBlock - 1) / RGBlock
 	return hip.Dim3{X: uint32(max(1, min(blocks, int(b.maxGrid))))}
@@ -142,6 +143,10 @@ func (b *hipBackend) grid(n, per int) hip.Dim3 {
 // RGBlock is the kernels' block size (RG_BLOCK).
 const RGBlock = 256
 
+// maxBlocks bounds a grid's X: AMD refuses grids of 2³² threads or more
+// in a dimension. The kernels loop over what a grid does not cover.
+const maxBlocks = 1<<32/RGBlock - 1
+
 // kernelNames are the names of the per-op kernels, made once, so that a
 // launch builds no string.
 var kernelNames = func() (k struct {
@@ -149,8 +154,27 @@ var kernelNames = func() (k struct {
 	binary [numBinary][numDTypes]string
 	cast   [numDTypes][numDTypes]string
 	reduce [numReduce][numDTypes]string
+	// By element size (the kernels that only move bytes).
+	copy, copyRows, transpose, fill [9]string
+	arange, randUniform, randNormal [numDTypes]string
+	// By the condition's or the indices' dtype, then element size.
+	where, take, takeRows, put [numDTypes][9]string
+	putAdd                     [numDTypes][numDTypes]string // by indices, values
 }) {
+	for _, sz := range []int{1, 2, 4, 8} {
+		b := sizeNames[sz]
+		k.copy[sz], k.copyRows[sz], k.transpose[sz], k.fill[sz] = "copy_"+b, "copy_rows_"+b, "transpose_"+b, "fill_"+b
+		for dt := range numDTypes {
+			d := dtypeNames[dt]
+			k.where[dt][sz], k.take[dt][sz], k.takeRows[dt][sz], k.put[dt][sz] = "where_"+d+"_"+b, "take_"+d+"_"+b, "take_rows_"+d+"_"+b, "put_"+d+"_"+b
+		}
+	}
 	for dt := range numDTypes {
+		d := dtypeNames[dt]
+		k.arange[dt], k.randUniform[dt], k.randNormal[dt] = "arange_"+d, "rand_uniform_"+d, "rand_normal_"+d
+		for v := range numDTypes {
+			k.putAdd[dt][v] = "put_add_" + d + "_" + dtypeNames[v]
+		}
 		for op := range numUnary {
 			k.unary[op][dt] = unaryNames[op] + "_" + dtypeNames[dt]
 		}
@@ -167,8 +191,6 @@ var kernelNames = func() (k struct {
 	return k
 }()
 
-func binaryKernel(op binaryOp, dt DType) string { return kernelNames.binary[op][dt] }
-
 // function is a loaded kernel of the device. Lookups read an immutable
 // map without a lock; the first use of a kernel copies it.
 func (b *hipBackend) function(f family, name string) (*hip.Function, error) {
@@ -183,13 +205,11 @@ func (b *hipBackend) function(f family, name string) (*hip.Function, error) {
 	}
 	b.fnsMu.Lock()
 	defer b.fnsMu.Unlock()
-	old := b.fns.Load()
-	m := make(map[string]*hip.Function, 1)
-	if old != nil {
-		m = make(map[string]*hip.Function, len(*old)+1)
-		for k, v := range *old {
-			m[k] = v
-		}
+	var m map[string]*hip.Function
+	if old := b.fns.Load(); old != nil {
+		m = maps.Clone(*old)
+	} else {
+		m = map[string]*hip.Function{}
 	}
 	m[name] = fn
 	b.fns.Store(&m)
@@ -240,8 +260,6 @@ func (b *hipBackend) read(st *Storage, off, n int, dst []byte) error {
 	return b.staging.read(st.mem.(*block).buf, off*sz, dst[:n*sz])
 }
 
-func (b *hipBackend) synchronize() error { return b.stream.Synchronize() }
-
 // perThread is how many elements a thread takes per step: a 16-byte
 // vector when the index allows it.
 func perThread(ix kIndex, size int) int {
@@ -267,10 +285,10 @@ func (b *hipBackend) binary(op binaryOp, x, y view, dst *Storage) error {
 	px, py, out := ptr(x), ptr(y), storagePtr(dst)
 	ix.aligned(px, py, out)
 	per := 1
-	if !op.isCmp() {
+	if !op.isCmp() || x.st.dtype == U8 { // the kernel's vectors need equal input and output sizes
 		per = perThread(ix, dst.dtype.Size())
 	}
-	return b.launch(famBinary, binaryKernel(op, x.st.dtype), b.grid(n, per), block1D, func(a *hip.Args) {
+	return b.launch(famBinary, kernelNames.binary[op][x.st.dtype], b.grid(n, per), block1D, func(a *hip.Args) {
 		hip.ArgValue(a, ix).Uint64(uint64(n)).Ptr(px).Ptr(py).Ptr(out)
 	})
 }
@@ -294,22 +312,22 @@ var sizeNames = [9]string{1: "b1", 2: "b2", 4: "b4", 8: "b8"}
 
 func (b *hipBackend) copy(src, dst view) error {
 	size := src.st.dtype.Size()
-	if ok, err := b.transpose(src, dst); ok {
+	ix := makeIndex(src.l.Shape, false, src.l, dst.l)
+	if ok, err := b.transpose(ix, src, dst); ok {
 		return err
 	}
 	n := src.l.Shape.Elems()
-	ix := makeIndex(src.l.Shape, false, src.l, dst.l)
 	in, out := ptr(src), ptr(dst)
 	if rows, nrows, rowlen, ok := rowsOf(ix, 2); ok {
 		if rowsAligned(rows, size, in, out) {
 			rows.Flags |= 1
 		}
-		return b.launch(famCopy, "copy_rows_"+sizeNames[size], b.rowGrid(nrows), block1D, func(a *hip.Args) {
+		return b.launch(famCopy, kernelNames.copyRows[size], b.rowGrid(nrows), block1D, func(a *hip.Args) {
 			hip.ArgValue(a, rows).Uint64(uint64(nrows)).Uint64(uint64(rowlen)).Ptr(in).Ptr(out)
 		})
 	}
 	ix.aligned(in, out)
-	return b.launch(famCopy, "copy_"+sizeNames[size], b.grid(n, perThread(ix, size)), block1D, func(a *hip.Args) {
+	return b.launch(famCopy, kernelNames.copy[size], b.grid(n, perThread(ix, size)), block1D, func(a *hip.Args) {
 		hip.ArgValue(a, ix).Uint64(uint64(n)).Ptr(in).Ptr(out)
 	})
 }
@@ -345,14 +363,16 @@ func rowsOf(ix kIndex, n int) (rows kIndex, nrows, rowlen int, ok bool) {
 
 // rowGrid is a block per row, up to a bound (the kernels loop).
 func (b *hipBackend) rowGrid(nrows int) hip.Dim3 {
-	return hip.Dim3{X: uint32(max(1, min(nrows, 1<<24)))}
+	return hip.Dim3{X: uint32(max(1, min(nrows, maxBlocks)))}
 }
+
+// rgTile is the transpose kernel's tile (RG_TILE).
+const rgTile = 32
 
 // transpose copies with the tiled kernel when the destination is a
 // contiguous batch of matrices that the source holds with its two last
 // dims swapped: src[b, r, c] at b*sbatch + c*scol + r.
-func (b *hipBackend) transpose(src, dst view) (bool, error) {
-	ix := makeIndex(src.l.Shape, true, src.l, dst.l)
+func (b *hipBackend) transpose(ix kIndex, src, dst view) (bool, error) {
 	r := int(ix.Rank)
 	if r < 2 || r > 3 {
 		return false, nil
@@ -368,13 +388,14 @@ func (b *hipBackend) transpose(src, dst view) (bool, error) {
 	}
 	// dst contiguous (rows × cols), src contiguous along rows, strided
 	// along cols: a transpose worth tiling.
-	if dt[r-1] != 1 || dt[r-2] != cols || st[r-2] != 1 || st[r-1] < rows || rows < 8 || cols < 8 || batch > 65535 {
+	if dt[r-1] != 1 || dt[r-2] != cols || st[r-2] != 1 || st[r-1] < rows || rows < 8 || cols < 8 ||
+		batch > 65535 || (rows+rgTile-1)/rgTile > 65535 { // CUDA's limits on grid Y and Z
 		return false, nil
 	}
 	in, out := ptr(src), ptr(dst)
 	size := src.st.dtype.Size()
-	grid := hip.Dim3{X: uint32((cols + 31) / 32), Y: uint32((rows + 31) / 32), Z: uint32(batch)}
-	return true, b.launch(famCopy, "transpose_"+sizeNames[size], grid, hip.Dim3{X: 32, Y: 8}, func(a *hip.Args) {
+	grid := hip.Dim3{X: uint32((cols + rgTile - 1) / rgTile), Y: uint32((rows + rgTile - 1) / rgTile), Z: uint32(batch)}
+	return true, b.launch(famCopy, kernelNames.transpose[size], grid, hip.Dim3{X: 32, Y: 8}, func(a *hip.Args) {
 		a.Uint64(uint64(rows)).Uint64(uint64(cols)).Int64(sbatch).Int64(st[r-1]).Ptr(in).Ptr(out)
 	})
 }
@@ -399,25 +420,25 @@ func (b *hipBackend) fill(dst view, v scalar) error {
 	ix := makeIndex(dst.l.Shape, false, dst.l)
 	out := ptr(dst)
 	val := fillBits(dst.st.dtype, v)
-	return b.launch(famFill, "fill_"+sizeNames[dst.st.dtype.Size()], b.grid(n, 1), block1D, func(a *hip.Args) {
+	return b.launch(famFill, kernelNames.fill[dst.st.dtype.Size()], b.grid(n, 1), block1D, func(a *hip.Args) {
 		hip.ArgValue(a, ix).Uint64(uint64(n)).Ptr(out).Uint64(val)
 	})
 }
 
 func (b *hipBackend) arange(dst *Storage, start, step float64) error {
 	out := storagePtr(dst)
-	return b.launch(famFill, "arange_"+dst.dtype.String(), b.grid(dst.n, 1), block1D, func(a *hip.Args) {
+	return b.launch(famFill, kernelNames.arange[dst.dtype], b.grid(dst.n, 1), block1D, func(a *hip.Args) {
 		a.Uint64(uint64(dst.n)).Ptr(out).Float64(start).Float64(step)
 	})
 }
 
 func (b *hipBackend) random(dst *Storage, dist distribution, x, y float64, seed, offset uint64) error {
-	name := "rand_uniform_"
+	name := kernelNames.randUniform[dst.dtype]
 	if dist == normal {
-		name = "rand_normal_"
+		name = kernelNames.randNormal[dst.dtype]
 	}
 	out := storagePtr(dst)
-	return b.launch(famFill, name+dst.dtype.String(), b.grid(dst.n, 1), block1D, func(a *hip.Args) {
+	return b.launch(famFill, name, b.grid(dst.n, 1), block1D, func(a *hip.Args) {
 		a.Uint64(uint64(dst.n)).Ptr(out).Float64(x).Float64(y).Uint64(seed).Uint64(offset)
 	})
 }
@@ -430,7 +451,7 @@ func (b *hipBackend) where(cond, t, f view, dst *Storage) error {
 	if ix.aligned(pt, pf, out); ix.Flags&1 != 0 && int(pc)%(16/size*cond.st.dtype.Size()) != 0 {
 		ix.Flags &^= 1
 	}
-	name := "where_" + cond.st.dtype.String() + "_" + sizeNames[size]
+	name := kernelNames.where[cond.st.dtype][size]
 	return b.launch(famWhere, name, b.grid(n, perThread(ix, size)), block1D, func(a *hip.Args) {
 		hip.ArgValue(a, ix).Uint64(uint64(n)).Ptr(pc).Ptr(pt).Ptr(pf).Ptr(out)
 	})
@@ -443,7 +464,7 @@ func (b *hipBackend) take(shape Shape, srcL, idsL Layout, src, ids view, d int, 
 	ix := makeIndex(shape, true, srcL, idsL)
 	ps, pi, out := ptr(src), ptr(ids), storagePtr(dst)
 	size, stride := int64(src.l.Shape[d]), int64(src.l.Stride[d])
-	name := "take_" + ids.st.dtype.String() + "_" + sizeNames[src.st.dtype.Size()]
+	name := kernelNames.take[ids.st.dtype][src.st.dtype.Size()]
 	return b.launch(famIndex, name, b.grid(n, 1), block1D, func(a *hip.Args) {
 		hip.ArgValue(a, ix).Uint64(uint64(n)).Ptr(pi).Ptr(ps).Ptr(out).Int64(size).Int64(stride)
 	})
@@ -461,10 +482,10 @@ func (b *hipBackend) indexSelect(src, ids view, d int, dst *Storage) error {
 		size := src.st.dtype.Size()
 		ps, pi, out := ptr(src), ptr(ids), storagePtr(dst)
 		stride := int64(src.l.Stride[d])
-		if ps%16 == 0 && rowlen*size%16 == 0 && stride*int64(size)%16 == 0 && rowsAligned(rows, size, ps) {
+		if rowlen*size%16 == 0 && stride*int64(size)%16 == 0 && rowsAligned(rows, size, ps) {
 			rows.Flags |= 1
 		}
-		name := "take_rows_" + ids.st.dtype.String() + "_" + sizeNames[size]
+		name := kernelNames.takeRows[ids.st.dtype][size]
 		return b.launch(famIndex, name, b.rowGrid(nrows), block1D, func(a *hip.Args) {
 			hip.ArgValue(a, rows).Uint64(uint64(nrows)).Uint64(uint64(rowlen)).Ptr(pi).Ptr(ps).Ptr(out).Int64(int64(src.l.Shape[d])).Int64(stride)
 		})
@@ -483,10 +504,10 @@ func (b *hipBackend) put(shape, dstShape Shape, dstL, idsL Layout, dst *Storage,
 	n := shape.Elems()
 	ix := makeIndex(shape, true, dstL, idsL, src.l)
 	pd, pi, ps := storagePtr(dst), ptr(ids), ptr(src)
-	size, stride := int64(dstShape[d]), int64(contiguousStrides(dstShape)[d])
-	name := "put_" + ids.st.dtype.String() + "_" + sizeNames[src.st.dtype.Size()]
+	size, stride := int64(dstShape[d]), int64(dstShape[d+1:].Elems())
+	name := kernelNames.put[ids.st.dtype][src.st.dtype.Size()]
 	if add {
-		name = "put_add_" + ids.st.dtype.String() + "_" + src.st.dtype.String()
+		name = kernelNames.putAdd[ids.st.dtype][src.st.dtype]
 	}
 	return b.launch(famIndex, name, b.grid(n, 1), block1D, func(a *hip.Args) {
 		hip.ArgValue(a, ix).Uint64(uint64(n)).Ptr(pi).Ptr(ps).Ptr(pd).Int64(size).Int64(stride)
@@ -510,10 +531,10 @@ func (b *hipBackend) reduce(op reduceOp, src view, nred int, scale float64, dst 
 	outer := makeIndex(outShape, true, Layout{Shape: outShape, Stride: src.l.Stride[:k]})
 	red := makeIndex(redShape, false, Layout{Shape: redShape, Stride: src.l.Stride[k:]})
 	in, out := ptr(src), storagePtr(dst)
-	if red.Rank == 0 && (nout == 1 || outer.Rank > 0) && rowsAligned(outer, src.st.dtype.Size(), in) {
+	if red.Rank == 0 && rowsAligned(outer, src.st.dtype.Size(), in) {
 		red.Flags |= 1
 	}
-	mode, grid := int32(0), hip.Dim3{X: uint32(min(nout, math.MaxInt32))}
+	mode, grid := int32(0), hip.Dim3{X: uint32(min(nout, maxBlocks))}
 	if inner < 64 {
 		mode, grid = 1, b.grid(nout, 1)
 	}

@@ -160,20 +160,24 @@ type staging struct {
 const stagingSize = 16 << 20
 
 func (s *staging) init() error {
-	if s.bufs[0] != nil {
+	if s.events[1] != nil { // the last thing made
 		return nil
 	}
 	for k := range s.bufs {
-		b, err := s.dev.dev.MallocHost(stagingSize, hip.HostMallocDefault)
-		if err != nil {
-			return err
+		if s.bufs[k] == nil {
+			b, err := s.dev.dev.MallocHost(stagingSize, hip.HostMallocDefault)
+			if err != nil {
+				return err
+			}
+			s.bufs[k] = b
 		}
-		e, err := s.dev.dev.NewEvent(hip.EventDisableTiming)
-		if err != nil {
-			b.Close()
-			return err
+		if s.events[k] == nil {
+			e, err := s.dev.dev.NewEvent(hip.EventDisableTiming)
+			if err != nil {
+				return err
+			}
+			s.events[k] = e
 		}
-		s.bufs[k], s.events[k] = b, e
 	}
 	return nil
 }

@@ -21,7 +21,7 @@ func checkIndices(op string, t, ids *Tensor) error {
 // indexErr names the op in a CPU device's index error.
 func indexErr(op string, err error) error {
 	if e, ok := err.(*Error); ok && e.Kind == ErrIndex {
-		return rename(err, op)
+		return wrap(op, err)
 	}
 	return wrap(op, err)
 }

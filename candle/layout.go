@@ -30,16 +30,6 @@ func ContiguousLayout(shape Shape) Layout {
 	return l
 }
 
-func contiguousStrides(shape Shape) []int {
-	st := make([]int, len(shape))
-	n := 1
-	for i := len(shape) - 1; i >= 0; i-- {
-		st[i] = n
-		n *= shape[i]
-	}
-	return st
-}
-
 func (l Layout) String() string {
 	return fmt.Sprintf("shape %v stride %v offset %d", l.Shape, l.Stride, l.Offset)
 }
@@ -63,23 +53,6 @@ func (l Layout) IsContiguous() bool {
 		n *= l.Shape[i]
 	}
 	return true
-}
-
-// span is the range of storage elements the layout reaches: [lo, hi).
-// An empty layout reaches none.
-func (l Layout) span() (lo, hi int) {
-	lo, hi = l.Offset, l.Offset+1
-	for i, d := range l.Shape {
-		if d == 0 {
-			return l.Offset, l.Offset
-		}
-		if s := l.Stride[i]; s > 0 {
-			hi += (d - 1) * s
-		} else {
-			lo += (d - 1) * s
-		}
-	}
-	return lo, hi
 }
 
 // Transpose swaps two dims.

@@ -2,7 +2,6 @@ package candle
 
 import (
 	"math"
-	"slices"
 )
 
 // The reductions reduce over a set of dims (none given: all of them); with
@@ -68,8 +67,8 @@ func (t *Tensor) reduce(name string, op reduceOp, keepdim bool, dims []int, mean
 	}
 	// Kept dims first, reduced dims last, each in their order: a view.
 	var order []int
-	var shape Shape
-	inner := 1
+	shape := Shape{}
+	inner, nred := 1, 0
 	for i := range rank {
 		if !reduced[i] {
 			order = append(order, i)
@@ -80,6 +79,7 @@ func (t *Tensor) reduce(name string, op reduceOp, keepdim bool, dims []int, mean
 		if reduced[i] {
 			order = append(order, i)
 			inner *= t.layout.Shape[i]
+			nred++
 		}
 	}
 	if keepdim {
@@ -90,19 +90,18 @@ func (t *Tensor) reduce(name string, op reduceOp, keepdim bool, dims []int, mean
 			}
 		}
 	}
-	if shape == nil {
-		shape = Shape{}
-	}
 	src, err := t.layout.Permute(order...)
 	if err != nil {
-		return nil, rename(err, name)
+		return nil, wrap(name, err)
 	}
 	dt := t.DType()
 	if op.isArg() {
 		dt = U32
-		if inner > math.MaxUint32 {
-			return nil, errorf(name, ErrShape, "%d elements to search: at most %d", inner, uint32(math.MaxUint32))
-		}
+	}
+	// The kernels index the elements of one output with 32 bits, and take
+	// the largest value as "none yet".
+	if inner >= math.MaxUint32 {
+		return nil, errorf(name, ErrShape, "%d elements to reduce into one: at most %d", inner, uint32(math.MaxUint32-1))
 	}
 	out, err := newOutput(name, t.st.dev, dt, shape, t)
 	if err != nil || out.Elems() == 0 {
@@ -111,7 +110,7 @@ func (t *Tensor) reduce(name string, op reduceOp, keepdim bool, dims []int, mean
 	if inner == 0 {
 		if op != opSum {
 			out.Close()
-			return nil, errorf(name, ErrShape, "%s of no elements (dims %v of %v)", op, slices.Collect(reducedDims(reduced)), t.layout.Shape)
+			return nil, errorf(name, ErrShape, "%s of no elements (dims %v of %v)", op, order[rank-nred:], t.layout.Shape)
 		}
 		v := 0.0
 		if mean {
@@ -123,32 +122,11 @@ func (t *Tensor) reduce(name string, op reduceOp, keepdim bool, dims []int, mean
 		if mean {
 			scale = 1 / float64(inner)
 		}
-		err = t.st.dev.backend().reduce(op, view{t.st, src}, rank-len(shapeKept(reduced)), scale, out.st)
+		err = t.st.dev.backend().reduce(op, view{t.st, src}, nred, scale, out.st)
 	}
 	if err != nil {
 		out.Close()
 		return nil, wrap(name, err)
 	}
 	return out, nil
-}
-
-// shapeKept lists the kept dims.
-func shapeKept(reduced []bool) []int {
-	var out []int
-	for i, r := range reduced {
-		if !r {
-			out = append(out, i)
-		}
-	}
-	return out
-}
-
-func reducedDims(reduced []bool) func(func(int) bool) {
-	return func(yield func(int) bool) {
-		for i, r := range reduced {
-			if r && !yield(i) {
-				return
-			}
-		}
-	}
 }

@@ -5,7 +5,6 @@ import (
 	"math"
 	"runtime"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/rocm-go/rocm/hip"
 )
@@ -33,6 +32,9 @@ type Storage struct {
 // newStorage allocates n uninitialized elements, with one reference for
 // the caller.
 func newStorage(op string, dev Device, dt DType, n int) (*Storage, error) {
+	if n > math.MaxInt/dt.Size() {
+		return nil, errorf(op, ErrOutOfMemory, "%d elements of %s are more bytes than an int counts", n, dt)
+	}
 	st := &Storage{dev: dev, dtype: dt, n: n}
 	st.refs.Store(1)
 	if n == 0 {
@@ -189,8 +191,12 @@ func hostBytes(op string, dt DType, n int, x any) ([]byte, error) {
 	return b, nil
 }
 
-// ToDType converts the storage to another dtype, in a new storage.
+// ToDType converts the storage to another dtype, in a new storage (a copy
+// for its own dtype).
 func (s *Storage) ToDType(dt DType) (*Storage, error) {
+	if dt == s.dtype {
+		return s.Copy()
+	}
 	return s.through("Storage.ToDType", func(t *Tensor) (*Tensor, error) { return t.ToDType(dt) })
 }
 
@@ -222,15 +228,6 @@ func (s *Storage) bytesAt(off, n int) []byte {
 	m := s.mem.(*cpuMemory)
 	sz := s.dtype.Size()
 	return m.b[off*sz : (off+n)*sz]
-}
-
-// typed views a CPU storage's elements as a slice of T.
-func typed[T any](s *Storage) []T {
-	if s.n == 0 {
-		return nil
-	}
-	m := s.mem.(*cpuMemory)
-	return unsafe.Slice((*T)(unsafe.Pointer(&m.b[0])), s.n)
 }
 
 // Copy2D copies a block of rows × cols elements from s into dst, which

@@ -125,6 +125,9 @@ func ToSlice[T Element](t *Tensor) ([]T, error) {
 // does nothing. A closed tensor's ops fail with ErrClosed.
 func (t *Tensor) Close() error {
 	if t != nil && t.closed.CompareAndSwap(false, true) {
+		if s := t.scope.Load(); s != nil {
+			s.forget(t) // the scope lets go of it: no closed tensor held until Scope.Close
+		}
 		t.st.release()
 	}
 	return nil
@@ -222,19 +225,9 @@ func (t *Tensor) viewWith(op string, f func(Layout) (Layout, error)) (*Tensor, e
 	}
 	l, err := f(t.layout)
 	if err != nil {
-		return nil, rename(err, op)
+		return nil, wrap(op, err)
 	}
 	return t.view(op, l)
-}
-
-// rename attributes a layout's error to the tensor op that asked.
-func rename(err error, op string) error {
-	if e, ok := err.(*Error); ok {
-		c := *e
-		c.Op = op
-		return &c
-	}
-	return err
 }
 
 // Reshape views the tensor with another shape of as many elements; one dim

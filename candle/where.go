@@ -21,12 +21,12 @@ func Where(cond, t, f *Tensor) (*Tensor, error) {
 		shape, err = BroadcastShapes(shape, f.layout.Shape)
 	}
 	if err != nil {
-		return nil, rename(err, op)
+		return nil, wrap(op, err)
 	}
 	var ls [3]Layout
 	for i, x := range []*Tensor{cond, t, f} {
 		if ls[i], err = x.layout.BroadcastAs(shape); err != nil {
-			return nil, rename(err, op)
+			return nil, wrap(op, err)
 		}
 	}
 	out, err := newOutput(op, t.st.dev, t.DType(), shape, cond, t, f)

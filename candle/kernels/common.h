@@ -31,6 +31,7 @@ struct Index {
 	i64 dims[RG_MAX_RANK];
 	i64 strides[4][RG_MAX_RANK];
 };
+static_assert(sizeof(Index) == 8 + 5 * 8 * RG_MAX_RANK, "Index is package candle's kIndex, byte for byte");
 
 // offset is operand t's offset of element i; I is u32 when the element
 // count fits, for cheaper division.
@@ -126,8 +127,6 @@ template <> __device__ __forceinline__ f16 from_double<f16>(double v) { return _
 template <> __device__ __forceinline__ bf16 from_double<bf16>(double v) { return __float2bfloat16((float)v); }
 
 // NaN of a compute type (integers have none).
-__device__ __forceinline__ float qnan(float) { return __int_as_float(0x7fc00000); }
-__device__ __forceinline__ double qnan(double) { return __longlong_as_double(0x7ff8000000000000LL); }
 template <class C> __device__ __forceinline__ bool isnan_(C x) { return x != x; }
 
 // Vec is 16 bytes of T, for aligned vector loads and stores.

@@ -276,7 +276,7 @@ func compare(s step, ref inputs, got *candle.Tensor) (string, error) {
 	}
 	worst := 0.0
 	for i := range w {
-		worst = max(worst, math.Abs(w[i]-g[i])/max(1, math.Abs(w[i])))
+		worst = max(worst, relDiff(w[i], g[i]))
 	}
 	if worst > 1e-2 {
 		return "", fmt.Errorf("%s: the GPU differs from the CPU by %.3g", s.name, worst)
@@ -285,4 +285,19 @@ func compare(s step, ref inputs, got *candle.Tensor) (string, error) {
 		return "exact", nil
 	}
 	return fmt.Sprintf("max rel. diff %.1e", worst), nil
+}
+
+// relDiff is |want-got| relative to want's size (absolute below 1); a NaN
+// on one side only is an infinite difference.
+func relDiff(want, got float64) float64 {
+	if math.IsNaN(want) || math.IsNaN(got) {
+		if math.IsNaN(want) && math.IsNaN(got) {
+			return 0
+		}
+		return math.Inf(1)
+	}
+	if want == got {
+		return 0
+	}
+	return math.Abs(want-got) / max(1, math.Abs(want))
 }

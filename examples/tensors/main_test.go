@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -25,6 +26,17 @@ func TestTourOnCPU(t *testing.T) {
 	assert.Contains(t, out.String(), "memory: ")
 	assert.ErrorContains(t, run(&out, "cpu", 0, 7), "want at least 1 row")
 	assert.ErrorContains(t, run(&out, "tpu", 1, 7), "not a device")
+	assert.NotContains(t, out.String(), "NaN")
+}
+
+func TestRelDiff(t *testing.T) {
+	nan, inf := math.NaN(), math.Inf(1)
+	assert.Equal(t, 0.0, relDiff(nan, nan))
+	assert.Equal(t, inf, relDiff(1, nan))
+	assert.Equal(t, inf, relDiff(nan, 1))
+	assert.Equal(t, 0.0, relDiff(inf, inf))
+	assert.Equal(t, 0.25, relDiff(0.5, 0.25))
+	assert.Equal(t, 0.5, relDiff(4, 6))
 }
 
 // TestTourOnGPU checks every step on the GPU against the CPU.
