@@ -99,6 +99,15 @@ type backend interface {
 	scatter(dst *Storage, dstShape Shape, ids, src view, d int, add bool) error
 	indexAdd(dst *Storage, dstShape Shape, ids, src view, d int) error
 	reduce(op reduceOp, src view, nred int, scale float64, dst *Storage) error
+	// matmul multiplies a (…, m, k) by b (…, k, n), broadcast to one
+	// batch, into the contiguous dst (…, m, n); k > 0, and each operand's
+	// last two dims have a BLAS form (blasForm).
+	matmul(a, b view, dst *Storage) error
+	// The fused ops (fused.go) on contiguous views; beta may be a nil view.
+	softmax(x view, dst *Storage, rows, cols int, log bool) error
+	norm(x, alpha, beta view, dst *Storage, rows, cols int, eps float64, layer bool) error
+	rope(x, cos, sin view, dst *Storage, dims [4]int, interleaved, thd bool, csb int) error
+	siluMul(a, b view, dst *Storage) error
 }
 
 // memory is a storage's bytes on its device.

@@ -29,6 +29,18 @@
 //	s, err := z.Sum(false, -1)   // [3]
 //	v, err := candle.ToSlice[float32](s)
 //
+// Products and the fused ops of networks are ops like any other:
+//
+//	y, err := x.Matmul(w)              // (…, m, k) × (…, k, n), rocBLAS on a GPU
+//	p, err := logits.SoftmaxLastDim()  // also LogSoftmaxLastDim
+//	h, err := x.RMSNorm(gain, 1e-6)    // also LayerNorm
+//	q, err := q.RoPE(cos, sin)         // also RoPEInterleaved, RoPETHD
+//	g, err := gate.SiLUMul(up)         // silu(gate)·up
+//
+// Matmul reads transposed and broadcast operands in place (BLAS transpose
+// flags, leading dimensions, batch strides of 0); the fused ops read
+// their inputs once and write their output once.
+//
 // Every op returns (*Tensor, error). Shapes, dtypes, devices and closed
 // tensors are checked before anything is queued; errors are *Error values
 // that errors.Is matches against ErrShape, ErrDType, ErrDevice, ErrIndex,

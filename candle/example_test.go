@@ -114,6 +114,7 @@ func ExampleKernelCache() {
 	// where.hip: 12 kernels
 	// index.hip: 57 kernels
 	// reduce.hip: 35 kernels
+	// nn.hip: 15 kernels
 }
 
 // NewDevice names a device; "auto" is the GPU when HIP loads and finds
@@ -147,4 +148,40 @@ func ExampleHIP() {
 	y, _ := x.Gelu()
 	defer y.Close()
 	fmt.Println(y, gpu.MemoryStats().InUse, "bytes in use")
+}
+
+// A product of a batch with one matrix read transposed: no copy is made on
+// a GPU (the BLAS transpose flag), and the batch broadcasts.
+func ExampleTensor_Matmul() {
+	dev := candle.CPU()
+	x, _ := candle.FromSlice(dev, []float32{1, 2, 3, 4, 5, 6, 7, 8}, 2, 2, 2)
+	defer x.Close()
+	w, _ := candle.FromSlice(dev, []float32{1, 0, 1, 1}, 2, 2)
+	defer w.Close()
+	wt, _ := w.T()
+	defer wt.Close()
+	y, err := x.Matmul(wt) // (2, 2, 2) × (2, 2)ᵀ
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer y.Close()
+	v, _ := candle.ToSlice[float32](y)
+	fmt.Println(y.Shape(), v)
+	// Output: [2 2 2] [1 3 3 7 5 11 7 15]
+}
+
+// Softmax over the last dim, without overflow at any magnitude.
+func ExampleTensor_SoftmaxLastDim() {
+	x, _ := candle.FromSlice(candle.CPU(), []float32{0, 0, 1000, 1000}, 2, 2)
+	defer x.Close()
+	p, err := x.SoftmaxLastDim()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer p.Close()
+	v, _ := candle.ToSlice[float32](p)
+	fmt.Println(v)
+	// Output: [0.5 0.5 0.5 0.5]
 }

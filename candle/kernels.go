@@ -27,16 +27,17 @@ const (
 	famWhere
 	famIndex
 	famReduce
+	famNN
 	numFamilies
 )
 
-var familyNames = [numFamilies]string{"unary", "binary", "cast", "fill", "copy", "where", "index", "reduce"}
+var familyNames = [numFamilies]string{"unary", "binary", "cast", "fill", "copy", "where", "index", "reduce", "nn"}
 
 func (f family) String() string { return familyNames[f] }
 
 // KernelCache compiles candle's kernels for the devices that run them: one
 // module per op family (unary, binary, cast, fill, copy, where, index,
-// reduce), HIP C++ embedded in the package, compiled with hipRTC (NVRTC on
+// reduce, and nn for the fused ops of neural networks), HIP C++ embedded in the package, compiled with hipRTC (NVRTC on
 // NVIDIA) for the device's exact architecture on first use, loaded once
 // per device, and kept on disk by a hiprtc.Cache (ROCM_GO_CACHE_DIR, else
 // the user's cache folder) so that the next process starts warm.
@@ -259,6 +260,12 @@ func KernelNames(module string) []string {
 			}
 			for _, dt := range DTypes() {
 				add("put_add_%s_%s", i, dt)
+			}
+		}
+	case "nn.hip":
+		for _, dt := range []DType{F32, F16, BF16} {
+			for _, k := range []string{"softmax", "rms_norm", "layer_norm", "rope", "silu_mul"} {
+				add("%s_%s", k, dt)
 			}
 		}
 	case "reduce.hip":

@@ -1,0 +1,402 @@
+package candle
+
+import (
+	"math"
+
+	"github.com/rocm-go/rocm/hip"
+)
+
+// The fused ops of neural networks: each reads its inputs once and writes
+// its output once (kernels/nn.hip), for F32, F16 and BF16 with float32 math
+// on the GPU (float64 on the CPU). Strided inputs are made contiguous
+// first; outputs are contiguous.
+
+// fusedOp is what a fused op's kernel sees: contiguous views of its
+// inputs, the fresh output, and the release of the copies made.
+type fusedOp struct {
+	in  []view
+	out *Tensor
+	tmp []*Tensor
+}
+
+func (f *fusedOp) release() {
+	for _, t := range f.tmp {
+		t.Close()
+	}
+}
+
+// fuse checks a fused op's operands (one device, one float dtype of
+// f32/f16/bf16; nil operands are left out as nil views) and allocates
+// its output of shape.
+func fuse(op string, shape Shape, ts ...*Tensor) (*fusedOp, error) {
+	var live []*Tensor
+	for _, t := range ts {
+		if t != nil {
+			live = append(live, t)
+		}
+	}
+	if err := alive(op, live...); err != nil {
+		return nil, err
+	}
+	x := live[0]
+	if err := sameDevice(op, x.st.dev, live...); err != nil {
+		return nil, err
+	}
+	dt := x.DType()
+	if dt != F32 && dt != F16 && dt != BF16 {
+		return nil, errorf(op, ErrDType, "%s: the fused ops take f32, f16 or bf16 (convert with ToDType)", dt)
+	}
+	for _, t := range live[1:] {
+		if t.DType() != dt {
+			return nil, errorf(op, ErrDType, "%s and %s operands: convert one with ToDType", dt, t.DType())
+		}
+	}
+	f := &fusedOp{}
+	for _, t := range ts {
+		if t == nil {
+			f.in = append(f.in, view{})
+			continue
+		}
+		if !t.layout.IsContiguous() {
+			c, err := t.Copy()
+			if err != nil {
+				f.release()
+				return nil, wrap(op, err)
+			}
+			f.tmp = append(f.tmp, c)
+			t = c
+		}
+		f.in = append(f.in, t.v())
+	}
+	out, err := newOutput(op, x.st.dev, dt, shape, live...)
+	if err != nil {
+		f.release()
+		return nil, err
+	}
+	f.out = out
+	return f, nil
+}
+
+// run launches the op unless the output is empty, and releases the
+// copies.
+func (f *fusedOp) run(op string, launch func(b backend) error) (*Tensor, error) {
+	defer f.release()
+	if f.out.Elems() == 0 {
+		return f.out, nil
+	}
+	if err := launch(f.out.st.dev.backend()); err != nil {
+		f.out.Close()
+		return nil, wrap(op, err)
+	}
+	return f.out, nil
+}
+
+// lastDimRows is a shape's rows and columns: all but the last dim, and the last.
+func lastDimRows(s Shape) (rows, cols int) {
+	if len(s) == 0 {
+		return 1, 1
+	}
+	cols = s[len(s)-1]
+	if cols == 0 {
+		return 0, 0
+	}
+	return s.Elems() / cols, cols
+}
+
+// SoftmaxLastDim is exp(x - max) / Σ exp(x - max) over the last dim: no
+// overflow for any finite input; a row with a NaN is all NaN.
+func (t *Tensor) SoftmaxLastDim() (*Tensor, error) { return t.softmax("Tensor.SoftmaxLastDim", false) }
+
+// LogSoftmaxLastDim is x - max - log Σ exp(x - max) over the last dim.
+func (t *Tensor) LogSoftmaxLastDim() (*Tensor, error) {
+	return t.softmax("Tensor.LogSoftmaxLastDim", true)
+}
+
+func (t *Tensor) softmax(op string, log bool) (*Tensor, error) {
+	if err := t.alive(op); err != nil {
+		return nil, err
+	}
+	f, err := fuse(op, t.layout.Shape.Clone(), t)
+	if err != nil {
+		return nil, err
+	}
+	rows, cols := lastDimRows(t.layout.Shape)
+	return f.run(op, func(b backend) error { return b.softmax(f.in[0], f.out.st, rows, cols, log) })
+}
+
+// RMSNorm is x / sqrt(mean(x²) + eps) · alpha over the last dim; alpha
+// has the last dim's size.
+func (t *Tensor) RMSNorm(alpha *Tensor, eps float64) (*Tensor, error) {
+	return t.norm("Tensor.RMSNorm", alpha, nil, eps, false)
+}
+
+// LayerNorm is (x - mean) / sqrt(var + eps) · alpha + beta over the last
+// dim (the variance of the row, not the sample's); alpha and beta have the
+// last dim's size, and beta may be nil.
+func (t *Tensor) LayerNorm(alpha, beta *Tensor, eps float64) (*Tensor, error) {
+	return t.norm("Tensor.LayerNorm", alpha, beta, eps, true)
+}
+
+func (t *Tensor) norm(op string, alpha, beta *Tensor, eps float64, layer bool) (*Tensor, error) {
+	if err := t.alive(op); err != nil {
+		return nil, err
+	}
+	if alpha == nil {
+		return nil, errorf(op, ErrArgument, "alpha is nil")
+	}
+	if len(t.layout.Shape) == 0 {
+		return nil, errorf(op, ErrShape, "a scalar has no last dim to normalise")
+	}
+	rows, _ := lastDimRows(t.layout.Shape)
+	cols := t.layout.Shape[len(t.layout.Shape)-1]
+	for _, p := range []struct {
+		name string
+		t    *Tensor
+	}{{"alpha", alpha}, {"beta", beta}} {
+		if p.t != nil && !p.t.layout.Shape.Equal(Shape{cols}) {
+			return nil, errorf(op, ErrShape, "%s is %v; want [%d], the last dim of %v", p.name, p.t.layout.Shape, cols, t.layout.Shape)
+		}
+	}
+	if eps < 0 || math.IsNaN(eps) || eps > math.MaxFloat32 {
+		return nil, errorf(op, ErrArgument, "eps %v: want a non-negative float32", eps)
+	}
+	f, err := fuse(op, t.layout.Shape.Clone(), t, alpha, beta)
+	if err != nil {
+		return nil, err
+	}
+	return f.run(op, func(b backend) error {
+		return b.norm(f.in[0], f.in[1], f.in[2], f.out.st, rows, cols, eps, layer)
+	})
+}
+
+// RoPE rotates x (b, h, t, d) by rotary embeddings in the half-split
+// layout: the pairs are (x[i], x[i + d/2]), rotated by cos and sin of
+// shape (t, d/2), or (b, t, d/2) for angles per batch entry.
+func (t *Tensor) RoPE(cos, sin *Tensor) (*Tensor, error) {
+	return t.rope("Tensor.RoPE", cos, sin, false, false)
+}
+
+// RoPEInterleaved is RoPE with the pairs (x[2i], x[2i + 1]).
+func (t *Tensor) RoPEInterleaved(cos, sin *Tensor) (*Tensor, error) {
+	return t.rope("Tensor.RoPEInterleaved", cos, sin, true, false)
+}
+
+// RoPETHD is RoPE on x laid out (b, t, h, d).
+func (t *Tensor) RoPETHD(cos, sin *Tensor) (*Tensor, error) {
+	return t.rope("Tensor.RoPETHD", cos, sin, false, true)
+}
+
+func (t *Tensor) rope(op string, cos, sin *Tensor, interleaved, thd bool) (*Tensor, error) {
+	if err := alive(op, t, cos, sin); err != nil {
+		return nil, err
+	}
+	s := t.layout.Shape
+	if len(s) != 4 {
+		return nil, errorf(op, ErrShape, "x is %v: want rank 4, (b, h, t, d)%s", s, map[bool]string{true: " laid out (b, t, h, d)"}[thd])
+	}
+	b, h, n, d := s[0], s[1], s[2], s[3]
+	if thd {
+		h, n = n, h
+	}
+	if d%2 != 0 {
+		return nil, errorf(op, ErrShape, "x is %v: the head dim %d is odd; rotary pairs need an even one", s, d)
+	}
+	csb := 0
+	switch cs := cos.layout.Shape; {
+	case cs.Equal(Shape{n, d / 2}):
+	case cs.Equal(Shape{b, n, d / 2}):
+		csb = n * d / 2
+	default:
+		return nil, errorf(op, ErrShape, "cos is %v: want [%d %d] (t, d/2) or [%d %d %d] (b, t, d/2) for x %v", cs, n, d/2, b, n, d/2, s)
+	}
+	if !sin.layout.Shape.Equal(cos.layout.Shape) {
+		return nil, errorf(op, ErrShape, "sin is %v and cos %v: they have one shape", sin.layout.Shape, cos.layout.Shape)
+	}
+	f, err := fuse(op, s.Clone(), t, cos, sin)
+	if err != nil {
+		return nil, err
+	}
+	return f.run(op, func(be backend) error {
+		return be.rope(f.in[0], f.in[1], f.in[2], f.out.st, [4]int{b, h, n, d}, interleaved, thd, csb)
+	})
+}
+
+// SiLUMul is silu(t) · o, the gate of a gated MLP, in one pass; t and o
+// have one shape.
+func (t *Tensor) SiLUMul(o *Tensor) (*Tensor, error) {
+	const op = "Tensor.SiLUMul"
+	if err := alive(op, t, o); err != nil {
+		return nil, err
+	}
+	if !t.layout.Shape.Equal(o.layout.Shape) {
+		return nil, errorf(op, ErrShape, "%v and %v: the gate and the value have one shape", t.layout.Shape, o.layout.Shape)
+	}
+	f, err := fuse(op, t.layout.Shape.Clone(), t, o)
+	if err != nil {
+		return nil, err
+	}
+	return f.run(op, func(b backend) error { return b.siluMul(f.in[0], f.in[1], f.out.st) })
+}
+
+// The CPU's fused ops: the references, in float64.
+
+func (c *cpuBackend) softmax(x view, dst *Storage, rows, cols int, log bool) error {
+	s, d := dataOf(x.st), dataOf(dst)
+	for r := range rows {
+		base := x.l.Offset + r*cols
+		m := math.Inf(-1)
+		for k := range cols {
+			v := s.f(base + k)
+			if v != v || m != m {
+				m = math.NaN()
+			} else {
+				m = math.Max(m, v)
+			}
+		}
+		sum := 0.0
+		for k := range cols {
+			sum += math.Exp(s.f(base+k) - m)
+		}
+		for k := range cols {
+			v := s.f(base+k) - m
+			if log {
+				d.setF(r*cols+k, v-math.Log(sum))
+			} else {
+				d.setF(r*cols+k, math.Exp(v)/sum)
+			}
+		}
+	}
+	return nil
+}
+
+func (c *cpuBackend) norm(x, alpha, beta view, dst *Storage, rows, cols int, eps float64, layer bool) error {
+	s, a, d := dataOf(x.st), dataOf(alpha.st), dataOf(dst)
+	n := float64(cols)
+	for r := range rows {
+		base := x.l.Offset + r*cols
+		mean := 0.0
+		if layer {
+			for k := range cols {
+				mean += s.f(base + k)
+			}
+			mean /= n
+		}
+		ss := 0.0
+		for k := range cols {
+			v := s.f(base+k) - mean
+			ss += v * v
+		}
+		rs := 1 / math.Sqrt(ss/n+float64(float32(eps)))
+		for k := range cols {
+			v := (s.f(base+k) - mean) * rs * a.f(alpha.l.Offset+k)
+			if beta.st != nil {
+				v += dataOf(beta.st).f(beta.l.Offset + k)
+			}
+			d.setF(r*cols+k, v)
+		}
+	}
+	return nil
+}
+
+func (c *cpuBackend) rope(x, cos, sin view, dst *Storage, dims [4]int, interleaved, thd bool, csb int) error {
+	s, co, si, d := dataOf(x.st), dataOf(cos.st), dataOf(sin.st), dataOf(dst)
+	b, h, n, hd := dims[0], dims[1], dims[2], dims[3]
+	half := hd / 2
+	for r := range b * h * n {
+		ti, bi := r%n, r/(h*n)
+		if thd {
+			ti = (r / h) % n
+		}
+		for i := range half {
+			cIdx := bi*csb + ti*half + i
+			cv, sv := co.f(cos.l.Offset+cIdx), si.f(sin.l.Offset+cIdx)
+			i1, i2 := r*hd+i, r*hd+i+half
+			if interleaved {
+				i1, i2 = r*hd+2*i, r*hd+2*i+1
+			}
+			x1, x2 := s.f(x.l.Offset+i1), s.f(x.l.Offset+i2)
+			d.setF(i1, x1*cv-x2*sv)
+			d.setF(i2, x1*sv+x2*cv)
+		}
+	}
+	return nil
+}
+
+func (c *cpuBackend) siluMul(a, b view, dst *Storage) error {
+	sa, sb, d := dataOf(a.st), dataOf(b.st), dataOf(dst)
+	for i := range dst.n {
+		v := sa.f(a.l.Offset + i)
+		d.setF(i, v/(1+math.Exp(-v))*sb.f(b.l.Offset+i))
+	}
+	return nil
+}
+
+// The GPU's fused ops: a block per row for the row ops, sized to the row.
+
+// nnPer and nnBlock are nn.hip's NN_PER and NN_BLOCK.
+const (
+	nnPer   = 8
+	nnBlock = 1024
+)
+
+// rowLaunch is a row kernel's grid and block: a block per row up to 1024
+// rows, else a block per four rows (each block loads its next row while it
+// reduces one); nnPer elements a thread, a multiple of 64 threads (whole
+// wavefronts on AMD), at most nnBlock.
+func rowLaunch(rows, cols int) (grid, block hip.Dim3) {
+	n := (cols + nnPer - 1) / nnPer
+	n = (n + 63) / 64 * 64
+	blocks := rows
+	if rows > 1024 {
+		blocks = max(1024, (rows+3)/4)
+	}
+	return hip.Dim3{X: uint32(min(blocks, 1<<32/nnBlock-1))}, hip.Dim3{X: uint32(min(max(n, 64), nnBlock))}
+}
+
+func (b *hipBackend) softmax(x view, dst *Storage, rows, cols int, log bool) error {
+	in, out := ptr(x), storagePtr(dst)
+	grid, block := rowLaunch(rows, cols)
+	return b.launch(famNN, kernelNames.softmax[dst.dtype], grid, block, func(a *hip.Args) {
+		a.Uint64(uint64(rows)).Uint64(uint64(cols)).Int32(b2i32(log)).Ptr(in).Ptr(out)
+	})
+}
+
+func (b *hipBackend) norm(x, alpha, beta view, dst *Storage, rows, cols int, eps float64, layer bool) error {
+	in, al, out := ptr(x), ptr(alpha), storagePtr(dst)
+	grid, block := rowLaunch(rows, cols)
+	if !layer {
+		return b.launch(famNN, kernelNames.rmsNorm[dst.dtype], grid, block, func(a *hip.Args) {
+			a.Uint64(uint64(rows)).Uint64(uint64(cols)).Float32(float32(eps)).Ptr(in).Ptr(al).Ptr(out)
+		})
+	}
+	var be hip.DevicePtr
+	if beta.st != nil {
+		be = ptr(beta)
+	}
+	return b.launch(famNN, kernelNames.layerNorm[dst.dtype], grid, block, func(a *hip.Args) {
+		a.Uint64(uint64(rows)).Uint64(uint64(cols)).Float32(float32(eps)).Ptr(in).Ptr(al).Ptr(be).Ptr(out)
+	})
+}
+
+func (b *hipBackend) rope(x, cos, sin view, dst *Storage, dims [4]int, interleaved, thd bool, csb int) error {
+	in, co, si, out := ptr(x), ptr(cos), ptr(sin), storagePtr(dst)
+	pairs := dst.n / 2
+	return b.launch(famNN, kernelNames.rope[dst.dtype], b.grid(pairs, 8/dst.dtype.Size()), block1D, func(a *hip.Args) {
+		a.Uint64(uint64(dims[0])).Uint64(uint64(dims[1])).Uint64(uint64(dims[2])).Uint64(uint64(dims[3]))
+		a.Int32(b2i32(interleaved)).Int32(b2i32(thd)).Uint64(uint64(csb)).Ptr(in).Ptr(co).Ptr(si).Ptr(out)
+	})
+}
+
+func (b *hipBackend) siluMul(x, y view, dst *Storage) error {
+	px, py, out := ptr(x), ptr(y), storagePtr(dst)
+	return b.launch(famNN, kernelNames.siluMul[dst.dtype], b.grid(dst.n, 16/dst.dtype.Size()), block1D, func(a *hip.Args) {
+		a.Uint64(uint64(dst.n)).Ptr(px).Ptr(py).Ptr(out)
+	})
+}
+
+func b2i32(v bool) int32 {
+	if v {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,310 @@
+// The fused kernels of neural networks, each one pass over memory, on
+// contiguous rows, math in float for f32, f16 and bf16:
+//   softmax_<dt>     softmax or log-softmax over the last dim
+//   rms_norm_<dt>    x / sqrt(mean(x²) + eps) · alpha
+//   layer_norm_<dt>  (x - mean) / sqrt(var + eps) · alpha + beta (beta may be null)
+//   rope_<dt>        rotary embeddings, half-split or interleaved, (b, h, t, d) or (b, t, h, d)
+//   silu_mul_<dt>    silu(a) · b
+// A block takes a row. The host sizes the block to the row (up to
+// NN_BLOCK threads of NN_PER elements each), so that a row of up to
+// NN_BLOCK·NN_PER elements stays in registers between the passes (one read
+// of memory) with few registers per thread and many threads per core; a
+// longer row is read again for each pass.
+#include "common.h"
+
+#define NN_PER 8
+#define NN_BLOCK 1024
+#define NN_KERNEL extern "C" __global__ __launch_bounds__(NN_BLOCK) void
+
+__device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000); }
+// nanmax is fmaxf that keeps a NaN, as softmax of a row with one must.
+__device__ __forceinline__ float nanmax(float a, float b) { return a != a ? a : b != b ? b : fmaxf(a, b); }
+
+// The statistics that rows reduce to: sums, and maxima that keep a NaN.
+// (One reduction of softmax's max with its sum of exponentials, combined
+// online, and one of Welford's moments for layer_norm, both measured
+// slower on an H100 than two reductions of plain floats: the expf and the
+// divisions of their combinations cost more than a pair of barriers.)
+__device__ __forceinline__ float combine(float a, float b) { return a + b; }
+__device__ __forceinline__ float shfl(float a, int m) { return __shfl_xor(a, m); }
+
+struct Max {
+	float v;
+};
+__device__ __forceinline__ Max combine(Max a, Max b) { return {nanmax(a.v, b.v)}; }
+__device__ __forceinline__ Max shfl(Max a, int m) { return {__shfl_xor(a.v, m)}; }
+
+// block_reduce combines a value over the block; every thread gets the
+// result. Any warp size: each warp combines its lanes, then every warp
+// combines the warps' partials (one pair of barriers).
+template <class V> __device__ __forceinline__ V block_reduce(V v, V identity) {
+	__shared__ V part[NN_BLOCK / 16];
+	for (int m = warpSize / 2; m > 0; m >>= 1) v = combine(v, shfl(v, m));
+	const int lane = threadIdx.x % warpSize, w = threadIdx.x / warpSize, nw = (blockDim.x + warpSize - 1) / warpSize;
+	__syncthreads(); // the buffer is reused by the next call
+	if (lane == 0) part[w] = v;
+	__syncthreads();
+	v = identity;
+	for (int i = lane; i < nw; i += warpSize) v = combine(v, part[i]);
+	for (int m = warpSize / 2; m > 0; m >>= 1) v = combine(v, shfl(v, m));
+	return v;
+}
+__device__ __forceinline__ float block_sum(float v) { return block_reduce(v, 0.0f); }
+__device__ __forceinline__ float block_max(float v) { return block_reduce(Max{v}, Max{neg_inf()}).v; }
+
+// A row in registers: slot j of a thread holds element col(j), valid when
+// col(j) < cols. Vector rows (16-byte aligned, cols a multiple of N) load
+// N elements at a time.
+template <class T> struct Row {
+	static const int N = 16 / sizeof(T);
+	float v[NN_PER];
+	bool vec;
+
+	__device__ __forceinline__ u64 col(int j) const {
+		return vec ? ((u64)(j / N) * blockDim.x + threadIdx.x) * N + j % N : (u64)j * blockDim.x + threadIdx.x;
+	}
+	__device__ __forceinline__ void load(const T* p, u64 cols) {
+		if (vec) {
+#pragma unroll
+			for (int c = 0; c < NN_PER / N; c++) {
+				u64 k = ((u64)c * blockDim.x + threadIdx.x) * N;
+				if (k < cols) {
+					Vec<T> x = *(const Vec<T>*)(p + k);
+#pragma unroll
+					for (int e = 0; e < N; e++) v[c * N + e] = Traits<T>::load(x.v[e]);
+				}
+			}
+		} else {
+#pragma unroll
+			for (int j = 0; j < NN_PER; j++) {
+				u64 k = col(j);
+				if (k < cols) v[j] = Traits<T>::load(p[k]);
+			}
+		}
+	}
+	__device__ __forceinline__ void store(T* p, u64 cols) const {
+		if (vec) {
+#pragma unroll
+			for (int c = 0; c < NN_PER / N; c++) {
+				u64 k = ((u64)c * blockDim.x + threadIdx.x) * N;
+				if (k < cols) {
+					Vec<T> x;
+#pragma unroll
+					for (int e = 0; e < N; e++) x.v[e] = Traits<T>::store(v[c * N + e]);
+					*(Vec<T>*)(p + k) = x;
+				}
+			}
+		} else {
+#pragma unroll
+			for (int j = 0; j < NN_PER; j++) {
+				u64 k = col(j);
+				if (k < cols) p[k] = Traits<T>::store(v[j]);
+			}
+		}
+	}
+};
+
+__device__ __forceinline__ bool aligned16(const void* p) { return ((u64)p & 15) == 0; }
+
+template <class T> __device__ __forceinline__ bool vec_rows(u64 cols, const void* a, const void* b, const void* c, const void* d) {
+	return cols % (16 / sizeof(T)) == 0 && aligned16(a) && aligned16(b) && aligned16(c) && aligned16(d);
+}
+
+template <class T> __device__ __forceinline__ void softmax(u64 rows, u64 cols, int log_, const T* x, T* y) {
+	if (cols <= (u64)blockDim.x * NN_PER) {
+		// The next row loads while this one reduces.
+		Row<T> r, next;
+		r.vec = next.vec = vec_rows<T>(cols, x, y, x, y);
+		if (blockIdx.x < rows) r.load(x + blockIdx.x * cols, cols);
+		for (u64 i = blockIdx.x; i < rows; i += gridDim.x) {
+			if (i + gridDim.x < rows) next.load(x + (i + gridDim.x) * cols, cols);
+			float m = neg_inf();
+#pragma unroll
+			for (int j = 0; j < NN_PER; j++)
+				if (r.col(j) < cols) m = nanmax(m, r.v[j]);
+			m = block_max(m);
+			float s = 0;
+#pragma unroll
+			for (int j = 0; j < NN_PER; j++)
+				if (r.col(j) < cols) {
+					r.v[j] -= m;
+					s += expf(r.v[j]);
+				}
+			s = block_sum(s);
+			const float ls = logf(s), inv = 1.0f / s;
+#pragma unroll
+			for (int j = 0; j < NN_PER; j++) r.v[j] = log_ ? r.v[j] - ls : expf(r.v[j]) * inv;
+			r.store(y + i * cols, cols);
+			r = next;
+		}
+		return;
+	}
+	for (u64 i = blockIdx.x; i < rows; i += gridDim.x) {
+		const T* xr = x + i * cols;
+		T* yr = y + i * cols;
+		float m = neg_inf();
+		for (u64 k = threadIdx.x; k < cols; k += blockDim.x) m = nanmax(m, Traits<T>::load(xr[k]));
+		m = block_max(m);
+		float s = 0;
+		for (u64 k = threadIdx.x; k < cols; k += blockDim.x) s += expf(Traits<T>::load(xr[k]) - m);
+		s = block_sum(s);
+		const float ls = logf(s), inv = 1.0f / s;
+		for (u64 k = threadIdx.x; k < cols; k += blockDim.x) {
+			float v = Traits<T>::load(xr[k]) - m;
+			yr[k] = Traits<T>::store(log_ ? v - ls : expf(v) * inv);
+		}
+	}
+}
+
+// norm is rms_norm (layer = false) and layer_norm.
+template <class T, bool Layer>
+__device__ __forceinline__ void norm(u64 rows, u64 cols, float eps, const T* x, const T* alpha, const T* beta, T* y) {
+	const float n = (float)cols;
+	if (cols <= (u64)blockDim.x * NN_PER) {
+		// alpha and beta stay in registers; the next row loads while this
+		// one reduces.
+		Row<T> r, next, a, b;
+		r.vec = next.vec = a.vec = b.vec = vec_rows<T>(cols, x, y, alpha, beta ? beta : alpha);
+		a.load(alpha, cols);
+		if (Layer && beta) b.load(beta, cols);
+		if (blockIdx.x < rows) r.load(x + blockIdx.x * cols, cols);
+		for (u64 i = blockIdx.x; i < rows; i += gridDim.x) {
+			if (i + gridDim.x < rows) next.load(x + (i + gridDim.x) * cols, cols);
+			float mean = 0;
+			if (Layer) {
+				float s = 0;
+#pragma unroll
+				for (int j = 0; j < NN_PER; j++)
+					if (r.col(j) < cols) s += r.v[j];
+				mean = block_sum(s) / n;
+			}
+			float ss = 0;
+#pragma unroll
+			for (int j = 0; j < NN_PER; j++)
+				if (r.col(j) < cols) ss += (r.v[j] - mean) * (r.v[j] - mean);
+			const float rs = rsqrtf(block_sum(ss) / n + eps);
+#pragma unroll
+			for (int j = 0; j < NN_PER; j++) r.v[j] -= mean;
+#pragma unroll
+			for (int j = 0; j < NN_PER; j++) r.v[j] = r.v[j] * rs * a.v[j] + (Layer && beta ? b.v[j] : 0.0f);
+			r.store(y + i * cols, cols);
+			r = next;
+		}
+		return;
+	}
+	for (u64 i = blockIdx.x; i < rows; i += gridDim.x) {
+		const T* xr = x + i * cols;
+		T* yr = y + i * cols;
+		float mean = 0;
+		if (Layer) {
+			float s = 0;
+			for (u64 k = threadIdx.x; k < cols; k += blockDim.x) s += Traits<T>::load(xr[k]);
+			mean = block_sum(s) / n;
+		}
+		float ss = 0;
+		for (u64 k = threadIdx.x; k < cols; k += blockDim.x) {
+			float v = Traits<T>::load(xr[k]) - mean;
+			ss += v * v;
+		}
+		const float rs = rsqrtf(block_sum(ss) / n + eps);
+		for (u64 k = threadIdx.x; k < cols; k += blockDim.x) {
+			float v = (Traits<T>::load(xr[k]) - mean) * rs * Traits<T>::load(alpha[k]);
+			if (Layer && beta) v += Traits<T>::load(beta[k]);
+			yr[k] = Traits<T>::store(v);
+		}
+	}
+}
+
+// rope rotates pairs: half-split (x[i], x[i + d/2]) or interleaved
+// (x[2i], x[2i + 1]) by the angle of position t and pair i, cos and sin
+// (t, d/2) per batch entry csb elements apart (0: shared). thd: x is
+// (b, t, h, d), else (b, h, t, d). A thread takes G consecutive pairs:
+// vectors of x (and of cos and sin) when the rows allow, else G = 1.
+template <class T, int G>
+__device__ __forceinline__ void rope_pairs(u64 p, u64 h, u64 t, u64 d, bool interleaved, bool thd, u64 csb, const T* x,
+                                           const T* cs, const T* sn, T* y) {
+	const u64 half = d / 2, i = p % half, r = p / half;
+	const u64 ti = thd ? (r / h) % t : r % t, bi = r / (h * t);
+	const u64 c = bi * csb + ti * half + i;
+	Chunk<T, G> co = *(const Chunk<T, G>*)(cs + c), si = *(const Chunk<T, G>*)(sn + c);
+	if (interleaved) {
+		Chunk<T, 2 * G> v = *(const Chunk<T, 2 * G>*)(x + r * d + 2 * i), o;
+#pragma unroll
+		for (int e = 0; e < G; e++) {
+			const float x1 = Traits<T>::load(v.v[2 * e]), x2 = Traits<T>::load(v.v[2 * e + 1]);
+			const float cf = Traits<T>::load(co.v[e]), sf = Traits<T>::load(si.v[e]);
+			o.v[2 * e] = Traits<T>::store(x1 * cf - x2 * sf);
+			o.v[2 * e + 1] = Traits<T>::store(x1 * sf + x2 * cf);
+		}
+		*(Chunk<T, 2 * G>*)(y + r * d + 2 * i) = o;
+	} else {
+		Chunk<T, G> v1 = *(const Chunk<T, G>*)(x + r * d + i), v2 = *(const Chunk<T, G>*)(x + r * d + i + half), o1, o2;
+#pragma unroll
+		for (int e = 0; e < G; e++) {
+			const float x1 = Traits<T>::load(v1.v[e]), x2 = Traits<T>::load(v2.v[e]);
+			const float cf = Traits<T>::load(co.v[e]), sf = Traits<T>::load(si.v[e]);
+			o1.v[e] = Traits<T>::store(x1 * cf - x2 * sf);
+			o2.v[e] = Traits<T>::store(x1 * sf + x2 * cf);
+		}
+		*(Chunk<T, G>*)(y + r * d + i) = o1;
+		*(Chunk<T, G>*)(y + r * d + i + half) = o2;
+	}
+}
+
+template <class T>
+__device__ __forceinline__ void rope(u64 b, u64 h, u64 t, u64 d, int interleaved, int thd, u64 csb, const T* x, const T* cs, const T* sn, T* y) {
+	// G pairs: 16 bytes of x per load when half-split, 16 of x and 8 of
+	// cos and sin when interleaved.
+	const int G = interleaved ? 8 / sizeof(T) : 16 / sizeof(T);
+	const u64 half = d / 2, pairs = b * h * t * half;
+	const u64 ca = G * sizeof(T);
+	const bool vec = half % G == 0 && aligned16(x) && aligned16(y) && ((u64)cs % ca) == 0 && ((u64)sn % ca) == 0;
+	if (vec) {
+		for (u64 g = gstart(); g < pairs / G; g += gstep()) {
+			if (interleaved) rope_pairs<T, 8 / sizeof(T)>(g * G, h, t, d, true, thd, csb, x, cs, sn, y);
+			else rope_pairs<T, 16 / sizeof(T)>(g * G, h, t, d, false, thd, csb, x, cs, sn, y);
+		}
+		return;
+	}
+	for (u64 p = gstart(); p < pairs; p += gstep()) rope_pairs<T, 1>(p, h, t, d, interleaved, thd, csb, x, cs, sn, y);
+}
+
+template <class T> __device__ __forceinline__ void silu_mul(u64 n, const T* a, const T* b, T* y) {
+	const int N = 16 / sizeof(T);
+	u64 done = 0;
+	if (aligned16(a) && aligned16(b) && aligned16(y)) {
+		const u64 nv = n / N;
+		for (u64 v = gstart(); v < nv; v += gstep()) {
+			Vec<T> xa = ((const Vec<T>*)a)[v], xb = ((const Vec<T>*)b)[v], o;
+#pragma unroll
+			for (int e = 0; e < N; e++) {
+				float s = Traits<T>::load(xa.v[e]);
+				o.v[e] = Traits<T>::store(s / (1.0f + expf(-s)) * Traits<T>::load(xb.v[e]));
+			}
+			((Vec<T>*)y)[v] = o;
+		}
+		done = nv * N;
+	}
+	for (u64 k = done + gstart(); k < n; k += gstep()) {
+		float s = Traits<T>::load(a[k]);
+		y[k] = Traits<T>::store(s / (1.0f + expf(-s)) * Traits<T>::load(b[k]));
+	}
+}
+
+#define RG_NN(T)                                                                                                          \
+	NN_KERNEL softmax_##T(u64 rows, u64 cols, int log_, const T* x, T* y) { softmax<T>(rows, cols, log_, x, y); }        \
+	NN_KERNEL rms_norm_##T(u64 rows, u64 cols, float eps, const T* x, const T* alpha, T* y) {                             \
+		norm<T, false>(rows, cols, eps, x, alpha, nullptr, y);                                                            \
+	}                                                                                                                     \
+	NN_KERNEL layer_norm_##T(u64 rows, u64 cols, float eps, const T* x, const T* alpha, const T* beta, T* y) {           \
+		norm<T, true>(rows, cols, eps, x, alpha, beta, y);                                                                \
+	}                                                                                                                     \
+	RG_KERNEL rope_##T(u64 b, u64 h, u64 t, u64 d, int interleaved, int thd, u64 csb, const T* x, const T* cs,            \
+	                   const T* sn, T* y) {                                                                               \
+		rope<T>(b, h, t, d, interleaved, thd, csb, x, cs, sn, y);                                                         \
+	}                                                                                                                     \
+	RG_KERNEL silu_mul_##T(u64 n, const T* a, const T* b, T* y) { silu_mul<T>(n, a, b, y); }
+
+RG_NN(f32)
+RG_NN(f16)
+RG_NN(bf16)
