@@ -13,10 +13,13 @@ import (
 // TensorOp is one op of the tensor benchmark: its inputs are made once,
 // Run queues the op (returning its output, which the caller closes), and
 // Bytes is what it must move through device memory at least (inputs read
-// once, the output written once).
+// once, the output written once). Flops, when set, marks an op bound by
+// arithmetic (a product), measured in FLOP/s rather than against the
+// copy roofline.
 type TensorOp struct {
 	Name  string
 	Bytes int64
+	Flops int64
 	Run   func() (*candle.Tensor, error)
 	close func()
 }
@@ -212,6 +215,44 @@ func (b *Tensors) Ops(scale int) ([]*TensorOp, error) {
 	}
 	mk(fmt.Sprintf("gelu (tanh) f16, %dM elements", n>>20), int64(n)*4, h.Gelu)
 	mk(fmt.Sprintf("silu f16, %dM elements", n>>20), int64(n)*4, h.Silu, h)
+
+	// The fused ops of networks, on f16 rows of 4096.
+	nr, nc := 16384/scale, 4096
+	act := check(b.rand(candle.F16, nr, nc))
+	gain, bias := check(b.rand(candle.F16, nc)), check(b.rand(candle.F16, nc))
+	if err != nil {
+		return fail(err)
+	}
+	rowBytes := int64(nr) * int64(nc) * 4
+	mk(fmt.Sprintf("softmax over the last dim, %d×%d f16", nr, nc), rowBytes, act.SoftmaxLastDim)
+	mk(fmt.Sprintf("rms_norm %d×%d f16", nr, nc), rowBytes+int64(nc)*2, func() (*candle.Tensor, error) { return act.RMSNorm(gain, 1e-6) })
+	mk(fmt.Sprintf("layer_norm %d×%d f16", nr, nc), rowBytes+int64(nc)*4,
+		func() (*candle.Tensor, error) { return act.LayerNorm(gain, bias, 1e-5) }, act, gain, bias)
+	heads, seq, hd := 32, 4096/scale, 128
+	q := check(b.rand(candle.F16, 1, heads, seq, hd))
+	cos, sin := check(b.rand(candle.F16, seq, hd/2)), check(b.rand(candle.F16, seq, hd/2))
+	if err != nil {
+		return fail(err)
+	}
+	mk(fmt.Sprintf("rope (1, %d, %d, %d) f16", heads, seq, hd), int64(heads*seq*hd)*4+int64(seq*hd)*2,
+		func() (*candle.Tensor, error) { return q.RoPE(cos, sin) }, q, cos, sin)
+
+	// Products: 8192³ in each float type, then a batch of small ones.
+	mm := 8192 / scale
+	for _, dt := range []candle.DType{candle.BF16, candle.F16, candle.F32} {
+		x, y := check(b.rand(dt, mm, mm)), check(b.rand(dt, mm, mm))
+		if err != nil {
+			return fail(err)
+		}
+		mk(fmt.Sprintf("matmul %d³ %s", mm, dt), int64(3*mm*mm*dt.Size()), func() (*candle.Tensor, error) { return x.Matmul(y) }, x, y)
+		ops[len(ops)-1].Flops = 2 * int64(mm) * int64(mm) * int64(mm)
+	}
+	bx, by := check(b.rand(candle.F16, 32, 128, 128)), check(b.rand(candle.F16, 32, 128, 128))
+	if err != nil {
+		return fail(err)
+	}
+	mk("bmm 32×128³ f16", 3*32*128*128*2, func() (*candle.Tensor, error) { return bx.Matmul(by) }, bx, by)
+	ops[len(ops)-1].Flops = 2 * 32 * 128 * 128 * 128
 	return ops, nil
 }
 

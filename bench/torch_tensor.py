@@ -98,6 +98,34 @@ def main():
     measure(f"silu f16, {n >> 20}M elements", lambda: F.silu(h))
     del h
 
+    nr, nc = 16384 // a.scale, 4096
+    act = rand(nr, nc, dtype=torch.float16)
+    gain, bias = rand(nc, dtype=torch.float16), rand(nc, dtype=torch.float16)
+    measure(f"softmax over the last dim, {nr}×{nc} f16", lambda: torch.softmax(act, dim=-1))
+    measure(f"rms_norm {nr}×{nc} f16", lambda: F.rms_norm(act, (nc,), gain, 1e-6))
+    measure(f"layer_norm {nr}×{nc} f16", lambda: F.layer_norm(act, (nc,), gain, bias, 1e-5))
+    del act, gain, bias
+    heads, seq, hd = 32, 4096 // a.scale, 128
+    q = rand(1, heads, seq, hd, dtype=torch.float16)
+    cos, sin = rand(seq, hd // 2, dtype=torch.float16), rand(seq, hd // 2, dtype=torch.float16)
+
+    def rope():
+        # The composite of Hugging Face's Llama (rotate_half): PyTorch has
+        # no fused rotary op.
+        x1, x2 = q[..., : hd // 2], q[..., hd // 2:]
+        return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
+    measure(f"rope (1, {heads}, {seq}, {hd}) f16", rope)
+    del q, cos, sin
+
+    mm = 8192 // a.scale
+    for dt, name in ((torch.bfloat16, "bf16"), (torch.float16, "f16"), (torch.float32, "f32")):
+        x, y = rand(mm, mm, dtype=dt), rand(mm, mm, dtype=dt)
+        measure(f"matmul {mm}³ {name}", lambda: x @ y)
+        del x, y
+    bx, by = rand(32, 128, 128, dtype=torch.float16), rand(32, 128, 128, dtype=torch.float16)
+    measure("bmm 32×128³ f16", lambda: torch.bmm(bx, by))
+    del bx, by
+
     x, y = rand(1024), rand(1024)
     z = torch.empty_like(x)
     out["tiny_add_s"] = median(a.reps, per_op(a.ops, lambda: x + y))

@@ -89,6 +89,10 @@ func run(script, python, jsonOut string, reps, tinyOps, scale int) error {
 	var rows []bench.Row
 	for _, op := range ops {
 		d := ours[op.Name]
+		if op.Flops > 0 {
+			rows = append(rows, flopsRow(op, d, torchErr == nil, tf(op.Name)))
+			continue
+		}
 		gbps := float64(op.Bytes) / d.Seconds() / 1e9
 		r := bench.Row{Name: op.Name, Ours: fmt.Sprintf("%s (%.0f GB/s, %.2f of roofline)", us(d), gbps, gbps/roof), Target: "≥ 1.0, or ≥ 0.85 of roofline"}
 		if torchErr == nil {
@@ -121,6 +125,19 @@ func run(script, python, jsonOut string, reps, tinyOps, scale int) error {
 		return os.WriteFile(jsonOut, out, 0o644)
 	}
 	return nil
+}
+
+// flopsRow is the row of a product: TFLOP/s on both sides, ≥ 0.97 of
+// PyTorch's speed.
+func flopsRow(op *bench.TensorOp, d time.Duration, haveTorch bool, theirs float64) bench.Row {
+	tflops := func(s float64) float64 { return float64(op.Flops) / s / 1e12 }
+	r := bench.Row{Name: op.Name, Ours: fmt.Sprintf("%s (%.1f TFLOP/s)", us(d), tflops(d.Seconds())), Target: "≥ 0.97"}
+	if haveTorch {
+		r.Theirs = fmt.Sprintf("%s (%.1f TFLOP/s)", usf(theirs), tflops(theirs))
+		r.Ratio = theirs / d.Seconds()
+		r.Met = bench.Met(r.Ratio >= 0.97)
+	}
+	return r
 }
 
 func us(d time.Duration) string { return fmt.Sprintf("%.1f µs", d.Seconds()*1e6) }
