@@ -499,3 +499,23 @@ func TestTensorsAndStorage(t *testing.T) {
 	_, err = NewDevice("hip:x")
 	assert.ErrorContains(t, err, "the ordinal must be a number")
 }
+
+func TestFromBytes(t *testing.T) {
+	cpu := CPU()
+	ok := keep(t)
+	raw := hip.AsBytes([]float32{1, 2, 3, 4, 5, 6})
+	x := ok(FromBytes(cpu, F32, raw, 2, 3))
+	assert.Equal(t, Shape{2, 3}, x.Shape())
+	assert.Equal(t, []float64{1, 2, 3, 4, 5, 6}, values(t, x))
+	h := ok(FromBytes(cpu, F16, hip.AsBytes([]hip.Half{hip.HalfFromFloat32(1.5)}), 1))
+	assert.Equal(t, []float64{1.5}, values(t, h))
+	_, err := FromBytes(cpu, F32, raw[:20], 2, 3)
+	assert.ErrorIs(t, err, ErrShape)
+	assert.ErrorContains(t, err, "20 bytes for shape [2 3] of 6 f32 elements (24 bytes)")
+	_, err = FromBytes(cpu, DType(99), raw, 6)
+	assert.ErrorIs(t, err, ErrDType)
+	_, err = FromBytes(nil, F32, raw, 6)
+	assert.ErrorIs(t, err, ErrDevice)
+	e := ok(FromBytes(cpu, F32, nil, 0, 3))
+	assert.Equal(t, 0, e.Elems())
+}

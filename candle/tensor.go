@@ -73,6 +73,37 @@ func FromSlice[T Element](dev Device, data []T, shape ...int) (*Tensor, error) {
 	return newTensor(st, ContiguousLayout(Shape(shape).Clone())), nil
 }
 
+// FromBytes copies raw element bytes, little-endian as safetensors files
+// and the devices keep them, into a new tensor of dtype dt and shape (a
+// loader's way in: no conversion, one copy to the device).
+func FromBytes(dev Device, dt DType, data []byte, shape ...int) (*Tensor, error) {
+	const op = "FromBytes"
+	if dev == nil {
+		return nil, errorf(op, ErrDevice, "nil device")
+	}
+	if dt.Size() == 0 {
+		return nil, errorf(op, ErrDType, "%v is not a dtype", dt)
+	}
+	if err := Shape(shape).check(op); err != nil {
+		return nil, err
+	}
+	n := Shape(shape).Elems()
+	if n > len(data)/dt.Size() || n*dt.Size() != len(data) {
+		return nil, errorf(op, ErrShape, "%d bytes for shape %v of %d %s elements (%d bytes)", len(data), Shape(shape), n, dt, n*dt.Size())
+	}
+	st, err := newStorage(op, dev, dt, n)
+	if err != nil {
+		return nil, err
+	}
+	if n > 0 {
+		if err := dev.backend().write(st, data); err != nil {
+			st.release()
+			return nil, wrap(op, err)
+		}
+	}
+	return newTensor(st, ContiguousLayout(Shape(shape).Clone())), nil
+}
+
 // FromStorage views a whole storage with a shape of as many elements. The
 // tensor holds its own reference: closing the storage's owner leaves it
 // valid.

@@ -1,0 +1,14 @@
+// Package nn is the layers of neural networks on package candle, and the
+// loading of their weights: safetensors files (one, or a sharded model's
+// index) memory-mapped and copied to the device once, through a
+// VarBuilder that checks each parameter's name, shape and dtype.
+//
+//	vb, err := nn.OpenVarBuilder("/models/Llama-3.2-1B", dev, candle.BF16)
+//	defer vb.Close()
+//	proj, err := nn.NewLinear(vb.Prefix("model.layers.0.self_attn"), "q_proj", 2048, 2048, false)
+//	y, err := proj.Forward(x)
+//
+// Layers: Linear, Embedding, RMSNorm, LayerNorm, and a KVCache that grows
+// in place. Their forward passes are candle ops (Matmul on rocBLAS, the
+// fused norms), so they run on every device candle has.
+package nn

@@ -1,0 +1,217 @@
+package nn
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"syscall"
+
+	"github.com/rocm-go/rocm/candle"
+)
+
+// ErrFormat is the error of a file that is not what it claims to be: a
+// safetensors file with a bad header, offsets out of range, a truncated
+// body, or an index that names no file.
+var ErrFormat = errors.New("bad model file")
+
+// ErrMissing is the error of a tensor that the files do not hold.
+var ErrMissing = errors.New("no such tensor")
+
+// maxHeader bounds a safetensors header, as the format's reference
+// implementation does (100 MB): a larger length is a corrupt file, never
+// an allocation.
+const maxHeader = 100 << 20
+
+// TensorInfo is one tensor of a safetensors file: its dtype as the file
+// names it ("F16", "BF16", ...), its shape, and its bytes' range in the
+// data that follows the header.
+type TensorInfo struct {
+	DType      string
+	Shape      []int
+	Begin, End int
+}
+
+// Safetensors is a safetensors file mapped into memory: tensors load from
+// the page cache straight to a device, with one copy.
+type Safetensors struct {
+	path     string
+	mapped   []byte // the whole file; nil when closed
+	data     []byte // what follows the header
+	tensors  map[string]TensorInfo
+	metadata map[string]string
+}
+
+// OpenSafetensors maps a safetensors file and checks its header: every
+// tensor's dtype, shape and byte range (within the file, of the size its
+// shape and dtype give). It is read-only and safe for many goroutines;
+// Close unmaps it.
+func OpenSafetensors(path string) (*Safetensors, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("nn: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("nn: %w", err)
+	}
+	size := st.Size()
+	if size < 8 {
+		return nil, fmt.Errorf("nn: %s: %d bytes, too short for a safetensors header: %w", path, size, ErrFormat)
+	}
+	if size > math.MaxInt {
+		return nil, fmt.Errorf("nn: %s: %d bytes, more than this platform maps: %w", path, size, ErrFormat)
+	}
+	mapped, err := syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("nn: mapping %s: %w", path, err)
+	}
+	s, err := parseSafetensors(mapped)
+	if err != nil {
+		syscall.Munmap(mapped)
+		return nil, fmt.Errorf("nn: %s: %w", path, err)
+	}
+	s.path, s.mapped = path, mapped
+	return s, nil
+}
+
+// parseSafetensors reads the header of a whole file's bytes.
+func parseSafetensors(b []byte) (*Safetensors, error) {
+	if len(b) < 8 {
+		return nil, fmt.Errorf("%d bytes, too short for a safetensors header: %w", len(b), ErrFormat)
+	}
+	n := binary.LittleEndian.Uint64(b)
+	if n > maxHeader || n > uint64(len(b)-8) {
+		return nil, fmt.Errorf("a header of %d bytes in a file of %d (at most %d): %w", n, len(b), min(maxHeader, len(b)-8), ErrFormat)
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b[8:8+n], &raw); err != nil {
+		return nil, fmt.Errorf("the header is not a JSON object: %v: %w", err, ErrFormat)
+	}
+	s := &Safetensors{data: b[8+n:], tensors: make(map[string]TensorInfo, len(raw))}
+	for name, msg := range raw {
+		if name == "__metadata__" {
+			if err := json.Unmarshal(msg, &s.metadata); err != nil {
+				return nil, fmt.Errorf("__metadata__ is not an object of strings: %v: %w", err, ErrFormat)
+			}
+			continue
+		}
+		var e struct {
+			DType   string `json:"dtype"`
+			Shape   []int  `json:"shape"`
+			Offsets []int  `json:"data_offsets"`
+		}
+		if err := json.Unmarshal(msg, &e); err != nil {
+			return nil, fmt.Errorf("tensor %q: %v: %w", name, err, ErrFormat)
+		}
+		size, ok := dtypeSize(e.DType)
+		if !ok {
+			return nil, fmt.Errorf("tensor %q: unknown dtype %q: %w", name, e.DType, ErrFormat)
+		}
+		if len(e.Offsets) != 2 {
+			return nil, fmt.Errorf("tensor %q: data_offsets %v: want [begin, end]: %w", name, e.Offsets, ErrFormat)
+		}
+		elems := 1
+		for _, d := range e.Shape {
+			if d < 0 || d > 0 && elems > math.MaxInt/d {
+				return nil, fmt.Errorf("tensor %q: shape %v: %w", name, e.Shape, ErrFormat)
+			}
+			elems *= d
+		}
+		begin, end := e.Offsets[0], e.Offsets[1]
+		switch {
+		case begin < 0 || end < begin || end > len(s.data):
+			return nil, fmt.Errorf("tensor %q: bytes [%d, %d) outside the %d bytes of data (a truncated file?): %w", name, begin, end, len(s.data), ErrFormat)
+		case elems > math.MaxInt/size || end-begin != elems*size:
+			return nil, fmt.Errorf("tensor %q: %d bytes for shape %v of %s (%d bytes): %w", name, end-begin, e.Shape, e.DType, elems*size, ErrFormat)
+		}
+		s.tensors[name] = TensorInfo{DType: e.DType, Shape: e.Shape, Begin: begin, End: end}
+	}
+	return s, nil
+}
+
+// dtypeSize is the element size of a safetensors dtype name.
+func dtypeSize(name string) (int, bool) {
+	switch name {
+	case "BOOL", "U8", "I8", "F8_E4M3", "F8_E5M2":
+		return 1, true
+	case "U16", "I16", "F16", "BF16":
+		return 2, true
+	case "U32", "I32", "F32":
+		return 4, true
+	case "U64", "I64", "F64":
+		return 8, true
+	}
+	return 0, false
+}
+
+// candleDType is the candle dtype of a safetensors dtype, where candle
+// holds it.
+func candleDType(name string) (candle.DType, bool) {
+	switch name {
+	case "F32":
+		return candle.F32, true
+	case "F16":
+		return candle.F16, true
+	case "BF16":
+		return candle.BF16, true
+	case "F64":
+		return candle.F64, true
+	case "U8":
+		return candle.U8, true
+	case "U32":
+		return candle.U32, true
+	case "I64":
+		return candle.I64, true
+	}
+	return 0, false
+}
+
+// Names lists the file's tensors, sorted.
+func (s *Safetensors) Names() []string {
+	names := make([]string, 0, len(s.tensors))
+	for n := range s.tensors {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Info describes a tensor of the file.
+func (s *Safetensors) Info(name string) (TensorInfo, bool) {
+	i, ok := s.tensors[name]
+	return i, ok
+}
+
+// Metadata is the file's __metadata__ (nil when it has none).
+func (s *Safetensors) Metadata() map[string]string { return s.metadata }
+
+// Load copies a tensor from the file to dev, in the file's dtype.
+func (s *Safetensors) Load(name string, dev candle.Device) (*candle.Tensor, error) {
+	if s.mapped == nil {
+		return nil, fmt.Errorf("nn: %s: the file is closed", s.path)
+	}
+	info, ok := s.tensors[name]
+	if !ok {
+		return nil, fmt.Errorf("nn: %s has no tensor %q: %w", s.path, name, ErrMissing)
+	}
+	dt, ok := candleDType(info.DType)
+	if !ok {
+		return nil, fmt.Errorf("nn: %s: tensor %q is %s, a dtype candle does not hold: %w", s.path, name, info.DType, candle.ErrDType)
+	}
+	return candle.FromBytes(dev, dt, s.data[info.Begin:info.End], info.Shape...)
+}
+
+// Close unmaps the file; the tensors loaded from it stay valid.
+func (s *Safetensors) Close() error {
+	if s.mapped == nil {
+		return nil
+	}
+	err := syscall.Munmap(s.mapped)
+	s.mapped, s.data = nil, nil
+	return err
+}
