@@ -81,6 +81,28 @@ var steps = []step{
 		return candle.Where(c, in.x, in.y)
 	}},
 	{"cast to bf16", func(in inputs) (*candle.Tensor, error) { return in.x.ToDType(candle.BF16) }},
+	{"x · y[:256]ᵀ (matmul)", func(in inputs) (*candle.Tensor, error) {
+		w, err := in.y.Narrow(0, 0, min(in.y.Dim(0), 256))
+		if err != nil {
+			return nil, err
+		}
+		defer w.Close()
+		wt, err := w.T() // read transposed in place: a BLAS flag on the GPU
+		if err != nil {
+			return nil, err
+		}
+		defer wt.Close()
+		return in.x.Matmul(wt)
+	}},
+	{"softmax over rows", func(in inputs) (*candle.Tensor, error) { return in.x.SoftmaxLastDim() }},
+	{"rms_norm(x) · bias", func(in inputs) (*candle.Tensor, error) {
+		gain, err := in.bias.Reshape(cols)
+		if err != nil {
+			return nil, err
+		}
+		defer gain.Close()
+		return in.x.RMSNorm(gain, 1e-6)
+	}},
 }
 
 func run(w io.Writer, name string, n int, seed uint64) error {
