@@ -9,39 +9,11 @@ JSON object keyed by the ops' names.
 """
 import argparse
 import json
-import statistics
-import time
 
 import torch
 import torch.nn.functional as F
 
-
-def median(reps, f):
-    f()
-    return statistics.median(f() for _ in range(reps))
-
-
-def device_time(op):
-    def run():
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        out = op()
-        e.record()
-        e.synchronize()
-        del out
-        return s.elapsed_time(e) / 1e3
-    return run
-
-
-def per_op(ops, op):
-    def run():
-        torch.cuda.synchronize()
-        start = time.perf_counter()
-        for _ in range(ops):
-            op()
-        torch.cuda.synchronize()
-        return (time.perf_counter() - start) / ops
-    return run
+from torch_ref import device_time, median, per_op
 
 
 def rand(*shape, dtype=torch.float32):

@@ -322,26 +322,21 @@ func onlyDim(v Layout, shape Shape, d int) Layout {
 }
 
 func (c *cpuBackend) indexSelect(src, ids view, d int, dst *Storage) error {
-	s, x, out := dataOf(src.st), dataOf(ids.st), dataOf(dst)
 	shape := src.l.Shape.Clone()
 	shape[d] = ids.l.Shape[0]
-	var err error
-	walk(shape, []Layout{along(src.l, shape, d), onlyDim(ids.l, shape, d)}, func(i int, o []int) {
-		id, e := index(x, o[1], src.l.Shape[d])
-		if e != nil {
-			err = e
-			return
-		}
-		copyElem(out, i, s, o[0]+id*src.l.Stride[d])
-	})
-	return err
+	return take(shape, src, onlyDim(ids.l, shape, d), ids, d, dst)
 }
 
 func (c *cpuBackend) gather(src, ids view, d int, dst *Storage) error {
+	return take(ids.l.Shape, src, ids.l, ids, d, dst)
+}
+
+// take writes each element of shape from src, its index along d read
+// through idsL (of shape) from ids: index_select and gather.
+func take(shape Shape, src view, idsL Layout, ids view, d int, dst *Storage) error {
 	s, x, out := dataOf(src.st), dataOf(ids.st), dataOf(dst)
-	shape := ids.l.Shape
 	var err error
-	walk(shape, []Layout{along(src.l, shape, d), ids.l}, func(i int, o []int) {
+	walk(shape, []Layout{along(src.l, shape, d), idsL}, func(i int, o []int) {
 		id, e := index(x, o[1], src.l.Shape[d])
 		if e != nil {
 			err = e

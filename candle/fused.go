@@ -11,50 +11,49 @@ import (
 // on the GPU (float64 on the CPU). Strided inputs are made contiguous
 // first; outputs are contiguous.
 
-// fusedOp is what a fused op's kernel sees: contiguous views of its
-// inputs, the fresh output, and the release of the copies made.
+// fusedOp is what a fused op's kernel sees: contiguous views of its (at
+// most three) inputs, the fresh output, and the copies made, to release.
+// Fixed arrays: no allocation but the op itself and its output.
 type fusedOp struct {
-	in  []view
+	in  [3]view // a nil input's is the zero view
+	tmp [3]*Tensor
 	out *Tensor
-	tmp []*Tensor
 }
 
 func (f *fusedOp) release() {
 	for _, t := range f.tmp {
-		t.Close()
+		if t != nil {
+			t.Close()
+		}
 	}
 }
 
 // fuse checks a fused op's operands (one device, one float dtype of
-// f32/f16/bf16; nil operands are left out as nil views) and allocates
+// f32/f16/bf16; the first is never nil, a later one may be) and allocates
 // its output of shape.
 func fuse(op string, shape Shape, ts ...*Tensor) (*fusedOp, error) {
-	var live []*Tensor
-	for _, t := range ts {
-		if t != nil {
-			live = append(live, t)
-		}
-	}
-	if err := alive(op, live...); err != nil {
-		return nil, err
-	}
-	x := live[0]
-	if err := sameDevice(op, x.st.dev, live...); err != nil {
-		return nil, err
-	}
+	x := ts[0]
 	dt := x.DType()
-	if dt != F32 && dt != F16 && dt != BF16 {
-		return nil, errorf(op, ErrDType, "%s: the fused ops take f32, f16 or bf16 (convert with ToDType)", dt)
-	}
-	for _, t := range live[1:] {
-		if t.DType() != dt {
+	for i, t := range ts {
+		if t == nil {
+			continue
+		}
+		if err := t.alive(op); err != nil {
+			return nil, err
+		}
+		if err := sameDevice(op, x.st.dev, t); err != nil {
+			return nil, err
+		}
+		switch {
+		case i == 0 && dt != F32 && dt != F16 && dt != BF16:
+			return nil, errorf(op, ErrDType, "%s: the fused ops take f32, f16 or bf16 (convert with ToDType)", dt)
+		case t.DType() != dt:
 			return nil, errorf(op, ErrDType, "%s and %s operands: convert one with ToDType", dt, t.DType())
 		}
 	}
 	f := &fusedOp{}
-	for _, t := range ts {
+	for i, t := range ts {
 		if t == nil {
-			f.in = append(f.in, view{})
 			continue
 		}
 		if !t.layout.IsContiguous() {
@@ -63,12 +62,11 @@ func fuse(op string, shape Shape, ts ...*Tensor) (*fusedOp, error) {
 				f.release()
 				return nil, wrap(op, err)
 			}
-			f.tmp = append(f.tmp, c)
-			t = c
+			f.tmp[i], t = c, c
 		}
-		f.in = append(f.in, t.v())
+		f.in[i] = t.v()
 	}
-	out, err := newOutput(op, x.st.dev, dt, shape, live...)
+	out, err := newOutput(op, x.st.dev, dt, shape, ts...)
 	if err != nil {
 		f.release()
 		return nil, err
@@ -357,7 +355,7 @@ func (b *hipBackend) softmax(x view, dst *Storage, rows, cols int, log bool) err
 	in, out := ptr(x), storagePtr(dst)
 	grid, block := rowLaunch(rows, cols)
 	return b.launch(famNN, kernelNames.softmax[dst.dtype], grid, block, func(a *hip.Args) {
-		a.Uint64(uint64(rows)).Uint64(uint64(cols)).Int32(b2i32(log)).Ptr(in).Ptr(out)
+		a.Uint64(uint64(rows)).Uint64(uint64(cols)).Int32(int32(b2i(log))).Ptr(in).Ptr(out)
 	})
 }
 
@@ -383,7 +381,7 @@ func (b *hipBackend) rope(x, cos, sin view, dst *Storage, dims [4]int, interleav
 	pairs := dst.n / 2
 	return b.launch(famNN, kernelNames.rope[dst.dtype], b.grid(pairs, 8/dst.dtype.Size()), block1D, func(a *hip.Args) {
 		a.Uint64(uint64(dims[0])).Uint64(uint64(dims[1])).Uint64(uint64(dims[2])).Uint64(uint64(dims[3]))
-		a.Int32(b2i32(interleaved)).Int32(b2i32(thd)).Uint64(uint64(csb)).Ptr(in).Ptr(co).Ptr(si).Ptr(out)
+		a.Int32(int32(b2i(interleaved))).Int32(int32(b2i(thd))).Uint64(uint64(csb)).Ptr(in).Ptr(co).Ptr(si).Ptr(out)
 	})
 }
 
@@ -392,11 +390,4 @@ func (b *hipBackend) siluMul(x, y view, dst *Storage) error {
 	return b.launch(famNN, kernelNames.siluMul[dst.dtype], b.grid(dst.n, 16/dst.dtype.Size()), block1D, func(a *hip.Args) {
 		a.Uint64(uint64(dst.n)).Ptr(px).Ptr(py).Ptr(out)
 	})
-}
-
-func b2i32(v bool) int32 {
-	if v {
-		return 1
-	}
-	return 0
 }

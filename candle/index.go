@@ -110,13 +110,7 @@ func (t *Tensor) ScatterAdd(ids, src *Tensor, d int) (*Tensor, error) {
 }
 
 func (t *Tensor) scatter(op string, ids, src *Tensor, d int, add bool) (*Tensor, error) {
-	if err := checkIndices(op, t, ids); err != nil {
-		return nil, err
-	}
-	if err := checkSource(op, t, src); err != nil {
-		return nil, err
-	}
-	d, err := dim(op, d, t.Rank())
+	d, err := checkPut(op, t, ids, src, d)
 	if err != nil {
 		return nil, err
 	}
@@ -137,17 +131,22 @@ func (t *Tensor) scatter(op string, ids, src *Tensor, d int, add bool) (*Tensor,
 	return out, nil
 }
 
-func checkSource(op string, t, src *Tensor) error {
+// checkPut checks the operands of the ops that write a source into a copy
+// of t at indices along d, and resolves d.
+func checkPut(op string, t, ids, src *Tensor, d int) (int, error) {
+	if err := checkIndices(op, t, ids); err != nil {
+		return 0, err
+	}
 	if err := src.alive(op); err != nil {
-		return err
+		return 0, err
 	}
 	if err := sameDevice(op, t.st.dev, src); err != nil {
-		return err
+		return 0, err
 	}
 	if src.DType() != t.DType() {
-		return errorf(op, ErrDType, "a %s source for a %s tensor", src.DType(), t.DType())
+		return 0, errorf(op, ErrDType, "a %s source for a %s tensor", src.DType(), t.DType())
 	}
-	return nil
+	return dim(op, d, t.Rank())
 }
 
 // IndexAdd is a copy of t with src added along dim d at the indices: for a
@@ -155,13 +154,7 @@ func checkSource(op string, t, src *Tensor) error {
 // src has t's other dims; repeated indices add up.
 func (t *Tensor) IndexAdd(ids, src *Tensor, d int) (*Tensor, error) {
 	const op = "Tensor.IndexAdd"
-	if err := checkIndices(op, t, ids); err != nil {
-		return nil, err
-	}
-	if err := checkSource(op, t, src); err != nil {
-		return nil, err
-	}
-	d, err := dim(op, d, t.Rank())
+	d, err := checkPut(op, t, ids, src, d)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,8 @@ package candle
 import (
 	"fmt"
 	"sync/atomic"
+
+	"github.com/rocm-go/rocm/hip"
 )
 
 // Tensor is a storage seen through a layout: a dtype, a shape and the
@@ -65,12 +67,8 @@ func FromSlice[T Element](dev Device, data []T, shape ...int) (*Tensor, error) {
 	if Shape(shape).Elems() != len(data) {
 		return nil, errorf(op, ErrShape, "%d elements for shape %v of %d", len(data), Shape(shape), Shape(shape).Elems())
 	}
-	st, err := NewStorage(dev, data)
-	if err != nil {
-		return nil, err
-	}
-	st.owned.Store(false) // the tensor takes the owner's reference
-	return newTensor(st, ContiguousLayout(Shape(shape).Clone())), nil
+	t, err := FromBytes(dev, DTypeOf[T](), hip.AsBytes(data), shape...)
+	return t, wrap(op, err)
 }
 
 // FromBytes copies raw element bytes, little-endian as safetensors files

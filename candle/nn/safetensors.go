@@ -149,28 +149,6 @@ func dtypeSize(name string) (int, bool) {
 	return 0, false
 }
 
-// candleDType is the candle dtype of a safetensors dtype, where candle
-// holds it.
-func candleDType(name string) (candle.DType, bool) {
-	switch name {
-	case "F32":
-		return candle.F32, true
-	case "F16":
-		return candle.F16, true
-	case "BF16":
-		return candle.BF16, true
-	case "F64":
-		return candle.F64, true
-	case "U8":
-		return candle.U8, true
-	case "U32":
-		return candle.U32, true
-	case "I64":
-		return candle.I64, true
-	}
-	return 0, false
-}
-
 // Names lists the file's tensors, sorted.
 func (s *Safetensors) Names() []string {
 	names := make([]string, 0, len(s.tensors))
@@ -199,8 +177,10 @@ func (s *Safetensors) Load(name string, dev candle.Device) (*candle.Tensor, erro
 	if !ok {
 		return nil, fmt.Errorf("nn: %s has no tensor %q: %w", s.path, name, ErrMissing)
 	}
-	dt, ok := candleDType(info.DType)
-	if !ok {
+	// candle's dtypes are named as safetensors names them, in lower case;
+	// the others (I32, BOOL, F8_E4M3, ...) candle does not hold.
+	dt, err := candle.ParseDType(info.DType)
+	if err != nil {
 		return nil, fmt.Errorf("nn: %s: tensor %q is %s, a dtype candle does not hold: %w", s.path, name, info.DType, candle.ErrDType)
 	}
 	return candle.FromBytes(dev, dt, s.data[info.Begin:info.End], info.Shape...)
