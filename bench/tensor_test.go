@@ -40,4 +40,16 @@ func TestTensorBenchmarksRun(t *testing.T) {
 	require.NoError(t, err)
 	assert.Positive(t, rate)
 	t.Logf("first use %v cold, %v warm; copies at %.0f GB/s", cold, warm, rate)
+
+	ckpt, err := b.WriteCheckpoint(t.TempDir(), 16)
+	require.NoError(t, err)
+	// One layer and a 16th of the vocabulary, in BF16.
+	embed, norms, attn, mlp := 8016*2048, 3*2048, 2*2048*2048+2*512*2048, 3*8192*2048
+	assert.Equal(t, int64(2*(embed+norms+attn+mlp)), ckpt.Bytes)
+	load, err := b.LoadTime(ckpt)
+	require.NoError(t, err)
+	pinned, err := b.PinnedRate(1 << 24)
+	require.NoError(t, err)
+	assert.Positive(t, pinned)
+	t.Logf("a %d-byte checkpoint loaded in %v; pinned host→device at %.1f GB/s", ckpt.Bytes, load, pinned)
 }

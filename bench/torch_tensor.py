@@ -5,10 +5,11 @@ measured the same way (device time between two events, a warm-up, the
 median of several repeats; the small add as wall time per op). Prints one
 JSON object keyed by the ops' names.
 
-    python3 torch_tensor.py [--reps N] [--ops N] [--scale N]
+    python3 torch_tensor.py [--reps N] [--ops N] [--scale N] [--checkpoint FILE]
 """
 import argparse
 import json
+import time
 
 import torch
 import torch.nn.functional as F
@@ -25,6 +26,7 @@ def main():
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--ops", type=int, default=20000)
     ap.add_argument("--scale", type=int, default=1)
+    ap.add_argument("--checkpoint", help="a safetensors file to time loading onto the GPU")
     a = ap.parse_args()
     out = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "cuda": torch.version.cuda or torch.version.hip}
 
@@ -102,6 +104,21 @@ def main():
     z = torch.empty_like(x)
     out["tiny_add_s"] = median(a.reps, per_op(a.ops, lambda: x + y))
     out["tiny_add_out_s"] = median(a.reps, per_op(a.ops, lambda: torch.add(x, y, out=z)))
+
+    if a.checkpoint:
+        # safetensors' own loader, as Hugging Face's stack loads weights:
+        # the first load in the process, then the median of three.
+        from safetensors.torch import load_file
+
+        def load():
+            start = time.perf_counter()
+            ts = load_file(a.checkpoint, device="cuda:0")
+            torch.cuda.synchronize()
+            d = time.perf_counter() - start
+            del ts
+            return d
+        out["load_first_s"] = load()
+        out["load_s"] = sorted(load() for _ in range(3))[1]
     print(json.dumps(out))
 
 

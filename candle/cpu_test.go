@@ -518,4 +518,19 @@ func TestFromBytes(t *testing.T) {
 	assert.ErrorIs(t, err, ErrDevice)
 	e := ok(FromBytes(cpu, F32, nil, 0, 3))
 	assert.Equal(t, 0, e.Elems())
+
+	// ToBytes is the inverse, through any view.
+	b, err := ToBytes(x)
+	require.NoError(t, err)
+	assert.Equal(t, raw, b)
+	xt := ok(x.Transpose(0, 1))
+	b, err = ToBytes(xt)
+	require.NoError(t, err)
+	assert.Equal(t, hip.AsBytes([]float32{1, 4, 2, 5, 3, 6}), b)
+	b, err = ToBytes(e)
+	require.NoError(t, err)
+	assert.Empty(t, b)
+	require.NoError(t, x.Close())
+	_, err = ToBytes(x)
+	assert.ErrorIs(t, err, ErrClosed)
 }

@@ -343,6 +343,39 @@ func TestGPUCopies(t *testing.T) {
 	}
 }
 
+// TestGPUTransfers moves bytes both ways through the staging ring: sizes
+// around a staging buffer and beyond the ring (it wraps), reads at an
+// offset, and a read queued behind writes still in flight.
+func TestGPUTransfers(t *testing.T) {
+	d := gpu(t)
+	rng := rand.New(rand.NewPCG(7, 8))
+	var pending []*Tensor
+	var want [][]byte
+	for _, n := range []int{1, 4097, stagingSize - 1, stagingSize, stagingSize + 3, stagingSlots*stagingSize + 5, 3*stagingSlots*stagingSize/2 + 1} {
+		src := make([]byte, n)
+		for i := range src {
+			src[i] = byte(rng.Uint32())
+		}
+		x, err := FromBytes(d, U8, src, n)
+		require.NoError(t, err, n)
+		pending, want = append(pending, x), append(want, src)
+	}
+	for i, x := range pending {
+		got, err := ToBytes(x)
+		require.NoError(t, err)
+		require.True(t, string(want[i]) == string(got), "%d bytes came back different", len(want[i]))
+		if n := x.Elems(); n > 10 {
+			tail, err := x.Narrow(0, 3, n-10)
+			require.NoError(t, err)
+			got, err := ToBytes(tail)
+			require.NoError(t, err)
+			require.True(t, string(want[i][3:n-7]) == string(got), "%d bytes from offset 3 came back different", n-10)
+			tail.Close()
+		}
+		x.Close()
+	}
+}
+
 // TestGPURowCopies covers the kernels that copy whole rows (rows of 64
 // elements and more): Cat, SliceAssign, Copy2D and IndexSelect, with row
 // starts 16-byte aligned (vector loads) and not.

@@ -2,6 +2,7 @@ package candle
 
 import (
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -146,44 +147,38 @@ func (d *HIPDevice) MIOpen() (*miopen.Handle, error) {
 	return d.dnn, nil
 }
 
-// staging moves host data through two pinned buffers, so that the copy
-// into one overlaps the transfer of the other, and no async copy ever
-// reads Go memory.
+// staging moves host data through a ring of pinned buffers, so that the
+// copy into one overlaps the transfers of the others, and no async copy
+// ever reads Go memory. A buffer is allocated on first use: small
+// transfers never take more than one.
 type staging struct {
 	dev    *HIPDevice
 	mu     sync.Mutex
-	bufs   [2]*hip.PinnedBuffer
-	events [2]*hip.Event
-	used   [2]bool
+	bufs   [stagingSlots]*hip.PinnedBuffer
+	events [stagingSlots]*hip.Event
+	used   [stagingSlots]bool
 }
 
-const stagingSize = 16 << 20
+const (
+	stagingSize  = 16 << 20
+	stagingSlots = 4
+)
 
-func (s *staging) init() error {
-	if s.events[1] != nil { // the last thing made
-		return nil
-	}
-	for k := range s.bufs {
-		if s.bufs[k] == nil {
-			b, err := s.dev.dev.MallocHost(stagingSize, hip.HostMallocDefault)
-			if err != nil {
-				return err
-			}
-			s.bufs[k] = b
-		}
-		if s.events[k] == nil {
-			e, err := s.dev.dev.NewEvent(hip.EventDisableTiming)
-			if err != nil {
-				return err
-			}
-			s.events[k] = e
-		}
-	}
-	return nil
-}
-
-// slot waits until buffer k's last transfer is done.
+// slot waits until buffer k's last transfer is done, making the buffer on
+// first use.
 func (s *staging) slot(k int) error {
+	if s.bufs[k] == nil {
+		b, err := s.dev.dev.MallocHost(stagingSize, hip.HostMallocDefault)
+		if err != nil {
+			return err
+		}
+		e, err := s.dev.dev.NewEvent(hip.EventDisableTiming)
+		if err != nil {
+			b.Close()
+			return err
+		}
+		s.bufs[k], s.events[k] = b, e
+	}
 	if s.used[k] {
 		s.used[k] = false
 		return s.events[k].Synchronize()
@@ -196,15 +191,12 @@ func (s *staging) slot(k int) error {
 func (s *staging) write(buf *hip.Buffer, off int, src []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.init(); err != nil {
-		return err
-	}
-	for i, k := 0, 0; i < len(src); i, k = i+stagingSize, 1-k {
+	for i, k := 0, 0; i < len(src); i, k = i+stagingSize, (k+1)%stagingSlots {
 		n := min(stagingSize, len(src)-i)
 		if err := s.slot(k); err != nil {
 			return err
 		}
-		copy(s.bufs[k].Bytes(), src[i:i+n])
+		hostCopy(s.bufs[k].Bytes(), src[i:i+n])
 		pin, _ := s.bufs[k].Slice(0, n)
 		dst, err := buf.Slice(off+i, n)
 		if err != nil {
@@ -222,20 +214,17 @@ func (s *staging) write(buf *hip.Buffer, off int, src []byte) error {
 }
 
 // read copies bytes [off, off+len(dst)) of buf to dst, after the queued
-// work.
+// work, with up to stagingSlots transfers in flight.
 func (s *staging) read(buf *hip.Buffer, off int, dst []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.init(); err != nil {
-		return err
-	}
-	queue := func(i, k int) error {
-		n := min(stagingSize, len(dst)-i)
+	queue := func(i int) error {
+		k := i / stagingSize % stagingSlots
 		if err := s.slot(k); err != nil {
 			return err
 		}
-		pin, _ := s.bufs[k].Slice(0, n)
-		src, err := buf.Slice(off+i, n)
+		pin, _ := s.bufs[k].Slice(0, min(stagingSize, len(dst)-i))
+		src, err := buf.Slice(off+i, pin.Size())
 		if err != nil {
 			return err
 		}
@@ -245,19 +234,37 @@ func (s *staging) read(buf *hip.Buffer, off int, dst []byte) error {
 		s.used[k] = true
 		return s.events[k].Record(s.dev.stream)
 	}
-	if err := queue(0, 0); err != nil {
-		return err
-	}
-	for i, k := 0, 0; i < len(dst); i, k = i+stagingSize, 1-k {
-		if next := i + stagingSize; next < len(dst) {
-			if err := queue(next, 1-k); err != nil {
+	ahead := 0 // bytes queued
+	for i := 0; i < len(dst); i += stagingSize {
+		for ; ahead < len(dst) && ahead < i+stagingSlots*stagingSize; ahead += stagingSize {
+			if err := queue(ahead); err != nil {
 				return err
 			}
 		}
+		k := i / stagingSize % stagingSlots
 		if err := s.slot(k); err != nil {
 			return err
 		}
-		copy(dst[i:], s.bufs[k].Bytes()[:min(stagingSize, len(dst)-i)])
+		hostCopy(dst[i:], s.bufs[k].Bytes()[:min(stagingSize, len(dst)-i)])
 	}
 	return nil
+}
+
+// hostCopy copies src to the start of dst, over several goroutines when it
+// is large: one core's memcpy falls well short of a PCIe link, and reading
+// a freshly mapped file adds page faults to it.
+func hostCopy(dst, src []byte) {
+	const part = 2 << 20
+	parts := min(runtime.GOMAXPROCS(0), len(src)/part, 8)
+	if parts < 2 {
+		copy(dst, src)
+		return
+	}
+	step := (len(src) + parts - 1) / parts
+	var wg sync.WaitGroup
+	for i := 0; i < len(src); i += step {
+		j := min(i+step, len(src))
+		wg.Go(func() { copy(dst[i:j], src[i:j]) })
+	}
+	wg.Wait()
 }

@@ -149,6 +149,28 @@ func ToSlice[T Element](t *Tensor) ([]T, error) {
 	return out, nil
 }
 
+// ToBytes copies a tensor to the host, in row-major order, as its
+// elements' little-endian bytes: the inverse of FromBytes, for any dtype.
+func ToBytes(t *Tensor) ([]byte, error) {
+	const op = "ToBytes"
+	if err := t.alive(op); err != nil {
+		return nil, err
+	}
+	out := make([]byte, t.Elems()*t.DType().Size())
+	if len(out) == 0 {
+		return out, nil
+	}
+	c, err := t.Contiguous()
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	if err := c.st.dev.backend().read(c.st, c.layout.Offset, t.Elems(), out); err != nil {
+		return nil, wrap(op, err)
+	}
+	return out, nil
+}
+
 // Close gives the tensor's reference to its storage back; the storage's
 // memory returns to the device when its last user closes. Closing twice
 // does nothing. A closed tensor's ops fail with ErrClosed.

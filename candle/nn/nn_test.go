@@ -113,6 +113,58 @@ func TestSafetensorsRoundTrip(t *testing.T) {
 	assert.ErrorContains(t, err, "the file is closed")
 }
 
+func TestSaveSafetensors(t *testing.T) {
+	dir := t.TempDir()
+	cpu := candle.CPU()
+	mk := func(x *candle.Tensor, err error) *candle.Tensor {
+		require.NoError(t, err)
+		t.Cleanup(func() { x.Close() })
+		return x
+	}
+	a := mk(candle.FromSlice(cpu, []float32{1, 2, 3, 4, 5, 6}, 2, 3))
+	at := mk(a.Transpose(0, 1)) // saved in row-major order of its view
+	h := mk(candle.FromSlice(cpu, []hip.Half{hip.HalfFromFloat32(1.5)}, 1))
+	b := mk(candle.FromSlice(cpu, []hip.BFloat16{hip.BFloat16FromFloat32(-3)}, 1, 1))
+	i := mk(candle.FromSlice(cpu, []int64{7, -9, 11}, 3))
+	e := mk(candle.FromSlice(cpu, []float32{}, 0, 4))
+	path := filepath.Join(dir, "m.safetensors")
+	require.NoError(t, SaveSafetensors(path, map[string]*candle.Tensor{"z.a": a, "at": at, "h": h, "b": b, "i": i, "e": e},
+		map[string]string{"format": "pt"}))
+
+	raw, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Zero(t, (8+binary.LittleEndian.Uint64(raw))%8, "the data starts 8-byte aligned")
+	f, err := OpenSafetensors(path)
+	require.NoError(t, err)
+	defer f.Close()
+	assert.Equal(t, []string{"at", "b", "e", "h", "i", "z.a"}, f.Names())
+	assert.Equal(t, map[string]string{"format": "pt"}, f.Metadata())
+	info, _ := f.Info("at")
+	assert.Equal(t, TensorInfo{DType: "F32", Shape: []int{3, 2}, Begin: 0, End: 24}, info)
+	load := func(name string) *candle.Tensor { return mk(f.Load(name, cpu)) }
+	assert.Equal(t, []float32{1, 4, 2, 5, 3, 6}, values(t, load("at")))
+	assert.Equal(t, []float32{1, 2, 3, 4, 5, 6}, values(t, load("z.a")))
+	assert.Equal(t, candle.F16, load("h").DType())
+	assert.Equal(t, []float32{1.5}, values(t, load("h")))
+	assert.Equal(t, []float32{-3}, values(t, load("b")))
+	got, err := candle.ToSlice[int64](load("i"))
+	require.NoError(t, err)
+	assert.Equal(t, []int64{7, -9, 11}, got)
+	assert.Equal(t, candle.Shape{0, 4}, load("e").Shape())
+
+	// Bad input: an error, and nothing left behind.
+	assert.ErrorContains(t, SaveSafetensors(filepath.Join(dir, "n.safetensors"), map[string]*candle.Tensor{"x": nil}, nil), `tensor "x" is nil`)
+	assert.ErrorContains(t, SaveSafetensors(filepath.Join(dir, "n.safetensors"), map[string]*candle.Tensor{"__metadata__": a}, nil), "not a tensor name")
+	closed := mk(candle.FromSlice(cpu, []float32{1}, 1))
+	closed.Close()
+	err = SaveSafetensors(filepath.Join(dir, "n.safetensors"), map[string]*candle.Tensor{"c": closed}, nil)
+	assert.ErrorIs(t, err, candle.ErrClosed)
+	assert.Error(t, SaveSafetensors(filepath.Join(dir, "no", "such", "dir.safetensors"), map[string]*candle.Tensor{"a": a}, nil))
+	left, err := filepath.Glob(filepath.Join(dir, "n.safetensors*"))
+	require.NoError(t, err)
+	assert.Empty(t, left)
+}
+
 func TestSafetensorsBadFiles(t *testing.T) {
 	dir := t.TempDir()
 	good := safetensorsBytes(t, []string{"a"}, map[string]entry{"a": {"F32", []int{2}, f32s(1, 2)}}, nil)

@@ -1,13 +1,17 @@
 package nn
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/rocm-go/rocm/candle"
@@ -70,6 +74,8 @@ func OpenSafetensors(path string) (*Safetensors, error) {
 	if err != nil {
 		return nil, fmt.Errorf("nn: mapping %s: %w", path, err)
 	}
+	// Read ahead: a model loads every byte of its files, in order.
+	_ = syscall.Madvise(mapped, syscall.MADV_WILLNEED)
 	s, err := parseSafetensors(mapped)
 	if err != nil {
 		syscall.Munmap(mapped)
@@ -194,4 +200,77 @@ func (s *Safetensors) Close() error {
 	err := syscall.Munmap(s.mapped)
 	s.mapped, s.data = nil, nil
 	return err
+}
+
+// SaveSafetensors writes tensors to a safetensors file at path, sorted by
+// name, with metadata (may be nil) as its __metadata__. The file appears
+// whole or not at all: it is written beside path and renamed over it.
+func SaveSafetensors(path string, tensors map[string]*candle.Tensor, metadata map[string]string) (err error) {
+	names := make([]string, 0, len(tensors))
+	for n, t := range tensors {
+		switch {
+		case n == "" || n == "__metadata__":
+			return fmt.Errorf("nn: saving %s: %q is not a tensor name", path, n)
+		case t == nil:
+			return fmt.Errorf("nn: saving %s: tensor %q is nil", path, n)
+		}
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	type entry struct {
+		DType   string `json:"dtype"`
+		Shape   []int  `json:"shape"`
+		Offsets [2]int `json:"data_offsets"`
+	}
+	header := make(map[string]any, len(names)+1)
+	if metadata != nil {
+		header["__metadata__"] = metadata
+	}
+	off := 0
+	for _, n := range names {
+		t := tensors[n]
+		size := t.Elems() * t.DType().Size()
+		header[n] = entry{DType: strings.ToUpper(t.DType().String()), Shape: t.Shape(), Offsets: [2]int{off, off + size}}
+		off += size
+	}
+	h, err := json.Marshal(header)
+	if err != nil {
+		return fmt.Errorf("nn: saving %s: %w", path, err)
+	}
+	// Pad the header with spaces so that the data starts 8-byte aligned.
+	h = append(h, bytes.Repeat([]byte{' '}, (8-len(h)%8)%8)...)
+
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("nn: saving %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	w := bufio.NewWriterSize(f, 1<<20)
+	w.Write(binary.LittleEndian.AppendUint64(nil, uint64(len(h))))
+	w.Write(h)
+	for _, n := range names {
+		b, err := candle.ToBytes(tensors[n])
+		if err != nil {
+			return fmt.Errorf("nn: saving %s: tensor %q: %w", path, n, err)
+		}
+		w.Write(b)
+	}
+	if err := w.Flush(); err != nil {
+		return fmt.Errorf("nn: saving %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("nn: saving %s: %w", path, err)
+	}
+	if err := os.Chmod(f.Name(), 0o644); err != nil {
+		return fmt.Errorf("nn: saving %s: %w", path, err)
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return fmt.Errorf("nn: saving %s: %w", path, err)
+	}
+	return nil
 }

@@ -1,0 +1,149 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/rocm-go/rocm/candle"
+	"github.com/rocm-go/rocm/candle/nn"
+	"github.com/rocm-go/rocm/hip"
+)
+
+// Checkpoint is the load benchmark's model file: Llama-3.2-1B's tensors
+// (hidden 2048, 32 heads of 64, 8 KV heads, MLP 8192, tied embeddings)
+// in BF16 with random values, 16 layers and a vocabulary of 128256 (2.47
+// GB) divided by a scale for quick runs.
+type Checkpoint struct {
+	Path   string
+	Bytes  int64
+	shapes map[string][]int
+}
+
+// checkpointShapes names the tensors of a Llama-shaped model as Hugging
+// Face's checkpoints do.
+func checkpointShapes(layers, vocab int) map[string][]int {
+	const hidden, kv, mlp = 2048, 8 * 64, 8192
+	s := map[string][]int{"model.embed_tokens.weight": {vocab, hidden}, "model.norm.weight": {hidden}}
+	for l := range layers {
+		p := fmt.Sprintf("model.layers.%d.", l)
+		for name, shape := range map[string][]int{
+			"self_attn.q_proj.weight": {hidden, hidden}, "self_attn.k_proj.weight": {kv, hidden},
+			"self_attn.v_proj.weight": {kv, hidden}, "self_attn.o_proj.weight": {hidden, hidden},
+			"mlp.gate_proj.weight": {mlp, hidden}, "mlp.up_proj.weight": {mlp, hidden}, "mlp.down_proj.weight": {hidden, mlp},
+			"input_layernorm.weight": {hidden}, "post_attention_layernorm.weight": {hidden},
+		} {
+			s[p+name] = shape
+		}
+	}
+	return s
+}
+
+// WriteCheckpoint writes the checkpoint into dir (scale 1: 2.47 GB) from
+// random tensors made on the device, and leaves it on disk and in the page
+// cache.
+func (b *Tensors) WriteCheckpoint(dir string, scale int) (*Checkpoint, error) {
+	c := &Checkpoint{Path: dir + "/llama-1b-shaped.safetensors", shapes: checkpointShapes(max(16/scale, 1), 128256/scale)}
+	ts := make(map[string]*candle.Tensor, len(c.shapes))
+	defer func() {
+		for _, t := range ts {
+			t.Close()
+		}
+	}()
+	for name, shape := range c.shapes {
+		t, err := b.rand(candle.BF16, shape...)
+		if err != nil {
+			return nil, err
+		}
+		ts[name] = t
+		c.Bytes += int64(t.Elems() * 2)
+	}
+	if err := nn.SaveSafetensors(c.Path, ts, map[string]string{"format": "pt"}); err != nil {
+		return nil, err
+	}
+	// On disk, so that write-back does not run during the timings, and read
+	// once: the measurement starts from the page cache.
+	f, err := os.Open(c.Path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return nil, err
+	}
+	if _, err := io.Copy(io.Discard, f); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// LoadTime is the time from opening the checkpoint to having every tensor
+// on the device: nn.VarBuilder's Get of each, in the file's order, and
+// the device synchronized. The tensors are closed after.
+func (b *Tensors) LoadTime(c *Checkpoint) (time.Duration, error) {
+	names := make([]string, 0, len(c.shapes))
+	for n := range c.shapes {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	loaded := make([]*candle.Tensor, 0, len(names))
+	defer func() {
+		for _, t := range loaded {
+			t.Close()
+		}
+	}()
+	start := time.Now()
+	vb, err := nn.OpenVarBuilder(c.Path, b.Dev, candle.BF16)
+	if err != nil {
+		return 0, err
+	}
+	defer vb.Close()
+	for _, n := range names {
+		t, err := vb.Get(n, c.shapes[n]...)
+		if err != nil {
+			return 0, err
+		}
+		loaded = append(loaded, t)
+	}
+	if err := b.Dev.Synchronize(); err != nil {
+		return 0, err
+	}
+	return time.Since(start), nil
+}
+
+// PinnedRate is the host-to-device copy rate from pinned host memory in
+// GB/s (one async copy on the device's stream): the ceiling of loading.
+func (b *Tensors) PinnedRate(bytes int) (float64, error) {
+	pin, err := b.Dev.HIP().MallocHost(bytes, hip.HostMallocDefault)
+	if err != nil {
+		return 0, err
+	}
+	defer pin.Close()
+	dst, err := b.Dev.HIP().Malloc(bytes)
+	if err != nil {
+		return 0, err
+	}
+	defer dst.Close()
+	s := b.Dev.Stream()
+	d, err := Median(15, func() (time.Duration, error) {
+		if err := b.start.Record(s); err != nil {
+			return 0, err
+		}
+		if err := dst.CopyFromHostAsync(pin, s); err != nil {
+			return 0, err
+		}
+		if err := b.end.Record(s); err != nil {
+			return 0, err
+		}
+		if err := b.end.Synchronize(); err != nil {
+			return 0, err
+		}
+		return hip.ElapsedTime(b.start, b.end)
+	})
+	if err != nil {
+		return 0, err
+	}
+	return float64(bytes) / d.Seconds() / 1e9, nil
+}
