@@ -19,19 +19,39 @@ import (
 // inputs, poisoned outputs.
 
 // convTolerance is a dtype's tolerance for a GPU convolution against the
-// CPU's (relative, and absolute below 1): the libraries accumulate in
-// float32 (f64 in double), and may pick Winograd or FFT algorithms, which
-// lose a few more bits than a direct sum; 16-bit outputs round once.
+// CPU's, relative to the larger of the element and the output's RMS (see
+// sameConv): the libraries accumulate in float32 (f64 in double) and may
+// pick Winograd or FFT algorithms, whose errors scale with the whole
+// output rather than with each element; 16-bit outputs round once (and
+// once more after the bias), 2⁻¹¹ for f16 and 2⁻⁸ for bf16.
 func convTolerance(dt DType) float64 {
 	switch dt {
 	case F32:
-		return 2e-4
+		return 1e-4
 	case F16:
-		return 4e-3
+		return 2e-3
 	case BF16:
-		return 2.5e-2
+		return 1.6e-2
 	}
 	return 1e-10
+}
+
+// sameConv compares a GPU convolution with the CPU's: each element within
+// tol of the larger of its own size and the output's RMS (at least 1).
+func sameConv(t *testing.T, cpu, gpu *Tensor, tol float64, what string) {
+	t.Helper()
+	require.Equal(t, cpu.Shape(), gpu.Shape(), what)
+	want, got := values(t, cpu), values(t, gpu)
+	ss := 0.0
+	for _, v := range want {
+		ss += v * v
+	}
+	scale := max(1, math.Sqrt(ss/float64(max(len(want), 1))))
+	for i := range want {
+		if d := math.Abs(got[i] - want[i]); !(d <= tol*max(math.Abs(want[i]), scale)) {
+			require.Failf(t, "values differ", "%s: element %d: want %v, got %v (tolerance %g of %g)", what, i, want[i], got[i], tol, max(math.Abs(want[i]), scale))
+		}
+	}
 }
 
 // gpuConvCases add sizes at which the libraries pick their fast
@@ -100,7 +120,7 @@ func TestGPUConv(t *testing.T) {
 						continue
 					}
 					require.NoError(t, err, name)
-					same(t, want, got, convTolerance(dt), name)
+					sameConv(t, want, got, convTolerance(dt), name)
 					want.Close()
 					got.Close()
 				}
@@ -128,7 +148,13 @@ func TestGPUConvFindOnce(t *testing.T) {
 		near(t, values(t, first), values(t, again), 0, "the same algorithm")
 	}
 	assert.Equal(t, before.Misses, h.FindCacheStats().Misses, "no new Find")
-	same(t, ok(x.cpu.Conv2d(w.cpu, nil, p)), first, convTolerance(F16), "against the CPU")
+	sameConv(t, ok(x.cpu.Conv2d(w.cpu, nil, p)), first, convTolerance(F16), "against the CPU")
+
+	// Operands on two devices.
+	_, err = x.gpu.Conv2d(w.cpu, nil, p)
+	assert.ErrorIs(t, err, ErrDevice)
+	_, err = x.cpu.Conv2d(w.gpu, nil, p)
+	assert.ErrorIs(t, err, ErrDevice)
 }
 
 func TestGPUPool(t *testing.T) {

@@ -181,10 +181,11 @@ func dnnTensor(d *miopen.TensorDescriptor, st *Storage, off, n int) (miopen.Tens
 }
 
 // dnnError makes the library's refusal of an f64 problem ErrDType (MIOpen
-// has few f64 algorithms; cuDNN has them).
+// has few f64 algorithms; cuDNN has them); running out of memory stays
+// what it is.
 func dnnError(dt DType, what string, err error) error {
 	var me *miopen.Error
-	if err != nil && dt == F64 && errors.As(err, &me) {
+	if err != nil && dt == F64 && errors.As(err, &me) && !errors.Is(err, miopen.ErrAllocFailed) && !errors.Is(err, hip.ErrOutOfMemory) {
 		return &Error{Op: what, Kind: ErrDType, Err: err,
 			Detail: "the GPU's library (MIOpen or cuDNN) has no f64 " + what + " here: run it on the CPU device, or convert to f32 with ToDType"}
 	}
