@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -20,8 +21,11 @@ type TensorOp struct {
 	Name  string
 	Bytes int64
 	Flops int64
-	Run   func() (*candle.Tensor, error)
-	close func()
+	// Target is the least ratio to PyTorch's speed an op with Flops must
+	// reach; 0 means 0.97 (the products').
+	Target float64
+	Run    func() (*candle.Tensor, error)
+	close  func()
 }
 
 // Close frees the op's inputs.
@@ -253,7 +257,81 @@ func (b *Tensors) Ops(scale int) ([]*TensorOp, error) {
 	}
 	mk("bmm 32×128³ f16", 3*32*128*128*2, func() (*candle.Tensor, error) { return bx.Matmul(by) }, bx, by)
 	ops[len(ops)-1].Flops = 2 * 32 * 128 * 128 * 128
+
+	// Convolutions: convbench's UNet shapes through Tensor.Conv2d.
+	for _, c := range TensorConvs(scale) {
+		x, w := check(b.rand(candle.F16, c.inputDims()...)), check(b.rand(candle.F16, c.weightDims()...))
+		if err != nil {
+			return fail(err)
+		}
+		s, p := c.Shape, c.params()
+		oh, ow := s.Out()
+		mk(c.Name, 2*int64(s.N*s.C*s.H*s.W+s.K*s.C*s.R*s.S+s.N*s.K*oh*ow), func() (*candle.Tensor, error) { return x.Conv2d(w, nil, p) }, x, w)
+		ops[len(ops)-1].Flops, ops[len(ops)-1].Target = int64(s.FLOPs()), 0.95
+	}
 	return ops, nil
+}
+
+// TensorConv is a conv2d row of the tensor benchmark: a half-precision
+// convolution of UNetShapes (conv.go) in NCHW or NHWC, through
+// Tensor.Conv2d (PyTorch: F.conv2d, channels_last for NHWC).
+type TensorConv struct {
+	Name  string
+	Shape ConvShape
+	NHWC  bool
+}
+
+// TensorConvs are the conv2d rows: each of UNetShapes in NCHW and in
+// NHWC, the batch divided by scale (at least 1).
+func TensorConvs(scale int) []TensorConv {
+	var out []TensorConv
+	for _, s := range UNetShapes {
+		s.N = max(1, s.N/max(scale, 1))
+		for _, nhwc := range []bool{false, true} {
+			f := map[bool]string{false: "NCHW", true: "NHWC"}[nhwc]
+			out = append(out, TensorConv{Shape: s, NHWC: nhwc,
+				Name: fmt.Sprintf("conv2d %dx%d %dx%dx%dx%d, %d filters, f16 %s", s.R, s.S, s.N, s.C, s.H, s.W, s.K, f)})
+		}
+	}
+	return out
+}
+
+// inputDims and weightDims are the tensors' shapes in the row's format.
+func (c TensorConv) inputDims() []int {
+	s := c.Shape
+	if c.NHWC {
+		return []int{s.N, s.H, s.W, s.C}
+	}
+	return []int{s.N, s.C, s.H, s.W}
+}
+
+func (c TensorConv) weightDims() []int {
+	s := c.Shape
+	if c.NHWC {
+		return []int{s.K, s.R, s.S, s.C}
+	}
+	return []int{s.K, s.C, s.R, s.S}
+}
+
+func (c TensorConv) params() candle.Conv2dParams {
+	p := candle.Conv2dParams{Stride: [2]int{c.Shape.Stride, c.Shape.Stride}, Padding: [2]int{c.Shape.Pad, c.Shape.Pad}}
+	if c.NHWC {
+		p.Format = candle.NHWC
+	}
+	return p
+}
+
+// TorchConvSpec is TensorConvs(scale) as torch_tensor.py's --convs
+// argument: a JSON list of the rows' names, shapes and formats.
+func TorchConvSpec(scale int) string {
+	var js []map[string]any
+	for _, c := range TensorConvs(scale) {
+		s := c.Shape
+		js = append(js, map[string]any{"name": c.Name, "n": s.N, "c": s.C, "h": s.H, "w": s.W, "k": s.K, "r": s.R, "s": s.S,
+			"pad": s.Pad, "stride": s.Stride, "nhwc": c.NHWC})
+	}
+	b, _ := json.Marshal(js)
+	return string(b)
 }
 
 // TinyAdd is the small op of the end-to-end measurement: a + b of n f32

@@ -1,11 +1,13 @@
 package bench
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rocm-go/rocm/candle"
 	"github.com/rocm-go/rocm/internal/testenv"
 )
 
@@ -52,4 +54,62 @@ func TestTensorBenchmarksRun(t *testing.T) {
 	require.NoError(t, err)
 	assert.Positive(t, pinned)
 	t.Logf("a %d-byte checkpoint loaded in %v; pinned host→device at %.1f GB/s", ckpt.Bytes, load, pinned)
+}
+
+// TestTensorConvRows: the conv2d rows are convbench's shapes in both
+// formats, named once, and the PyTorch script gets the same list.
+func TestTensorConvRows(t *testing.T) {
+	rows := TensorConvs(1)
+	require.Len(t, rows, 2*len(UNetShapes))
+	seen := map[string]bool{}
+	for i, r := range rows {
+		assert.False(t, seen[r.Name], r.Name)
+		seen[r.Name] = true
+		assert.Equal(t, UNetShapes[i/2].C, r.Shape.C)
+		assert.Equal(t, i%2 == 1, r.NHWC)
+		assert.Equal(t, map[bool]candle.Format{false: candle.NCHW, true: candle.NHWC}[r.NHWC], r.params().Format)
+	}
+	assert.Equal(t, "conv2d 3x3 8x320x64x64, 320 filters, f16 NHWC", rows[1].Name)
+	assert.Equal(t, []int{8, 64, 64, 320}, rows[1].inputDims())
+	assert.Equal(t, []int{320, 3, 3, 320}, rows[1].weightDims())
+	assert.Equal(t, []int{320, 320, 3, 3}, rows[0].weightDims())
+	assert.Equal(t, 1, TensorConvs(64)[0].Shape.N, "the batch divided, at least 1")
+
+	var spec []struct {
+		Name                string
+		N, C, H, W, K, R, S int
+		Pad, Stride         int
+		NHWC                bool
+	}
+	require.NoError(t, json.Unmarshal([]byte(TorchConvSpec(1)), &spec))
+	require.Len(t, spec, len(rows))
+	for i, s := range spec {
+		assert.Equal(t, rows[i].Name, s.Name)
+		assert.Equal(t, rows[i].NHWC, s.NHWC)
+		assert.Equal(t, rows[i].Shape.K, s.K)
+		assert.Equal(t, rows[i].Shape.Pad, s.Pad)
+	}
+
+	// The rows' parameters give convbench's output size on the CPU device
+	// (a small batch and image of the same convolution).
+	for _, r := range rows[:2] {
+		s := r.Shape
+		s.N, s.H, s.W, s.C, s.K = 1, 5, 6, 3, 2
+		c := TensorConv{Shape: s, NHWC: r.NHWC}
+		x, err := candle.Zeros(candle.CPU(), candle.F32, c.inputDims()...)
+		require.NoError(t, err)
+		w, err := candle.Zeros(candle.CPU(), candle.F32, c.weightDims()...)
+		require.NoError(t, err)
+		y, err := x.Conv2d(w, nil, c.params())
+		require.NoError(t, err)
+		p, q := s.Out()
+		want := []int{1, 2, p, q}
+		if c.NHWC {
+			want = []int{1, p, q, 2}
+		}
+		assert.Equal(t, candle.Shape(want), y.Shape())
+		x.Close()
+		w.Close()
+		y.Close()
+	}
 }

@@ -27,6 +27,7 @@ def main():
     ap.add_argument("--ops", type=int, default=20000)
     ap.add_argument("--scale", type=int, default=1)
     ap.add_argument("--checkpoint", help="a safetensors file to time loading onto the GPU")
+    ap.add_argument("--convs", default="[]", help="JSON list of the conv2d rows (name, n, c, h, w, k, r, s, pad, stride, nhwc)")
     a = ap.parse_args()
     out = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "cuda": torch.version.cuda or torch.version.hip}
 
@@ -99,6 +100,16 @@ def main():
     bx, by = rand(32, 128, 128, dtype=torch.float16), rand(32, 128, 128, dtype=torch.float16)
     measure("bmm 32×128³ f16", lambda: torch.bmm(bx, by))
     del bx, by
+
+    # The conv2d rows (bench.TensorConvs): cudnn.benchmark on, as rocm-go
+    # runs a Find; channels_last for NHWC. The warm-up runs the search.
+    torch.backends.cudnn.benchmark = True
+    for c in json.loads(a.convs):
+        fmt = torch.channels_last if c["nhwc"] else torch.contiguous_format
+        x = rand(c["n"], c["c"], c["h"], c["w"], dtype=torch.float16).contiguous(memory_format=fmt)
+        w = rand(c["k"], c["c"], c["r"], c["s"], dtype=torch.float16).contiguous(memory_format=fmt)
+        measure(c["name"], lambda: F.conv2d(x, w, padding=c["pad"], stride=c["stride"]))
+        del x, w
 
     x, y = rand(1024), rand(1024)
     z = torch.empty_like(x)

@@ -108,6 +108,11 @@ type backend interface {
 	norm(x, alpha, beta view, dst *Storage, rows, cols int, eps float64, layer bool) error
 	rope(x, cos, sin view, dst *Storage, dims [4]int, interleaved, thd bool, csb int) error
 	siluMul(a, b view, dst *Storage) error
+	// The image ops (conv.go, pooling.go) on contiguous views in the
+	// spec's format.
+	conv(x, w view, dst *Storage, s *convSpec) error
+	pooling(x view, dst *Storage, s *poolSpec) error
+	upsample(x view, dst *Storage, s *upsampleSpec) error
 }
 
 // memory is a storage's bytes on its device.

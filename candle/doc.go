@@ -41,6 +41,15 @@
 // flags, leading dimensions, batch strides of 0); the fused ops read
 // their inputs once and write their output once.
 //
+// Images are NCHW or NHWC (Format): convolutions (Conv1d, Conv2d and their
+// transposes, with strides, padding, dilation and groups) and pooling run
+// on MIOpen (cuDNN on NVIDIA) through the device's handle, each problem's
+// Find once; upsampling is candle's own kernels, with PyTorch's semantics:
+//
+//	y, err := x.Conv2d(w, bias, candle.Conv2dParams{Padding: [2]int{1, 1}, Format: candle.NHWC})
+//	p, err := y.AvgPool2d(candle.Pool2dParams{Kernel: [2]int{2, 2}, Format: candle.NHWC})
+//	u, err := p.UpsampleNearest2d(64, 64, candle.NHWC) // also UpsampleBilinear2d
+//
 // Every op returns (*Tensor, error). Shapes, dtypes, devices and closed
 // tensors are checked before anything is queued; errors are *Error values
 // that errors.Is matches against ErrShape, ErrDType, ErrDevice, ErrIndex,

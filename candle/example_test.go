@@ -114,7 +114,7 @@ func ExampleKernelCache() {
 	// where.hip: 12 kernels
 	// index.hip: 57 kernels
 	// reduce.hip: 35 kernels
-	// nn.hip: 15 kernels
+	// nn.hip: 23 kernels
 }
 
 // NewDevice names a device; "auto" is the GPU when HIP loads and finds

@@ -34,6 +34,8 @@ type HIPDevice struct {
 	libs sync.Mutex // guards blas and dnn
 	blas *rocblas.Handle
 	dnn  *miopen.Handle
+
+	plans dnnPlans // MIOpen descriptors by problem (hipconv.go)
 }
 
 var hipDevices struct {

@@ -268,6 +268,10 @@ func KernelNames(module string) []string {
 				add("%s_%s", k, dt)
 			}
 		}
+		for _, dt := range floats {
+			add("upsample_nearest_%s", dt)
+			add("upsample_bilinear_%s", dt)
+		}
 	case "reduce.hip":
 		for op := range numReduce {
 			for _, dt := range DTypes() {

@@ -308,3 +308,82 @@ template <class T> __device__ __forceinline__ void silu_mul(u64 n, const T* a, c
 RG_NN(f32)
 RG_NN(f16)
 RG_NN(bf16)
+
+// Upsampling of images, PyTorch's semantics exactly (upsample_nearest2d and
+// upsample_bilinear2d with output sizes given), on contiguous NCHW or NHWC
+// images, a thread per output element:
+//   upsample_nearest_<dt>   y[oy, ox] = x[min(floor(oy·sh), ih-1), min(floor(ox·sw), iw-1)]
+//   upsample_bilinear_<dt>  bilinear interpolation between the four neighbours
+// The host computes the scales sh, sw in float as PyTorch does (in/out, or
+// (in-1)/(out-1) with align_corners); the source coordinates are computed in
+// float without contraction (so that the rows and columns chosen are
+// PyTorch's and the CPU device's), the interpolation in the compute type.
+
+// up_bilinear_src is PyTorch's area_pixel_compute_source_index.
+__device__ __forceinline__ float up_bilinear_src(float scale, u64 o, int align) {
+	if (align) return __fmul_rn(scale, (float)o);
+	return fmaxf(__fadd_rn(__fmul_rn(scale, __fadd_rn((float)o, 0.5f)), -0.5f), 0.0f);
+}
+
+template <class T, class I, bool BILINEAR>
+__device__ __forceinline__ void upsample(I n, I c, I ih, I iw, I oh, I ow, int nhwc, int align, float sh, float sw, const T* x, T* y) {
+	typedef typename Traits<T>::C C;
+	for (u64 k = gstart(); k < (u64)n; k += gstep()) {
+		const I i = (I)k;
+		// b is the image (NHWC) or the plane (NCHW) of the element.
+		I ox, oy, b, ch = 0;
+		if (nhwc) {
+			ch = i % c;
+			const I r = i / c;
+			ox = r % ow;
+			oy = (r / ow) % oh;
+			b = r / ow / oh;
+		} else {
+			ox = i % ow;
+			oy = (i / ow) % oh;
+			b = i / ow / oh;
+		}
+		// Element (yy, xx) of the image or plane.
+		const T* img = x + (u64)b * ih * iw * (nhwc ? c : 1) + ch;
+		const I step = nhwc ? c : 1;
+		if (!BILINEAR) {
+			const I iy = (I)floorf(__fmul_rn((float)oy, sh)), ix = (I)floorf(__fmul_rn((float)ox, sw));
+			y[k] = img[((u64)(iy < ih ? iy : ih - 1) * iw + (ix < iw ? ix : iw - 1)) * step];
+			continue;
+		}
+		const float ry = up_bilinear_src(sh, oy, align), rx = up_bilinear_src(sw, ox, align);
+		const I y0 = (I)ry, x0 = (I)rx;
+		const I dy = y0 < ih - 1 ? iw * step : 0, dx = x0 < iw - 1 ? step : 0;
+		const C ly1 = (C)(ry - (float)y0), lx1 = (C)(rx - (float)x0);
+		const C ly0 = (C)1 - ly1, lx0 = (C)1 - lx1;
+		const T* p = img + ((u64)y0 * iw + x0) * step;
+		const C v = ly0 * (lx0 * Traits<T>::load(p[0]) + lx1 * Traits<T>::load(p[dx])) +
+		            ly1 * (lx0 * Traits<T>::load(p[dy]) + lx1 * Traits<T>::load(p[dy + dx]));
+		y[k] = Traits<T>::store(v);
+	}
+}
+
+// 32-bit index arithmetic when the counts fit (cheaper division).
+template <class T, bool BILINEAR>
+__device__ __forceinline__ void upsample_any(u64 n, u64 c, u64 ih, u64 iw, u64 oh, u64 ow, int nhwc, int align, float sh, float sw, const T* x, T* y) {
+	const u64 in = n / (oh * ow) * ih * iw; // the input's elements: n = images·channels·oh·ow
+	if (n <= 0xffffffffull && in <= 0xffffffffull)
+		upsample<T, u32, BILINEAR>((u32)n, (u32)c, (u32)ih, (u32)iw, (u32)oh, (u32)ow, nhwc, align, sh, sw, x, y);
+	else
+		upsample<T, u64, BILINEAR>(n, c, ih, iw, oh, ow, nhwc, align, sh, sw, x, y);
+}
+
+#define RG_UPSAMPLE(T)                                                                                                  \
+	RG_KERNEL upsample_nearest_##T(u64 n, u64 c, u64 ih, u64 iw, u64 oh, u64 ow, int nhwc, int align, float sh, float sw, \
+	                               const T* x, T* y) {                                                                  \
+		upsample_any<T, false>(n, c, ih, iw, oh, ow, nhwc, align, sh, sw, x, y);                                        \
+	}                                                                                                                   \
+	RG_KERNEL upsample_bilinear_##T(u64 n, u64 c, u64 ih, u64 iw, u64 oh, u64 ow, int nhwc, int align, float sh, float sw, \
+	                                const T* x, T* y) {                                                                 \
+		upsample_any<T, true>(n, c, ih, iw, oh, ow, nhwc, align, sh, sw, x, y);                                         \
+	}
+
+RG_UPSAMPLE(f32)
+RG_UPSAMPLE(f16)
+RG_UPSAMPLE(bf16)
+RG_UPSAMPLE(f64)

@@ -8,7 +8,8 @@
 //	proj, err := nn.NewLinear(vb.Prefix("model.layers.0.self_attn"), "q_proj", 2048, 2048, false)
 //	y, err := proj.Forward(x)
 //
-// Layers: Linear, Embedding, RMSNorm, LayerNorm, and a KVCache that grows
-// in place. Their forward passes are candle ops (Matmul on rocBLAS, the
+// Layers: Linear, Embedding, RMSNorm, LayerNorm, Conv1d, Conv2d, the
+// activations of model configs (Activation), and a KVCache that grows in
+// place. Their forward passes are candle ops (Matmul on rocBLAS, the
 // fused norms), so they run on every device candle has.
 package nn

@@ -1,0 +1,287 @@
+package candle
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+
+	"github.com/rocm-go/rocm/hip"
+	"github.com/rocm-go/rocm/miopen"
+)
+
+// The GPU's image ops: convolutions and pooling through MIOpen (cuDNN on
+// NVIDIA) on the device's handle, upsampling as kernels of nn.hip.
+
+// dnnPlans are a HIP device's MIOpen descriptors, made on a problem's
+// first call and kept, so that later calls make no descriptor and run no
+// Find. Descriptors are read-only once made and shared by the calls. The
+// cache holds maxPlans problems of each kind; a problem past that gets
+// descriptors of its own, closed after its call (nothing is evicted from
+// under a running call).
+type dnnPlans struct {
+	mu    sync.Mutex
+	convs map[convPlanKey]*convPlan
+	pools map[poolPlanKey]*poolPlan
+}
+
+const maxPlans = 1024
+
+type convPlanKey struct {
+	dt DType
+	s  convSpec
+}
+
+// convPlan is a convolution's descriptors and, after its first call, the
+// algorithm the Find chose.
+type convPlan struct {
+	conv    *miopen.ConvolutionDescriptor
+	x, w, y *miopen.TensorDescriptor
+	algo    atomic.Pointer[miopen.ConvAlgoPerf]
+}
+
+func (p *convPlan) close() {
+	p.conv.Close()
+	for _, d := range []*miopen.TensorDescriptor{p.x, p.w, p.y} {
+		d.Close()
+	}
+}
+
+type poolPlanKey struct {
+	dt DType
+	s  poolSpec
+}
+
+type poolPlan struct {
+	pool *miopen.PoolingDescriptor
+	x, y *miopen.TensorDescriptor
+}
+
+func (p *poolPlan) close() {
+	p.pool.Close()
+	p.x.Close()
+	p.y.Close()
+}
+
+// dnnType is a dtype's MIOpen data type.
+func dnnType(dt DType) miopen.DataType {
+	switch dt {
+	case F16:
+		return miopen.DataTypeHalf
+	case BF16:
+		return miopen.DataTypeBFloat16
+	case F64:
+		return miopen.DataTypeDouble
+	}
+	return miopen.DataTypeFloat
+}
+
+// dnnImage describes a contiguous image of dims n, c, h, w (N, C, H, W
+// order) in a format.
+func dnnImage(dt DType, f Format, n, c, h, w int) (*miopen.TensorDescriptor, error) {
+	l := miopen.LayoutNCHW
+	if f == NHWC {
+		l = miopen.LayoutNHWC
+	}
+	return miopen.NewTensorLayout(dnnType(dt), l, []int{n, c, h, w})
+}
+
+// conv returns the plan of a convolution, and whether the cache keeps it
+// (else the caller closes it).
+func (ps *dnnPlans) conv(dt DType, s *convSpec) (*convPlan, bool, error) {
+	key := convPlanKey{dt, *s}
+	ps.mu.Lock()
+	p := ps.convs[key]
+	ps.mu.Unlock()
+	if p != nil {
+		return p, true, nil
+	}
+	p = &convPlan{}
+	var err error
+	params := miopen.ConvolutionParams{Pad: s.pad[:], Stride: s.stride[:], Dilation: s.dil[:], Groups: s.groups, Transposed: s.transposed}
+	wa, wb := s.cout, s.cin/s.groups
+	if s.transposed {
+		params.OutputPad = s.outPad[:]
+		wa, wb = s.cin, s.cout/s.groups
+	}
+	if p.conv, err = miopen.NewConvolutionDescriptor(params); err == nil {
+		if p.x, err = dnnImage(dt, s.format, s.n, s.cin, s.h, s.w); err == nil {
+			if p.w, err = dnnImage(dt, s.format, wa, wb, s.kh, s.kw); err == nil {
+				p.y, err = dnnImage(dt, s.format, s.n, s.cout, s.oh, s.ow)
+			}
+		}
+	}
+	if err != nil {
+		p.close()
+		return nil, false, err
+	}
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if q := ps.convs[key]; q != nil { // made meanwhile by another call
+		p.close()
+		return q, true, nil
+	}
+	if len(ps.convs) >= maxPlans {
+		return p, false, nil
+	}
+	if ps.convs == nil {
+		ps.convs = map[convPlanKey]*convPlan{}
+	}
+	ps.convs[key] = p
+	return p, true, nil
+}
+
+// pool returns the plan of a pooling, as conv does.
+func (ps *dnnPlans) pool(dt DType, s *poolSpec) (*poolPlan, bool, error) {
+	key := poolPlanKey{dt, *s}
+	ps.mu.Lock()
+	p := ps.pools[key]
+	ps.mu.Unlock()
+	if p != nil {
+		return p, true, nil
+	}
+	mode := miopen.PoolingModeMax
+	switch {
+	case !s.max && s.excludePad:
+		mode = miopen.PoolingModeAverage
+	case !s.max:
+		mode = miopen.PoolingModeAverageInclusive
+	}
+	p = &poolPlan{}
+	var err error
+	if p.pool, err = miopen.NewPoolingDescriptor(miopen.PoolingParams{Mode: mode, Window: s.kernel[:], Pad: s.pad[:], Stride: s.stride[:]}); err == nil {
+		if p.x, err = dnnImage(dt, s.format, s.n, s.c, s.h, s.w); err == nil {
+			p.y, err = dnnImage(dt, s.format, s.n, s.c, s.oh, s.ow)
+		}
+	}
+	if err != nil {
+		p.close()
+		return nil, false, err
+	}
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if q := ps.pools[key]; q != nil {
+		p.close()
+		return q, true, nil
+	}
+	if len(ps.pools) >= maxPlans {
+		return p, false, nil
+	}
+	if ps.pools == nil {
+		ps.pools = map[poolPlanKey]*poolPlan{}
+	}
+	ps.pools[key] = p
+	return p, true, nil
+}
+
+// dnnTensor is a contiguous view's elements as MIOpen takes them.
+func dnnTensor(d *miopen.TensorDescriptor, st *Storage, off, n int) (miopen.Tensor, error) {
+	size := st.dtype.Size()
+	buf, err := st.mem.(*block).buf.Slice(off*size, n*size)
+	return miopen.Tensor{Desc: d, Data: buf}, err
+}
+
+// dnnError makes the library's refusal of an f64 problem ErrDType (MIOpen
+// has few f64 algorithms; cuDNN has them); running out of memory stays
+// what it is.
+func dnnError(dt DType, what string, err error) error {
+	var me *miopen.Error
+	if err != nil && dt == F64 && errors.As(err, &me) && !errors.Is(err, miopen.ErrAllocFailed) && !errors.Is(err, hip.ErrOutOfMemory) {
+		return &Error{Op: what, Kind: ErrDType, Err: err,
+			Detail: "the GPU's library (MIOpen or cuDNN) has no f64 " + what + " here: run it on the CPU device, or convert to f32 with ToDType"}
+	}
+	return err
+}
+
+func (b *hipBackend) conv(x, w view, dst *Storage, s *convSpec) error {
+	d := (*HIPDevice)(b)
+	dt := dst.dtype
+	h, err := d.MIOpen()
+	if err != nil {
+		return err
+	}
+	p, cached, err := d.plans.conv(dt, s)
+	if err != nil {
+		return dnnError(dt, "convolution", err)
+	}
+	if !cached {
+		defer p.close()
+	}
+	xt, err := dnnTensor(p.x, x.st, x.l.Offset, x.l.Shape.Elems())
+	if err != nil {
+		return err
+	}
+	wt, err := dnnTensor(p.w, w.st, w.l.Offset, w.l.Shape.Elems())
+	if err != nil {
+		return err
+	}
+	yt, err := dnnTensor(p.y, dst, 0, dst.n)
+	if err != nil {
+		return err
+	}
+	algo := p.algo.Load()
+	if algo == nil {
+		// The handle runs the Find once per problem (and caches it too);
+		// it writes y, which the convolution below writes again.
+		perfs, err := h.FindConvolutionForward(p.conv, xt, wt, yt)
+		if err != nil {
+			return dnnError(dt, "convolution", err)
+		}
+		algo = &perfs[0]
+		p.algo.Store(algo)
+	}
+	opts := []miopen.ConvOption{miopen.WithAlgorithm(*algo)}
+	if algo.Workspace > 0 {
+		ws, err := b.pool.get(algo.Workspace)
+		if err != nil {
+			return err
+		}
+		// Given back once queued: the pool's next user of the block is
+		// queued after the convolution on the same stream.
+		defer ws.release()
+		opts = append(opts, miopen.WithWorkspace(ws.buf))
+	}
+	return dnnError(dt, "convolution", h.ConvolutionForward(p.conv, xt, wt, yt, opts...))
+}
+
+func (b *hipBackend) pooling(x view, dst *Storage, s *poolSpec) error {
+	d := (*HIPDevice)(b)
+	dt := dst.dtype
+	h, err := d.MIOpen()
+	if err != nil {
+		return err
+	}
+	p, cached, err := d.plans.pool(dt, s)
+	if err != nil {
+		return dnnError(dt, "pooling", err)
+	}
+	if !cached {
+		defer p.close()
+	}
+	xt, err := dnnTensor(p.x, x.st, x.l.Offset, x.l.Shape.Elems())
+	if err != nil {
+		return err
+	}
+	yt, err := dnnTensor(p.y, dst, 0, dst.n)
+	if err != nil {
+		return err
+	}
+	// No workspace: inference keeps no positions of the maxima.
+	return dnnError(dt, "pooling", h.PoolingForward(p.pool, xt, yt, nil))
+}
+
+// upsampleNames are the upsampling kernels of nn.hip, [bilinear][dtype].
+var upsampleNames = func() (k [2][numDTypes]string) {
+	for _, dt := range []DType{F32, F16, BF16, F64} {
+		k[0][dt], k[1][dt] = "upsample_nearest_"+dtypeNames[dt], "upsample_bilinear_"+dtypeNames[dt]
+	}
+	return k
+}()
+
+func (b *hipBackend) upsample(x view, dst *Storage, s *upsampleSpec) error {
+	in, out := ptr(x), storagePtr(dst)
+	sh, sw := s.scales()
+	return b.launch(famNN, upsampleNames[b2i(s.bilinear)][dst.dtype], b.grid(dst.n, 1), block1D, func(a *hip.Args) {
+		a.Uint64(uint64(dst.n)).Uint64(uint64(s.c)).Uint64(uint64(s.h)).Uint64(uint64(s.w)).Uint64(uint64(s.oh)).Uint64(uint64(s.ow))
+		a.Int32(int32(b2i(s.format == NHWC))).Int32(int32(b2i(s.alignCorners))).Float32(sh).Float32(sw).Ptr(in).Ptr(out)
+	})
+}
