@@ -106,6 +106,9 @@ type backend interface {
 	// The fused ops (fused.go) on contiguous views; beta may be a nil view.
 	softmax(x view, dst *Storage, rows, cols int, log bool) error
 	norm(x, alpha, beta view, dst *Storage, rows, cols int, eps float64, layer bool) error
+	// groupNorm normalises rows of cols elements, each a group of channels
+	// of spatial elements, row r being group r % groups.
+	groupNorm(x, alpha, beta view, dst *Storage, rows, cols, groups, spatial int, eps float64) error
 	rope(x, cos, sin view, dst *Storage, dims [4]int, interleaved, thd bool, csb int) error
 	siluMul(a, b view, dst *Storage) error
 }
