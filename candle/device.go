@@ -111,6 +111,10 @@ type backend interface {
 	groupNorm(x, alpha, beta view, dst *Storage, rows, cols, groups, spatial int, eps float64) error
 	rope(x, cos, sin view, dst *Storage, dims [4]int, interleaved, thd bool, csb int) error
 	siluMul(a, b view, dst *Storage) error
+	// argsort writes each contiguous row's indices in sorted order (U32;
+	// sort.go); topk the indices of each row's k largest, in order.
+	argsort(x view, dst *Storage, rows, cols int, desc bool) error
+	topk(x view, dst *Storage, rows, cols, k int) error
 }
 
 // memory is a storage's bytes on its device.
