@@ -156,6 +156,10 @@ func (b *Tensors) Ops(scale int) ([]*TensorOp, error) {
 	}
 	mk(fmt.Sprintf("sum over the last dim, %d×%d f32", rows, cols), int64(rows)*int64(cols)*4+int64(rows)*4,
 		func() (*candle.Tensor, error) { return logits.Sum(false, -1) })
+	// Bound by its passes, not by memory: compared by time alone (the
+	// bytes are the input read and the indices written once).
+	mk(fmt.Sprintf("argsort over the last dim, %d×%d f32", rows, cols), int64(rows)*int64(cols)*8,
+		func() (*candle.Tensor, error) { return logits.ArgsortLastDim(true) })
 	mk(fmt.Sprintf("argmax over the last dim, %d×%d f32", rows, cols), int64(rows)*int64(cols)*4+int64(rows)*4,
 		func() (*candle.Tensor, error) { return logits.Argmax(false, -1) }, logits)
 
@@ -232,6 +236,14 @@ func (b *Tensors) Ops(scale int) ([]*TensorOp, error) {
 	mk(fmt.Sprintf("rms_norm %d×%d f16", nr, nc), rowBytes+int64(nc)*2, func() (*candle.Tensor, error) { return act.RMSNorm(gain, 1e-6) })
 	mk(fmt.Sprintf("layer_norm %d×%d f16", nr, nc), rowBytes+int64(nc)*4,
 		func() (*candle.Tensor, error) { return act.LayerNorm(gain, bias, 1e-5) }, act, gain, bias)
+	// Stable Diffusion's group norm: 64 rows of 40960, past the registers.
+	gn := check(b.rand(candle.F16, 2, 320, 64, 64))
+	gnw, gnb := check(b.rand(candle.F16, 320)), check(b.rand(candle.F16, 320))
+	if err != nil {
+		return fail(err)
+	}
+	mk("group_norm (2, 320, 64, 64) f16, 32 groups", 2*2*320*64*64*2+320*4,
+		func() (*candle.Tensor, error) { return gn.GroupNorm(32, gnw, gnb, 1e-5) }, gn, gnw, gnb)
 	heads, seq, hd := 32, 4096/scale, 128
 	q := check(b.rand(candle.F16, 1, heads, seq, hd))
 	cos, sin := check(b.rand(candle.F16, seq, hd/2)), check(b.rand(candle.F16, seq, hd/2))

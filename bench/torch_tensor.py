@@ -42,6 +42,7 @@ def main():
     rows, cols = 4096 // a.scale, 32000
     logits = rand(rows, cols)
     measure(f"sum over the last dim, {rows}×{cols} f32", lambda: logits.sum(dim=-1))
+    measure(f"argsort over the last dim, {rows}×{cols} f32", lambda: torch.argsort(logits, dim=-1))
     measure(f"argmax over the last dim, {rows}×{cols} f32", lambda: logits.argmax(dim=-1))
     del logits
 
@@ -80,6 +81,10 @@ def main():
     measure(f"rms_norm {nr}×{nc} f16", lambda: F.rms_norm(act, (nc,), gain, 1e-6))
     measure(f"layer_norm {nr}×{nc} f16", lambda: F.layer_norm(act, (nc,), gain, bias, 1e-5))
     del act, gain, bias
+    gn = rand(2, 320, 64, 64, dtype=torch.float16)
+    gnw, gnb = rand(320, dtype=torch.float16), rand(320, dtype=torch.float16)
+    measure("group_norm (2, 320, 64, 64) f16, 32 groups", lambda: F.group_norm(gn, 32, gnw, gnb, 1e-5))
+    del gn, gnw, gnb
     heads, seq, hd = 32, 4096 // a.scale, 128
     q = rand(1, heads, seq, hd, dtype=torch.float16)
     cos, sin = rand(seq, hd // 2, dtype=torch.float16), rand(seq, hd // 2, dtype=torch.float16)

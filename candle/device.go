@@ -106,6 +106,9 @@ type backend interface {
 	// The fused ops (fused.go) on contiguous views; beta may be a nil view.
 	softmax(x view, dst *Storage, rows, cols int, log bool) error
 	norm(x, alpha, beta view, dst *Storage, rows, cols int, eps float64, layer bool) error
+	// groupNorm normalises rows of cols elements, each a group of channels
+	// of spatial elements, row r being group r % groups.
+	groupNorm(x, alpha, beta view, dst *Storage, rows, cols, groups, spatial int, eps float64) error
 	rope(x, cos, sin view, dst *Storage, dims [4]int, interleaved, thd bool, csb int) error
 	siluMul(a, b view, dst *Storage) error
 	// The image ops (conv.go, pooling.go) on contiguous views in the
@@ -113,6 +116,10 @@ type backend interface {
 	conv(x, w view, dst *Storage, s *convSpec) error
 	pooling(x view, dst *Storage, s *poolSpec) error
 	upsample(x view, dst *Storage, s *upsampleSpec) error
+	// argsort writes each contiguous row's indices in sorted order (U32;
+	// sort.go); topk the indices of each row's k largest, in order.
+	argsort(x view, dst *Storage, rows, cols int, desc bool) error
+	topk(x view, dst *Storage, rows, cols, k int) error
 }
 
 // memory is a storage's bytes on its device.

@@ -33,9 +33,10 @@
 //
 //	y, err := x.Matmul(w)              // (…, m, k) × (…, k, n), rocBLAS on a GPU
 //	p, err := logits.SoftmaxLastDim()  // also LogSoftmaxLastDim
-//	h, err := x.RMSNorm(gain, 1e-6)    // also LayerNorm
+//	h, err := x.RMSNorm(gain, 1e-6)    // also LayerNorm, GroupNorm
 //	q, err := q.RoPE(cos, sin)         // also RoPEInterleaved, RoPETHD
 //	g, err := gate.SiLUMul(up)         // silu(gate)·up
+//	v, i, err := logits.TopK(40)       // also ArgsortLastDim, SortLastDim
 //
 // Matmul reads transposed and broadcast operands in place (BLAS transpose
 // flags, leading dimensions, batch strides of 0); the fused ops read

@@ -167,6 +167,57 @@ func (t *Tensor) norm(op string, alpha, beta *Tensor, eps float64, layer bool) (
 	})
 }
 
+// GroupNorm is PyTorch's group_norm: x of shape (N, C, ...) (channels in
+// dim 1, any spatial dims after) is normalised over each group of
+// C/groups channels and their spatial elements, (x - mean) /
+// sqrt(var + eps) with the group's variance (not the sample's), then
+// scaled by alpha and shifted by beta per channel; alpha and beta are
+// (C), and beta may be nil.
+func (t *Tensor) GroupNorm(groups int, alpha, beta *Tensor, eps float64) (*Tensor, error) {
+	const op = "Tensor.GroupNorm"
+	if err := t.alive(op); err != nil {
+		return nil, err
+	}
+	if alpha == nil {
+		return nil, errorf(op, ErrArgument, "alpha is nil")
+	}
+	s := t.layout.Shape
+	if len(s) < 2 {
+		return nil, errorf(op, ErrShape, "x is %v: want rank 2 or more, (N, C, spatial...)", s)
+	}
+	c := s[1]
+	if groups < 1 || c%groups != 0 {
+		return nil, errorf(op, ErrArgument, "%d groups of %d channels: want a number ≥ 1 that divides the channels", groups, c)
+	}
+	for _, p := range []struct {
+		name string
+		t    *Tensor
+	}{{"alpha", alpha}, {"beta", beta}} {
+		if p.t != nil && !p.t.layout.Shape.Equal(Shape{c}) {
+			return nil, errorf(op, ErrShape, "%s is %v; want [%d], the channels of %v", p.name, p.t.layout.Shape, c, s)
+		}
+	}
+	if eps < 0 || math.IsNaN(eps) || eps > math.MaxFloat32 {
+		return nil, errorf(op, ErrArgument, "eps %v: want a non-negative float32", eps)
+	}
+	spatial := s[2:].Elems()
+	cols := c / groups * spatial
+	if cols >= math.MaxUint32 {
+		return nil, errorf(op, ErrShape, "x is %v: a group of %d elements; at most %d", s, cols, uint32(math.MaxUint32-1))
+	}
+	f, err := fuse(op, s.Clone(), t, alpha, beta)
+	if err != nil {
+		return nil, err
+	}
+	rows := s[0] * groups
+	if cols == 0 {
+		rows = 0
+	}
+	return f.run(op, func(b backend) error {
+		return b.groupNorm(f.in[0], f.in[1], f.in[2], f.out.st, rows, cols, groups, spatial, eps)
+	})
+}
+
 // RoPE rotates x (b, h, t, d) by rotary embeddings in the half-split
 // layout: the pairs are (x[i], x[i + d/2]), rotated by cos and sin of
 // shape (t, d/2), or (b, t, d/2) for angles per batch entry.
@@ -268,9 +319,21 @@ func (c *cpuBackend) softmax(x view, dst *Storage, rows, cols int, log bool) err
 }
 
 func (c *cpuBackend) norm(x, alpha, beta view, dst *Storage, rows, cols int, eps float64, layer bool) error {
+	return cpuNorm(x, alpha, beta, dst, rows, cols, 1, 1, eps, layer)
+}
+
+func (c *cpuBackend) groupNorm(x, alpha, beta view, dst *Storage, rows, cols, groups, spatial int, eps float64) error {
+	return cpuNorm(x, alpha, beta, dst, rows, cols, groups, spatial, eps, true)
+}
+
+// cpuNorm normalises rows; row r's column k takes the affine parameters
+// of channel (r % groups) · cols / spatial + k / spatial (k for the
+// last-dim norms: one group, spatial 1).
+func cpuNorm(x, alpha, beta view, dst *Storage, rows, cols, groups, spatial int, eps float64, layer bool) error {
 	s, a, d := dataOf(x.st), dataOf(alpha.st), dataOf(dst)
 	n := float64(cols)
 	for r := range rows {
+		c0 := r % groups * (cols / spatial)
 		base := x.l.Offset + r*cols
 		mean := 0.0
 		if layer {
@@ -286,9 +349,10 @@ func (c *cpuBackend) norm(x, alpha, beta view, dst *Storage, rows, cols int, eps
 		}
 		rs := 1 / math.Sqrt(ss/n+float64(float32(eps)))
 		for k := range cols {
-			v := (s.f(base+k) - mean) * rs * a.f(alpha.l.Offset+k)
+			ch := c0 + k/spatial
+			v := (s.f(base+k) - mean) * rs * a.f(alpha.l.Offset+ch)
 			if beta.st != nil {
-				v += dataOf(beta.st).f(beta.l.Offset + k)
+				v += dataOf(beta.st).f(beta.l.Offset + ch)
 			}
 			d.setF(r*cols+k, v)
 		}
@@ -373,6 +437,19 @@ func (b *hipBackend) norm(x, alpha, beta view, dst *Storage, rows, cols int, eps
 	}
 	return b.launch(famNN, kernelNames.layerNorm[dst.dtype], grid, block, func(a *hip.Args) {
 		a.Uint64(uint64(rows)).Uint64(uint64(cols)).Float32(float32(eps)).Ptr(in).Ptr(al).Ptr(be).Ptr(out)
+	})
+}
+
+func (b *hipBackend) groupNorm(x, alpha, beta view, dst *Storage, rows, cols, groups, spatial int, eps float64) error {
+	in, al, out := ptr(x), ptr(alpha), storagePtr(dst)
+	var be hip.DevicePtr
+	if beta.st != nil {
+		be = ptr(beta)
+	}
+	grid, block := rowLaunch(rows, cols)
+	return b.launch(famNN, kernelNames.groupNorm[dst.dtype], grid, block, func(a *hip.Args) {
+		a.Uint64(uint64(rows)).Uint64(uint64(cols)).Float32(float32(eps)).Uint64(uint64(groups)).Uint64(uint64(spatial))
+		a.Ptr(in).Ptr(al).Ptr(be).Ptr(out)
 	})
 }
 

@@ -162,6 +162,8 @@ var kernelNames = func() (k struct {
 	putAdd                     [numDTypes][numDTypes]string // by indices, values
 	// The fused ops (nn.hip), by dtype.
 	softmax, rmsNorm, layerNorm, rope, siluMul [numDTypes]string
+	groupNorm                                  [numDTypes]string
+	argsort, topk                              [numDTypes]string // sort.hip
 }) {
 	for _, sz := range []int{1, 2, 4, 8} {
 		b := sizeNames[sz]
@@ -175,6 +177,8 @@ var kernelNames = func() (k struct {
 		d := dtypeNames[dt]
 		k.arange[dt], k.randUniform[dt], k.randNormal[dt] = "arange_"+d, "rand_uniform_"+d, "rand_normal_"+d
 		k.softmax[dt], k.rmsNorm[dt], k.layerNorm[dt], k.rope[dt], k.siluMul[dt] = "softmax_"+d, "rms_norm_"+d, "layer_norm_"+d, "rope_"+d, "silu_mul_"+d
+		k.groupNorm[dt] = "group_norm_" + d
+		k.argsort[dt], k.topk[dt] = "argsort_"+d, "topk_"+d
 		for v := range numDTypes {
 			k.putAdd[dt][v] = "put_add_" + d + "_" + dtypeNames[v]
 		}

@@ -28,16 +28,17 @@ const (
 	famIndex
 	famReduce
 	famNN
+	famSort
 	numFamilies
 )
 
-var familyNames = [numFamilies]string{"unary", "binary", "cast", "fill", "copy", "where", "index", "reduce", "nn"}
+var familyNames = [numFamilies]string{"unary", "binary", "cast", "fill", "copy", "where", "index", "reduce", "nn", "sort"}
 
 func (f family) String() string { return familyNames[f] }
 
 // KernelCache compiles candle's kernels for the devices that run them: one
 // module per op family (unary, binary, cast, fill, copy, where, index,
-// reduce, and nn for the fused ops of neural networks), HIP C++ embedded in the package, compiled with hipRTC (NVRTC on
+// reduce, nn for the fused ops of neural networks, and sort), HIP C++ embedded in the package, compiled with hipRTC (NVRTC on
 // NVIDIA) for the device's exact architecture on first use, loaded once
 // per device, and kept on disk by a hiprtc.Cache (ROCM_GO_CACHE_DIR, else
 // the user's cache folder) so that the next process starts warm.
@@ -264,13 +265,18 @@ func KernelNames(module string) []string {
 		}
 	case "nn.hip":
 		for _, dt := range []DType{F32, F16, BF16} {
-			for _, k := range []string{"softmax", "rms_norm", "layer_norm", "rope", "silu_mul"} {
+			for _, k := range []string{"softmax", "rms_norm", "layer_norm", "group_norm", "rope", "silu_mul"} {
 				add("%s_%s", k, dt)
 			}
 		}
 		for _, dt := range floats {
 			add("upsample_nearest_%s", dt)
 			add("upsample_bilinear_%s", dt)
+		}
+	case "sort.hip":
+		for _, dt := range DTypes() {
+			add("argsort_%s", dt)
+			add("topk_%s", dt)
 		}
 	case "reduce.hip":
 		for op := range numReduce {

@@ -3,6 +3,8 @@
 //   softmax_<dt>     softmax or log-softmax over the last dim
 //   rms_norm_<dt>    x / sqrt(mean(x²) + eps) · alpha
 //   layer_norm_<dt>  (x - mean) / sqrt(var + eps) · alpha + beta (beta may be null)
+//   group_norm_<dt>  layer_norm of each (n, group) row of an (N, C, spatial...)
+//                    tensor, the affine index the channel of the column
 //   rope_<dt>        rotary embeddings, half-split or interleaved, (b, h, t, d) or (b, t, h, d)
 //   silu_mul_<dt>    silu(a) · b
 // A block takes a row. The host sizes the block to the row (up to
@@ -156,20 +158,36 @@ template <class T> __device__ __forceinline__ void softmax(u64 rows, u64 cols, i
 	}
 }
 
-// norm is rms_norm (layer = false) and layer_norm.
-template <class T, bool Layer>
-__device__ __forceinline__ void norm(u64 rows, u64 cols, float eps, const T* x, const T* alpha, const T* beta, T* y) {
+// norm is rms_norm (layer = false), layer_norm, and group_norm (Group):
+// there row i is group i % groups, whose columns are its channels of
+// `spatial` elements each, so column k takes the affine parameters of
+// channel (i % groups) · cols / spatial + k / spatial.
+template <class T, bool Layer, bool Group = false>
+__device__ __forceinline__ void norm(u64 rows, u64 cols, float eps, const T* x, const T* alpha, const T* beta, T* y,
+                                     u64 groups = 1, u64 spatial = 1) {
 	const float n = (float)cols;
 	if (cols <= (u64)blockDim.x * NN_PER) {
-		// alpha and beta stay in registers; the next row loads while this
-		// one reduces.
+		// alpha and beta stay in registers (group_norm's are a group's, read
+		// for each row); the next row loads while this one reduces.
 		Row<T> r, next, a, b;
-		r.vec = next.vec = a.vec = b.vec = vec_rows<T>(cols, x, y, alpha, beta ? beta : alpha);
-		a.load(alpha, cols);
-		if (Layer && beta) b.load(beta, cols);
+		r.vec = next.vec = a.vec = b.vec = Group ? vec_rows<T>(cols, x, y, x, y) : vec_rows<T>(cols, x, y, alpha, beta ? beta : alpha);
+		if (!Group) a.load(alpha, cols);
+		if (!Group && Layer && beta) b.load(beta, cols);
 		if (blockIdx.x < rows) r.load(x + blockIdx.x * cols, cols);
 		for (u64 i = blockIdx.x; i < rows; i += gridDim.x) {
 			if (i + gridDim.x < rows) next.load(x + (i + gridDim.x) * cols, cols);
+			if (Group) {
+				const u32 c0 = (u32)(i % groups) * (u32)(cols / spatial), sp = (u32)spatial;
+#pragma unroll
+				for (int j = 0; j < NN_PER; j++) {
+					const u64 k = r.col(j);
+					if (k < cols) {
+						const u32 c = c0 + (u32)k / sp;
+						a.v[j] = Traits<T>::load(alpha[c]);
+						b.v[j] = beta ? Traits<T>::load(beta[c]) : 0.0f;
+					}
+				}
+			}
 			float mean = 0;
 			if (Layer) {
 				float s = 0;
@@ -207,9 +225,13 @@ __device__ __forceinline__ void norm(u64 rows, u64 cols, float eps, const T* x, 
 			ss += v * v;
 		}
 		const float rs = rsqrtf(block_sum(ss) / n + eps);
+		// group_norm's rows are shorter than 2³² (the host checks): 32-bit
+		// division.
+		const u64 c0 = Group ? (i % groups) * (cols / spatial) : 0;
 		for (u64 k = threadIdx.x; k < cols; k += blockDim.x) {
-			float v = (Traits<T>::load(xr[k]) - mean) * rs * Traits<T>::load(alpha[k]);
-			if (Layer && beta) v += Traits<T>::load(beta[k]);
+			const u64 c = Group ? c0 + (u32)k / (u32)spatial : k;
+			float v = (Traits<T>::load(xr[k]) - mean) * rs * Traits<T>::load(alpha[c]);
+			if (Layer && beta) v += Traits<T>::load(beta[c]);
 			yr[k] = Traits<T>::store(v);
 		}
 	}
@@ -298,6 +320,10 @@ template <class T> __device__ __forceinline__ void silu_mul(u64 n, const T* a, c
 	}                                                                                                                     \
 	NN_KERNEL layer_norm_##T(u64 rows, u64 cols, float eps, const T* x, const T* alpha, const T* beta, T* y) {           \
 		norm<T, true>(rows, cols, eps, x, alpha, beta, y);                                                                \
+	}                                                                                                                     \
+	NN_KERNEL group_norm_##T(u64 rows, u64 cols, float eps, u64 groups, u64 spatial, const T* x, const T* alpha,          \
+	                         const T* beta, T* y) {                                                                       \
+		norm<T, true, true>(rows, cols, eps, x, alpha, beta, y, groups, spatial);                                         \
 	}                                                                                                                     \
 	RG_KERNEL rope_##T(u64 b, u64 h, u64 t, u64 d, int interleaved, int thd, u64 csb, const T* x, const T* cs,            \
 	                   const T* sn, T* y) {                                                                               \
