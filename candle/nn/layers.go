@@ -132,6 +132,43 @@ func (n *LayerNorm) Forward(x *candle.Tensor) (*candle.Tensor, error) {
 // Close frees the parameters.
 func (n *LayerNorm) Close() { closeAll(n.Weight, n.Bias) }
 
+// GroupNorm normalises (N, C, ...) inputs over each group of C/Groups
+// channels and the spatial dims, then scales and shifts per channel, fused
+// (PyTorch's GroupNorm); Bias may be nil.
+type GroupNorm struct {
+	Groups       int
+	Weight, Bias *candle.Tensor
+	Eps          float64
+}
+
+// NewGroupNorm loads name.weight (channels) and, when bias, name.bias
+// (channels); channels must be a multiple of groups.
+func NewGroupNorm(vb *VarBuilder, name string, groups, channels int, eps float64, bias bool) (*GroupNorm, error) {
+	if groups < 1 || channels%groups != 0 {
+		return nil, fmt.Errorf("nn: NewGroupNorm %q: %d channels in %d groups: the groups must divide the channels: %w", name, channels, groups, candle.ErrArgument)
+	}
+	w, err := vb.Get(name+".weight", channels)
+	if err != nil {
+		return nil, err
+	}
+	n := &GroupNorm{Groups: groups, Weight: w, Eps: eps}
+	if bias {
+		if n.Bias, err = vb.Get(name+".bias", channels); err != nil {
+			w.Close()
+			return nil, err
+		}
+	}
+	return n, nil
+}
+
+// Forward normalises x (N, C, ...).
+func (n *GroupNorm) Forward(x *candle.Tensor) (*candle.Tensor, error) {
+	return x.GroupNorm(n.Groups, n.Weight, n.Bias, n.Eps)
+}
+
+// Close frees the parameters.
+func (n *GroupNorm) Close() { closeAll(n.Weight, n.Bias) }
+
 // KVCache keeps a layer's keys and values along a sequence dim, in
 // buffers of a fixed capacity allocated once: Append writes the new
 // positions in place (slice assignment), so that decoding allocates

@@ -285,10 +285,22 @@ func TestVarBuilder(t *testing.T) {
 		l, err := ln.Forward(x)
 		require.NoError(t, err)
 		assert.InDeltaSlice(t, []float32{-1, 2}, values(t, l), 1e-6)
-		for _, c := range []interface{ Close() }{emb, lin, norm, ln} {
+		gn, err := NewGroupNorm(vb.Prefix("model"), "norm", 1, 2, 0, false)
+		require.NoError(t, err)
+		xg, err := candle.FromSlice(cpu, []float32{1, 3, 5, 7}, 1, 2, 2) // (N, C, L)
+		require.NoError(t, err)
+		g, err := gn.Forward(xg)
+		require.NoError(t, err)
+		// One group: mean 4, variance 5; channel 1 scaled by 2.
+		r5 := float32(math.Sqrt(5))
+		assert.InDeltaSlice(t, []float32{-3 / r5, -1 / r5, 2 / r5, 6 / r5}, values(t, g), 1e-6)
+		_, err = NewGroupNorm(vb.Prefix("model"), "norm", 3, 2, 0, false)
+		assert.ErrorIs(t, err, candle.ErrArgument)
+		assert.ErrorContains(t, err, "the groups must divide the channels")
+		for _, c := range []interface{ Close() }{emb, lin, norm, ln, gn} {
 			c.Close()
 		}
-		for _, c := range []*candle.Tensor{ids, e, y, x, n, l} {
+		for _, c := range []*candle.Tensor{ids, e, y, x, n, l, xg, g} {
 			c.Close()
 		}
 		require.NoError(t, vb.Close())
