@@ -1,6 +1,8 @@
 // The NVIDIA platform of package miopen, translated to cuDNN (see
-// nvidia.c): convolutions, with cuDNN's legacy algorithms, and with cuBLAS
-// for 1x1 convolutions when Find finds it faster.
+// nvidia.c): convolutions, with cuDNN's legacy algorithms, the engines of
+// its graph API (nvidia_graph.c) and cuBLAS for 1x1 convolutions, whichever
+// Find finds fastest.
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -207,9 +209,12 @@ static int nv_default_algo(int kind, int cls) {
 	return 1;
 }
 
+// nv_decode reads an algorithm: the cuDNN algorithm (NV_ALGO_CUBLAS,
+// NV_ALGO_GRAPH, or a legacy one, the class's default for a plain MIOpen
+// algorithm) and the math type for a legacy one.
 static void nv_decode(int kind, unsigned raw, miopenDataType_t dt, int* algo, int* math) {
 	*algo = NV_ALGO(raw);
-	*math = NV_MATH(raw);
+	*math = *algo == NV_ALGO_GRAPH ? -1 : NV_MATH(raw);
 	if (*algo < 0) *algo = nv_default_algo(kind, NV_CLASS(raw));
 	if (*math < 0) *math = nv_default_math(dt);
 }
@@ -235,6 +240,10 @@ const char* rg_miopen_nvidia_algo_name(int kind, unsigned raw) {
 	static __thread char buf[128];
 	int algo = NV_ALGO(raw), math = NV_MATH(raw);
 	if (kind == RG_NV_ALGO_FWD && algo == NV_ALGO_CUBLAS) return "cuBLAS GEMM (a 1x1 convolution as a matrix product)";
+	if (algo == NV_ALGO_GRAPH) {
+		snprintf(buf, sizeof buf, "cuDNN engine %d (graph API%s)", NV_GRAPH_ENGINE(raw), NV_GRAPH_TC(raw) ? ", tensor cores" : "");
+		return buf;
+	}
 	int n = kind == RG_NV_ALGO_FWD ? NV_FWD_ALGOS : kind == RG_NV_ALGO_BWD_DATA ? NV_BWD_DATA_ALGOS : NV_BWD_FILTER_ALGOS;
 	if (kind < 0 || kind > 2 || algo < 0 || algo >= n) return NULL;
 	strcpy(buf, nv_algo_names[kind][algo]);
@@ -251,10 +260,11 @@ static int nv_kind_fwd(const struct rgnv_conv* c) { return c->mode == miopenTran
 static int nv_kind_bwd_data(const struct rgnv_conv* c) { return c->mode == miopenTranspose ? RG_NV_ALGO_FWD : RG_NV_ALGO_BWD_DATA; }
 
 // nv_ws is the largest workspace any cuDNN algorithm of a kind needs, with
-// the default math of the data type or the default math, as MIOpen reports
-// one size for all of its algorithms. For RG_NV_ALGO_FWD in is x and out y,
-// for RG_NV_ALGO_BWD_DATA in is dy and out dx, for RG_NV_ALGO_BWD_FILTER in
-// is x, out dy and w dw.
+// the default math of the data type or the default math, or any plan of
+// the graph API that a Find would time, as MIOpen reports one size for all
+// of its algorithms. For RG_NV_ALGO_FWD in is x and out y, for
+// RG_NV_ALGO_BWD_DATA in is dy and out dx, for RG_NV_ALGO_BWD_FILTER in is
+// x, out dy and w dw.
 static miopenStatus_t nv_ws(struct rgnv_handle* h, int kind, const struct rgnv_tensor* in, const struct rgnv_tensor* w,
                             const struct rgnv_conv* c, const struct rgnv_tensor* out, size_t* size) {
 	if (h == NULL || c == NULL || c->spatial == 0 || !nv_ready(3, in, w, out) || size == NULL) return miopenStatusBadParm;
@@ -264,6 +274,13 @@ static miopenStatus_t nv_ws(struct rgnv_handle* h, int kind, const struct rgnv_t
 	int n = kind == RG_NV_ALGO_FWD ? NV_FWD_ALGOS : kind == RG_NV_ALGO_BWD_DATA ? NV_BWD_DATA_ALGOS : NV_BWD_FILTER_ALGOS;
 	size_t best = 0;
 	int any = 0, last = CUDNN_STATUS_NOT_SUPPORTED;
+	// The graph API's plans, made here once for the Find that follows (with
+	// data at 16-byte alignment, as allocations are).
+	const struct nvg_entry* e = nv_graph_plans(h, kind, in, NULL, w, NULL, c, out, NULL, 1, 0, -1, NULL);
+	for (int i = 0; e != NULL && i < e->n; i++) {
+		any = 1;
+		if (e->plans[i].ws > best) best = e->plans[i].ws;
+	}
 	for (int m = 0; m < 2; m++) {
 		if ((st = nv_conv(h, c, in->dtype, maths[m])) != CUDNN_STATUS_SUCCESS) return nv_status(st);
 		for (int a = 0; a < n; a++) {
@@ -278,7 +295,7 @@ static miopenStatus_t nv_ws(struct rgnv_handle* h, int kind, const struct rgnv_t
 			default:
 				st = NV(cudnnGetConvolutionBackwardFilterWorkspaceSize, h->cudnn, in->desc, out->desc, h->conv, h->filter[0], a, &s);
 			}
-			if (st == RG_CUDA_MISSING) return RG_MIOPEN_CUDA_MISSING;
+			if (st == RG_CUDA_MISSING && !any) return RG_MIOPEN_CUDA_MISSING;
 			if (st == CUDNN_STATUS_SUCCESS) {
 				any = 1;
 				if (s > best) best = s;
@@ -391,18 +408,19 @@ static miopenStatus_t nv_gemm_run(struct rgnv_handle* h, const struct nv_gemm* g
 	return miopenStatusSuccess;
 }
 
-// nv_gemm_time times the cuBLAS 1x1 convolution (the median of three runs
-// after a warm-up, between events on the handle's stream), in ms; < 0 when
-// it cannot run.
-static float nv_gemm_time(struct rgnv_handle* h, const struct nv_gemm* g, const void* x, const void* w, void* y) {
+// nv_runner runs a candidate of a Find once: 0 on success.
+typedef int (*nv_runner)(struct rgnv_handle* h, const void* arg);
+
+// nv_time times a candidate (the median of three runs after a warm-up,
+// between events on the handle's stream), in ms; < 0 when it cannot run.
+static float nv_time(struct rgnv_handle* h, nv_runner run, const void* arg) {
 	void *start = NULL, *end = NULL;
 	float t[3] = {-1, -1, -1}, ms = -1;
-	if (nv_gemm_run(h, g, NULL, x, w, NULL, y) != miopenStatusSuccess) return -1;
+	if (run(h, arg) != 0) return -1;
 	if (NV(cudaEventCreate, &start) != 0 || NV(cudaEventCreate, &end) != 0) goto out;
 	for (int i = 0; i < 3; i++) {
-		if (NV(cudaEventRecord, start, h->stream) != 0 || nv_gemm_run(h, g, NULL, x, w, NULL, y) != miopenStatusSuccess ||
-		    NV(cudaEventRecord, end, h->stream) != 0 || NV(cudaEventSynchronize, end) != 0 ||
-		    NV(cudaEventElapsedTime, &t[i], start, end) != 0)
+		if (NV(cudaEventRecord, start, h->stream) != 0 || run(h, arg) != 0 || NV(cudaEventRecord, end, h->stream) != 0 ||
+		    NV(cudaEventSynchronize, end) != 0 || NV(cudaEventElapsedTime, &t[i], start, end) != 0)
 			goto out;
 	}
 	// The median of three.
@@ -412,6 +430,46 @@ out:
 	if (end != NULL) NV(cudaEventDestroy, end);
 	return ms;
 }
+
+// A cuBLAS 1x1 convolution to time.
+struct nv_gemm_args {
+	const struct nv_gemm* g;
+	const void *x, *w;
+	void* y;
+};
+
+static int nv_gemm_runner(struct rgnv_handle* h, const void* arg) {
+	const struct nv_gemm_args* a = arg;
+	return nv_gemm_run(h, a->g, NULL, a->x, a->w, NULL, a->y) != miopenStatusSuccess;
+}
+
+// A plan of the graph API to time.
+struct nv_graph_args {
+	const struct nvg_entry* e;
+	int i;
+	const void *in, *w, *out;
+	void* ws;
+};
+
+static int nv_graph_runner(struct rgnv_handle* h, const void* arg) {
+	const struct nv_graph_args* a = arg;
+	return nv_graph_exec(h, a->e, a->i, a->in, a->w, a->out, a->ws);
+}
+
+// The class of MIOpen algorithm a graph-API engine's numerical notes call
+// for: FFT, Winograd, or else implicit GEMM.
+static int nv_graph_class(unsigned notes) {
+	if (notes & 1u << CUDNN_NUMERICAL_NOTE_FFT) return 2;
+	if (notes & 1u << CUDNN_NUMERICAL_NOTE_WINOGRAD) return 3;
+	return 5;
+}
+
+// A candidate of a Find, encoded.
+struct nv_cand {
+	unsigned raw;
+	float time;
+	size_t memory;
+};
 
 // nv_find runs cuDNN's Find for a kind (arguments as in nv_ws, with their
 // data) and returns the algorithms that ran, fastest first, encoded.
@@ -439,31 +497,51 @@ static miopenStatus_t nv_find(struct rgnv_handle* h, int kind, const struct rgnv
 		s = NVH(h, cudnnFindConvolutionBackwardFilterAlgorithmEx, h->cudnn, in->desc, inp, out->desc, outp, h->conv, h->filter[0],
 		        (void*)wp, NV_BWD_FILTER_ALGOS, &n, found, ws, wsSize);
 	}
-	if (s != miopenStatusSuccess) return s;
-	// A 1x1 forward convolution may also run as a cuBLAS matrix product:
-	// time it and place it among cuDNN's, which come fastest first.
-	struct nv_gemm g;
-	float gemm = -1;
-	if (kind == RG_NV_ALGO_FWD && nv_gemm_plan(c, in, w, out, &g)) gemm = nv_gemm_time(h, &g, inp, wp, outp);
+	struct nv_cand cand[NV_FWD_ALGOS + 1 + NVG_SLOTS];
 	int k = 0;
-	for (int i = 0; i <= n && k < request; i++) {
-		if (gemm >= 0 && (i == n || found[i].status != CUDNN_STATUS_SUCCESS || gemm < found[i].time)) {
-			perfs[k].fwd_algo = (miopenConvFwdAlgorithm_t)NV_ENCODE(0, NV_ALGO_CUBLAS, -1);
-			perfs[k].time = gemm;
-			perfs[k].memory = 0;
-			k++;
-			gemm = -1;
-			i--;
-			continue;
-		}
-		if (i == n || found[i].status != CUDNN_STATUS_SUCCESS) continue;
-		perfs[k].fwd_algo = (miopenConvFwdAlgorithm_t)NV_ENCODE(nv_class(kind, found[i].algo), found[i].algo, found[i].mathType);
-		perfs[k].time = found[i].time;
-		perfs[k].memory = found[i].memory;
-		k++;
+	for (int i = 0; s == miopenStatusSuccess && i < n && i < NV_FWD_ALGOS; i++) {
+		if (found[i].status != CUDNN_STATUS_SUCCESS) continue;
+		cand[k++] = (struct nv_cand){NV_ENCODE(nv_class(kind, found[i].algo), found[i].algo, found[i].mathType), found[i].time,
+		                             found[i].memory};
+	}
+	// A 1x1 forward convolution may also run as a cuBLAS matrix product.
+	struct nv_gemm g;
+	if (s == miopenStatusSuccess && kind == RG_NV_ALGO_FWD && nv_gemm_plan(c, in, w, out, &g)) {
+		struct nv_gemm_args a = {&g, inp, wp, outp};
+		float t = nv_time(h, nv_gemm_runner, &a);
+		if (t >= 0) cand[k++] = (struct nv_cand){NV_ENCODE(0, NV_ALGO_CUBLAS, -1), t, 0};
+	}
+	// And the graph API's plans that fit the workspace, timed alike.
+	const struct nvg_entry* e = nv_graph_plans(h, kind, in, inp, w, wp, c, out, outp, 1, 0, -1, NULL);
+	for (int i = 0; e != NULL && i < e->n; i++) {
+		const struct nvg_plan* p = &e->plans[i];
+		if (p->ws > wsSize || (p->ws > 0 && ws == NULL)) continue;
+		struct nv_graph_args a = {e, i, inp, wp, outp, ws};
+		float t = nv_time(h, nv_graph_runner, &a);
+		if (t < 0) continue;
+		cand[k++] = (struct nv_cand){NV_ENCODE_GRAPH(nv_graph_class(p->notes), p->engine, p->notes & 1u << CUDNN_NUMERICAL_NOTE_TENSOR_CORE),
+		                             t, p->ws};
+	}
+	if (k == 0) return s != miopenStatusSuccess ? s : nvh(h, "cudnnFindConvolution*AlgorithmEx (no algorithm ran)", CUDNN_STATUS_NOT_SUPPORTED);
+	if (s != miopenStatusSuccess) {
+		// The legacy Find failed where the graph API ran: no error.
+		h->last = 0;
+		h->last_fn = NULL;
+	}
+	// Fastest first; a tie keeps the order above.
+	for (int i = 1; i < k; i++) {
+		struct nv_cand x = cand[i];
+		int j = i;
+		for (; j > 0 && cand[j - 1].time > x.time; j--) cand[j] = cand[j - 1];
+		cand[j] = x;
+	}
+	if (k > request) k = request;
+	for (int i = 0; i < k; i++) {
+		perfs[i].fwd_algo = (miopenConvFwdAlgorithm_t)cand[i].raw;
+		perfs[i].time = cand[i].time;
+		perfs[i].memory = cand[i].memory;
 	}
 	*returned = k;
-	if (k == 0) return nvh(h, "cudnnFindConvolution*AlgorithmEx (no algorithm ran)", CUDNN_STATUS_NOT_SUPPORTED);
 	return miopenStatusSuccess;
 }
 
@@ -501,6 +579,41 @@ static miopenStatus_t rgnv_miopenFindConvolutionBackwardWeightsAlgorithm(miopenH
 	return nv_find(H(h), RG_NV_ALGO_BWD_FILTER, T(xd), x, T(dwd), dw, CONV(c), T(dyd), (void*)dy, request, returned, perfs, ws, wsSize);
 }
 
+// nv_graph_run runs a graph-API algorithm (arguments as in nv_ws, with
+// their data) with the handle's plan of its engine for the problem, made
+// if the handle has none; 1 when it ran. Otherwise the caller falls back to
+// a legacy algorithm.
+static int nv_graph_run(struct rgnv_handle* h, int kind, unsigned raw, const void* alpha, const struct rgnv_tensor* in, const void* inp,
+                        const struct rgnv_tensor* w, const void* wp, const struct rgnv_conv* c, const void* beta,
+                        const struct rgnv_tensor* out, const void* outp, void* ws, size_t wsSize) {
+	float a = alpha != NULL ? *(const float*)alpha : 1, b = beta != NULL ? *(const float*)beta : 0;
+	int slot = -1;
+	const struct nvg_entry* e = nv_graph_plans(h, kind, in, inp, w, wp, c, out, outp, a, b, NV_GRAPH_ENGINE(raw), &slot);
+	if (e == NULL || e->plans[slot].ws > wsSize || (e->plans[slot].ws > 0 && ws == NULL)) return 0;
+	return nv_graph_exec(h, e, slot, inp, wp, outp, ws) == CUDNN_STATUS_SUCCESS;
+}
+
+// nv_fallback is the legacy algorithm that runs a graph-API algorithm the
+// graph API could not: the default of its class if its workspace fits,
+// else algorithm 0 (implicit GEMM), which needs none. The handle's filter
+// and convolution descriptors are set.
+static int nv_fallback(struct rgnv_handle* h, int kind, unsigned raw, const struct rgnv_tensor* in, const struct rgnv_tensor* out,
+                       size_t wsSize) {
+	int algo = nv_default_algo(kind, NV_CLASS(raw)), st;
+	size_t s = 0;
+	switch (kind) {
+	case RG_NV_ALGO_FWD:
+		st = NV(cudnnGetConvolutionForwardWorkspaceSize, h->cudnn, in->desc, h->filter[0], h->conv, out->desc, algo, &s);
+		break;
+	case RG_NV_ALGO_BWD_DATA:
+		st = NV(cudnnGetConvolutionBackwardDataWorkspaceSize, h->cudnn, h->filter[0], in->desc, h->conv, out->desc, algo, &s);
+		break;
+	default:
+		st = NV(cudnnGetConvolutionBackwardFilterWorkspaceSize, h->cudnn, in->desc, out->desc, h->conv, h->filter[0], algo, &s);
+	}
+	return st == CUDNN_STATUS_SUCCESS && s <= wsSize ? algo : 0;
+}
+
 // nv_run runs one convolution: RG_NV_ALGO_FWD computes out (y) from in (x),
 // RG_NV_ALGO_BWD_DATA out (dx) from in (dy); both with the weights w.
 static miopenStatus_t nv_run(struct rgnv_handle* h, int kind, unsigned raw, const void* alpha, const struct rgnv_tensor* in, const void* inp,
@@ -509,6 +622,8 @@ static miopenStatus_t nv_run(struct rgnv_handle* h, int kind, unsigned raw, cons
 	if (h == NULL || c == NULL || c->spatial == 0 || !nv_ready(3, in, w, out)) return miopenStatusBadParm;
 	int algo, math;
 	nv_decode(kind, raw, in->dtype, &algo, &math);
+	if (algo == NV_ALGO_GRAPH && nv_graph_run(h, kind, raw, alpha, in, inp, w, wp, c, beta, out, outp, ws, wsSize))
+		return miopenStatusSuccess;
 	if (algo == NV_ALGO_CUBLAS) {
 		struct nv_gemm g;
 		if (kind != RG_NV_ALGO_FWD || !nv_gemm_plan(c, in, w, out, &g)) return miopenStatusBadParm;
@@ -517,6 +632,7 @@ static miopenStatus_t nv_run(struct rgnv_handle* h, int kind, unsigned raw, cons
 	int st = nv_filter(h, 0, w);
 	if (st == CUDNN_STATUS_SUCCESS) st = nv_conv(h, c, in->dtype, math);
 	if (st != CUDNN_STATUS_SUCCESS) return nv_status(st);
+	if (algo == NV_ALGO_GRAPH) algo = nv_fallback(h, kind, raw, in, out, wsSize);
 	nv_scalar a, b;
 	if (kind == RG_NV_ALGO_FWD) {
 		return NVH(h, cudnnConvolutionForward, h->cudnn, nv_scale(alpha, 1, out, &a), in->desc, inp, h->filter[0], wp, h->conv, algo, ws,
@@ -561,9 +677,12 @@ static miopenStatus_t rgnv_miopenConvolutionBackwardWeights(miopenHandle_t hh, c
 	}
 	int algo, math;
 	nv_decode(RG_NV_ALGO_BWD_FILTER, (unsigned)raw, in->dtype, &algo, &math);
+	if (algo == NV_ALGO_GRAPH && nv_graph_run(h, RG_NV_ALGO_BWD_FILTER, (unsigned)raw, alpha, in, inp, T(dwd), dw, c, beta, grad, gradp, ws, wsSize))
+		return miopenStatusSuccess;
 	int st = nv_filter(h, 0, T(dwd));
 	if (st == CUDNN_STATUS_SUCCESS) st = nv_conv(h, c, in->dtype, math);
 	if (st != CUDNN_STATUS_SUCCESS) return nv_status(st);
+	if (algo == NV_ALGO_GRAPH) algo = nv_fallback(h, RG_NV_ALGO_BWD_FILTER, (unsigned)raw, in, grad, wsSize);
 	nv_scalar a, b;
 	return NVH(h, cudnnConvolutionBackwardFilter, h->cudnn, nv_scale(alpha, 1, T(dwd), &a), in->desc, inp, grad->desc, gradp, h->conv, algo,
 	           ws, wsSize, nv_scale(beta, 0, T(dwd), &b), h->filter[0], dw);
