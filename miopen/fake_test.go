@@ -49,7 +49,7 @@ func buildFakes(t *testing.T) string {
 			{"amd/libamdhip64.so.6", []string{"../hip/testdata/fakehip.c"}},
 			{"amd/libMIOpen.so.1", []string{"testdata/fakemiopen.c"}},
 			{"nvidia/libcudart.so.13", []string{"../hip/testdata/fakecuda.c", "testdata/fakecudastream.c"}},
-			{"nvidia/libcudnn.so.9", []string{"testdata/fakecudnn.c"}},
+			{"nvidia/libcudnn.so.9", []string{"testdata/fakecudnn.c", "testdata/fakecudnngraph.c"}},
 		} {
 			args := append([]string{"-shared", "-fPIC", "-O1", "-w", "-o", filepath.Join(dir, b.out)}, b.srcs...)
 			if out, err := exec.Command("cc", args...).CombinedOutput(); err != nil {
