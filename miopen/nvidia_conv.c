@@ -2,6 +2,8 @@
 // nvidia.c): convolutions, with cuDNN's legacy algorithms, the engines of
 // its graph API (nvidia_graph.c) and cuBLAS for 1x1 convolutions, whichever
 // Find finds fastest.
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -471,6 +473,168 @@ struct nv_cand {
 	size_t memory;
 };
 
+// ---- Checking the graph API's plans ----
+//
+// Some engines of the graph API compute wrong results for some problems:
+// measured with cuDNN 9.19 on an H100, engine 70 for the weights gradient
+// and engine 78 for the data gradient of small NCHW 16-bit problems, with
+// whatever the workspace held. Find therefore runs each plan it timed once
+// more and compares what it wrote with the result of a legacy algorithm;
+// a plan that disagrees is left out.
+
+// The bytes of the written tensor compared: all of them up to
+// NV_CHECK_BYTES, else a quarter of that at its start, middle and end.
+#define NV_CHECK_BYTES ((size_t)16 << 20)
+
+struct nv_check {
+	const void* dev; // the written tensor's data
+	miopenDataType_t dt;
+	int n;
+	size_t off[3], len[3], total;
+	unsigned char *ref, *got;
+};
+
+static int nv_check_init(struct nv_check* k, const struct rgnv_tensor* t, const void* dev) {
+	size_t bytes = nv_tensor_bytes(t), es = nv_dsize(t->dtype);
+	memset(k, 0, sizeof *k);
+	k->dev = dev;
+	k->dt = t->dtype;
+	if (es == 0) return 0;
+	if (bytes <= NV_CHECK_BYTES) {
+		k->n = 1, k->len[0] = bytes;
+	} else {
+		size_t w = NV_CHECK_BYTES / 4 / es * es, mid = bytes / 2 / es * es;
+		k->n = 3;
+		k->off[0] = 0, k->off[1] = mid - w / 2 / es * es, k->off[2] = bytes - w;
+		k->len[0] = k->len[1] = k->len[2] = w;
+	}
+	for (int i = 0; i < k->n; i++) k->total += k->len[i];
+	k->ref = malloc(k->total);
+	k->got = malloc(k->total);
+	return k->ref != NULL && k->got != NULL;
+}
+
+static void nv_check_free(struct nv_check* k) {
+	free(k->ref);
+	free(k->got);
+}
+
+// nv_fetch copies the compared bytes to host memory after the stream's
+// work; 0 on success.
+static int nv_fetch(struct rgnv_handle* h, const struct nv_check* k, unsigned char* host) {
+	size_t at = 0;
+	for (int i = 0; i < k->n; i++) {
+		if (NV(cudaMemcpyAsync, host + at, (const char*)k->dev + k->off[i], k->len[i], 2 /* device to host */, h->stream) != 0) return -1;
+		at += k->len[i];
+	}
+	return NV(cudaStreamSynchronize, h->stream);
+}
+
+// nv_value_at reads element i of host data of a type, as a double.
+static double nv_value_at(miopenDataType_t dt, const unsigned char* p, size_t i) {
+	uint32_t bits;
+	uint16_t u;
+	float f;
+	double d;
+	switch (dt) {
+	case miopenHalf: {
+		memcpy(&u, p + 2 * i, 2);
+		uint32_t sign = (uint32_t)(u >> 15) << 31, exp = (u >> 10) & 0x1f, man = u & 0x3ff;
+		if (exp == 0x1f) return man ? NAN : (sign ? -INFINITY : INFINITY);
+		if (exp == 0) return (sign ? -1.0 : 1.0) * man * (1.0 / 16777216.0); // subnormal: man * 2^-24
+		bits = sign | (exp + 112) << 23 | man << 13;
+		memcpy(&f, &bits, 4);
+		return f;
+	}
+	case miopenBFloat16:
+		memcpy(&u, p + 2 * i, 2);
+		bits = (uint32_t)u << 16;
+		memcpy(&f, &bits, 4);
+		return f;
+	case miopenFloat:
+		memcpy(&f, p + 4 * i, 4);
+		return f;
+	case miopenDouble:
+		memcpy(&d, p + 8 * i, 8);
+		return d;
+	default:
+		return 0;
+	}
+}
+
+// nv_agrees says whether a result agrees with the reference: where the
+// reference is finite, so is the result, and their relative distance (the
+// norm of the difference over the reference's) is under 0.1. Two right
+// algorithms differ by far less (rounding, about 1e-2 for bfloat16 at
+// most); the wrong plans seen differ by more than 1.
+static int nv_agrees(const struct nv_check* k) {
+	size_t n = k->total / nv_dsize(k->dt);
+	double num = 0, den = 0;
+	for (size_t i = 0; i < n; i++) {
+		double r = nv_value_at(k->dt, k->ref, i), g = nv_value_at(k->dt, k->got, i);
+		if (!isfinite(r)) continue;
+		if (!isfinite(g)) return 0;
+		num += (g - r) * (g - r);
+		den += r * r;
+	}
+	return num <= 0.01 * den;
+}
+
+// nv_legacy_exec runs a legacy algorithm with alpha 1 and beta 0 (the
+// handle's filter descriptor is set); a cuDNN status.
+static int nv_legacy_exec(struct rgnv_handle* h, int kind, int algo, int math, const struct rgnv_tensor* in, const void* inp,
+                          const struct rgnv_tensor* w, void* wp, const struct rgnv_conv* c, const struct rgnv_tensor* out, void* outp,
+                          void* ws, size_t wsSize) {
+	int st = nv_conv(h, c, in->dtype, math);
+	if (st != CUDNN_STATUS_SUCCESS) return st;
+	const struct rgnv_tensor* written = kind == RG_NV_ALGO_BWD_FILTER ? w : out;
+	nv_scalar a, b;
+	nv_value(1, written, &a);
+	nv_value(0, written, &b);
+	switch (kind) {
+	case RG_NV_ALGO_FWD:
+		return NV(cudnnConvolutionForward, h->cudnn, &a, in->desc, inp, h->filter[0], wp, h->conv, algo, ws, wsSize, &b, out->desc, outp);
+	case RG_NV_ALGO_BWD_DATA:
+		return NV(cudnnConvolutionBackwardData, h->cudnn, &a, h->filter[0], wp, in->desc, inp, h->conv, algo, ws, wsSize, &b, out->desc, outp);
+	}
+	return NV(cudnnConvolutionBackwardFilter, h->cudnn, &a, in->desc, inp, out->desc, outp, h->conv, algo, ws, wsSize, &b, h->filter[0], wp);
+}
+
+// nv_check_plans drops the graph-API candidates (cand[first:*k]) whose
+// results disagree with the fastest legacy candidate's, or those of legacy
+// implicit GEMM when none ran. Without a reference it keeps them all.
+static void nv_check_plans(struct rgnv_handle* h, int kind, const struct rgnv_tensor* in, const void* inp, const struct rgnv_tensor* w,
+                           const void* wp, const struct rgnv_conv* c, const struct rgnv_tensor* out, void* outp, void* ws, size_t wsSize,
+                           const struct nvg_entry* e, const int* slot, struct nv_cand* cand, int first, int* k) {
+	if (*k == first) return;
+	int algo = 0, math = nv_default_math(in->dtype);
+	float best = -1;
+	for (int i = 0; i < first; i++) {
+		int a = NV_ALGO(cand[i].raw);
+		if (a >= 0 && a < NV_FWD_ALGOS && (best < 0 || cand[i].time < best)) {
+			best = cand[i].time;
+			algo = a;
+			math = NV_MATH(cand[i].raw);
+		}
+	}
+	struct nv_check chk;
+	void* written = kind == RG_NV_ALGO_BWD_FILTER ? (void*)wp : outp;
+	if (!nv_check_init(&chk, kind == RG_NV_ALGO_BWD_FILTER ? w : out, written) ||
+	    nv_legacy_exec(h, kind, algo, math, in, inp, w, (void*)wp, c, out, outp, ws, wsSize) != CUDNN_STATUS_SUCCESS ||
+	    nv_fetch(h, &chk, chk.ref) != 0) {
+		nv_check_free(&chk);
+		return;
+	}
+	int kept = first;
+	for (int i = first; i < *k; i++) {
+		int ok = nv_graph_exec(h, e, slot[i - first], inp, wp, outp, ws) == CUDNN_STATUS_SUCCESS && nv_fetch(h, &chk, chk.got) == 0 &&
+		         nv_agrees(&chk);
+		if (ok) cand[kept++] = cand[i];
+	}
+	*k = kept;
+	nv_check_free(&chk);
+}
+
 // nv_find runs cuDNN's Find for a kind (arguments as in nv_ws, with their
 // data) and returns the algorithms that ran, fastest first, encoded.
 static miopenStatus_t nv_find(struct rgnv_handle* h, int kind, const struct rgnv_tensor* in, const void* inp, const struct rgnv_tensor* w,
@@ -511,17 +675,21 @@ static miopenStatus_t nv_find(struct rgnv_handle* h, int kind, const struct rgnv
 		float t = nv_time(h, nv_gemm_runner, &a);
 		if (t >= 0) cand[k++] = (struct nv_cand){NV_ENCODE(0, NV_ALGO_CUBLAS, -1), t, 0};
 	}
-	// And the graph API's plans that fit the workspace, timed alike.
+	// And the graph API's plans that fit the workspace, timed alike, whose
+	// results agree with a legacy algorithm's.
 	const struct nvg_entry* e = nv_graph_plans(h, kind, in, inp, w, wp, c, out, outp, 1, 0, -1, NULL);
+	int first = k, slot[NVG_SLOTS];
 	for (int i = 0; e != NULL && i < e->n; i++) {
 		const struct nvg_plan* p = &e->plans[i];
 		if (p->ws > wsSize || (p->ws > 0 && ws == NULL)) continue;
 		struct nv_graph_args a = {e, i, inp, wp, outp, ws};
 		float t = nv_time(h, nv_graph_runner, &a);
 		if (t < 0) continue;
+		slot[k - first] = i;
 		cand[k++] = (struct nv_cand){NV_ENCODE_GRAPH(nv_graph_class(p->notes), p->engine, p->notes & 1u << CUDNN_NUMERICAL_NOTE_TENSOR_CORE),
 		                             t, p->ws};
 	}
+	if (e != NULL) nv_check_plans(h, kind, in, inp, w, wp, c, out, outp, ws, wsSize, e, slot, cand, first, &k);
 	if (k == 0) return s != miopenStatusSuccess ? s : nvh(h, "cudnnFindConvolution*AlgorithmEx (no algorithm ran)", CUDNN_STATUS_NOT_SUPPORTED);
 	if (s != miopenStatusSuccess) {
 		// The legacy Find failed where the graph API ran: no error.

@@ -17,9 +17,10 @@ import (
 // attribute's type and every convolution node's shapes, and gives each
 // engine a workspace and a time: heuristics mode A offers engines 7 (tensor
 // cores, 0.25 ms), 3 (tensor cores, Winograd, 0.3 ms), 1 (down-converts its
-// inputs) and 0 (0.875 ms); the fallback list 0, 9 (whose plan fails) and 11
-// (FFT, 0.6 ms, 9000 bytes of workspace). The fake's legacy Find returns
-// its algorithm 1 (0.5 ms) and 6 (0.75 ms).
+// inputs), 0 (0.875 ms) and 5 (tensor cores, 0.125 ms, and a wrong result);
+// the fallback list 0, 9 (whose plan fails) and 11 (FFT, 0.6 ms, 9000 bytes
+// of workspace). The fake's legacy Find returns its algorithm 1 (0.5 ms)
+// and 6 (0.75 ms).
 
 // perfSummary is what a test compares of Find results.
 func perfSummary(perfs []ConvAlgoPerf) []string {
@@ -49,6 +50,7 @@ func TestNVIDIAGraphFind(t *testing.T) {
 		"cudnnBackendFinalize plan engine=7 ws=3000",
 		"cudnnBackendFinalize plan engine=3 ws=1000",
 		"cudnnBackendFinalize plan engine=0 ws=0",
+		"cudnnBackendFinalize plan engine=5 ws=500",
 		"cudnnBackendFinalize heur mode=2",
 		"cudnnBackendFinalize plan engine=11 ws=9000",
 	}, e.grep("cudnnBackendFinalize"), "half data as CUDNN_DATA_HALF, float accumulation, a cross-correlation; "+
@@ -63,13 +65,17 @@ func TestNVIDIAGraphFind(t *testing.T) {
 		"cuDNN engine 11 (graph API) | FFT | 600µs | 9000",
 		"CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD with CUDNN_DEFAULT_MATH | Winograd | 750µs | 4096",
 		"cuDNN engine 0 (graph API) | implicit GEMM | 875µs | 0",
-	}, perfSummary(perfs), "legacy and graph-API candidates, fastest first")
+	}, perfSummary(perfs), "legacy and graph-API candidates, fastest first; engine 5, whose result is wrong, left out")
 	lines := e.lines()
 	assert.Empty(t, filter(lines, "bcreate 17", "cudnnBackendFinalize plan"), "the Find reuses the plans of the workspace query")
 	execs := filter(lines, "cudnnBackendExecute")
-	assert.Len(t, execs, 16, "each of 4 plans run once to warm up and 3 times timed")
+	assert.Len(t, execs, 25, "each of 5 plans run once to warm up, 3 times timed, and once checked")
 	assert.Equal(t, "cudnnBackendExecute engine=7 ws=set", execs[0])
-	assert.Contains(t, lines, "cudnnFindConvolutionForwardAlgorithmEx x=2,4,8,8 w=8,4,3,3 y=2,8,8,8 ws=9000")
+	assert.Contains(t, execs, "cudnnBackendExecute engine=5 ws=set", "engine 5 ran: timed and checked")
+	assert.Equal(t, []string{
+		"cudnnFindConvolutionForwardAlgorithmEx x=2,4,8,8 w=8,4,3,3 y=2,8,8,8 ws=9000",
+		"cudnnConvolutionForward x=2,4,8,8 w=8,4,3,3 y=2,8,8,8 algo=1 ws=9000 alpha=1 beta=0",
+	}, filter(lines, "cudnnFind", "cudnnConvolution"), "the fastest legacy algorithm's result, to check the plans' against")
 
 	// A convolution runs the fastest plan with the handle's workspace, and
 	// a legacy algorithm or another plan when asked.
@@ -183,7 +189,8 @@ func TestNVIDIAGraphDirections(t *testing.T) {
 	require.NoError(t, e.h.ConvolutionForward(tc, tx, tw, ty))
 	lines := e.lines()
 	assert.Contains(t, lines, "cudnnBackendFinalize op=data x=2,3,10,10 w=8,3,3,3 y=2,8,5,5 alpha=1 beta=0")
-	assert.Equal(t, "cudnnBackendExecute engine=7 ws=set", filter(lines, "cudnnBackendExecute")[16])
+	execs := filter(lines, "cudnnBackendExecute")
+	assert.Equal(t, "cudnnBackendExecute engine=7 ws=set", execs[len(execs)-1])
 	require.NoError(t, e.h.ConvolutionBackwardData(tc, ty, tw, tx))
 	assert.Contains(t, e.lines(), "cudnnBackendFinalize op=fwd x=2,3,10,10 w=8,3,3,3 y=2,8,5,5 alpha=1 beta=0")
 	require.NoError(t, e.h.ConvolutionBackwardWeights(tc, ty, tx, tw))
@@ -206,14 +213,18 @@ func TestNVIDIAGraphFallsBackToLegacy(t *testing.T) {
 	}, perfSummary(perfs))
 	assert.Len(t, e.grep("bcreate 4"), 2, "the heuristics (mode A and fallback) of a problem no engine takes ran once, in the workspace query")
 
-	// A legacy Find that fails where the graph API runs: its results.
+	// A legacy Find that fails where the graph API runs: its results,
+	// checked against legacy implicit GEMM's.
 	x13, y13 := e.tensor(DataTypeHalf, 13, 4, 8, 8), e.tensor(DataTypeHalf, 13, 8, 8, 8)
+	e.lines()
 	perfs, err = e.h.FindConvolutionForward(conv, x13, w, y13)
 	require.NoError(t, err)
-	assert.Len(t, perfs, 4)
+	assert.Len(t, perfs, 4, "engines 7, 3, 11 and 0; not 5")
 	for _, p := range perfs {
 		assert.True(t, strings.HasPrefix(p.Engine, "cuDNN engine "), p.Engine)
 	}
+	assert.Equal(t, []string{"cudnnConvolutionForward x=13,4,8,8 w=8,4,3,3 y=13,8,8,8 algo=0 ws=9000 alpha=1 beta=0"},
+		filter(e.lines(), "cudnnConvolution"))
 
 	// A plan that fails to run: the class's legacy algorithm runs instead,
 	// with no error.

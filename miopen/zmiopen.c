@@ -198,6 +198,7 @@ static const struct {
 	{"cudaEventElapsedTime", rg_miopen_cu_lib_cudart},
 	{"cudaEventDestroy", rg_miopen_cu_lib_cudart},
 	{"cudaStreamSynchronize", rg_miopen_cu_lib_cudart},
+	{"cudaMemcpyAsync", rg_miopen_cu_lib_cudart},
 };
 
 void* rg_miopen_cu_resolve(int i) {

@@ -702,7 +702,8 @@ enum {
 	rg_miopen_cu_idx_cudaEventElapsedTime = 64,
 	rg_miopen_cu_idx_cudaEventDestroy = 65,
 	rg_miopen_cu_idx_cudaStreamSynchronize = 66,
-	rg_miopen_cu_count = 67
+	rg_miopen_cu_idx_cudaMemcpyAsync = 67,
+	rg_miopen_cu_count = 68
 };
 
 typedef size_t (*rg_miopen_cu_fn_cudnnGetVersion)(void);
@@ -772,6 +773,7 @@ typedef int (*rg_miopen_cu_fn_cudaEventSynchronize)(void*);
 typedef int (*rg_miopen_cu_fn_cudaEventElapsedTime)(float*, void*, void*);
 typedef int (*rg_miopen_cu_fn_cudaEventDestroy)(void*);
 typedef int (*rg_miopen_cu_fn_cudaStreamSynchronize)(void*);
+typedef int (*rg_miopen_cu_fn_cudaMemcpyAsync)(void*, const void*, size_t, int, void*);
 
 extern void* rg_miopen_cu_fns[rg_miopen_cu_count];
 void* rg_miopen_cu_resolve(int i);

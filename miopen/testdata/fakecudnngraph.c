@@ -8,10 +8,13 @@
 // were given to $ROCM_GO_FAKE_LOG.
 //
 // The engines: heuristics mode A returns engines 7 (tensor cores), 3
-// (tensor cores, Winograd), 1 (down-converts its inputs) and 0; the fallback
-// list 0 again, 9 (whose plan fails to finalize) and 11 (FFT). A plan of
-// engine e needs the workspace nvg_ws[e]; running it "takes" nvg_ms[e] ms,
-// which it leaves in $ROCM_GO_FAKE_MS for the fake cudart's events.
+// (tensor cores, Winograd), 1 (down-converts its inputs), 0 and 5 (tensor
+// cores, the fastest, and wrong); the fallback list 0 again, 9 (whose plan
+// fails to finalize) and 11 (FFT). A plan of engine e needs the workspace
+// nvg_ws[e]; running it "takes" nvg_ms[e] ms, which it leaves in
+// $ROCM_GO_FAKE_MS for the fake cudart's events, and writes 1 into every
+// element of its output, as the legacy convolutions do, but engine 5
+// writes 3.
 //
 // Triggers: a tensor with a batch of 15 makes the heuristics fail; with
 // $ROCM_GO_FAKE_EXEC_FAIL set, cudnnBackendExecute fails.
@@ -20,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fakefill.h"
 #include "fakelog.h"
 
 #define BACKEND 100 // the kind of a backend descriptor, beside fakecudnn.c's
@@ -91,10 +95,10 @@ int cudnnBackendDestroyDescriptor(void* p) {
 
 // The engines the heuristics know: their numerical notes (bits of
 // cudnnBackendNumericalNote_t), workspaces and times.
-static const unsigned nvg_notes[12] = {[7] = 1u << 0, [3] = 1u << 0 | 1u << 5, [1] = 1u << 1, [11] = 1u << 3};
-static const int64_t nvg_ws[12] = {[7] = 3000, [3] = 1000, [11] = 9000};
-static const char* const nvg_ms[12] = {[0] = "0.875", [3] = "0.3", [7] = "0.25", [11] = "0.6"};
-static const int mode_a[] = {7, 3, 1, 0}, fallback[] = {0, 9, 11};
+static const unsigned nvg_notes[12] = {[7] = 1u << 0, [3] = 1u << 0 | 1u << 5, [1] = 1u << 1, [11] = 1u << 3, [5] = 1u << 0};
+static const int64_t nvg_ws[12] = {[7] = 3000, [3] = 1000, [11] = 9000, [5] = 500};
+static const char* const nvg_ms[12] = {[0] = "0.875", [3] = "0.3", [7] = "0.25", [11] = "0.6", [5] = "0.125"};
+static const int mode_a[] = {7, 3, 1, 0, 5}, fallback[] = {0, 9, 11};
 
 // set checks the attribute's type and count; v holds n elements.
 #define WANT(t, cnt)                                          \
@@ -257,13 +261,14 @@ int cudnnBackendGetAttribute(void* p, int attr, int type, int64_t n, int64_t* go
 	if (d->type == HEUR && attr == 202) {
 		if (type != T_DESC) return BAD_TYPE;
 		const int* list = d->heur == 3 ? mode_a : fallback;
-		int count = d->heur == 3 ? 4 : 3;
+		int count = d->heur == 3 ? 5 : 3;
 		*got = n < count ? n : count;
 		if (n == 0) *got = count;
 		for (int64_t i = 0; i < n && i < count; i++) {
 			struct bd* cfg = ((struct bd**)v)[i];
 			if (!isb(cfg, ENGINECFG)) return BAD_KIND;
 			cfg->engine = list[i];
+			cfg->graph = d->graph;
 			cfg->final = 1;
 		}
 		return 0;
@@ -311,6 +316,14 @@ int cudnnBackendExecute(void* h, void* plan, void* pack) {
 	if (ws > 0 && vp->ws == NULL) return 2006; // CUDNN_STATUS_BAD_PARAM_SIZE_INSUFFICIENT
 	if (getenv("ROCM_GO_FAKE_EXEC_FAIL") != NULL) return 5000;
 	setenv("ROCM_GO_FAKE_MS", nvg_ms[p->cfg->engine], 1);
+	// The output: Y of a forward node, DX of a data gradient, DW of a
+	// weights gradient (the attributes ALPHA + 5, + 4 and + 3), whose unique
+	// id says which data pointer is its.
+	const struct bd* op = p->cfg->graph->op;
+	const struct bd* out = op->arg[op->type == OP_FWD ? 3 : op->type == OP_BWD_DATA ? 2 : 1];
+	size_t n = 1;
+	for (int i = 0; i < out->nb; i++) n += (size_t)(out->dims[i] - 1) * (size_t)out->strides[i];
+	fake_fill(vp->ptrs[out->uid - 1], out->dtype, n, p->cfg->engine == 5 ? 3 : 1);
 	logf_("cudnnBackendExecute engine=%d ws=%s", p->cfg->engine, vp->ws != NULL ? "set" : "none");
 	return 0;
 }
