@@ -330,3 +330,20 @@ func TestNVIDIAGraphFreesWhatItCreates(t *testing.T) {
 	assert.Equal(t, created, destroyed, "every descriptor of the graph API is destroyed")
 	assert.Equal(t, 65, created["15"], "one graph a problem")
 }
+
+func TestNVIDIAGraphChecksLargeOutputsBySamples(t *testing.T) {
+	e := useFakeGraph(t)
+	// An 8 MiB output: the check compares a window at its start, middle and
+	// end, and still leaves out engine 5, whose result is wrong.
+	conv := e.conv(ConvolutionParams{Pad: []int{1, 1}})
+	x, w, y := e.tensor(DataTypeHalf, 2, 4, 512, 512), e.tensor(DataTypeHalf, 8, 4, 3, 3), e.tensor(DataTypeHalf, 2, 8, 512, 512)
+	perfs, err := e.h.FindConvolutionForward(conv, x, w, y)
+	require.NoError(t, err)
+	var engines []string
+	for _, p := range perfs {
+		engines = append(engines, p.Engine)
+	}
+	assert.Equal(t, []string{"cuDNN engine 7 (graph API, tensor cores)", "cuDNN engine 3 (graph API, tensor cores)",
+		"CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM with CUDNN_TENSOR_OP_MATH", "cuDNN engine 11 (graph API)",
+		"CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD with CUDNN_DEFAULT_MATH", "cuDNN engine 0 (graph API)"}, engines)
+}
