@@ -356,9 +356,10 @@ type ConvAlgoPerf struct {
 	Time      time.Duration // as the Find measured it
 	Workspace int           // bytes
 	// Engine names the implementation: MIOpen's algorithm on AMD
-	// ("miopenConvolutionFwdAlgoImplicitGEMM"), cuDNN's algorithm and math
-	// type on NVIDIA ("CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM with
-	// CUDNN_TENSOR_OP_MATH").
+	// ("miopenConvolutionFwdAlgoImplicitGEMM"); on NVIDIA cuDNN's legacy
+	// algorithm and math type ("CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM
+	// with CUDNN_TENSOR_OP_MATH"), an engine of cuDNN's graph API by its
+	// global index ("cuDNN engine 12 (graph API, tensor cores)"), or cuBLAS.
 	Engine string
 	raw    uint32 // the value the library takes; on NVIDIA it also encodes cuDNN's algorithm
 	found  bool
@@ -555,8 +556,9 @@ func (h *Handle) ConvolutionBackwardWeightsWorkspace(conv *ConvolutionDescriptor
 	return h.workspaceSize(&convProblem{op: "Handle.ConvolutionBackwardWeightsWorkspace", dir: ConvBackwardWeights, conv: conv, a: dy, b: x, out: dw})
 }
 
-// maxAlgos is how many results a Find asks for: more than any library has.
-const maxAlgos = 16
+// maxAlgos is how many results a Find asks for: more than any library has
+// (on NVIDIA: 8 legacy algorithms, cuBLAS and up to 16 graph-API plans).
+const maxAlgos = 32
 
 // find runs the library's Find for a problem, with a workspace of its
 // own that is freed afterwards (the chosen algorithm usually needs far
@@ -657,6 +659,11 @@ func (h *Handle) find(p *convProblem, opts []ConvOption) ([]ConvAlgoPerf, error)
 // transposed convolution) and returns the algorithms that ran, fastest
 // first. It writes y. The handle caches the results by problem (every
 // descriptor's shape and the options): the Find of a problem runs once.
+//
+// On NVIDIA the Find also times the execution plans of up to ten engines
+// of cuDNN's graph API (as PyTorch's cudnn.benchmark does), and cuBLAS for
+// a 1x1 convolution; the handle keeps the plans. Setting
+// ROCM_GO_CUDNN_GRAPH=0 before the library loads leaves the graph API out.
 func (h *Handle) FindConvolutionForward(conv *ConvolutionDescriptor, x, w, y Tensor, opts ...ConvOption) ([]ConvAlgoPerf, error) {
 	return h.find(&convProblem{op: "Handle.FindConvolutionForward", dir: ConvForward, conv: conv, a: x, b: w, out: y}, opts)
 }

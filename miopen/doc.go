@@ -2,7 +2,8 @@
 // convolutions with their Find (algorithm search), activations, softmax,
 // pooling, batch normalization, local response normalization, element-wise
 // tensor operations and multi-head attention. On the NVIDIA platform the
-// same calls run on cuDNN 9's legacy API behind a C translation layer.
+// same calls run on cuDNN 9 (its legacy API, and its graph API for
+// convolutions) behind a C translation layer.
 //
 // A Handle is bound to a hip.Stream; operations take Tensors, device
 // memory with a TensorDescriptor that says its type, dimensions and
@@ -19,7 +20,13 @@
 //
 // A convolution runs the fastest algorithm of a Find, which the handle runs
 // once per problem and caches (FindConvolutionForward returns every
-// algorithm with its time and workspace). On NVIDIA the Find is cuDNN's.
+// algorithm with its time and workspace). On NVIDIA the Find is cuDNN's
+// legacy Find, plus the execution plans of up to ten engines of cuDNN's
+// graph API (as PyTorch's cudnn.benchmark does), each checked against a
+// legacy algorithm's result, and cuBLAS for a 1x1 convolution; the handle
+// keeps the plans by problem and frees them when it closes. Any failure of
+// the graph API leaves the legacy algorithms, with no error;
+// ROCM_GO_CUDNN_GRAPH=0 leaves it out.
 //
 // On the NVIDIA platform: MIOpen's tensor, convolution, pooling, LRN and
 // activation descriptors are rocm-go structs holding cuDNN descriptors;

@@ -49,7 +49,7 @@ func buildFakes(t *testing.T) string {
 			{"amd/libamdhip64.so.6", []string{"../hip/testdata/fakehip.c"}},
 			{"amd/libMIOpen.so.1", []string{"testdata/fakemiopen.c"}},
 			{"nvidia/libcudart.so.13", []string{"../hip/testdata/fakecuda.c", "testdata/fakecudastream.c"}},
-			{"nvidia/libcudnn.so.9", []string{"testdata/fakecudnn.c"}},
+			{"nvidia/libcudnn.so.9", []string{"testdata/fakecudnn.c", "testdata/fakecudnngraph.c"}},
 		} {
 			args := append([]string{"-shared", "-fPIC", "-O1", "-w", "-o", filepath.Join(dir, b.out)}, b.srcs...)
 			if out, err := exec.Command("cc", args...).CombinedOutput(); err != nil {
@@ -77,14 +77,27 @@ type fakeEnv struct {
 }
 
 // useFake loads HIP and MIOpen (or cuDNN) from the fakes of a platform for
-// the test, and unloads them afterwards.
+// the test, and unloads them afterwards. On NVIDIA it tests the legacy
+// translation: cuDNN's graph API stays off.
 func useFake(t *testing.T, p hip.Platform) *fakeEnv {
+	t.Helper()
+	return useFakeWith(t, p, false)
+}
+
+// useFakeGraph loads the fake NVIDIA platform with cuDNN's graph API on
+// (and the fake cudart that times its plans).
+func useFakeGraph(t *testing.T) *fakeEnv {
+	t.Helper()
+	return useFakeWith(t, hip.PlatformNVIDIA, true)
+}
+
+func useFakeWith(t *testing.T, p hip.Platform, graph bool) *fakeEnv {
 	t.Helper()
 	dir := filepath.Join(buildFakes(t), map[hip.Platform]string{hip.PlatformAMD: "amd", hip.PlatformNVIDIA: "nvidia"}[p])
 	e := &fakeEnv{t: t, log: filepath.Join(t.TempDir(), "fake.log")}
 	t.Setenv("ROCM_GO_FAKE_LOG", e.log)
-	useCUBLAS = false
-	t.Cleanup(func() { useCUBLAS = true })
+	useCUBLAS, useGraphAPI = false, graph
+	t.Cleanup(func() { useCUBLAS, useGraphAPI = true, true })
 	library.Reset()
 	require.NoError(t, hip.Load(hip.WithPlatform(p), hip.WithLibraryPaths(dir)))
 	t.Cleanup(func() {

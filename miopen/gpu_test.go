@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -230,6 +231,87 @@ func TestGPUConvolutions(t *testing.T) {
 			}
 			expectClose(t, "backward weights", c.dt, true, g.get(dw), want)
 		})
+	}
+}
+
+// TestGPUEveryEngine runs every algorithm a Find returns (on NVIDIA the
+// graph API's engines beside the legacy algorithms and cuBLAS), in each
+// direction, for each floating-point type in NCHW and NHWC, against the
+// float64 reference. On NVIDIA each Find must offer the graph API's
+// engines: were they to fail silently, the legacy algorithms would hide it.
+func TestGPUEveryEngine(t *testing.T) {
+	g := gpu(t)
+	nvidia := miopen.LoadedPlatform() == hip.PlatformNVIDIA
+	type problem struct {
+		name string
+		x, w []int
+		p    miopen.ConvolutionParams
+	}
+	problems := []problem{
+		{"3x3 pad 1", []int{2, 16, 9, 9}, []int{32, 16, 3, 3}, miopen.ConvolutionParams{Pad: []int{1, 1}}},
+		{"transposed, stride 2", []int{2, 16, 5, 5}, []int{16, 8, 3, 3},
+			miopen.ConvolutionParams{Pad: []int{1, 1}, Stride: []int{2, 2}, Transposed: true, OutputPad: []int{1, 1}}},
+	}
+	for _, pr := range problems {
+		for _, dt := range []miopen.DataType{miopen.DataTypeHalf, miopen.DataTypeBFloat16, miopen.DataTypeFloat} {
+			for _, nhwc := range []bool{false, true} {
+				name := fmt.Sprintf("%s %v NHWC=%v", pr.name, dt, nhwc)
+				t.Run(name, func(t *testing.T) {
+					g := g.sub(t)
+					conv, err := miopen.NewConvolutionDescriptor(pr.p)
+					require.NoError(t, err)
+					defer conv.Close()
+					yd, err := pr.p.OutputDims(pr.x, pr.w)
+					require.NoError(t, err)
+					cp := refParams(pr.p, 2)
+					x, xv := g.rand(g.layout(dt, nhwc, pr.x), -1, 1)
+					w, wv := g.rand(g.layout(dt, nhwc, pr.w), -1, 1)
+					dy, dyv := g.rand(g.layout(dt, nhwc, yd), -1, 1)
+					y, dx, dw := g.alloc(g.layout(dt, nhwc, yd)), g.alloc(g.layout(dt, nhwc, pr.x)), g.alloc(g.layout(dt, nhwc, pr.w))
+					fwd, data, weights := gather(xv, pr.x, wv, pr.w, cp, yd), scatter(dyv, yd, wv, pr.w, cp, pr.x), wgrad(xv, pr.x, dyv, yd, cp, pr.w)
+					if pr.p.Transposed {
+						fwd, data, weights = scatter(xv, pr.x, wv, pr.w, cp, yd), gather(dyv, yd, wv, pr.w, cp, pr.x), wgrad(dyv, yd, xv, pr.x, cp, pr.w)
+					}
+					for _, dir := range []struct {
+						d    miopen.ConvDirection
+						out  miopen.Tensor
+						want []float64
+						find func() ([]miopen.ConvAlgoPerf, error)
+						run  func(p miopen.ConvAlgoPerf) error
+					}{
+						{miopen.ConvForward, y, fwd, func() ([]miopen.ConvAlgoPerf, error) { return g.h.FindConvolutionForward(conv, x, w, y) },
+							func(p miopen.ConvAlgoPerf) error {
+								return g.h.ConvolutionForward(conv, x, w, y, miopen.WithAlgorithm(p))
+							}},
+						{miopen.ConvBackwardData, dx, data, func() ([]miopen.ConvAlgoPerf, error) { return g.h.FindConvolutionBackwardData(conv, dy, w, dx) },
+							func(p miopen.ConvAlgoPerf) error {
+								return g.h.ConvolutionBackwardData(conv, dy, w, dx, miopen.WithAlgorithm(p))
+							}},
+						{miopen.ConvBackwardWeights, dw, weights, func() ([]miopen.ConvAlgoPerf, error) { return g.h.FindConvolutionBackwardWeights(conv, dy, x, dw) },
+							func(p miopen.ConvAlgoPerf) error {
+								return g.h.ConvolutionBackwardWeights(conv, dy, x, dw, miopen.WithAlgorithm(p))
+							}},
+					} {
+						perfs, err := dir.find()
+						unsupported(t, err, name)
+						require.NoError(t, err, "%s", dir.d)
+						graph := 0
+						for _, p := range perfs {
+							t.Logf("%s", p)
+							if strings.HasPrefix(p.Engine, "cuDNN engine ") {
+								graph++
+							}
+							require.NoError(t, dir.out.Data.Memset(0xFF))
+							require.NoError(t, dir.run(p), "%s", p)
+							expectClose(t, fmt.Sprintf("%s with %s", dir.d, p.Engine), dt, true, g.get(dir.out), dir.want)
+						}
+						if nvidia {
+							assert.Positive(t, graph, "%s: the Find offered no engine of cuDNN's graph API", dir.d)
+						}
+					}
+				})
+			}
+		}
 	}
 }
 

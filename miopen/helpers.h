@@ -13,8 +13,9 @@
 static inline void* rg_miopen_ptr(uintptr_t p) { return (void*)p; }
 
 // The NVIDIA platform (nvidia*.c): rg_miopen_install_nvidia fills the table
-// with the translations to cuDNN; the rest serves messages and tests.
-void rg_miopen_install_nvidia(void* cudnn, void* cublas, void* cudart);
+// with the translations to cuDNN (and with graph set, Find also times the
+// engines of cuDNN's graph API); the rest serves messages and tests.
+void rg_miopen_install_nvidia(void* cudnn, void* cublas, void* cudart, int graph);
 int rg_miopen_nvidia_status(int cudnn_status);
 const char* rg_miopen_nvidia_status_name(int cudnn_status);
 int rg_miopen_nvidia_last(miopenHandle_t handle, const char** function);

@@ -6,6 +6,7 @@ package miopen
 import "C"
 
 import (
+	"os"
 	"unsafe"
 
 	"github.com/rocm-go/rocm/internal/bind"
@@ -39,7 +40,8 @@ func open(o bind.Options) ([]*dl.Library, int, error) {
 	}
 	libs := []*dl.Library{l}
 	// cuBLAS computes 1x1 convolutions faster than legacy cuDNN; it is
-	// optional, and cudart times it in Find.
+	// optional, and cudart times it in Find, and the plans of cuDNN's graph
+	// API.
 	var cublas, cudart unsafe.Pointer
 	if useCUBLAS {
 		if b, r, err := dl.OpenCUBLAS(o.Paths); err == nil {
@@ -47,11 +49,31 @@ func open(o bind.Options) ([]*dl.Library, int, error) {
 			cublas, cudart = b.Handle(), r.Handle()
 		}
 	}
-	C.rg_miopen_install_nvidia(l.Handle(), cublas, cudart)
+	graph := useGraphAPI && os.Getenv("ROCM_GO_CUDNN_GRAPH") != "0"
+	if graph && cudart == nil {
+		if r, err := dl.OpenProbed("CUDA runtime (libcudart)", dl.CUDAHint, dl.CUDA(o.Paths, "libcudart.so.13", "libcudart.so.12").Candidates(),
+			"cudaRuntimeGetVersion"); err == nil {
+			libs = append(libs, r)
+			cudart = r.Handle()
+		}
+	}
+	C.rg_miopen_install_nvidia(l.Handle(), cublas, cudart, C.int(bool2int(graph)))
 	return libs, o.Platform, nil
+}
+
+func bool2int(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // useCUBLAS says whether the NVIDIA platform loads cuBLAS for 1x1
 // convolutions; the tests of the translation against a fake cuDNN turn it
 // off, to keep a real cuBLAS out of a fake cuDNN.
 var useCUBLAS = true
+
+// useGraphAPI says whether Find on the NVIDIA platform also times the
+// engines of cuDNN's graph API (unless $ROCM_GO_CUDNN_GRAPH is 0); the
+// tests of the legacy translation turn it off.
+var useGraphAPI = true

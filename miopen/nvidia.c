@@ -236,6 +236,7 @@ static miopenStatus_t rgnv_miopenGetVersion(size_t* major, size_t* minor, size_t
 }
 
 static void nv_handle_free(struct rgnv_handle* h) {
+	nv_graph_free(h);
 	if (h->op != NULL) NV(cudnnDestroyOpTensorDescriptor, h->op);
 	for (int i = 0; i < 2; i++) {
 		if (h->filter[i] != NULL) NV(cudnnDestroyFilterDescriptor, h->filter[i]);
@@ -273,13 +274,15 @@ static miopenStatus_t rgnv_miopenDestroy(miopenHandle_t handle) {
 
 // rg_miopen_install_nvidia points the table at the translations: each
 // family's file installs its own.
-void rg_miopen_install_nvidia(void* cudnn, void* cublas, void* cudart) {
+void rg_miopen_install_nvidia(void* cudnn, void* cublas, void* cudart, int graph) {
 	rg_miopen_unbind();
 	rg_miopen_cu_bind(rg_miopen_cu_lib_cudnn, cudnn);
 	// cuBLAS serves 1x1 convolutions only with cudart's events to time it.
 	nv_cublas_ok = cublas != NULL && cudart != NULL;
 	rg_miopen_cu_bind(rg_miopen_cu_lib_cublas, nv_cublas_ok ? cublas : NULL);
 	rg_miopen_cu_bind(rg_miopen_cu_lib_cudart, cudart);
+	// The graph API's plans are timed with cudart's events.
+	nv_graph_ok = graph && cudart != NULL;
 	SET(miopenGetErrorString);
 	SET(miopenGetVersion);
 	SET(miopenCreateWithStream);

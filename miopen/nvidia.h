@@ -98,6 +98,73 @@
 #define NV_BWD_DATA_ALGOS 6
 #define NV_BWD_FILTER_ALGOS 7
 
+// cuDNN's graph (backend) API (cudnn_graph.h): the descriptor types,
+// attribute names and types, and enum values that nvidia_graph.c uses.
+// cudnnBackendDescriptorType_t
+#define CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR 1
+#define CUDNN_BACKEND_ENGINE_DESCRIPTOR 2
+#define CUDNN_BACKEND_ENGINECFG_DESCRIPTOR 3
+#define CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR 4
+#define CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR 5
+#define CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR 10
+#define CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR 11
+#define CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR 12
+#define CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR 15
+#define CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR 16
+#define CUDNN_BACKEND_TENSOR_DESCRIPTOR 17
+// cudnnBackendAttributeType_t
+#define CUDNN_TYPE_HANDLE 0
+#define CUDNN_TYPE_DATA_TYPE 1
+#define CUDNN_TYPE_INT64 3
+#define CUDNN_TYPE_FLOAT 4
+#define CUDNN_TYPE_DOUBLE 5
+#define CUDNN_TYPE_VOID_PTR 6
+#define CUDNN_TYPE_CONVOLUTION_MODE 7
+#define CUDNN_TYPE_HEUR_MODE 8
+#define CUDNN_TYPE_NUMERICAL_NOTE 11
+#define CUDNN_TYPE_BACKEND_DESCRIPTOR 15
+// cudnnBackendAttributeName_t
+#define CUDNN_ATTR_CONVOLUTION_COMP_TYPE 100
+#define CUDNN_ATTR_CONVOLUTION_CONV_MODE 101
+#define CUDNN_ATTR_CONVOLUTION_DILATIONS 102
+#define CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES 103
+#define CUDNN_ATTR_CONVOLUTION_POST_PADDINGS 104
+#define CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS 105
+#define CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS 106
+#define CUDNN_ATTR_ENGINEHEUR_MODE 200
+#define CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH 201
+#define CUDNN_ATTR_ENGINEHEUR_RESULTS 202
+#define CUDNN_ATTR_ENGINECFG_ENGINE 300
+#define CUDNN_ATTR_EXECUTION_PLAN_HANDLE 400
+#define CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG 401
+#define CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE 402
+// The first of the ALPHA, BETA, CONV_DESC and three tensor attributes of
+// each convolution operation (forward: W, X, Y; backward data: W, DX, DY;
+// backward filter: DW, X, DY), which follow in that order.
+#define CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA 700
+#define CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA 706
+#define CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA 712
+#define CUDNN_ATTR_OPERATIONGRAPH_HANDLE 800
+#define CUDNN_ATTR_OPERATIONGRAPH_OPS 801
+#define CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT 900
+#define CUDNN_ATTR_TENSOR_DATA_TYPE 901
+#define CUDNN_ATTR_TENSOR_DIMENSIONS 902
+#define CUDNN_ATTR_TENSOR_STRIDES 903
+#define CUDNN_ATTR_TENSOR_UNIQUE_ID 906
+#define CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS 1000
+#define CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS 1001
+#define CUDNN_ATTR_VARIANT_PACK_WORKSPACE 1003
+#define CUDNN_ATTR_ENGINE_GLOBAL_INDEX 1301
+#define CUDNN_ATTR_ENGINE_NUMERICAL_NOTE 1303
+// cudnnBackendNumericalNote_t
+#define CUDNN_NUMERICAL_NOTE_TENSOR_CORE 0
+#define CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS 1
+#define CUDNN_NUMERICAL_NOTE_FFT 3
+#define CUDNN_NUMERICAL_NOTE_WINOGRAD 5
+// cudnnBackendHeurMode_t
+#define CUDNN_HEUR_MODE_FALLBACK 2
+#define CUDNN_HEUR_MODE_A 3
+
 // cudnnConvolution{Fwd,BwdData,BwdFilter}AlgoPerf_t share this layout.
 typedef struct {
 	int algo;
@@ -126,6 +193,7 @@ struct rgnv_handle {
 	void* op;        // scratch op-tensor descriptor
 	int last;        // the last failed cuDNN status, for error messages
 	const char* last_fn;
+	struct nvg_cache* graph; // the graph API's plans by problem (nvidia_graph.c), made on first use
 };
 
 struct rgnv_tensor {
@@ -201,6 +269,93 @@ extern int nv_cublas_ok;
 #define NVB_R_16BF 14
 #define NVB_COMPUTE_32F 68
 #define NVB_GEMM_DEFAULT (-1)
+
+// Convolutions through cuDNN's graph API (nvidia_graph.c).
+//
+// Legacy cuDNN's Find offers fewer engines than the graph API, which
+// PyTorch uses. Find on this platform also asks the graph API's heuristics
+// for engine configurations, finalizes execution plans of the first
+// NVG_MAX_PLANS (PyTorch's cudnn.benchmark_limit), times them beside the
+// legacy algorithms and returns the fastest. A handle keeps the plans of
+// the problems it saw (struct nvg_cache); a convolution with a graph-API
+// algorithm runs its plan, rebuilt when the handle has none. Any failure
+// of the graph API leaves the legacy algorithms, without an error.
+
+// An algorithm of the graph API, as a Find returns it: MIOpen's class of
+// it, NV_ALGO_GRAPH where legacy algorithms have theirs, the engine's
+// global index, and whether it uses tensor cores:
+// class | 0xff << 8 | engine << 16 | tensor cores << 28.
+#define NV_ALGO_GRAPH 254
+#define NV_GRAPH_MAX_ENGINE 0xfff
+#define NV_ENCODE_GRAPH(cls, engine, tc) \
+	((unsigned)(cls) | 0xffu << 8 | ((unsigned)(engine) & NV_GRAPH_MAX_ENGINE) << 16 | (unsigned)((tc) != 0) << 28)
+#define NV_GRAPH_ENGINE(raw) ((int)(((raw) >> 16) & NV_GRAPH_MAX_ENGINE))
+#define NV_GRAPH_TC(raw) ((int)(((raw) >> 28) & 1))
+// The plans a Find finalizes and times, at most, and the plans and
+// problems a handle keeps.
+#define NVG_MAX_PLANS 10
+#define NVG_SLOTS 16
+#define NVG_ENTRIES 64
+
+// One problem: the kind of cuDNN operation (RG_NV_ALGO_*), the tensors in,
+// w and out of nv_ws, the convolution, the byte alignment of the data
+// (which a plan may rely on) and the scaling factors (part of the graph).
+struct nvg_key {
+	int kind;
+	miopenDataType_t dtype;
+	int nb, spatial;
+	int dims[3][NV_MAXDIM], strides[3][NV_MAXDIM];
+	int pad[3], stride[3], dil[3];
+	int align[3];
+	float alpha, beta;
+};
+
+// A finalized execution plan and the engine configuration it came from.
+struct nvg_plan {
+	void* plan;
+	void* cfg;
+	int engine;     // CUDNN_ATTR_ENGINE_GLOBAL_INDEX
+	unsigned notes; // bit n: cudnnBackendNumericalNote_t n
+	size_t ws;
+};
+
+// A problem's operation graph (tensors in, w, out, the convolution, the
+// operation, the graph) and its plans.
+struct nvg_entry {
+	struct nvg_key key;
+	void* desc[6];
+	int n;
+	int searched; // the heuristics were asked for the Find's plans
+	struct nvg_plan plans[NVG_SLOTS];
+	unsigned long long used; // the cache's clock at the last use
+};
+
+struct nvg_cache {
+	int n;
+	unsigned long long clock;
+	struct nvg_entry* e[NVG_ENTRIES];
+};
+
+// nv_graph_ok says whether the graph API is tried (rg_miopen_install_nvidia:
+// asked for, and cudart loaded to time its plans).
+#define nv_graph_ok rg_miopen_nv_graph_ok
+extern int nv_graph_ok;
+#define nv_graph_plans rg_miopen_nv_graph_plans
+#define nv_graph_exec rg_miopen_nv_graph_exec
+#define nv_graph_free rg_miopen_nv_graph_free
+// nv_graph_plans returns the handle's entry for a problem (tensors as in
+// nv_ws, their data for the alignment, NULL for 16 bytes), made on first
+// use with the plans of up to NVG_MAX_PLANS engines, or, with engine >= 0,
+// with that engine's plan (*slot is its index). NULL: the graph API cannot
+// take the problem.
+struct nvg_entry* nv_graph_plans(struct rgnv_handle* h, int kind, const struct rgnv_tensor* in, const void* inp, const struct rgnv_tensor* w,
+                                 const void* wp, const struct rgnv_conv* c, const struct rgnv_tensor* out, const void* outp, float alpha,
+                                 float beta, int engine, int* slot);
+// nv_graph_exec runs plan i of an entry on the handle's stream; a cuDNN
+// status.
+int nv_graph_exec(struct rgnv_handle* h, const struct nvg_entry* e, int i, const void* inp, const void* wp, const void* outp, void* ws);
+// nv_graph_free destroys the handle's plans, after its stream's work.
+void nv_graph_free(struct rgnv_handle* h);
 
 // MIOpen reads alpha and beta as floats for every data type; cuDNN reads
 // doubles for double data.

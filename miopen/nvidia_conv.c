@@ -1,6 +1,10 @@
 // The NVIDIA platform of package miopen, translated to cuDNN (see
-// nvidia.c): convolutions, with cuDNN's legacy algorithms, and with cuBLAS
-// for 1x1 convolutions when Find finds it faster.
+// nvidia.c): convolutions, with cuDNN's legacy algorithms, the engines of
+// its graph API (nvidia_graph.c) and cuBLAS for 1x1 convolutions, whichever
+// Find finds fastest.
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -207,9 +211,12 @@ static int nv_default_algo(int kind, int cls) {
 	return 1;
 }
 
+// nv_decode reads an algorithm: the cuDNN algorithm (NV_ALGO_CUBLAS,
+// NV_ALGO_GRAPH, or a legacy one, the class's default for a plain MIOpen
+// algorithm) and the math type for a legacy one.
 static void nv_decode(int kind, unsigned raw, miopenDataType_t dt, int* algo, int* math) {
 	*algo = NV_ALGO(raw);
-	*math = NV_MATH(raw);
+	*math = *algo == NV_ALGO_GRAPH ? -1 : NV_MATH(raw);
 	if (*algo < 0) *algo = nv_default_algo(kind, NV_CLASS(raw));
 	if (*math < 0) *math = nv_default_math(dt);
 }
@@ -235,6 +242,10 @@ const char* rg_miopen_nvidia_algo_name(int kind, unsigned raw) {
 	static __thread char buf[128];
 	int algo = NV_ALGO(raw), math = NV_MATH(raw);
 	if (kind == RG_NV_ALGO_FWD && algo == NV_ALGO_CUBLAS) return "cuBLAS GEMM (a 1x1 convolution as a matrix product)";
+	if (algo == NV_ALGO_GRAPH) {
+		snprintf(buf, sizeof buf, "cuDNN engine %d (graph API%s)", NV_GRAPH_ENGINE(raw), NV_GRAPH_TC(raw) ? ", tensor cores" : "");
+		return buf;
+	}
 	int n = kind == RG_NV_ALGO_FWD ? NV_FWD_ALGOS : kind == RG_NV_ALGO_BWD_DATA ? NV_BWD_DATA_ALGOS : NV_BWD_FILTER_ALGOS;
 	if (kind < 0 || kind > 2 || algo < 0 || algo >= n) return NULL;
 	strcpy(buf, nv_algo_names[kind][algo]);
@@ -251,10 +262,11 @@ static int nv_kind_fwd(const struct rgnv_conv* c) { return c->mode == miopenTran
 static int nv_kind_bwd_data(const struct rgnv_conv* c) { return c->mode == miopenTranspose ? RG_NV_ALGO_FWD : RG_NV_ALGO_BWD_DATA; }
 
 // nv_ws is the largest workspace any cuDNN algorithm of a kind needs, with
-// the default math of the data type or the default math, as MIOpen reports
-// one size for all of its algorithms. For RG_NV_ALGO_FWD in is x and out y,
-// for RG_NV_ALGO_BWD_DATA in is dy and out dx, for RG_NV_ALGO_BWD_FILTER in
-// is x, out dy and w dw.
+// the default math of the data type or the default math, or any plan of
+// the graph API that a Find would time, as MIOpen reports one size for all
+// of its algorithms. For RG_NV_ALGO_FWD in is x and out y, for
+// RG_NV_ALGO_BWD_DATA in is dy and out dx, for RG_NV_ALGO_BWD_FILTER in is
+// x, out dy and w dw.
 static miopenStatus_t nv_ws(struct rgnv_handle* h, int kind, const struct rgnv_tensor* in, const struct rgnv_tensor* w,
                             const struct rgnv_conv* c, const struct rgnv_tensor* out, size_t* size) {
 	if (h == NULL || c == NULL || c->spatial == 0 || !nv_ready(3, in, w, out) || size == NULL) return miopenStatusBadParm;
@@ -264,6 +276,13 @@ static miopenStatus_t nv_ws(struct rgnv_handle* h, int kind, const struct rgnv_t
 	int n = kind == RG_NV_ALGO_FWD ? NV_FWD_ALGOS : kind == RG_NV_ALGO_BWD_DATA ? NV_BWD_DATA_ALGOS : NV_BWD_FILTER_ALGOS;
 	size_t best = 0;
 	int any = 0, last = CUDNN_STATUS_NOT_SUPPORTED;
+	// The graph API's plans, made here once for the Find that follows (with
+	// data at 16-byte alignment, as allocations are).
+	const struct nvg_entry* e = nv_graph_plans(h, kind, in, NULL, w, NULL, c, out, NULL, 1, 0, -1, NULL);
+	for (int i = 0; e != NULL && i < e->n; i++) {
+		any = 1;
+		if (e->plans[i].ws > best) best = e->plans[i].ws;
+	}
 	for (int m = 0; m < 2; m++) {
 		if ((st = nv_conv(h, c, in->dtype, maths[m])) != CUDNN_STATUS_SUCCESS) return nv_status(st);
 		for (int a = 0; a < n; a++) {
@@ -278,7 +297,7 @@ static miopenStatus_t nv_ws(struct rgnv_handle* h, int kind, const struct rgnv_t
 			default:
 				st = NV(cudnnGetConvolutionBackwardFilterWorkspaceSize, h->cudnn, in->desc, out->desc, h->conv, h->filter[0], a, &s);
 			}
-			if (st == RG_CUDA_MISSING) return RG_MIOPEN_CUDA_MISSING;
+			if (st == RG_CUDA_MISSING && !any) return RG_MIOPEN_CUDA_MISSING;
 			if (st == CUDNN_STATUS_SUCCESS) {
 				any = 1;
 				if (s > best) best = s;
@@ -391,18 +410,19 @@ static miopenStatus_t nv_gemm_run(struct rgnv_handle* h, const struct nv_gemm* g
 	return miopenStatusSuccess;
 }
 
-// nv_gemm_time times the cuBLAS 1x1 convolution (the median of three runs
-// after a warm-up, between events on the handle's stream), in ms; < 0 when
-// it cannot run.
-static float nv_gemm_time(struct rgnv_handle* h, const struct nv_gemm* g, const void* x, const void* w, void* y) {
+// nv_runner runs a candidate of a Find once: 0 on success.
+typedef int (*nv_runner)(struct rgnv_handle* h, const void* arg);
+
+// nv_time times a candidate (the median of three runs after a warm-up,
+// between events on the handle's stream), in ms; < 0 when it cannot run.
+static float nv_time(struct rgnv_handle* h, nv_runner run, const void* arg) {
 	void *start = NULL, *end = NULL;
 	float t[3] = {-1, -1, -1}, ms = -1;
-	if (nv_gemm_run(h, g, NULL, x, w, NULL, y) != miopenStatusSuccess) return -1;
+	if (run(h, arg) != 0) return -1;
 	if (NV(cudaEventCreate, &start) != 0 || NV(cudaEventCreate, &end) != 0) goto out;
 	for (int i = 0; i < 3; i++) {
-		if (NV(cudaEventRecord, start, h->stream) != 0 || nv_gemm_run(h, g, NULL, x, w, NULL, y) != miopenStatusSuccess ||
-		    NV(cudaEventRecord, end, h->stream) != 0 || NV(cudaEventSynchronize, end) != 0 ||
-		    NV(cudaEventElapsedTime, &t[i], start, end) != 0)
+		if (NV(cudaEventRecord, start, h->stream) != 0 || run(h, arg) != 0 || NV(cudaEventRecord, end, h->stream) != 0 ||
+		    NV(cudaEventSynchronize, end) != 0 || NV(cudaEventElapsedTime, &t[i], start, end) != 0)
 			goto out;
 	}
 	// The median of three.
@@ -411,6 +431,212 @@ out:
 	if (start != NULL) NV(cudaEventDestroy, start);
 	if (end != NULL) NV(cudaEventDestroy, end);
 	return ms;
+}
+
+// A cuBLAS 1x1 convolution to time.
+struct nv_gemm_args {
+	const struct nv_gemm* g;
+	const void *x, *w;
+	void* y;
+};
+
+static int nv_gemm_runner(struct rgnv_handle* h, const void* arg) {
+	const struct nv_gemm_args* a = arg;
+	return nv_gemm_run(h, a->g, NULL, a->x, a->w, NULL, a->y) != miopenStatusSuccess;
+}
+
+// A plan of the graph API to time.
+struct nv_graph_args {
+	const struct nvg_entry* e;
+	int i;
+	const void *in, *w, *out;
+	void* ws;
+};
+
+static int nv_graph_runner(struct rgnv_handle* h, const void* arg) {
+	const struct nv_graph_args* a = arg;
+	return nv_graph_exec(h, a->e, a->i, a->in, a->w, a->out, a->ws);
+}
+
+// The class of MIOpen algorithm a graph-API engine's numerical notes call
+// for: FFT, Winograd, or else implicit GEMM.
+static int nv_graph_class(unsigned notes) {
+	if (notes & 1u << CUDNN_NUMERICAL_NOTE_FFT) return 2;
+	if (notes & 1u << CUDNN_NUMERICAL_NOTE_WINOGRAD) return 3;
+	return 5;
+}
+
+// A candidate of a Find, encoded.
+struct nv_cand {
+	unsigned raw;
+	float time;
+	size_t memory;
+};
+
+// ---- Checking the graph API's plans ----
+//
+// Some engines of the graph API compute wrong results for some problems:
+// measured with cuDNN 9.19 on an H100, engine 70 for the weights gradient
+// and engine 78 for the data gradient of small NCHW 16-bit problems, with
+// whatever the workspace held. Find therefore runs each plan it timed once
+// more and compares what it wrote with the result of a legacy algorithm;
+// a plan that disagrees is left out.
+
+// The bytes of the written tensor compared: all of them up to
+// NV_CHECK_BYTES, else a quarter of that at its start, middle and end.
+#define NV_CHECK_BYTES ((size_t)4 << 20)
+
+struct nv_check {
+	const void* dev; // the written tensor's data
+	miopenDataType_t dt;
+	int n;
+	size_t off[3], len[3], total;
+	unsigned char *ref, *got;
+	double* refv; // ref's values
+};
+
+static int nv_check_init(struct nv_check* k, const struct rgnv_tensor* t, const void* dev) {
+	size_t bytes = nv_tensor_bytes(t), es = nv_dsize(t->dtype);
+	memset(k, 0, sizeof *k);
+	k->dev = dev;
+	k->dt = t->dtype;
+	if (es == 0) return 0;
+	if (bytes <= NV_CHECK_BYTES) {
+		k->n = 1, k->len[0] = bytes;
+	} else {
+		size_t w = NV_CHECK_BYTES / 4 / es * es, mid = bytes / 2 / es * es;
+		k->n = 3;
+		k->off[0] = 0, k->off[1] = mid - w / 2 / es * es, k->off[2] = bytes - w;
+		k->len[0] = k->len[1] = k->len[2] = w;
+	}
+	for (int i = 0; i < k->n; i++) k->total += k->len[i];
+	k->ref = malloc(k->total);
+	k->got = malloc(k->total);
+	k->refv = malloc(k->total / es * sizeof(double));
+	return k->ref != NULL && k->got != NULL && k->refv != NULL;
+}
+
+static void nv_check_free(struct nv_check* k) {
+	free(k->ref);
+	free(k->got);
+	free(k->refv);
+}
+
+// nv_fetch copies the compared bytes to host memory after the stream's
+// work; 0 on success.
+static int nv_fetch(struct rgnv_handle* h, const struct nv_check* k, unsigned char* host) {
+	size_t at = 0;
+	for (int i = 0; i < k->n; i++) {
+		if (NV(cudaMemcpyAsync, host + at, (const char*)k->dev + k->off[i], k->len[i], 2 /* device to host */, h->stream) != 0) return -1;
+		at += k->len[i];
+	}
+	return NV(cudaStreamSynchronize, h->stream);
+}
+
+// nv_value_at reads element i of host data of a type, as a double.
+static double nv_value_at(miopenDataType_t dt, const unsigned char* p, size_t i) {
+	uint32_t bits;
+	uint16_t u;
+	float f;
+	double d;
+	switch (dt) {
+	case miopenHalf: {
+		memcpy(&u, p + 2 * i, 2);
+		uint32_t sign = (uint32_t)(u >> 15) << 31, exp = (u >> 10) & 0x1f, man = u & 0x3ff;
+		if (exp == 0x1f) return man ? NAN : (sign ? -INFINITY : INFINITY);
+		if (exp == 0) return (sign ? -1.0 : 1.0) * man * (1.0 / 16777216.0); // subnormal: man * 2^-24
+		bits = sign | (exp + 112) << 23 | man << 13;
+		memcpy(&f, &bits, 4);
+		return f;
+	}
+	case miopenBFloat16:
+		memcpy(&u, p + 2 * i, 2);
+		bits = (uint32_t)u << 16;
+		memcpy(&f, &bits, 4);
+		return f;
+	case miopenFloat:
+		memcpy(&f, p + 4 * i, 4);
+		return f;
+	case miopenDouble:
+		memcpy(&d, p + 8 * i, 8);
+		return d;
+	default:
+		return 0;
+	}
+}
+
+// nv_agrees says whether a result agrees with the reference: where the
+// reference is finite, so is the result, and their relative distance (the
+// norm of the difference over the reference's) is under 0.1. Two right
+// algorithms differ by far less (rounding, about 1e-2 for bfloat16 at
+// most); the wrong plans seen differ by more than 1.
+static int nv_agrees(const struct nv_check* k) {
+	size_t n = k->total / nv_dsize(k->dt);
+	double num = 0, den = 0;
+	for (size_t i = 0; i < n; i++) {
+		double r = k->refv[i], g = nv_value_at(k->dt, k->got, i);
+		if (!isfinite(r)) continue;
+		if (!isfinite(g)) return 0;
+		num += (g - r) * (g - r);
+		den += r * r;
+	}
+	return num <= 0.01 * den;
+}
+
+// nv_legacy_exec runs a legacy algorithm with alpha 1 and beta 0 (the
+// handle's filter descriptor is set); a cuDNN status.
+static int nv_legacy_exec(struct rgnv_handle* h, int kind, int algo, int math, const struct rgnv_tensor* in, const void* inp,
+                          const struct rgnv_tensor* w, void* wp, const struct rgnv_conv* c, const struct rgnv_tensor* out, void* outp,
+                          void* ws, size_t wsSize) {
+	int st = nv_conv(h, c, in->dtype, math);
+	if (st != CUDNN_STATUS_SUCCESS) return st;
+	const struct rgnv_tensor* written = kind == RG_NV_ALGO_BWD_FILTER ? w : out;
+	nv_scalar a, b;
+	nv_value(1, written, &a);
+	nv_value(0, written, &b);
+	switch (kind) {
+	case RG_NV_ALGO_FWD:
+		return NV(cudnnConvolutionForward, h->cudnn, &a, in->desc, inp, h->filter[0], wp, h->conv, algo, ws, wsSize, &b, out->desc, outp);
+	case RG_NV_ALGO_BWD_DATA:
+		return NV(cudnnConvolutionBackwardData, h->cudnn, &a, h->filter[0], wp, in->desc, inp, h->conv, algo, ws, wsSize, &b, out->desc, outp);
+	}
+	return NV(cudnnConvolutionBackwardFilter, h->cudnn, &a, in->desc, inp, out->desc, outp, h->conv, algo, ws, wsSize, &b, h->filter[0], wp);
+}
+
+// nv_check_plans drops the graph-API candidates (cand[first:*k]) whose
+// results disagree with the fastest legacy candidate's, or those of legacy
+// implicit GEMM when none ran. Without a reference it keeps them all.
+static void nv_check_plans(struct rgnv_handle* h, int kind, const struct rgnv_tensor* in, const void* inp, const struct rgnv_tensor* w,
+                           const void* wp, const struct rgnv_conv* c, const struct rgnv_tensor* out, void* outp, void* ws, size_t wsSize,
+                           const struct nvg_entry* e, const int* slot, struct nv_cand* cand, int first, int* k) {
+	if (*k == first) return;
+	int algo = 0, math = nv_default_math(in->dtype);
+	float best = -1;
+	for (int i = 0; i < first; i++) {
+		int a = NV_ALGO(cand[i].raw);
+		if (a >= 0 && a < NV_FWD_ALGOS && (best < 0 || cand[i].time < best)) {
+			best = cand[i].time;
+			algo = a;
+			math = NV_MATH(cand[i].raw);
+		}
+	}
+	struct nv_check chk;
+	void* written = kind == RG_NV_ALGO_BWD_FILTER ? (void*)wp : outp;
+	if (!nv_check_init(&chk, kind == RG_NV_ALGO_BWD_FILTER ? w : out, written) ||
+	    nv_legacy_exec(h, kind, algo, math, in, inp, w, (void*)wp, c, out, outp, ws, wsSize) != CUDNN_STATUS_SUCCESS ||
+	    nv_fetch(h, &chk, chk.ref) != 0) {
+		nv_check_free(&chk);
+		return;
+	}
+	for (size_t i = 0; i < chk.total / nv_dsize(chk.dt); i++) chk.refv[i] = nv_value_at(chk.dt, chk.ref, i);
+	int kept = first;
+	for (int i = first; i < *k; i++) {
+		int ok = nv_graph_exec(h, e, slot[i - first], inp, wp, outp, ws) == CUDNN_STATUS_SUCCESS && nv_fetch(h, &chk, chk.got) == 0 &&
+		         nv_agrees(&chk);
+		if (ok) cand[kept++] = cand[i];
+	}
+	*k = kept;
+	nv_check_free(&chk);
 }
 
 // nv_find runs cuDNN's Find for a kind (arguments as in nv_ws, with their
@@ -439,31 +665,55 @@ static miopenStatus_t nv_find(struct rgnv_handle* h, int kind, const struct rgnv
 		s = NVH(h, cudnnFindConvolutionBackwardFilterAlgorithmEx, h->cudnn, in->desc, inp, out->desc, outp, h->conv, h->filter[0],
 		        (void*)wp, NV_BWD_FILTER_ALGOS, &n, found, ws, wsSize);
 	}
-	if (s != miopenStatusSuccess) return s;
-	// A 1x1 forward convolution may also run as a cuBLAS matrix product:
-	// time it and place it among cuDNN's, which come fastest first.
-	struct nv_gemm g;
-	float gemm = -1;
-	if (kind == RG_NV_ALGO_FWD && nv_gemm_plan(c, in, w, out, &g)) gemm = nv_gemm_time(h, &g, inp, wp, outp);
+	struct nv_cand cand[NV_FWD_ALGOS + 1 + NVG_SLOTS];
 	int k = 0;
-	for (int i = 0; i <= n && k < request; i++) {
-		if (gemm >= 0 && (i == n || found[i].status != CUDNN_STATUS_SUCCESS || gemm < found[i].time)) {
-			perfs[k].fwd_algo = (miopenConvFwdAlgorithm_t)NV_ENCODE(0, NV_ALGO_CUBLAS, -1);
-			perfs[k].time = gemm;
-			perfs[k].memory = 0;
-			k++;
-			gemm = -1;
-			i--;
-			continue;
-		}
-		if (i == n || found[i].status != CUDNN_STATUS_SUCCESS) continue;
-		perfs[k].fwd_algo = (miopenConvFwdAlgorithm_t)NV_ENCODE(nv_class(kind, found[i].algo), found[i].algo, found[i].mathType);
-		perfs[k].time = found[i].time;
-		perfs[k].memory = found[i].memory;
-		k++;
+	for (int i = 0; s == miopenStatusSuccess && i < n && i < NV_FWD_ALGOS; i++) {
+		if (found[i].status != CUDNN_STATUS_SUCCESS) continue;
+		cand[k++] = (struct nv_cand){NV_ENCODE(nv_class(kind, found[i].algo), found[i].algo, found[i].mathType), found[i].time,
+		                             found[i].memory};
+	}
+	// A 1x1 forward convolution may also run as a cuBLAS matrix product.
+	struct nv_gemm g;
+	if (s == miopenStatusSuccess && kind == RG_NV_ALGO_FWD && nv_gemm_plan(c, in, w, out, &g)) {
+		struct nv_gemm_args a = {&g, inp, wp, outp};
+		float t = nv_time(h, nv_gemm_runner, &a);
+		if (t >= 0) cand[k++] = (struct nv_cand){NV_ENCODE(0, NV_ALGO_CUBLAS, -1), t, 0};
+	}
+	// And the graph API's plans that fit the workspace, timed alike, whose
+	// results agree with a legacy algorithm's.
+	const struct nvg_entry* e = nv_graph_plans(h, kind, in, inp, w, wp, c, out, outp, 1, 0, -1, NULL);
+	int first = k, slot[NVG_SLOTS];
+	for (int i = 0; e != NULL && i < e->n; i++) {
+		const struct nvg_plan* p = &e->plans[i];
+		if (p->ws > wsSize || (p->ws > 0 && ws == NULL)) continue;
+		struct nv_graph_args a = {e, i, inp, wp, outp, ws};
+		float t = nv_time(h, nv_graph_runner, &a);
+		if (t < 0) continue;
+		slot[k - first] = i;
+		cand[k++] = (struct nv_cand){NV_ENCODE_GRAPH(nv_graph_class(p->notes), p->engine, p->notes & 1u << CUDNN_NUMERICAL_NOTE_TENSOR_CORE),
+		                             t, p->ws};
+	}
+	if (e != NULL) nv_check_plans(h, kind, in, inp, w, wp, c, out, outp, ws, wsSize, e, slot, cand, first, &k);
+	if (k == 0) return s != miopenStatusSuccess ? s : nvh(h, "cudnnFindConvolution*AlgorithmEx (no algorithm ran)", CUDNN_STATUS_NOT_SUPPORTED);
+	if (s != miopenStatusSuccess) {
+		// The legacy Find failed where the graph API ran: no error.
+		h->last = 0;
+		h->last_fn = NULL;
+	}
+	// Fastest first; a tie keeps the order above.
+	for (int i = 1; i < k; i++) {
+		struct nv_cand x = cand[i];
+		int j = i;
+		for (; j > 0 && cand[j - 1].time > x.time; j--) cand[j] = cand[j - 1];
+		cand[j] = x;
+	}
+	if (k > request) k = request;
+	for (int i = 0; i < k; i++) {
+		perfs[i].fwd_algo = (miopenConvFwdAlgorithm_t)cand[i].raw;
+		perfs[i].time = cand[i].time;
+		perfs[i].memory = cand[i].memory;
 	}
 	*returned = k;
-	if (k == 0) return nvh(h, "cudnnFindConvolution*AlgorithmEx (no algorithm ran)", CUDNN_STATUS_NOT_SUPPORTED);
 	return miopenStatusSuccess;
 }
 
@@ -501,6 +751,41 @@ static miopenStatus_t rgnv_miopenFindConvolutionBackwardWeightsAlgorithm(miopenH
 	return nv_find(H(h), RG_NV_ALGO_BWD_FILTER, T(xd), x, T(dwd), dw, CONV(c), T(dyd), (void*)dy, request, returned, perfs, ws, wsSize);
 }
 
+// nv_graph_run runs a graph-API algorithm (arguments as in nv_ws, with
+// their data) with the handle's plan of its engine for the problem, made
+// if the handle has none; 1 when it ran. Otherwise the caller falls back to
+// a legacy algorithm.
+static int nv_graph_run(struct rgnv_handle* h, int kind, unsigned raw, const void* alpha, const struct rgnv_tensor* in, const void* inp,
+                        const struct rgnv_tensor* w, const void* wp, const struct rgnv_conv* c, const void* beta,
+                        const struct rgnv_tensor* out, const void* outp, void* ws, size_t wsSize) {
+	float a = alpha != NULL ? *(const float*)alpha : 1, b = beta != NULL ? *(const float*)beta : 0;
+	int slot = -1;
+	const struct nvg_entry* e = nv_graph_plans(h, kind, in, inp, w, wp, c, out, outp, a, b, NV_GRAPH_ENGINE(raw), &slot);
+	if (e == NULL || e->plans[slot].ws > wsSize || (e->plans[slot].ws > 0 && ws == NULL)) return 0;
+	return nv_graph_exec(h, e, slot, inp, wp, outp, ws) == CUDNN_STATUS_SUCCESS;
+}
+
+// nv_fallback is the legacy algorithm that runs a graph-API algorithm the
+// graph API could not: the default of its class if its workspace fits,
+// else algorithm 0 (implicit GEMM), which needs none. The handle's filter
+// and convolution descriptors are set.
+static int nv_fallback(struct rgnv_handle* h, int kind, unsigned raw, const struct rgnv_tensor* in, const struct rgnv_tensor* out,
+                       size_t wsSize) {
+	int algo = nv_default_algo(kind, NV_CLASS(raw)), st;
+	size_t s = 0;
+	switch (kind) {
+	case RG_NV_ALGO_FWD:
+		st = NV(cudnnGetConvolutionForwardWorkspaceSize, h->cudnn, in->desc, h->filter[0], h->conv, out->desc, algo, &s);
+		break;
+	case RG_NV_ALGO_BWD_DATA:
+		st = NV(cudnnGetConvolutionBackwardDataWorkspaceSize, h->cudnn, h->filter[0], in->desc, h->conv, out->desc, algo, &s);
+		break;
+	default:
+		st = NV(cudnnGetConvolutionBackwardFilterWorkspaceSize, h->cudnn, in->desc, out->desc, h->conv, h->filter[0], algo, &s);
+	}
+	return st == CUDNN_STATUS_SUCCESS && s <= wsSize ? algo : 0;
+}
+
 // nv_run runs one convolution: RG_NV_ALGO_FWD computes out (y) from in (x),
 // RG_NV_ALGO_BWD_DATA out (dx) from in (dy); both with the weights w.
 static miopenStatus_t nv_run(struct rgnv_handle* h, int kind, unsigned raw, const void* alpha, const struct rgnv_tensor* in, const void* inp,
@@ -509,6 +794,8 @@ static miopenStatus_t nv_run(struct rgnv_handle* h, int kind, unsigned raw, cons
 	if (h == NULL || c == NULL || c->spatial == 0 || !nv_ready(3, in, w, out)) return miopenStatusBadParm;
 	int algo, math;
 	nv_decode(kind, raw, in->dtype, &algo, &math);
+	if (algo == NV_ALGO_GRAPH && nv_graph_run(h, kind, raw, alpha, in, inp, w, wp, c, beta, out, outp, ws, wsSize))
+		return miopenStatusSuccess;
 	if (algo == NV_ALGO_CUBLAS) {
 		struct nv_gemm g;
 		if (kind != RG_NV_ALGO_FWD || !nv_gemm_plan(c, in, w, out, &g)) return miopenStatusBadParm;
@@ -517,6 +804,7 @@ static miopenStatus_t nv_run(struct rgnv_handle* h, int kind, unsigned raw, cons
 	int st = nv_filter(h, 0, w);
 	if (st == CUDNN_STATUS_SUCCESS) st = nv_conv(h, c, in->dtype, math);
 	if (st != CUDNN_STATUS_SUCCESS) return nv_status(st);
+	if (algo == NV_ALGO_GRAPH) algo = nv_fallback(h, kind, raw, in, out, wsSize);
 	nv_scalar a, b;
 	if (kind == RG_NV_ALGO_FWD) {
 		return NVH(h, cudnnConvolutionForward, h->cudnn, nv_scale(alpha, 1, out, &a), in->desc, inp, h->filter[0], wp, h->conv, algo, ws,
@@ -561,9 +849,12 @@ static miopenStatus_t rgnv_miopenConvolutionBackwardWeights(miopenHandle_t hh, c
 	}
 	int algo, math;
 	nv_decode(RG_NV_ALGO_BWD_FILTER, (unsigned)raw, in->dtype, &algo, &math);
+	if (algo == NV_ALGO_GRAPH && nv_graph_run(h, RG_NV_ALGO_BWD_FILTER, (unsigned)raw, alpha, in, inp, T(dwd), dw, c, beta, grad, gradp, ws, wsSize))
+		return miopenStatusSuccess;
 	int st = nv_filter(h, 0, T(dwd));
 	if (st == CUDNN_STATUS_SUCCESS) st = nv_conv(h, c, in->dtype, math);
 	if (st != CUDNN_STATUS_SUCCESS) return nv_status(st);
+	if (algo == NV_ALGO_GRAPH) algo = nv_fallback(h, RG_NV_ALGO_BWD_FILTER, (unsigned)raw, in, grad, wsSize);
 	nv_scalar a, b;
 	return NVH(h, cudnnConvolutionBackwardFilter, h->cudnn, nv_scale(alpha, 1, T(dwd), &a), in->desc, inp, grad->desc, gradp, h->conv, algo,
 	           ws, wsSize, nv_scale(beta, 0, T(dwd), &b), h->filter[0], dw);

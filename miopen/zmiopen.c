@@ -181,6 +181,12 @@ static const struct {
 	{"cudnnBatchNormalizationForwardInference", rg_miopen_cu_lib_cudnn},
 	{"cudnnBatchNormalizationForwardTraining", rg_miopen_cu_lib_cudnn},
 	{"cudnnBatchNormalizationBackward", rg_miopen_cu_lib_cudnn},
+	{"cudnnBackendCreateDescriptor", rg_miopen_cu_lib_cudnn},
+	{"cudnnBackendDestroyDescriptor", rg_miopen_cu_lib_cudnn},
+	{"cudnnBackendSetAttribute", rg_miopen_cu_lib_cudnn},
+	{"cudnnBackendGetAttribute", rg_miopen_cu_lib_cudnn},
+	{"cudnnBackendFinalize", rg_miopen_cu_lib_cudnn},
+	{"cudnnBackendExecute", rg_miopen_cu_lib_cudnn},
 	{"cublasCreate_v2", rg_miopen_cu_lib_cublas},
 	{"cublasDestroy_v2", rg_miopen_cu_lib_cublas},
 	{"cublasSetStream_v2", rg_miopen_cu_lib_cublas},
@@ -191,6 +197,8 @@ static const struct {
 	{"cudaEventSynchronize", rg_miopen_cu_lib_cudart},
 	{"cudaEventElapsedTime", rg_miopen_cu_lib_cudart},
 	{"cudaEventDestroy", rg_miopen_cu_lib_cudart},
+	{"cudaStreamSynchronize", rg_miopen_cu_lib_cudart},
+	{"cudaMemcpyAsync", rg_miopen_cu_lib_cudart},
 };
 
 void* rg_miopen_cu_resolve(int i) {

@@ -685,17 +685,25 @@ enum {
 	rg_miopen_cu_idx_cudnnBatchNormalizationForwardInference = 47,
 	rg_miopen_cu_idx_cudnnBatchNormalizationForwardTraining = 48,
 	rg_miopen_cu_idx_cudnnBatchNormalizationBackward = 49,
-	rg_miopen_cu_idx_cublasCreate_v2 = 50,
-	rg_miopen_cu_idx_cublasDestroy_v2 = 51,
-	rg_miopen_cu_idx_cublasSetStream_v2 = 52,
-	rg_miopen_cu_idx_cublasGemmEx = 53,
-	rg_miopen_cu_idx_cublasGemmStridedBatchedEx = 54,
-	rg_miopen_cu_idx_cudaEventCreate = 55,
-	rg_miopen_cu_idx_cudaEventRecord = 56,
-	rg_miopen_cu_idx_cudaEventSynchronize = 57,
-	rg_miopen_cu_idx_cudaEventElapsedTime = 58,
-	rg_miopen_cu_idx_cudaEventDestroy = 59,
-	rg_miopen_cu_count = 60
+	rg_miopen_cu_idx_cudnnBackendCreateDescriptor = 50,
+	rg_miopen_cu_idx_cudnnBackendDestroyDescriptor = 51,
+	rg_miopen_cu_idx_cudnnBackendSetAttribute = 52,
+	rg_miopen_cu_idx_cudnnBackendGetAttribute = 53,
+	rg_miopen_cu_idx_cudnnBackendFinalize = 54,
+	rg_miopen_cu_idx_cudnnBackendExecute = 55,
+	rg_miopen_cu_idx_cublasCreate_v2 = 56,
+	rg_miopen_cu_idx_cublasDestroy_v2 = 57,
+	rg_miopen_cu_idx_cublasSetStream_v2 = 58,
+	rg_miopen_cu_idx_cublasGemmEx = 59,
+	rg_miopen_cu_idx_cublasGemmStridedBatchedEx = 60,
+	rg_miopen_cu_idx_cudaEventCreate = 61,
+	rg_miopen_cu_idx_cudaEventRecord = 62,
+	rg_miopen_cu_idx_cudaEventSynchronize = 63,
+	rg_miopen_cu_idx_cudaEventElapsedTime = 64,
+	rg_miopen_cu_idx_cudaEventDestroy = 65,
+	rg_miopen_cu_idx_cudaStreamSynchronize = 66,
+	rg_miopen_cu_idx_cudaMemcpyAsync = 67,
+	rg_miopen_cu_count = 68
 };
 
 typedef size_t (*rg_miopen_cu_fn_cudnnGetVersion)(void);
@@ -748,6 +756,12 @@ typedef int (*rg_miopen_cu_fn_cudnnLRNCrossChannelBackward)(void*, void*, int, c
 typedef int (*rg_miopen_cu_fn_cudnnBatchNormalizationForwardInference)(void*, int, const void*, const void*, void*, const void*, void*, void*, void*, const void*, const void*, const void*, const void*, double);
 typedef int (*rg_miopen_cu_fn_cudnnBatchNormalizationForwardTraining)(void*, int, const void*, const void*, void*, const void*, void*, void*, void*, const void*, const void*, double, void*, void*, double, void*, void*);
 typedef int (*rg_miopen_cu_fn_cudnnBatchNormalizationBackward)(void*, int, const void*, const void*, const void*, const void*, void*, const void*, void*, const void*, void*, void*, void*, const void*, void*, void*, double, const void*, const void*);
+typedef int (*rg_miopen_cu_fn_cudnnBackendCreateDescriptor)(int, void**);
+typedef int (*rg_miopen_cu_fn_cudnnBackendDestroyDescriptor)(void*);
+typedef int (*rg_miopen_cu_fn_cudnnBackendSetAttribute)(void*, int, int, long long, const void*);
+typedef int (*rg_miopen_cu_fn_cudnnBackendGetAttribute)(void*, int, int, long long, long long*, void*);
+typedef int (*rg_miopen_cu_fn_cudnnBackendFinalize)(void*);
+typedef int (*rg_miopen_cu_fn_cudnnBackendExecute)(void*, void*, void*);
 typedef int (*rg_miopen_cu_fn_cublasCreate_v2)(void**);
 typedef int (*rg_miopen_cu_fn_cublasDestroy_v2)(void*);
 typedef int (*rg_miopen_cu_fn_cublasSetStream_v2)(void*, void*);
@@ -758,6 +772,8 @@ typedef int (*rg_miopen_cu_fn_cudaEventRecord)(void*, void*);
 typedef int (*rg_miopen_cu_fn_cudaEventSynchronize)(void*);
 typedef int (*rg_miopen_cu_fn_cudaEventElapsedTime)(float*, void*, void*);
 typedef int (*rg_miopen_cu_fn_cudaEventDestroy)(void*);
+typedef int (*rg_miopen_cu_fn_cudaStreamSynchronize)(void*);
+typedef int (*rg_miopen_cu_fn_cudaMemcpyAsync)(void*, const void*, size_t, int, void*);
 
 extern void* rg_miopen_cu_fns[rg_miopen_cu_count];
 void* rg_miopen_cu_resolve(int i);

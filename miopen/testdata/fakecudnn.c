@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fakefill.h"
 #include "fakelog.h"
 
 enum { HANDLE = 1, TENSOR, FILTER, CONV, ACTIV, POOL, LRN, OPT };
@@ -164,9 +165,21 @@ int cudnnFindConvolutionBackwardFilterAlgorithmEx(void* h, void* x, const void* 
 	return found(p, n, 1, 1, 6, 3);
 }
 
+// The elements an output spans: a filter is packed.
+static size_t span(const struct desc* d) {
+	size_t n = 1;
+	for (int i = 0; i < d->nb; i++) n += d->kind == FILTER ? 0 : (size_t)(d->dims[i] - 1) * (size_t)d->strides[i];
+	if (d->kind == FILTER) {
+		for (int i = 0; i < d->nb; i++) n *= (size_t)d->dims[i];
+	}
+	return n;
+}
+
+// The legacy convolutions write 1 into every element of their output.
 int cudnnConvolutionForward(void* h, const void* alpha, void* x, const void* xp, void* w, const void* wp, void* c, int algo, void* wsp,
                             size_t wsSize, const void* beta, void* y, void* yp) {
 	if (!is(h, HANDLE) || !is(x, TENSOR) || !is(w, FILTER) || !is(c, CONV) || !is(y, TENSOR)) return BAD_KIND;
+	fake_fill(yp, ((struct desc*)y)->type, span(y), 1);
 	logf_("cudnnConvolutionForward x=%s w=%s y=%s algo=%d ws=%zu alpha=%g beta=%g", dims(x), dims(w), dims(y), algo, wsSize, scalar(alpha, y),
 	      scalar(beta, y));
 	return 0;
@@ -174,6 +187,7 @@ int cudnnConvolutionForward(void* h, const void* alpha, void* x, const void* xp,
 int cudnnConvolutionBackwardData(void* h, const void* alpha, void* w, const void* wp, void* dy, const void* dyp, void* c, int algo, void* wsp,
                                  size_t wsSize, const void* beta, void* dx, void* dxp) {
 	if (!is(h, HANDLE) || !is(w, FILTER) || !is(dy, TENSOR) || !is(c, CONV) || !is(dx, TENSOR)) return BAD_KIND;
+	fake_fill(dxp, ((struct desc*)dx)->type, span(dx), 1);
 	logf_("cudnnConvolutionBackwardData w=%s dy=%s dx=%s algo=%d ws=%zu alpha=%g beta=%g", dims(w), dims(dy), dims(dx), algo, wsSize,
 	      scalar(alpha, dx), scalar(beta, dx));
 	return 0;
@@ -181,6 +195,7 @@ int cudnnConvolutionBackwardData(void* h, const void* alpha, void* w, const void
 int cudnnConvolutionBackwardFilter(void* h, const void* alpha, void* x, const void* xp, void* dy, const void* dyp, void* c, int algo, void* wsp,
                                    size_t wsSize, const void* beta, void* dw, void* dwp) {
 	if (!is(h, HANDLE) || !is(x, TENSOR) || !is(dy, TENSOR) || !is(c, CONV) || !is(dw, FILTER)) return BAD_KIND;
+	fake_fill(dwp, ((struct desc*)dw)->type, span(dw), 1);
 	logf_("cudnnConvolutionBackwardFilter x=%s dy=%s dw=%s algo=%d ws=%zu alpha=%g beta=%g", dims(x), dims(dy), dims(dw), algo, wsSize,
 	      scalar(alpha, dw), scalar(beta, dw));
 	return 0;
