@@ -70,6 +70,9 @@ static_assert(sizeof(Params) == 1280, "Params is package flashattn's kParams, by
 
 __device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000); }
 __device__ __forceinline__ float qnan() { return __int_as_float(0x7fc00000); }
+// nanmax is fmaxf that keeps a NaN: a NaN score (NaN data, or a page
+// outside the cache) makes its row NaN instead of vanishing.
+__device__ __forceinline__ float nanmax(float a, float b) { return a != a ? a : b != b ? b : fmaxf(a, b); }
 #define FA_LOG2E 1.4426950408889634f
 #define FA_LN2 0.6931471805599453f
 
@@ -184,7 +187,18 @@ template <class T, int DMAX> __device__ __forceinline__ void attn_fwd(const Para
 	const bool valid = i < s.sq;
 	const int off = s.sk - s.sq; // causal and windows align bottom-right
 	const int left = p.window_left, right = p.window_right;
-	const float slope = (p.flags & FA_ALIBI) && valid ? p.alibi[h] : 0.0f;
+	float slope = 0.0f;
+	if (p.flags & FA_ALIBI) {
+#if defined(__HIP_PLATFORM_NVIDIA__)
+		// By static indices: a dynamic index into a kernel argument would
+		// make NVIDIA's compiler copy the arguments to local memory.
+#pragma unroll
+		for (int x = 0; x < FA_MAX_ALIBI; x++)
+			if (x == h) slope = p.alibi[x];
+#else
+		slope = p.alibi[h]; // AMD's kernel arguments are memory
+#endif
+	}
 
 	// The keys any row of the block may see, in whole tiles, and this
 	// split's share of them.
@@ -263,9 +277,9 @@ template <class T, int DMAX> __device__ __forceinline__ void attn_fwd(const Para
 			if (p.softcap > 0.0f) a = p.softcap * tanhf(a / p.softcap);
 			a -= slope * fabsf((float)(i + off - j));
 			sc[c] = vis ? a * FA_LOG2E : neg_inf();
-			mt = fmaxf(mt, sc[c]);
+			mt = nanmax(mt, sc[c]);
 		}
-		const float mn = fmaxf(m, mt);
+		const float mn = nanmax(m, mt);
 		if (mn == neg_inf()) continue; // nothing visible yet
 		const float alpha = exp2f(m - mn);
 		l *= alpha;
@@ -273,6 +287,8 @@ template <class T, int DMAX> __device__ __forceinline__ void attn_fwd(const Para
 		for (int e = 0; e < FA_DPT; e++) o[e] *= alpha;
 #pragma unroll
 		for (int c = 0; c < BN; c++) {
+			// A hidden key's value is never read (0 · inf would be NaN).
+			if (sc[c] == neg_inf()) continue;
 			const float pc = exp2f(sc[c] - mn);
 			l += pc;
 #pragma unroll
@@ -325,7 +341,7 @@ template <class T> __device__ __forceinline__ void attn_combine(const Params& p)
 		const int h = (int)(rh % p.h_q);
 		const i64 row = rh / p.h_q;
 		float mx = neg_inf();
-		for (int sp = 0; sp < p.splits; sp++) mx = fmaxf(mx, p.lsepart[((i64)sp * p.h_q + h) * rows + row]);
+		for (int sp = 0; sp < p.splits; sp++) mx = nanmax(mx, p.lsepart[((i64)sp * p.h_q + h) * rows + row]);
 		float val = 0.0f, lse = neg_inf();
 		if (mx != neg_inf()) {
 			float sum = 0.0f, acc = 0.0f;
