@@ -1,0 +1,46 @@
+// Package flashattn is fused attention forward on device buffers:
+// softmax(q·kᵀ·scale + masks)·v in one pass over K and V, FlashAttention-2's
+// algorithm, without ever materialising the s_q × s_kv score matrix.
+//
+// Operands are BSHD: q (batch, s_q, h_q, d), k and v (batch, s_kv, h_kv,
+// d), out like q, the head dim contiguous and every other stride free
+// (Tensor). Elements are F16 or BF16 (or F32), with float32 arithmetic
+// inside. Params selects the softmax scale, causal masking (aligned to the
+// bottom right when s_q ≠ s_kv, as FlashAttention-2), a sliding window,
+// ALiBi slopes, logit soft-capping, the log-sum-exp output and split-KV.
+// GQA and MQA follow from h_q being a multiple of h_kv.
+//
+// A Handle queues the work on a stream:
+//
+//	h, err := flashattn.NewHandle(stream)
+//	q := flashattn.Contiguous(qBuf.Ptr(), flashattn.F16, b, sq, hq, d)
+//	...
+//	backend, err := h.Forward(q, k, v, out, flashattn.Params{Causal: true})
+//
+// Three entry points: Forward (dense batches), ForwardVarlen (sequences of
+// different lengths packed along the seq dim, with cumulative lengths) and
+// Decode (a paged KV cache read through a block table, with split-KV
+// across the cache for the few query rows of a decode step).
+//
+// # Backends
+//
+// Every call reports the path that ran (Backend). Today that is the
+// portable kernel (attention.hip): HIP C++ compiled at run time with
+// hipRTC (NVRTC on NVIDIA) for the device's exact architecture, through
+// package hiprtc's Kernels and Cache (the mechanism package candle's
+// KernelCache and package miopen's kernels use), kept on disk under
+// ROCM_GO_CACHE_DIR. Its inner products are plain float FMAs, correct on
+// any architecture and warp size. Faster backends (matrix-core variants,
+// Composable Kernel's FMHA on AMD, MIOpen's MHA) slot in behind the same
+// calls; the Handle chooses per call and Backend says which ran.
+//
+// Reference computes the same attention in float64 on the host, with every
+// feature: the oracle of the tests, and the CPU path of candle/nn.
+//
+// Every argument is checked before any work is queued; a bad one is an
+// *Error naming the call, the argument and what to do, matching ErrShape,
+// ErrDType or ErrArgument. Device pointers cannot be read on the host, so
+// the lengths that size the launch (cumulative sequence lengths, cache
+// lengths) are passed twice: on the host, where they are checked, and on
+// the device, where the kernel reads them.
+package flashattn

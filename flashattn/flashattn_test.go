@@ -1,0 +1,437 @@
+package flashattn
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rocm-go/rocm/hip"
+)
+
+// Tier 0: the float64 reference against attention worked out by hand, the
+// checks of every argument, and the launch bookkeeping.
+
+func host(b, s, h, d int, vals ...float64) HostTensor {
+	t := NewHostTensor(b, s, h, d)
+	copy(t.Data, vals)
+	return t
+}
+
+func randHost(r *rand.Rand, b, s, h, d int) HostTensor {
+	t := NewHostTensor(b, s, h, d)
+	for i := range t.Data {
+		t.Data[i] = r.NormFloat64()
+	}
+	return t
+}
+
+func TestReferenceByHand(t *testing.T) {
+	e := math.E
+	// One query, two keys, scale 1: logits 1 and 0.
+	q := host(1, 1, 1, 2, 1, 0)
+	k := host(1, 2, 1, 2, 1, 0, 0, 1)
+	v := host(1, 2, 1, 2, 1, 2, 3, 4)
+	out, lse, err := Reference(q, k, v, Params{Scale: 1})
+	require.NoError(t, err)
+	assert.InDeltaSlice(t, []float64{(e*1 + 3) / (e + 1), (e*2 + 4) / (e + 1)}, out.Data, 1e-15)
+	assert.InDelta(t, math.Log(e+1), lse[0], 1e-15)
+
+	// The default scale is 1/√d.
+	out, lse, err = Reference(q, k, v, Params{})
+	require.NoError(t, err)
+	w := math.Exp(1 / math.Sqrt2)
+	assert.InDeltaSlice(t, []float64{(w + 3) / (w + 1), (2*w + 4) / (w + 1)}, out.Data, 1e-15)
+	assert.InDelta(t, math.Log(w+1), lse[0], 1e-15)
+
+	// Soft-capping: q·k = 100 capped at 10 is 10·tanh(10); the other
+	// key's logit is 0.
+	q = host(1, 1, 1, 1, 10)
+	k = host(1, 2, 1, 1, 10, 0)
+	v = host(1, 2, 1, 1, 1, 0)
+	out, lse, err = Reference(q, k, v, Params{Scale: 1, SoftCap: 10})
+	require.NoError(t, err)
+	c := 10 * math.Tanh(10)
+	assert.InDelta(t, math.Exp(c)/(math.Exp(c)+1), out.Data[0], 1e-15)
+	assert.InDelta(t, c+math.Log1p(math.Exp(-c)), lse[0], 1e-12)
+
+	// Large logits do not overflow: q·k = 1e4 and 0.
+	q = host(1, 1, 1, 1, 100)
+	k = host(1, 2, 1, 1, 100, 0)
+	out, lse, err = Reference(q, k, v, Params{Scale: 1})
+	require.NoError(t, err)
+	assert.Equal(t, 1.0, out.Data[0])
+	assert.Equal(t, 1e4, lse[0])
+}
+
+// uniform is attention with q = 0: every visible key weighs the same (or
+// by ALiBi's distance), so the output is a (weighted) mean of v that the
+// tests compute by hand.
+func TestReferenceMasksByHand(t *testing.T) {
+	const sk = 4
+	k := NewHostTensor(1, sk, 1, 1)
+	v := host(1, sk, 1, 1, 1, 10, 100, 1000)
+	mean := func(js ...int) float64 {
+		s := 0.0
+		for _, j := range js {
+			s += v.Data[j]
+		}
+		return s / float64(len(js))
+	}
+	for _, c := range []struct {
+		name string
+		sq   int
+		p    Params
+		want []float64 // per query row; NaN: no key visible
+	}{
+		{"full", 2, Params{}, []float64{mean(0, 1, 2, 3), mean(0, 1, 2, 3)}},
+		// Bottom-right: query i of 2 sees keys up to i + 2.
+		{"causal", 2, Params{Causal: true}, []float64{mean(0, 1, 2), mean(0, 1, 2, 3)}},
+		// More queries than keys: the first ones see nothing.
+		{"causal sq>sk", 6, Params{Causal: true}, []float64{math.NaN(), math.NaN(), mean(0), mean(0, 1), mean(0, 1, 2), mean(0, 1, 2, 3)}},
+		{"window left 1", 2, Params{Window: &Window{Left: 1, Right: -1}}, []float64{mean(1, 2, 3), mean(2, 3)}},
+		{"window right 0 left 0", 2, Params{Window: &Window{Left: 0, Right: 0}}, []float64{mean(2), mean(3)}},
+		{"window both sides", 1, Params{Window: &Window{Left: 2, Right: 1}}, []float64{mean(1, 2, 3)}},
+		{"causal folds the right side", 2, Params{Causal: true, Window: &Window{Left: 1, Right: 5}}, []float64{mean(1, 2), mean(2, 3)}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			q := NewHostTensor(1, c.sq, 1, 1)
+			out, lse, err := Reference(q, k, v, c.p)
+			require.NoError(t, err)
+			for i, w := range c.want {
+				if math.IsNaN(w) {
+					assert.Equal(t, 0.0, out.Data[i], "row %d sees no key: zero output", i)
+					assert.True(t, math.IsInf(lse[i], -1), "row %d: lse -inf, got %v", i, lse[i])
+					continue
+				}
+				assert.InDelta(t, w, out.Data[i], 1e-12, "row %d", i)
+			}
+		})
+	}
+
+	// ALiBi: logits -slope·|diag - j|, diag = 3 for the last query.
+	q := NewHostTensor(1, 1, 1, 1)
+	out, lse, err := Reference(q, k, v, Params{AlibiSlopes: []float32{0.5}})
+	require.NoError(t, err)
+	var num, den float64
+	for j := range sk {
+		w := math.Exp(-0.5 * float64(3-j))
+		num += w * v.Data[j]
+		den += w
+	}
+	assert.InDelta(t, num/den, out.Data[0], 1e-12)
+	assert.InDelta(t, math.Log(den), lse[0], 1e-12)
+}
+
+func TestReferenceGQAVarlenPaged(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	// GQA: query heads 0-1 share KV head 0, 2-3 KV head 1; each equals
+	// attention of one head with its KV head.
+	q, k, v := randHost(r, 2, 5, 4, 8), randHost(r, 2, 7, 2, 8), randHost(r, 2, 7, 2, 8)
+	p := Params{Causal: true, AlibiSlopes: []float32{0.1, 0.2, 0.3, 0.4}, SoftCap: 5}
+	out, lse, err := Reference(q, k, v, p)
+	require.NoError(t, err)
+	for h := range 4 {
+		qh, kh, vh := NewHostTensor(2, 5, 1, 8), NewHostTensor(2, 7, 1, 8), NewHostTensor(2, 7, 1, 8)
+		for b := range 2 {
+			for i := range 5 {
+				copy(qh.Row(b, i, 0), q.Row(b, i, h))
+			}
+			for j := range 7 {
+				copy(kh.Row(b, j, 0), k.Row(b, j, h/2))
+				copy(vh.Row(b, j, 0), v.Row(b, j, h/2))
+			}
+		}
+		o1, l1, err := Reference(qh, kh, vh, Params{Causal: true, AlibiSlopes: []float32{p.AlibiSlopes[h]}, SoftCap: 5})
+		require.NoError(t, err)
+		for b := range 2 {
+			for i := range 5 {
+				assert.Equal(t, o1.Row(b, i, 0), out.Row(b, i, h))
+				assert.Equal(t, l1[b*5+i], lse[(b*4+h)*5+i])
+			}
+		}
+	}
+
+	// Varlen: sequences of 3, 0 and 2 queries over 4, 2 and 0 keys are
+	// each their own dense attention.
+	cuQ, cuK := []int32{0, 3, 3, 5}, []int32{0, 4, 6, 6}
+	q, k, v = randHost(r, 1, 5, 2, 8), randHost(r, 1, 6, 1, 8), randHost(r, 1, 6, 1, 8)
+	out, lse, err = ReferenceVarlen(q, k, v, cuQ, cuK, Params{Causal: true})
+	require.NoError(t, err)
+	for b := range 3 {
+		q0, sq, k0, sk := int(cuQ[b]), int(cuQ[b+1]-cuQ[b]), int(cuK[b]), int(cuK[b+1]-cuK[b])
+		qb := HostTensor{Data: q.Data[q0*16 : (q0+sq)*16], Shape: [4]int{1, sq, 2, 8}}
+		kb := HostTensor{Data: k.Data[k0*8 : (k0+sk)*8], Shape: [4]int{1, sk, 1, 8}}
+		vb := HostTensor{Data: v.Data[k0*8 : (k0+sk)*8], Shape: [4]int{1, sk, 1, 8}}
+		ob, lb, err := Reference(qb, kb, vb, Params{Causal: true})
+		require.NoError(t, err)
+		assert.Equal(t, ob.Data, out.Data[q0*16:(q0+sq)*16], "sequence %d", b)
+		for h := range 2 {
+			for i := range sq {
+				assert.Equal(t, lb[h*sq+i], lse[h*5+q0+i])
+			}
+		}
+	}
+
+	// Paged: a cache of 5 pages of 3 rows, shuffled, equals the dense
+	// keys it holds.
+	kd, vd := randHost(r, 2, 7, 1, 8), randHost(r, 2, 7, 1, 8)
+	kc, vc := NewHostTensor(5, 3, 1, 8), NewHostTensor(5, 3, 1, 8)
+	table := [][]int32{{4, 0, 2}, {1, 3}}
+	lens := []int32{7, 5}
+	for b, rows := range table {
+		for j := range int(lens[b]) {
+			pg := int(rows[j/3])
+			copy(kc.Row(pg, j%3, 0), kd.Row(b, j, 0))
+			copy(vc.Row(pg, j%3, 0), vd.Row(b, j, 0))
+		}
+	}
+	q = randHost(r, 2, 2, 3, 8)
+	out, _, err = ReferencePaged(q, kc, vc, table, lens, Params{Causal: true})
+	require.NoError(t, err)
+	for b := range 2 {
+		n := int(lens[b])
+		qb := HostTensor{Data: q.Data[b*48 : (b+1)*48], Shape: [4]int{1, 2, 3, 8}}
+		kb := HostTensor{Data: kd.Data[b*56 : b*56+n*8], Shape: [4]int{1, n, 1, 8}}
+		vb := HostTensor{Data: vd.Data[b*56 : b*56+n*8], Shape: [4]int{1, n, 1, 8}}
+		ob, _, err := Reference(qb, kb, vb, Params{Causal: true})
+		require.NoError(t, err)
+		assert.Equal(t, ob.Data, out.Data[b*48:(b+1)*48], "entry %d", b)
+	}
+	_, _, err = ReferencePaged(q, kc, vc, [][]int32{{4, 0, 5}, {1, 3}}, lens, Params{})
+	assert.ErrorIs(t, err, ErrArgument)
+	assert.ErrorContains(t, err, "blockTable[0][2] is 5")
+}
+
+// dev is a fake device address: the checks never dereference one.
+const dev = hip.DevicePtr(1 << 20)
+
+func operands(b, sq, sk, hq, hkv, d int) (q, k, v, out Tensor) {
+	q = Contiguous(dev, F16, b, sq, hq, d)
+	k = Contiguous(dev+1<<30, F16, b, sk, hkv, d)
+	v = Contiguous(dev+2<<30, F16, b, sk, hkv, d)
+	out = Contiguous(dev+3<<30, F16, b, sq, hq, d)
+	return
+}
+
+func TestForwardChecks(t *testing.T) {
+	const op = "Handle.Forward"
+	for _, c := range []struct {
+		name string
+		edit func(q, k, v, out *Tensor, p *Params)
+		kind error
+		msg  string
+	}{
+		{"nil q", func(q, k, v, out *Tensor, p *Params) { q.Ptr = 0 }, ErrArgument, "q has a nil pointer"},
+		{"nil out", func(q, k, v, out *Tensor, p *Params) { out.Ptr = 0 }, ErrArgument, "out has a nil pointer"},
+		{"bad dtype", func(q, k, v, out *Tensor, p *Params) { q.DType = 9 }, ErrDType, "q is DType(9)"},
+		{"mixed dtypes", func(q, k, v, out *Tensor, p *Params) { v.DType = BF16 }, ErrDType, "v is bf16 and q is f16"},
+		{"head dim 12", func(q, k, v, out *Tensor, p *Params) {
+			q.Shape[3], k.Shape[3], v.Shape[3], out.Shape[3] = 12, 12, 12, 12
+		}, ErrShape, "head dim 12"},
+		{"head dim 264", func(q, k, v, out *Tensor, p *Params) {
+			q.Shape[3], k.Shape[3], v.Shape[3], out.Shape[3] = 264, 264, 264, 264
+		}, ErrShape, "head dim 264"},
+		{"k head dim", func(q, k, v, out *Tensor, p *Params) { k.Shape[3] = 32 }, ErrShape, "k 32"},
+		{"k v shapes", func(q, k, v, out *Tensor, p *Params) { v.Shape[1] = 3 }, ErrShape, "k has shape"},
+		{"out shape", func(q, k, v, out *Tensor, p *Params) { out.Shape[1] = 3 }, ErrShape, "out has shape"},
+		{"heads", func(q, k, v, out *Tensor, p *Params) { k.Shape[2], v.Shape[2] = 3, 3 }, ErrShape, "multiple of h_kv"},
+		{"batch", func(q, k, v, out *Tensor, p *Params) { k.Shape[0], v.Shape[0] = 3, 3 }, ErrShape, "q has batch 2 and k 3"},
+		{"strided head dim", func(q, k, v, out *Tensor, p *Params) { k.Stride = [4]int{1024, 64, 16, 2} }, ErrShape, "the head dim must be contiguous"},
+		{"negative stride", func(q, k, v, out *Tensor, p *Params) { q.Stride = [4]int{-5, 64, 16, 1} }, ErrShape, "negative"},
+		{"misaligned", func(q, k, v, out *Tensor, p *Params) { q.Ptr++ }, ErrArgument, "not aligned"},
+		{"out overlaps k", func(q, k, v, out *Tensor, p *Params) { out.Ptr = k.Ptr + 64 }, ErrArgument, "out overlaps k"},
+		{"NaN scale", func(q, k, v, out *Tensor, p *Params) { p.Scale = math.NaN() }, ErrArgument, "Params.Scale"},
+		{"negative soft cap", func(q, k, v, out *Tensor, p *Params) { p.SoftCap = -1 }, ErrArgument, "Params.SoftCap"},
+		{"alibi count", func(q, k, v, out *Tensor, p *Params) { p.AlibiSlopes = []float32{1} }, ErrArgument, "1 slopes for 4 query heads"},
+		{"alibi NaN", func(q, k, v, out *Tensor, p *Params) { p.AlibiSlopes = []float32{1, 2, float32(math.Inf(1)), 4} }, ErrArgument, "AlibiSlopes[2]"},
+		{"splits", func(q, k, v, out *Tensor, p *Params) { p.Splits = MaxSplits + 1 }, ErrArgument, "Params.Splits"},
+		{"lse misaligned", func(q, k, v, out *Tensor, p *Params) { p.LSE = dev + 2 }, ErrArgument, "Params.LSE"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			q, k, v, out := operands(2, 5, 7, 4, 2, 16)
+			var p Params
+			c.edit(&q, &k, &v, &out, &p)
+			pr, err := forwardProblem(op, q, k, v, out)
+			if err == nil {
+				_, err = newPlan(op, pr, &p, 100)
+			}
+			require.Error(t, err)
+			assert.ErrorIs(t, err, c.kind)
+			assert.ErrorContains(t, err, c.msg)
+			assert.Contains(t, err.Error(), "flashattn: Handle.Forward: ")
+			var e *Error
+			assert.True(t, errors.As(err, &e))
+		})
+	}
+}
+
+func TestVarlenAndPagedChecks(t *testing.T) {
+	q, k, v, out := operands(1, 5, 6, 2, 1, 16)
+	good := Varlen{CuSeqlensQ: []int32{0, 3, 5}, CuSeqlensK: []int32{0, 4, 6}, DevCuSeqlensQ: dev, DevCuSeqlensK: dev + 64}
+	_, err := varlenProblem("V", q, k, v, out, &good)
+	require.NoError(t, err)
+	for _, c := range []struct {
+		name string
+		edit func(*Varlen)
+		msg  string
+	}{
+		{"short", func(vl *Varlen) { vl.CuSeqlensQ = []int32{0} }, "CuSeqlensQ has 1 entries"},
+		{"start", func(vl *Varlen) { vl.CuSeqlensQ = []int32{1, 3, 5} }, "starts at 1"},
+		{"decreasing", func(vl *Varlen) { vl.CuSeqlensK = []int32{0, 4, 3} }, "decreases at entry 2"},
+		{"q end", func(vl *Varlen) { vl.CuSeqlensQ = []int32{0, 3, 4} }, "ends at 4 but the tensor has 5 rows"},
+		{"k end", func(vl *Varlen) { vl.CuSeqlensK = []int32{0, 4, 7} }, "has only 6 rows"},
+		{"lengths", func(vl *Varlen) { vl.CuSeqlensK = []int32{0, 6} }, "CuSeqlensQ has 3 entries and CuSeqlensK 2"},
+		{"device", func(vl *Varlen) { vl.DevCuSeqlensK = 0 }, "DevCuSeqlensK"},
+	} {
+		vl := good
+		c.edit(&vl)
+		_, err := varlenProblem("V", q, k, v, out, &vl)
+		assert.ErrorIs(t, err, ErrArgument, c.name)
+		assert.ErrorContains(t, err, c.msg, c.name)
+	}
+	q2, k2, v2, out2 := operands(2, 5, 6, 2, 1, 16)
+	_, err = varlenProblem("V", q2, k2, v2, out2, &good)
+	assert.ErrorIs(t, err, ErrShape)
+
+	kc := Contiguous(dev+1<<30, F16, 10, 16, 1, 16)
+	vc := Contiguous(dev+2<<30, F16, 10, 16, 1, 16)
+	q, _, _, out = operands(2, 1, 0, 2, 1, 16)
+	kv := PagedKV{K: kc, V: vc, BlockTable: dev + 4096, BlockTableStride: 4, SeqLens: []int32{17, 64}, DevSeqLens: dev + 8192}
+	pr, err := pagedProblem("D", q, &kv, out)
+	require.NoError(t, err)
+	assert.Equal(t, 64, pr.maxSK)
+	for _, c := range []struct {
+		name string
+		edit func(*PagedKV)
+		msg  string
+	}{
+		{"lens", func(kv *PagedKV) { kv.SeqLens = []int32{1} }, "1 entries for a batch of 2"},
+		{"too long", func(kv *PagedKV) { kv.SeqLens = []int32{1, 65} }, "SeqLens[1] is 65"},
+		{"negative", func(kv *PagedKV) { kv.SeqLens = []int32{-1, 1} }, "SeqLens[0] is -1"},
+		{"table", func(kv *PagedKV) { kv.BlockTable = 0 }, "PagedKV.BlockTable"},
+		{"stride", func(kv *PagedKV) { kv.BlockTableStride = 0 }, "BlockTableStride 0"},
+		{"device lens", func(kv *PagedKV) { kv.DevSeqLens = 0 }, "DevSeqLens"},
+	} {
+		kv2 := kv
+		c.edit(&kv2)
+		_, err := pagedProblem("D", q, &kv2, out)
+		assert.ErrorIs(t, err, ErrArgument, c.name)
+		assert.ErrorContains(t, err, c.msg, c.name)
+	}
+}
+
+func TestPlan(t *testing.T) {
+	// f16, d 128: 8 threads a row, 32 rows a block, 64 keys a tile.
+	q, k, v, out := operands(2, 100, 300, 8, 2, 128)
+	pr, err := forwardProblem("F", q, k, v, out)
+	require.NoError(t, err)
+	pl, err := newPlan("F", pr, &Params{Splits: 1, Causal: true}, 132)
+	require.NoError(t, err)
+	assert.Equal(t, "attn_fwd_f16_d128", pl.kernel)
+	assert.Equal(t, hip.Dim3{X: 13, Y: 2, Z: 2}, pl.grid, "400 rows (100 queries × 4 heads a KV head) in blocks of 32")
+	assert.Equal(t, 1, pl.splits)
+	assert.Zero(t, pl.workspace)
+	kp := pl.kp
+	assert.Equal(t, [3]int64{100 * 8 * 128, 8 * 128, 128}, kp.QS)
+	assert.Equal(t, [3]int64{300 * 2 * 128, 2 * 128, 128}, kp.KS)
+	assert.Equal(t, int32(-1), kp.WindowLeft)
+	assert.Equal(t, int32(0), kp.WindowRight, "causal is a right side of 0")
+	assert.Equal(t, float32(1/math.Sqrt(128)), kp.Scale)
+	assert.Equal(t, int32(flagAligned), kp.Flags)
+	assert.Equal(t, int32(300), kp.SK)
+
+	// Automatic split-KV: 13·2·2 = 52 blocks on 132 compute units, 5 tiles.
+	pl, err = newPlan("F", pr, &Params{}, 132)
+	require.NoError(t, err)
+	assert.Equal(t, 2, pl.splits, "min(ceil(264/52), 5/2)")
+	assert.Equal(t, uint32(4), pl.grid.Z)
+	assert.Equal(t, "attn_combine_f16", pl.combine)
+	n := 2 * 8 * 200
+	assert.Equal(t, int(alignUp(int64(n*128*4), 256))+n*4, pl.workspace)
+
+	// Decode: b 8, h 32/8, one query, 4096 cached keys: 8·8 blocks.
+	q, k, v, out = operands(8, 1, 4096, 32, 8, 128)
+	pr, err = forwardProblem("F", q, k, v, out)
+	require.NoError(t, err)
+	pl, err = newPlan("F", pr, &Params{LSE: dev, AlibiSlopes: make([]float32, 32)}, 132)
+	require.NoError(t, err)
+	assert.Equal(t, hip.Dim3{X: 1, Y: 8, Z: 8 * 5}, pl.grid)
+	assert.Equal(t, int32(flagAligned|flagLSE|flagAlibi), pl.kp.Flags)
+
+	// Head-dim buckets and tiles by dtype.
+	for _, c := range []struct {
+		dt     DType
+		d      int
+		kernel string
+		bm, bn int
+	}{
+		{F16, 8, "attn_fwd_f16_d32", 128, 64},
+		{BF16, 64, "attn_fwd_bf16_d64", 64, 64},
+		{F16, 72, "attn_fwd_f16_d128", 32, 64},
+		{F32, 128, "attn_fwd_f32_d128", 32, 32},
+		{BF16, 256, "attn_fwd_bf16_d256", 16, 32},
+		{F32, 200, "attn_fwd_f32_d256", 16, 16},
+	} {
+		dmax := bucket(c.d)
+		bm, bn := tiles(c.dt, dmax)
+		assert.Equal(t, [2]int{c.bm, c.bn}, [2]int{bm, bn}, "%v d %d", c.dt, c.d)
+		q, k, v, out := operands(1, 3, 3, 1, 1, c.d)
+		for _, x := range []*Tensor{&q, &k, &v, &out} {
+			x.DType = c.dt
+		}
+		pr, err := forwardProblem("F", q, k, v, out)
+		require.NoError(t, err)
+		pl, err := newPlan("F", pr, &Params{}, 1)
+		require.NoError(t, err)
+		assert.Equal(t, c.kernel, pl.kernel)
+		assert.Contains(t, KernelNames(), pl.kernel)
+	}
+
+	// Strided q (a slice of a fused qkv) that is not 16-byte aligned: no
+	// vector loads.
+	q, k, v, out = operands(1, 4, 4, 2, 2, 8)
+	q.Stride = [4]int{4 * 3 * 2 * 8, 3 * 2 * 8, 12, 1}
+	pr, err = forwardProblem("F", q, k, v, out)
+	require.NoError(t, err)
+	pl, err = newPlan("F", pr, &Params{}, 1)
+	require.NoError(t, err)
+	assert.Zero(t, pl.kp.Flags&flagAligned)
+	assert.Equal(t, [3]int64{192, 48, 12}, pl.kp.QS)
+
+	// Nothing to do: an empty batch or no queries.
+	q, k, v, out = operands(0, 4, 4, 2, 2, 8)
+	pr, err = forwardProblem("F", q, k, v, out)
+	require.NoError(t, err)
+	pl, err = newPlan("F", pr, &Params{}, 1)
+	require.NoError(t, err)
+	assert.True(t, pl.empty)
+}
+
+func TestKernelParamsLayout(t *testing.T) {
+	var k kParams
+	assert.Equal(t, uintptr(1280), unsafe.Sizeof(k))
+	assert.Equal(t, uintptr(88), unsafe.Offsetof(k.QS), "eleven pointers first")
+	assert.Equal(t, uintptr(184), unsafe.Offsetof(k.BTStride))
+	assert.Equal(t, uintptr(192), unsafe.Offsetof(k.Batch))
+	assert.Equal(t, uintptr(244), unsafe.Offsetof(k.Scale))
+	assert.Equal(t, uintptr(252), unsafe.Offsetof(k.Alibi))
+	assert.Len(t, KernelNames(), 15)
+}
+
+func TestHandleChecks(t *testing.T) {
+	_, err := NewHandle(nil)
+	assert.ErrorIs(t, err, ErrArgument)
+	var h *Handle
+	_, err = h.Forward(Tensor{}, Tensor{}, Tensor{}, Tensor{}, Params{})
+	assert.ErrorIs(t, err, ErrArgument)
+	assert.ErrorContains(t, err, "nil handle")
+	assert.NoError(t, h.Close())
+	assert.Equal(t, "portable", Portable.String())
+	assert.Equal(t, "bf16", BF16.String())
+	assert.Equal(t, 4, F32.Size())
+}

@@ -1,0 +1,521 @@
+package flashattn
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rocm-go/rocm/hip"
+	"github.com/rocm-go/rocm/internal/testenv"
+)
+
+// Tier 2: the kernels on a GPU against Reference (float64), on random
+// inputs rounded to the dtype first (so that the reference sees what the
+// kernel reads), with the outputs and the LSE poisoned (NaN) before each
+// call, over head dims, odd lengths, s_q ≠ s_kv, every feature and their
+// combinations, strided layouts, varlen batches with empty sequences, and
+// paged caches with shuffled block tables.
+
+type gpuEnv struct {
+	t   *testing.T
+	dev *hip.Device
+	s   *hip.Stream
+	h   *Handle
+}
+
+func gpu(t *testing.T) *gpuEnv {
+	t.Helper()
+	var dev *hip.Device
+	n, err := hip.DeviceCount()
+	if err == nil && n == 0 {
+		err = fmt.Errorf("no GPU")
+	}
+	if err == nil {
+		dev, err = hip.GetDevice(0)
+	}
+	testenv.Need(t, 2, "a GPU", err)
+	s, err := dev.NewStream()
+	require.NoError(t, err)
+	h, err := NewHandle(s)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		assert.NoError(t, h.Close())
+		assert.NoError(t, s.Close())
+	})
+	return &gpuEnv{t: t, dev: dev, s: s, h: h}
+}
+
+// buffer allocates n bytes filled with 0xFF (NaN in every float dtype).
+func (g *gpuEnv) buffer(n int) *hip.Buffer {
+	g.t.Helper()
+	b, err := g.dev.Malloc(max(n, 1))
+	require.NoError(g.t, err)
+	g.t.Cleanup(func() { b.Close() })
+	require.NoError(g.t, b.Memset(0xFF))
+	return b
+}
+
+func (g *gpuEnv) int32s(v []int32) hip.DevicePtr {
+	b := g.buffer(4 * len(v))
+	if len(v) > 0 {
+		require.NoError(g.t, b.CopyFromHost(hip.AsBytes(v)))
+	}
+	return b.Ptr()
+}
+
+// round rounds a value to a dtype, as an upload does.
+func round(dt DType, x float64) float64 {
+	switch dt {
+	case F16:
+		return float64(hip.HalfFromFloat32(float32(x)).Float32())
+	case BF16:
+		return float64(hip.BFloat16FromFloat32(float32(x)).Float32())
+	}
+	return float64(float32(x))
+}
+
+func encode(dt DType, x float64) []byte {
+	var b [4]byte
+	switch dt {
+	case F16:
+		binary.LittleEndian.PutUint16(b[:], uint16(hip.HalfFromFloat32(float32(x))))
+		return b[:2]
+	case BF16:
+		binary.LittleEndian.PutUint16(b[:], uint16(hip.BFloat16FromFloat32(float32(x))))
+		return b[:2]
+	}
+	binary.LittleEndian.PutUint32(b[:], math.Float32bits(float32(x)))
+	return b[:]
+}
+
+func decode(dt DType, b []byte) float64 {
+	switch dt {
+	case F16:
+		return float64(hip.Half(binary.LittleEndian.Uint16(b)).Float32())
+	case BF16:
+		return float64(hip.BFloat16(binary.LittleEndian.Uint16(b)).Float32())
+	}
+	return float64(math.Float32frombits(binary.LittleEndian.Uint32(b)))
+}
+
+// layout names how an operand sits in memory: "contiguous"; "padded"
+// (every head and every row with room to spare, as q sliced out of a
+// fused qkv); "bhsd" (a (b, h, s, d) tensor seen as BSHD).
+func strides(layout string, s [4]int) [4]int {
+	n, h, d := s[1], s[2], s[3]
+	switch layout {
+	case "padded":
+		return [4]int{(n + 1) * (h + 1) * (d + 8), (h + 1) * (d + 8), d + 8, 1}
+	case "bhsd":
+		return [4]int{h * n * d, d, n * d, 1}
+	}
+	return [4]int{n * h * d, h * d, d, 1}
+}
+
+func elems(s, st [4]int) int {
+	n := 1
+	for i := range 4 {
+		if s[i] == 0 {
+			return 0
+		}
+		n += (s[i] - 1) * st[i]
+	}
+	return n
+}
+
+// upload rounds t to dt in place and copies it to the device in layout.
+func (g *gpuEnv) upload(t *HostTensor, dt DType, layout string) Tensor {
+	st := strides(layout, t.Shape)
+	n := elems(t.Shape, st)
+	buf := make([]byte, max(n, 1)*dt.Size())
+	for i := range buf {
+		buf[i] = 0xFF
+	}
+	s := t.Shape
+	for b := range s[0] {
+		for j := range s[1] {
+			for h := range s[2] {
+				row := t.Row(b, j, h)
+				for c := range row {
+					row[c] = round(dt, row[c])
+					o := b*st[0] + j*st[1] + h*st[2] + c
+					copy(buf[o*dt.Size():], encode(dt, row[c]))
+				}
+			}
+		}
+	}
+	dbuf := g.buffer(len(buf))
+	require.NoError(g.t, dbuf.CopyFromHost(buf))
+	return Tensor{Ptr: dbuf.Ptr(), DType: dt, Shape: s, Stride: st}
+}
+
+// output allocates a poisoned operand of shape s in layout, and returns
+// a function that reads it back.
+func (g *gpuEnv) output(dt DType, s [4]int, layout string) (Tensor, func() HostTensor) {
+	st := strides(layout, s)
+	n := max(elems(s, st), 1) * dt.Size()
+	buf := g.buffer(n)
+	return Tensor{Ptr: buf.Ptr(), DType: dt, Shape: s, Stride: st}, func() HostTensor {
+		require.NoError(g.t, g.s.Synchronize())
+		raw := make([]byte, n)
+		require.NoError(g.t, buf.CopyToHost(raw))
+		out := NewHostTensor(s[0], s[1], s[2], s[3])
+		for b := range s[0] {
+			for j := range s[1] {
+				for h := range s[2] {
+					row := out.Row(b, j, h)
+					for c := range row {
+						o := b*st[0] + j*st[1] + h*st[2] + c
+						row[c] = decode(dt, raw[o*dt.Size():])
+					}
+				}
+			}
+		}
+		return out
+	}
+}
+
+func (g *gpuEnv) lse(n int) (hip.DevicePtr, func() []float64) {
+	buf := g.buffer(4 * n)
+	return buf.Ptr(), func() []float64 {
+		require.NoError(g.t, g.s.Synchronize())
+		raw := make([]float32, n)
+		if n > 0 {
+			require.NoError(g.t, buf.CopyToHost(hip.AsBytes(raw)))
+		}
+		out := make([]float64, n)
+		for i, v := range raw {
+			out[i] = float64(v)
+		}
+		return out
+	}
+}
+
+// tol is the tolerance of an output element: the kernel computes in
+// float32 and rounds once to the dtype.
+func tol(dt DType) float64 {
+	switch dt {
+	case F16:
+		return 2e-3
+	case BF16:
+		return 1.6e-2
+	}
+	return 3e-5
+}
+
+func compare(t *testing.T, dt DType, want, got HostTensor, wantLSE, gotLSE []float64, what string) {
+	t.Helper()
+	bad := 0
+	for i, w := range want.Data {
+		gv := got.Data[i]
+		if math.IsNaN(gv) || math.Abs(gv-w) > tol(dt)*(1+math.Abs(w)) {
+			if bad < 5 {
+				t.Errorf("%s: out[%d] (b,s,h,d %v) = %v, want %v", what, i, unflat(want.Shape, i), gv, w)
+			}
+			bad++
+		}
+	}
+	for i, w := range wantLSE {
+		gv := gotLSE[i]
+		ok := (math.IsInf(w, -1) && math.IsInf(gv, -1)) || math.Abs(gv-w) <= 1e-3*(1+math.Abs(w))
+		if !ok {
+			if bad < 5 {
+				t.Errorf("%s: lse[%d] = %v, want %v", what, i, gv, w)
+			}
+			bad++
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%s: %d of %d values wrong", what, bad, len(want.Data)+len(wantLSE))
+	}
+}
+
+func unflat(s [4]int, i int) [4]int {
+	return [4]int{i / (s[1] * s[2] * s[3]), i / (s[2] * s[3]) % s[1], i / s[3] % s[2], i % s[3]}
+}
+
+// fwdCase is one Forward call.
+type fwdCase struct {
+	dt         DType
+	b, sq, sk  int
+	hq, hkv, d int
+	layout     string
+	p          Params
+	qScale     float64 // q's magnitude (large logits); 0 means 1
+}
+
+func (c fwdCase) String() string {
+	f := ""
+	if c.p.Causal {
+		f += " causal"
+	}
+	if w := c.p.Window; w != nil {
+		f += fmt.Sprintf(" window(%d,%d)", w.Left, w.Right)
+	}
+	if c.p.AlibiSlopes != nil {
+		f += " alibi"
+	}
+	if c.p.SoftCap > 0 {
+		f += fmt.Sprintf(" softcap %g", c.p.SoftCap)
+	}
+	if c.p.Splits > 0 {
+		f += fmt.Sprintf(" splits %d", c.p.Splits)
+	}
+	if c.qScale > 1 {
+		f += fmt.Sprintf(" q×%g", c.qScale)
+	}
+	return fmt.Sprintf("%v b%d sq%d sk%d h%d/%d d%d %s%s", c.dt, c.b, c.sq, c.sk, c.hq, c.hkv, c.d, c.layout, f)
+}
+
+func (g *gpuEnv) forward(t *testing.T, c fwdCase) {
+	r := rand.New(rand.NewPCG(uint64(c.sq*1000+c.sk), uint64(c.d)))
+	q, k, v := randHost(r, c.b, c.sq, c.hq, c.d), randHost(r, c.b, c.sk, c.hkv, c.d), randHost(r, c.b, c.sk, c.hkv, c.d)
+	if c.qScale > 0 {
+		for i := range q.Data {
+			q.Data[i] *= c.qScale
+		}
+	}
+	if c.layout == "" {
+		c.layout = "contiguous"
+	}
+	gq, gk, gv := g.upload(&q, c.dt, c.layout), g.upload(&k, c.dt, c.layout), g.upload(&v, c.dt, c.layout)
+	out, read := g.output(c.dt, q.Shape, c.layout)
+	p := c.p
+	lsePtr, readLSE := g.lse(c.b * c.hq * c.sq)
+	p.LSE = lsePtr
+	be, err := g.h.Forward(gq, gk, gv, out, p)
+	require.NoError(t, err, c.String())
+	assert.Equal(t, Portable, be)
+	want, wantLSE, err := Reference(q, k, v, c.p)
+	require.NoError(t, err)
+	compare(t, c.dt, want, read(), wantLSE, readLSE(), c.String())
+}
+
+func slopes(n int) []float32 {
+	s := make([]float32, n)
+	for h := range s {
+		s[h] = float32(math.Pow(2, -8*float64(h+1)/float64(n)))
+	}
+	return s
+}
+
+func TestGPUForwardHeadDims(t *testing.T) {
+	g := gpu(t)
+	for _, dt := range []DType{F16, BF16, F32} {
+		for _, d := range []int{8, 16, 40, 64, 72, 96, 128, 136, 200, 256} {
+			c := fwdCase{dt: dt, b: 2, sq: 129, sk: 129, hq: 4, hkv: 2, d: d, p: Params{Causal: true}}
+			t.Run(c.String(), func(t *testing.T) { g.forward(t, c) })
+		}
+	}
+}
+
+func TestGPUForwardLengths(t *testing.T) {
+	g := gpu(t)
+	lens := []int{1, 7, 129, 1000}
+	for _, dt := range []DType{F16, BF16} {
+		d := map[DType]int{F16: 64, BF16: 128}[dt]
+		for _, sq := range lens {
+			for _, sk := range lens {
+				for _, causal := range []bool{false, true} {
+					c := fwdCase{dt: dt, b: 1, sq: sq, sk: sk, hq: 2, hkv: 1, d: d, p: Params{Causal: causal}}
+					t.Run(c.String(), func(t *testing.T) { g.forward(t, c) })
+				}
+			}
+		}
+	}
+}
+
+func TestGPUForwardFeatures(t *testing.T) {
+	g := gpu(t)
+	features := []Params{
+		{},
+		{Causal: true},
+		{Window: &Window{Left: 16, Right: 8}},
+		{Window: &Window{Left: -1, Right: 0}},
+		{Window: &Window{Left: 32, Right: -1}},
+		{Window: &Window{Left: 0, Right: 0}},
+		{Causal: true, Window: &Window{Left: 20, Right: -1}},
+		{AlibiSlopes: slopes(8)},
+		{Causal: true, AlibiSlopes: slopes(8)},
+		{SoftCap: 3},
+		{Scale: 0.3, SoftCap: 30},
+		{Causal: true, Window: &Window{Left: 40, Right: 3}, AlibiSlopes: slopes(8), SoftCap: 20, Scale: 0.2},
+		{Splits: 3},
+		{Causal: true, Splits: 7, AlibiSlopes: slopes(8)},
+		{Scale: -0.1},
+	}
+	for _, dt := range []DType{F16, BF16} {
+		for _, layout := range []string{"contiguous", "padded", "bhsd"} {
+			for _, shape := range [][3]int{{77, 200, 2}, {200, 77, 8}, {33, 33, 1}} { // sq, sk, h_kv (8 query heads)
+				for _, p := range features {
+					c := fwdCase{dt: dt, b: 2, sq: shape[0], sk: shape[1], hq: 8, hkv: shape[2], d: 64, layout: layout, p: p}
+					t.Run(c.String(), func(t *testing.T) { g.forward(t, c) })
+				}
+			}
+		}
+	}
+}
+
+func TestGPUForwardLargeLogits(t *testing.T) {
+	g := gpu(t)
+	for _, dt := range []DType{F16, BF16, F32} {
+		for _, p := range []Params{{Scale: 1}, {Scale: 1, Causal: true}, {Scale: 1, SoftCap: 50}, {Scale: 1, Splits: 4}} {
+			c := fwdCase{dt: dt, b: 1, sq: 65, sk: 300, hq: 2, hkv: 2, d: 64, p: p, qScale: 30}
+			t.Run(c.String(), func(t *testing.T) { g.forward(t, c) })
+		}
+	}
+}
+
+func TestGPUForwardSplitKV(t *testing.T) {
+	g := gpu(t)
+	for _, splits := range []int{0, 1, 2, 5, 16, MaxSplits} {
+		for _, sq := range []int{1, 4, 129} {
+			c := fwdCase{dt: F16, b: 3, sq: sq, sk: 1000, hq: 8, hkv: 2, d: 128, p: Params{Causal: true, Splits: splits}}
+			t.Run(c.String(), func(t *testing.T) { g.forward(t, c) })
+		}
+	}
+}
+
+func TestGPUForwardEmpty(t *testing.T) {
+	g := gpu(t)
+	// No keys: every row is zero with a log-sum-exp of -inf.
+	c := fwdCase{dt: F16, b: 2, sq: 5, sk: 0, hq: 2, hkv: 1, d: 32}
+	g.forward(t, c)
+	// No queries, no batch: nothing to do, nothing launched.
+	q, k, v, out := Contiguous(8, F16, 0, 5, 2, 32), Contiguous(8, F16, 0, 5, 2, 32), Contiguous(8, F16, 0, 5, 2, 32), Contiguous(8, F16, 0, 5, 2, 32)
+	be, err := g.h.Forward(q, k, v, out, Params{})
+	require.NoError(t, err)
+	assert.Equal(t, Portable, be)
+}
+
+func TestGPUForwardVarlen(t *testing.T) {
+	g := gpu(t)
+	for _, c := range []struct {
+		lq, lk []int32
+		p      Params
+	}{
+		{[]int32{3, 0, 129, 1, 7}, []int32{5, 4, 129, 1000, 0}, Params{Causal: true}},
+		{[]int32{3, 0, 129, 1, 7}, []int32{5, 4, 129, 1000, 0}, Params{}},
+		{[]int32{1000, 7}, []int32{7, 1000}, Params{Causal: true, Window: &Window{Left: 50, Right: -1}, AlibiSlopes: slopes(4)}},
+		{[]int32{1, 1, 1, 1}, []int32{300, 0, 17, 1000}, Params{Splits: 6, SoftCap: 10}},
+		{[]int32{0, 0}, []int32{3, 0}, Params{}},
+	} {
+		for _, dt := range []DType{F16, BF16} {
+			name := fmt.Sprintf("%v q%v k%v %+v", dt, c.lq, c.lk, c.p)
+			t.Run(name, func(t *testing.T) {
+				cu := func(l []int32) []int32 {
+					out := []int32{0}
+					for _, n := range l {
+						out = append(out, out[len(out)-1]+n)
+					}
+					return out
+				}
+				cuQ, cuK := cu(c.lq), cu(c.lk)
+				tq, tk := int(cuQ[len(cuQ)-1]), int(cuK[len(cuK)-1])
+				r := rand.New(rand.NewPCG(uint64(tq), uint64(tk)))
+				q, k, v := randHost(r, 1, tq, 4, 64), randHost(r, 1, tk+3, 2, 64), randHost(r, 1, tk+3, 2, 64)
+				gq, gk, gv := g.upload(&q, dt, "padded"), g.upload(&k, dt, "contiguous"), g.upload(&v, dt, "contiguous")
+				out, read := g.output(dt, q.Shape, "contiguous")
+				p := c.p
+				lsePtr, readLSE := g.lse(4 * tq)
+				p.LSE = lsePtr
+				vl := Varlen{CuSeqlensQ: cuQ, CuSeqlensK: cuK, DevCuSeqlensQ: g.int32s(cuQ), DevCuSeqlensK: g.int32s(cuK)}
+				_, err := g.h.ForwardVarlen(gq, gk, gv, out, vl, p)
+				require.NoError(t, err)
+				want, wantLSE, err := ReferenceVarlen(q, k, v, cuQ, cuK, c.p)
+				require.NoError(t, err)
+				compare(t, dt, want, read(), wantLSE, readLSE(), name)
+			})
+		}
+	}
+}
+
+func TestGPUDecodePaged(t *testing.T) {
+	g := gpu(t)
+	for _, c := range []struct {
+		dt       DType
+		pageSize int
+		lens     []int32
+		sq       int
+		hq, hkv  int
+		d        int
+		p        Params
+	}{
+		{F16, 16, []int32{1, 7, 129, 1000, 0}, 1, 32, 8, 128, Params{}},
+		{BF16, 16, []int32{1, 7, 129, 1000}, 1, 32, 8, 128, Params{Splits: 1}},
+		{F16, 7, []int32{300, 5, 64}, 4, 8, 1, 64, Params{Causal: true}},
+		{BF16, 64, []int32{1000, 999}, 3, 16, 4, 256, Params{Causal: true, AlibiSlopes: slopes(16), SoftCap: 30, Splits: 9}},
+		{F16, 1, []int32{17, 3}, 1, 4, 4, 8, Params{Window: &Window{Left: 5, Right: -1}}},
+		{F32, 32, []int32{513, 1}, 2, 8, 2, 96, Params{Causal: true}},
+	} {
+		name := fmt.Sprintf("%v page %d lens %v sq %d h %d/%d d %d %+v", c.dt, c.pageSize, c.lens, c.sq, c.hq, c.hkv, c.d, c.p)
+		t.Run(name, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(uint64(c.pageSize), uint64(c.d)))
+			b := len(c.lens)
+			// Pages for every entry plus spares, handed out shuffled.
+			stride := 0
+			need := 0
+			for _, n := range c.lens {
+				np := (int(n) + c.pageSize - 1) / c.pageSize
+				stride = max(stride, np)
+				need += np
+			}
+			stride++
+			pages := need + 5
+			perm := r.Perm(pages)
+			table := make([][]int32, b)
+			flat := make([]int32, b*stride)
+			for i := range flat {
+				flat[i] = -1 // never read: past each entry's length
+			}
+			next := 0
+			for bi, n := range c.lens {
+				for j := 0; j*c.pageSize < int(n); j++ {
+					table[bi] = append(table[bi], int32(perm[next]))
+					flat[bi*stride+j] = int32(perm[next])
+					next++
+				}
+			}
+			kc, vc := randHost(r, pages, c.pageSize, c.hkv, c.d), randHost(r, pages, c.pageSize, c.hkv, c.d)
+			q := randHost(r, b, c.sq, c.hq, c.d)
+			gq := g.upload(&q, c.dt, "contiguous")
+			gk, gv := g.upload(&kc, c.dt, "contiguous"), g.upload(&vc, c.dt, "padded")
+			out, read := g.output(c.dt, q.Shape, "contiguous")
+			p := c.p
+			lsePtr, readLSE := g.lse(b * c.hq * c.sq)
+			p.LSE = lsePtr
+			kv := PagedKV{K: gk, V: gv, BlockTable: g.int32s(flat), BlockTableStride: stride, SeqLens: c.lens, DevSeqLens: g.int32s(c.lens)}
+			be, err := g.h.Decode(gq, kv, out, p)
+			require.NoError(t, err)
+			assert.Equal(t, Portable, be)
+			want, wantLSE, err := ReferencePaged(q, kc, vc, table, c.lens, c.p)
+			require.NoError(t, err)
+			compare(t, c.dt, want, read(), wantLSE, readLSE(), name)
+		})
+	}
+
+	t.Run("a page outside the cache is NaN", func(t *testing.T) {
+		r := rand.New(rand.NewPCG(5, 6))
+		kc, vc := randHost(r, 4, 8, 1, 32), randHost(r, 4, 8, 1, 32)
+		q := randHost(r, 2, 1, 2, 32)
+		gq, gk, gv := g.upload(&q, F16, "contiguous"), g.upload(&kc, F16, "contiguous"), g.upload(&vc, F16, "contiguous")
+		out, read := g.output(F16, q.Shape, "contiguous")
+		flat := []int32{0, 9, 2, 3} // entry 0 reads page 9 of 4
+		lens := []int32{16, 16}
+		kv := PagedKV{K: gk, V: gv, BlockTable: g.int32s(flat), BlockTableStride: 2, SeqLens: lens, DevSeqLens: g.int32s(lens)}
+		_, err := g.h.Decode(gq, kv, out, Params{Splits: 1})
+		require.NoError(t, err)
+		got := read()
+		for _, x := range got.Row(0, 0, 0) {
+			assert.True(t, math.IsNaN(x), "entry 0 reads a page outside the cache: NaN, got %v", x)
+		}
+		want, _, err := ReferencePaged(HostTensor{Data: q.Data[64:], Shape: [4]int{1, 1, 2, 32}}, kc, vc, [][]int32{{2, 3}}, lens[1:], Params{})
+		require.NoError(t, err)
+		compare(t, F16, want, HostTensor{Data: got.Data[64:], Shape: want.Shape}, nil, nil, "entry 1")
+	})
+}

@@ -1,0 +1,147 @@
+package flashattn
+
+import (
+	"sync/atomic"
+
+	"github.com/rocm-go/rocm/hip"
+)
+
+// Handle queues attention on a stream of a device. It is safe for
+// concurrent use; the kernels it runs are compiled and loaded once per
+// device for every handle.
+type Handle struct {
+	dev    *hip.Device
+	stream *hip.Stream
+	cus    int // compute units, for split-KV
+	closed atomic.Bool
+}
+
+// NewHandle returns a handle that queues its work on s, which must stay
+// open while the handle uses it.
+func NewHandle(s *hip.Stream) (*Handle, error) {
+	const op = "NewHandle"
+	if s == nil {
+		return nil, errorf(op, ErrArgument, "nil stream: a handle queues its work on a stream of its device")
+	}
+	if s.Closed() {
+		return nil, &Error{Op: op, Kind: ErrClosed, Detail: "the stream is closed", Err: ErrClosed}
+	}
+	dev := s.Device()
+	props, err := dev.Properties()
+	if err != nil {
+		return nil, wrap(op, err)
+	}
+	return &Handle{dev: dev, stream: s, cus: props.MultiProcessorCount}, nil
+}
+
+// Stream is the stream the handle queues its work on.
+func (h *Handle) Stream() *hip.Stream { return h.stream }
+
+// Device is the stream's device.
+func (h *Handle) Device() *hip.Device { return h.dev }
+
+// Close ends the handle; the stream and the loaded kernels stay. Closing
+// twice does nothing.
+func (h *Handle) Close() error {
+	if h != nil {
+		h.closed.Store(true)
+	}
+	return nil
+}
+
+func (h *Handle) alive(op string) error {
+	if h == nil {
+		return errorf(op, ErrArgument, "nil handle")
+	}
+	if h.closed.Load() || h.stream.Closed() {
+		return &Error{Op: op, Kind: ErrClosed, Detail: "use of a closed handle (or of its closed stream)", Err: ErrClosed}
+	}
+	return nil
+}
+
+// Forward queues out = attention(q, k, v) for a dense batch: q and out
+// (batch, s_q, h_q, d), k and v (batch, s_kv, h_kv, d).
+func (h *Handle) Forward(q, k, v, out Tensor, p Params) (Backend, error) {
+	const op = "Handle.Forward"
+	if err := h.alive(op); err != nil {
+		return 0, err
+	}
+	pr, err := forwardProblem(op, q, k, v, out)
+	if err != nil {
+		return 0, err
+	}
+	return h.run(op, pr, &p)
+}
+
+// ForwardVarlen queues attention for a variable-length batch packed along
+// the seq dim: q and out (1, total_q, h_q, d), k and v (1, total_kv, h_kv,
+// d), sequence b being the rows that seqs gives it. Causal masks and
+// windows align each sequence's own ends.
+func (h *Handle) ForwardVarlen(q, k, v, out Tensor, seqs Varlen, p Params) (Backend, error) {
+	const op = "Handle.ForwardVarlen"
+	if err := h.alive(op); err != nil {
+		return 0, err
+	}
+	pr, err := varlenProblem(op, q, k, v, out, &seqs)
+	if err != nil {
+		return 0, err
+	}
+	return h.run(op, pr, &p)
+}
+
+// Decode queues attention of q (batch, s_q, h_q, d) over a paged KV cache,
+// into out (like q): the decode step of a server (s_q 1, or a few
+// speculative tokens), whose keys are split across the device
+// (Params.Splits, automatic by default) and merged.
+func (h *Handle) Decode(q Tensor, cache PagedKV, out Tensor, p Params) (Backend, error) {
+	const op = "Handle.Decode"
+	if err := h.alive(op); err != nil {
+		return 0, err
+	}
+	pr, err := pagedProblem(op, q, &cache, out)
+	if err != nil {
+		return 0, err
+	}
+	return h.run(op, pr, &p)
+}
+
+func (h *Handle) run(op string, pr *problem, p *Params) (Backend, error) {
+	pl, err := newPlan(op, pr, p, h.cus)
+	if err != nil {
+		return 0, err
+	}
+	if pl.empty {
+		return Portable, nil
+	}
+	fn, err := kernels.Function(h.dev, pl.kernel)
+	if err != nil {
+		return 0, wrap(op, err)
+	}
+	var ws *hip.Buffer
+	if pl.splits > 1 {
+		if ws, err = h.stream.MallocAsync(pl.workspace); err != nil {
+			return 0, wrap(op, err)
+		}
+		// Freed in stream order, after the kernels that use it.
+		defer ws.Close()
+		pl.kp.OPart = uint64(ws.Ptr())
+		pl.kp.LSEPart = uint64(ws.Ptr().Add(int(alignUp(int64(pl.splits)*int64(pr.hq)*int64(pl.rows)*int64(pr.d)*4, 256))))
+	}
+	var a hip.Args
+	hip.ArgValue(&a, pl.kp)
+	if err := fn.Launch(hip.LaunchConfig{Grid: pl.grid, Block: hip.Dim3{X: threads}, Stream: h.stream}, &a); err != nil {
+		return 0, wrap(op, err)
+	}
+	if pl.splits > 1 {
+		cf, err := kernels.Function(h.dev, pl.combine)
+		if err != nil {
+			return 0, wrap(op, err)
+		}
+		n := int64(pl.rows) * int64(pr.hq) * int64(pr.d)
+		grid := uint32(min((n+threads-1)/threads, 65535))
+		if err := cf.Launch(hip.LaunchConfig{Grid: hip.Dim3{X: grid}, Block: hip.Dim3{X: threads}, Stream: h.stream}, &a); err != nil {
+			return 0, wrap(op, err)
+		}
+	}
+	return Portable, nil
+}

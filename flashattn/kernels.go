@@ -1,0 +1,54 @@
+package flashattn
+
+import (
+	_ "embed"
+	"fmt"
+	"sort"
+	"unsafe"
+
+	"github.com/rocm-go/rocm/hiprtc"
+)
+
+// KernelSource is the HIP C++ of the portable kernels. It compiles with
+// hipRTC and with NVRTC.
+//
+//go:embed attention.hip
+var KernelSource string
+
+// ModuleName is the kernel module's name in caches and compiler messages.
+const ModuleName = "attention.hip"
+
+var kernelOptions = hiprtc.Options{Std: "c++17"}
+
+// kernels are the portable kernels, compiled through hiprtc's kernel cache
+// (hiprtc.DefaultCache: ROCM_GO_CACHE_DIR, else the user's cache folder)
+// for each device's architecture, and loaded once per device for every
+// handle.
+var kernels = &hiprtc.Kernels{Name: ModuleName, Source: KernelSource, Options: kernelOptions}
+
+// Module is the portable kernels as a module compiled through c (nil:
+// hiprtc.DefaultCache), for compiling them ahead of time into the cache
+// folder an image ships (Compile per architecture): the entries are the
+// ones Handle reads at run time from a cache in the same folder.
+func Module(c *hiprtc.Cache) *hiprtc.Kernels {
+	return &hiprtc.Kernels{Name: ModuleName, Source: KernelSource, Options: kernelOptions, Cache: c}
+}
+
+// KernelNames lists the kernel symbols of KernelSource, sorted.
+func KernelNames() []string {
+	var names []string
+	for _, dt := range []DType{F16, BF16, F32} {
+		for _, d := range []int{32, 64, 128, 256} {
+			names = append(names, fmt.Sprintf("attn_fwd_%s_d%d", dt, d))
+		}
+		names = append(names, fmt.Sprintf("attn_combine_%s", dt))
+	}
+	sort.Strings(names)
+	return names
+}
+
+// kParams is the kernels' Params byte for byte (a static_assert there).
+var (
+	_ [unsafe.Sizeof(kParams{}) - 1280]struct{}
+	_ [1280 - unsafe.Sizeof(kParams{})]struct{}
+)

@@ -1,0 +1,575 @@
+package flashattn
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/rocm-go/rocm/hip"
+)
+
+// DType is the element type of the attention operands.
+type DType uint8
+
+// The element types. Arithmetic is float32 for each.
+const (
+	F16 DType = iota + 1
+	BF16
+	F32
+)
+
+var dtypeNames = map[DType]string{F16: "f16", BF16: "bf16", F32: "f32"}
+
+func (d DType) String() string {
+	if s, ok := dtypeNames[d]; ok {
+		return s
+	}
+	return fmt.Sprintf("DType(%d)", uint8(d))
+}
+
+// Size is the size of an element in bytes (0 for an unknown dtype).
+func (d DType) Size() int {
+	switch d {
+	case F16, BF16:
+		return 2
+	case F32:
+		return 4
+	}
+	return 0
+}
+
+// MaxHeadDim is the largest head dim; head dims are multiples of 8.
+const MaxHeadDim = 256
+
+// MaxAlibiHeads is the most query heads that ALiBi slopes are given for.
+const MaxAlibiHeads = 256
+
+// MaxSplits is the most splits of the keys that split-KV makes.
+const MaxSplits = 128
+
+// Tensor is an operand in device memory, laid out BSHD: Shape is (batch,
+// seq, heads, head dim) and Stride each dim's stride in elements. The head
+// dim must be contiguous (Stride[3] == 1); the other strides are free
+// (a q sliced out of a fused qkv projection, say). A zero Stride means the
+// contiguous strides of Shape.
+//
+// For a paged KV cache (PagedKV), Shape is (pages, page size, h_kv, d).
+type Tensor struct {
+	Ptr    hip.DevicePtr
+	DType  DType
+	Shape  [4]int
+	Stride [4]int
+}
+
+// Contiguous is a tensor of shape (b, s, h, d), densely packed.
+func Contiguous(ptr hip.DevicePtr, dt DType, b, s, h, d int) Tensor {
+	return Tensor{Ptr: ptr, DType: dt, Shape: [4]int{b, s, h, d}}
+}
+
+// strides are the tensor's strides, the contiguous ones when unset.
+func (t Tensor) strides() [4]int {
+	if t.Stride != [4]int{} {
+		return t.Stride
+	}
+	s := t.Shape
+	return [4]int{s[1] * s[2] * s[3], s[2] * s[3], s[3], 1}
+}
+
+// span is the bytes between the first element and one past the last.
+func (t Tensor) span() int {
+	st := t.strides()
+	n := 1
+	for i, d := range t.Shape {
+		if d == 0 {
+			return 0
+		}
+		n += (d - 1) * st[i]
+	}
+	return n * t.DType.Size()
+}
+
+// Window limits the keys a query sees to a band around its diagonal: query
+// i (of s_q) sees key j (of s_kv) when i + s_kv - s_q - Left <= j <=
+// i + s_kv - s_q + Right. A negative side is unbounded.
+type Window struct {
+	Left, Right int
+}
+
+// Params are the options of an attention call. The zero value is plain
+// softmax attention scaled by 1/√d.
+//
+// A logit is, in this order: scale·q·k; soft-capped to cap·tanh(x/cap)
+// when SoftCap > 0; minus slope_h·|i + s_kv - s_q - j| with ALiBi; and
+// -inf where the causal mask or the window hides key j from query i.
+// A query that sees no key gets a zero output and a log-sum-exp of -inf.
+type Params struct {
+	// Scale multiplies q·k; 0 means 1/√d.
+	Scale float64
+	// Causal hides the keys after each query's diagonal, aligned to the
+	// bottom right: query i sees keys j <= i + s_kv - s_q (as
+	// FlashAttention-2). With a Window, the window's right side becomes
+	// at most 0.
+	Causal bool
+	// Window, when not nil, is a sliding window around the diagonal.
+	Window *Window
+	// AlibiSlopes, when not nil, has one slope per query head (at most
+	// MaxAlibiHeads), float32 as in every ALiBi model.
+	AlibiSlopes []float32
+	// SoftCap, when positive, caps the logits smoothly (Gemma 2's
+	// attention soft-capping).
+	SoftCap float64
+	// LSE, when not zero, receives the natural log-sum-exp of each row's
+	// logits as float32: (batch, h_q, s_q) for Forward and Decode,
+	// (h_q, total q rows) for ForwardVarlen, contiguous.
+	LSE hip.DevicePtr
+	// Splits is how many parts the keys of each row are split into, run
+	// in parallel and merged (split-KV, as flash-decoding): 0 chooses from
+	// the device's size and the problem's, 1 never splits, at most
+	// MaxSplits.
+	Splits int
+}
+
+// Varlen describes the sequences of a variable-length batch, packed along
+// the seq dim of tensors of batch 1: sequence b of q is rows CuSeqlensQ[b]
+// to CuSeqlensQ[b+1] (exclusive), of k and v rows CuSeqlensK[b] to
+// CuSeqlensK[b+1]. Each list has batch+1 entries, starts at 0 and never
+// decreases; CuSeqlensQ ends at q's row count, CuSeqlensK at most at k's.
+// The host lists are checked and size the launch; the device copies (int32,
+// the same values) are what the kernel reads.
+type Varlen struct {
+	CuSeqlensQ, CuSeqlensK       []int32
+	DevCuSeqlensQ, DevCuSeqlensK hip.DevicePtr
+}
+
+// PagedKV is a paged KV cache: K and V are (pages, PageSize, h_kv, d),
+// and row j of batch entry b's cache is row j % PageSize of page
+// BlockTable[b][j / PageSize]. SeqLens[b] is the cache length of entry b;
+// BlockTable is int32 (batch, BlockTableStride) on the device, each row
+// naming at least ceil(SeqLens[b] / PageSize) pages. The host SeqLens are
+// checked and size the launch; DevSeqLens (int32, the same values) is what
+// the kernel reads. A page index outside [0, pages) makes the rows that
+// read it NaN.
+type PagedKV struct {
+	K, V             Tensor
+	BlockTable       hip.DevicePtr
+	BlockTableStride int
+	SeqLens          []int32
+	DevSeqLens       hip.DevicePtr
+}
+
+// Backend names the implementation that ran a call.
+type Backend uint8
+
+// The backends.
+const (
+	// Portable is the portable kernel of attention.hip: HIP C++ compiled
+	// at run time for the device, plain float arithmetic.
+	Portable Backend = iota + 1
+)
+
+func (b Backend) String() string {
+	if b == Portable {
+		return "portable"
+	}
+	return fmt.Sprintf("Backend(%d)", uint8(b))
+}
+
+// kParams is the kernels' Params (attention.hip), byte for byte.
+type kParams struct {
+	Q, K, V, O, LSE, OPart, LSEPart uint64
+	CuQ, CuK, SeqLensK, BlockTable  uint64
+	QS, KS, VS, OS                  [3]int64
+	BTStride                        int64
+	Batch, SQ, SK, HQ, HKV, D       int32
+	MaxSQ                           int32
+	PageSize, NumPages, Splits      int32
+	WindowLeft, WindowRight         int32
+	Flags                           int32
+	Scale, SoftCap                  float32
+	Alibi                           [MaxAlibiHeads]float32
+}
+
+// The kernels' flags.
+const (
+	flagVarlen  = 1
+	flagPaged   = 2
+	flagAligned = 4
+	flagAlibi   = 8
+	flagLSE     = 16
+)
+
+// threads is the kernels' block size (FA_THREADS).
+const threads = 256
+
+// bucket is the head-dim bucket of the kernel that takes d: its DMAX.
+func bucket(d int) int {
+	for _, b := range []int{32, 64, 128} {
+		if d <= b {
+			return b
+		}
+	}
+	return 256
+}
+
+// tiles are a kernel's rows per block and keys per tile (Tiles in
+// attention.hip).
+func tiles(dt DType, dmax int) (bm, bn int) {
+	bm = threads / (dmax / 16)
+	bn = min(64, 16384/(dmax*dt.Size()))
+	return bm, bn
+}
+
+// plan is one call, checked and ready to launch.
+type plan struct {
+	kp        kParams
+	kernel    string // attn_fwd_<dt>_d<DMAX>
+	combine   string // attn_combine_<dt>, when split
+	grid      hip.Dim3
+	splits    int
+	rows      int // rows of q over the batch (the LSE's and the partials')
+	workspace int // bytes of split-KV partials
+	empty     bool
+}
+
+// check of one operand: pointer, dtype, shape, strides.
+func checkTensor(op, name string, t Tensor, dt DType) error {
+	if t.Ptr == 0 {
+		return errorf(op, ErrArgument, "%s has a nil pointer", name)
+	}
+	if t.DType.Size() == 0 {
+		return errorf(op, ErrDType, "%s is %v: want F16, BF16 or F32", name, t.DType)
+	}
+	if t.DType != dt {
+		return errorf(op, ErrDType, "%s is %v and q is %v: convert one so that every operand has q's dtype", name, t.DType, dt)
+	}
+	for i, d := range t.Shape {
+		if d < 0 || d > math.MaxInt32 {
+			return errorf(op, ErrShape, "%s has shape %v: dim %d is out of range", name, t.Shape, i)
+		}
+	}
+	if t.Stride != [4]int{} {
+		if t.Stride[3] != 1 {
+			return errorf(op, ErrShape, "%s has strides %v: the head dim must be contiguous (stride 1); copy it first", name, t.Stride)
+		}
+		for i, s := range t.Stride[:3] {
+			if s < 0 {
+				return errorf(op, ErrShape, "%s has strides %v: dim %d's stride is negative", name, t.Stride, i)
+			}
+		}
+	}
+	if t.Ptr%hip.DevicePtr(t.DType.Size()) != 0 {
+		return errorf(op, ErrArgument, "%s at %#x is not aligned to its %v elements", name, uint64(t.Ptr), t.DType)
+	}
+	return nil
+}
+
+// checkParams checks what Params says, for h_q query heads.
+func checkParams(op string, p *Params, hq int) error {
+	if math.IsNaN(p.Scale) || math.IsInf(p.Scale, 0) || math.Abs(p.Scale) > math.MaxFloat32 {
+		return errorf(op, ErrArgument, "Params.Scale %v: want a finite float32, or 0 for 1/√d", p.Scale)
+	}
+	if math.IsNaN(p.SoftCap) || p.SoftCap < 0 || p.SoftCap > math.MaxFloat32 {
+		return errorf(op, ErrArgument, "Params.SoftCap %v: want a positive finite float32, or 0 for none", p.SoftCap)
+	}
+	if w := p.Window; w != nil && (w.Left > math.MaxInt32 || w.Right > math.MaxInt32) {
+		return errorf(op, ErrArgument, "Params.Window %+v: a side is larger than an int32 counts", *w)
+	}
+	if p.AlibiSlopes != nil {
+		if len(p.AlibiSlopes) != hq {
+			return errorf(op, ErrArgument, "Params.AlibiSlopes has %d slopes for %d query heads: give one per query head", len(p.AlibiSlopes), hq)
+		}
+		if hq > MaxAlibiHeads {
+			return errorf(op, ErrArgument, "Params.AlibiSlopes: %d query heads; ALiBi takes at most %d", hq, MaxAlibiHeads)
+		}
+		for h, s := range p.AlibiSlopes {
+			if math.IsNaN(float64(s)) || math.IsInf(float64(s), 0) {
+				return errorf(op, ErrArgument, "Params.AlibiSlopes[%d] is %v: want a finite slope", h, s)
+			}
+		}
+	}
+	if p.Splits < 0 || p.Splits > MaxSplits {
+		return errorf(op, ErrArgument, "Params.Splits %d: want 0 (automatic), 1 (none) up to %d", p.Splits, MaxSplits)
+	}
+	if p.LSE%4 != 0 {
+		return errorf(op, ErrArgument, "Params.LSE at %#x is not aligned to float32", uint64(p.LSE))
+	}
+	return nil
+}
+
+// window is the effective window of p: (-1, -1) for none, the causal mask
+// folded in as a right side of at most 0.
+func window(p *Params) (left, right int) {
+	left, right = -1, -1
+	if p.Window != nil {
+		left, right = max(p.Window.Left, -1), max(p.Window.Right, -1)
+	}
+	if p.Causal && (right < 0 || right > 0) {
+		right = 0
+	}
+	return left, right
+}
+
+// overlaps reports whether two operands' byte ranges meet.
+func overlaps(a, b Tensor) bool {
+	if a.span() == 0 || b.span() == 0 {
+		return false
+	}
+	return a.Ptr < b.Ptr+hip.DevicePtr(b.span()) && b.Ptr < a.Ptr+hip.DevicePtr(a.span())
+}
+
+// problem is what the three entry points have in common once checked.
+type problem struct {
+	q, k, v, out     Tensor
+	batch, sq, maxSQ int
+	hq, hkv, d       int
+	maxSK            int // the longest key sequence, for split-KV
+	varlen           *Varlen
+	paged            *PagedKV
+}
+
+// newPlan builds the launch of a checked problem on a device with cus
+// compute units.
+func newPlan(op string, pr *problem, p *Params, cus int) (*plan, error) {
+	if err := checkParams(op, p, pr.hq); err != nil {
+		return nil, err
+	}
+	dt := pr.q.DType
+	dmax := bucket(pr.d)
+	bm, bn := tiles(dt, dmax)
+	g := pr.hq / pr.hkv
+	pl := &plan{kernel: fmt.Sprintf("attn_fwd_%s_d%d", dt, dmax)}
+	if pr.batch == 0 || pr.maxSQ == 0 {
+		pl.empty = true
+		return pl, nil
+	}
+	if int64(pr.maxSQ)*int64(g) > math.MaxInt32 {
+		return nil, errorf(op, ErrShape, "%d query rows × %d query heads per KV head are more rows than the kernel counts (2³¹)", pr.maxSQ, g)
+	}
+	gx := (pr.maxSQ*g + bm - 1) / bm
+	if pr.hkv > 65535 {
+		return nil, errorf(op, ErrShape, "%d KV heads: the kernel takes at most 65535", pr.hkv)
+	}
+	blocks := gx * pr.hkv * pr.batch
+	splits := p.Splits
+	tilesK := (pr.maxSK + bn - 1) / bn
+	if splits == 0 {
+		splits = 1
+		if cus > 0 && blocks < cus && tilesK >= 4 {
+			splits = min((2*cus+blocks-1)/blocks, tilesK/2, 64)
+		}
+	}
+	splits = max(1, min(splits, max(tilesK, 1)))
+	for splits > 1 && pr.batch*splits > 65535 {
+		splits--
+	}
+	if pr.batch*splits > 65535 {
+		return nil, errorf(op, ErrShape, "batch %d: the kernel takes at most 65535 batch entries; run the batch in parts", pr.batch)
+	}
+	rows := pr.batch * pr.sq
+	if pr.varlen != nil {
+		rows = pr.sq // the packed rows
+	}
+	pl.grid = hip.Dim3{X: uint32(gx), Y: uint32(pr.hkv), Z: uint32(pr.batch * splits)}
+	pl.splits, pl.rows = splits, rows
+	if splits > 1 {
+		pl.combine = fmt.Sprintf("attn_combine_%s", dt)
+		n := int64(splits) * int64(pr.hq) * int64(rows)
+		pl.workspace = int(alignUp(n*int64(pr.d)*4, 256) + n*4)
+	}
+
+	k := &pl.kp
+	q, kk, v, o := pr.q, pr.k, pr.v, pr.out
+	k.Q, k.K, k.V, k.O, k.LSE = uint64(q.Ptr), uint64(kk.Ptr), uint64(v.Ptr), uint64(o.Ptr), uint64(p.LSE)
+	qs, ks, vs, os := q.strides(), kk.strides(), v.strides(), o.strides()
+	for i := range 3 {
+		k.QS[i], k.KS[i], k.VS[i], k.OS[i] = int64(qs[i]), int64(ks[i]), int64(vs[i]), int64(os[i])
+	}
+	k.Batch, k.SQ, k.HQ, k.HKV, k.D = int32(pr.batch), int32(pr.sq), int32(pr.hq), int32(pr.hkv), int32(pr.d)
+	k.SK = int32(kk.Shape[1])
+	k.MaxSQ = int32(pr.maxSQ)
+	k.Splits = int32(splits)
+	left, right := window(p)
+	k.WindowLeft, k.WindowRight = int32(left), int32(right)
+	scale := p.Scale
+	if scale == 0 {
+		scale = 1 / math.Sqrt(float64(pr.d))
+	}
+	k.Scale, k.SoftCap = float32(scale), float32(p.SoftCap)
+	if p.AlibiSlopes != nil {
+		k.Flags |= flagAlibi
+		copy(k.Alibi[:], p.AlibiSlopes)
+	}
+	if p.LSE != 0 {
+		k.Flags |= flagLSE
+	}
+	if vl := pr.varlen; vl != nil {
+		k.Flags |= flagVarlen
+		k.CuQ, k.CuK = uint64(vl.DevCuSeqlensQ), uint64(vl.DevCuSeqlensK)
+	}
+	if pg := pr.paged; pg != nil {
+		k.Flags |= flagPaged
+		k.SeqLensK, k.BlockTable = uint64(pg.DevSeqLens), uint64(pg.BlockTable)
+		k.BTStride = int64(pg.BlockTableStride)
+		k.PageSize, k.NumPages = int32(kk.Shape[1]), int32(kk.Shape[0])
+		k.SK = 0
+	}
+	// Vector loads of 8 elements need 16-byte rows everywhere.
+	aligned := true
+	for _, t := range []struct {
+		p  hip.DevicePtr
+		st [4]int
+	}{{q.Ptr, qs}, {kk.Ptr, ks}, {v.Ptr, vs}, {o.Ptr, os}} {
+		if t.p%16 != 0 {
+			aligned = false
+		}
+		for _, s := range t.st[:3] {
+			if s*dt.Size()%16 != 0 {
+				aligned = false
+			}
+		}
+	}
+	if aligned {
+		k.Flags |= flagAligned
+	}
+	return pl, nil
+}
+
+func alignUp(n, a int64) int64 { return (n + a - 1) / a * a }
+
+// checkQKV checks the operands that every entry point shares: dtypes,
+// head dims, heads, and out against q.
+func checkQKV(op string, q, k, v, out Tensor) error {
+	dt := q.DType
+	if err := checkTensor(op, "q", q, dt); err != nil {
+		return err
+	}
+	for _, x := range []struct {
+		name string
+		t    Tensor
+	}{{"k", k}, {"v", v}, {"out", out}} {
+		if err := checkTensor(op, x.name, x.t, dt); err != nil {
+			return err
+		}
+	}
+	d := q.Shape[3]
+	if d < 8 || d > MaxHeadDim || d%8 != 0 {
+		return errorf(op, ErrShape, "q has head dim %d: want a multiple of 8 from 8 to %d", d, MaxHeadDim)
+	}
+	if k.Shape[3] != d || v.Shape[3] != d {
+		return errorf(op, ErrShape, "head dims: q %d, k %d, v %d: they must be equal", d, k.Shape[3], v.Shape[3])
+	}
+	if k.Shape != v.Shape {
+		return errorf(op, ErrShape, "k has shape %v and v %v: they must be equal", k.Shape, v.Shape)
+	}
+	if out.Shape != q.Shape {
+		return errorf(op, ErrShape, "out has shape %v: it must be q's, %v", out.Shape, q.Shape)
+	}
+	hq, hkv := q.Shape[2], k.Shape[2]
+	if hq == 0 || hkv == 0 || hq%hkv != 0 {
+		return errorf(op, ErrShape, "%d query heads and %d KV heads: h_q must be a positive multiple of h_kv (GQA/MQA)", hq, hkv)
+	}
+	for _, x := range []struct {
+		name string
+		t    Tensor
+	}{{"k", k}, {"v", v}} {
+		if overlaps(out, x.t) {
+			return errorf(op, ErrArgument, "out overlaps %s: the output must not share memory with k or v", x.name)
+		}
+	}
+	return nil
+}
+
+// forwardProblem checks Forward's operands.
+func forwardProblem(op string, q, k, v, out Tensor) (*problem, error) {
+	if err := checkQKV(op, q, k, v, out); err != nil {
+		return nil, err
+	}
+	if k.Shape[0] != q.Shape[0] {
+		return nil, errorf(op, ErrShape, "q has batch %d and k %d: they must be equal", q.Shape[0], k.Shape[0])
+	}
+	return &problem{q: q, k: k, v: v, out: out, batch: q.Shape[0], sq: q.Shape[1], maxSQ: q.Shape[1],
+		hq: q.Shape[2], hkv: k.Shape[2], d: q.Shape[3], maxSK: k.Shape[1]}, nil
+}
+
+// checkCumulative checks cumulative lengths: batch+1 entries from 0,
+// never decreasing, the last at most (or, exact, equal to) total.
+func checkCumulative(op, name string, cu []int32, dev hip.DevicePtr, total int, exact bool) (maxLen int, err error) {
+	if len(cu) < 2 {
+		return 0, errorf(op, ErrArgument, "Varlen.%s has %d entries: want batch+1 (at least 2), from 0", name, len(cu))
+	}
+	if dev == 0 || dev%4 != 0 {
+		return 0, errorf(op, ErrArgument, "Varlen.Dev%s at %#x: want the int32 copy of %s on the device", name, uint64(dev), name)
+	}
+	if cu[0] != 0 {
+		return 0, errorf(op, ErrArgument, "Varlen.%s starts at %d: it must start at 0", name, cu[0])
+	}
+	for b := 1; b < len(cu); b++ {
+		if cu[b] < cu[b-1] {
+			return 0, errorf(op, ErrArgument, "Varlen.%s decreases at entry %d (%d after %d): lengths cannot be negative", name, b, cu[b], cu[b-1])
+		}
+		maxLen = max(maxLen, int(cu[b]-cu[b-1]))
+	}
+	last := int(cu[len(cu)-1])
+	if exact && last != total {
+		return 0, errorf(op, ErrArgument, "Varlen.%s ends at %d but the tensor has %d rows: they must be equal, so that every output row is written", name, last, total)
+	}
+	if last > total {
+		return 0, errorf(op, ErrArgument, "Varlen.%s ends at %d but the tensor has only %d rows", name, last, total)
+	}
+	return maxLen, nil
+}
+
+// varlenProblem checks ForwardVarlen's operands.
+func varlenProblem(op string, q, k, v, out Tensor, vl *Varlen) (*problem, error) {
+	if err := checkQKV(op, q, k, v, out); err != nil {
+		return nil, err
+	}
+	if q.Shape[0] != 1 || k.Shape[0] != 1 {
+		return nil, errorf(op, ErrShape, "q has batch %d and k %d: a variable-length batch is packed along the seq dim of tensors of batch 1", q.Shape[0], k.Shape[0])
+	}
+	maxQ, err := checkCumulative(op, "CuSeqlensQ", vl.CuSeqlensQ, vl.DevCuSeqlensQ, q.Shape[1], true)
+	if err != nil {
+		return nil, err
+	}
+	maxK, err := checkCumulative(op, "CuSeqlensK", vl.CuSeqlensK, vl.DevCuSeqlensK, k.Shape[1], false)
+	if err != nil {
+		return nil, err
+	}
+	if len(vl.CuSeqlensK) != len(vl.CuSeqlensQ) {
+		return nil, errorf(op, ErrArgument, "Varlen.CuSeqlensQ has %d entries and CuSeqlensK %d: both are batch+1", len(vl.CuSeqlensQ), len(vl.CuSeqlensK))
+	}
+	return &problem{q: q, k: k, v: v, out: out, batch: len(vl.CuSeqlensQ) - 1, sq: q.Shape[1], maxSQ: maxQ,
+		hq: q.Shape[2], hkv: k.Shape[2], d: q.Shape[3], maxSK: maxK, varlen: vl}, nil
+}
+
+// pagedProblem checks Decode's operands.
+func pagedProblem(op string, q Tensor, kv *PagedKV, out Tensor) (*problem, error) {
+	if err := checkQKV(op, q, kv.K, kv.V, out); err != nil {
+		return nil, err
+	}
+	b := q.Shape[0]
+	pages, pageSize := kv.K.Shape[0], kv.K.Shape[1]
+	if pages == 0 || pageSize == 0 {
+		return nil, errorf(op, ErrShape, "the cache has shape %v: want (pages, page size, h_kv, d) with at least one page of one row", kv.K.Shape)
+	}
+	if len(kv.SeqLens) != b {
+		return nil, errorf(op, ErrArgument, "PagedKV.SeqLens has %d entries for a batch of %d: give each entry's cache length", len(kv.SeqLens), b)
+	}
+	if kv.DevSeqLens == 0 || kv.DevSeqLens%4 != 0 {
+		return nil, errorf(op, ErrArgument, "PagedKV.DevSeqLens at %#x: want the int32 copy of SeqLens on the device", uint64(kv.DevSeqLens))
+	}
+	if kv.BlockTable == 0 || kv.BlockTable%4 != 0 {
+		return nil, errorf(op, ErrArgument, "PagedKV.BlockTable at %#x: want the int32 (batch, BlockTableStride) table on the device", uint64(kv.BlockTable))
+	}
+	if kv.BlockTableStride <= 0 || kv.BlockTableStride > math.MaxInt32 {
+		return nil, errorf(op, ErrArgument, "PagedKV.BlockTableStride %d: want the entries per row of the block table", kv.BlockTableStride)
+	}
+	maxK := 0
+	for i, n := range kv.SeqLens {
+		if n < 0 || int64(n) > int64(kv.BlockTableStride)*int64(pageSize) {
+			return nil, errorf(op, ErrArgument, "PagedKV.SeqLens[%d] is %d: want 0 to %d (BlockTableStride %d × page size %d)", i, n, int64(kv.BlockTableStride)*int64(pageSize), kv.BlockTableStride, pageSize)
+		}
+		maxK = max(maxK, int(n))
+	}
+	return &problem{q: q, k: kv.K, v: kv.V, out: out, batch: b, sq: q.Shape[1], maxSQ: q.Shape[1],
+		hq: q.Shape[2], hkv: kv.K.Shape[2], d: q.Shape[3], maxSK: maxK, paged: kv}, nil
+}
