@@ -53,6 +53,10 @@ func TestTensorBenchmarksRun(t *testing.T) {
 	pinned, err := b.PinnedRate(1 << 24)
 	require.NoError(t, err)
 	assert.Positive(t, pinned)
+	mapped, pread, err := b.HostRates(ckpt, 4)
+	require.NoError(t, err)
+	assert.Positive(t, mapped)
+	assert.Positive(t, pread)
 	t.Logf("a %d-byte checkpoint loaded in %v; pinned host→device at %.1f GB/s", ckpt.Bytes, load, pinned)
 }
 
