@@ -195,6 +195,10 @@ func dnnError(dt DType, what string, err error) error {
 func (b *hipBackend) conv(x, w view, dst *Storage, s *convSpec) error {
 	d := (*HIPDevice)(b)
 	dt := dst.dtype
+	if s.libraryCannot() {
+		return errorf("convolution", ErrArgument, "output padding %v not below the stride %v: MIOpen and cuDNN cannot express it; "+
+			"run this transposed convolution on the CPU device", s.outPad, s.stride)
+	}
 	h, err := d.MIOpen()
 	if err != nil {
 		return err
@@ -284,4 +288,12 @@ func (b *hipBackend) upsample(x view, dst *Storage, s *upsampleSpec) error {
 		a.Uint64(uint64(dst.n)).Uint64(uint64(s.c)).Uint64(uint64(s.h)).Uint64(uint64(s.w)).Uint64(uint64(s.oh)).Uint64(uint64(s.ow))
 		a.Int32(int32(b2i(s.format == NHWC))).Int32(int32(b2i(s.alignCorners))).Float32(sh).Float32(sw).Ptr(in).Ptr(out)
 	})
+}
+
+// libraryCannot reports a transposed convolution whose output padding
+// reaches its stride (PyTorch allows it below the dilation): the libraries
+// run it as the data gradient of a forward convolution, whose output size
+// such a padding does not give back.
+func (s *convSpec) libraryCannot() bool {
+	return s.transposed && (s.outPad[0] >= s.stride[0] || s.outPad[1] >= s.stride[1])
 }
