@@ -127,22 +127,7 @@ func (b *Tensors) PinnedRate(bytes int) (float64, error) {
 		return 0, err
 	}
 	defer dst.Close()
-	s := b.Dev.Stream()
-	d, err := Median(15, func() (time.Duration, error) {
-		if err := b.start.Record(s); err != nil {
-			return 0, err
-		}
-		if err := dst.CopyFromHostAsync(pin, s); err != nil {
-			return 0, err
-		}
-		if err := b.end.Record(s); err != nil {
-			return 0, err
-		}
-		if err := b.end.Synchronize(); err != nil {
-			return 0, err
-		}
-		return hip.ElapsedTime(b.start, b.end)
-	})
+	d, err := b.medianCopy(func(s *hip.Stream) error { return dst.CopyFromHostAsync(pin, s) })
 	if err != nil {
 		return 0, err
 	}
