@@ -237,32 +237,15 @@ func (t *Tensor) conv(op string, w, bias *Tensor, s *convSpec, oneD bool) (*Tens
 	if bias != nil && !bias.layout.Shape.Equal(Shape{s.cout}) {
 		return nil, errorf(op, ErrShape, "the bias is %v; want [%d], one value per output channel", bias.layout.Shape, s.cout)
 	}
-	out, err := newOutput(op, t.st.dev, dt, imageShape(s.n, s.cout, s.oh, s.ow, s.format, oneD), t, w, bias)
-	if err != nil || out.Elems() == 0 {
+	out, err := t.imageOp(op, imageShape(s.n, s.cout, s.oh, s.ow, s.format, oneD), w, bias, func(b backend, x, w view, dst *Storage) error {
+		return b.conv(x, w, dst, s)
+	})
+	if err != nil || bias == nil || out.Elems() == 0 {
 		return out, err
 	}
-	x, err := t.Contiguous()
-	if err != nil {
+	if err := addChannels(t.st.dev.backend(), out, bias, s.format); err != nil {
 		out.Close()
 		return nil, wrap(op, err)
-	}
-	defer x.Close()
-	wc, err := w.Contiguous()
-	if err != nil {
-		out.Close()
-		return nil, wrap(op, err)
-	}
-	defer wc.Close()
-	b := t.st.dev.backend()
-	if err := b.conv(x.v(), wc.v(), out.st, s); err != nil {
-		out.Close()
-		return nil, wrap(op, err)
-	}
-	if bias != nil {
-		if err := addChannels(b, out, bias, s.format); err != nil {
-			out.Close()
-			return nil, wrap(op, err)
-		}
 	}
 	return out, nil
 }

@@ -35,5 +35,5 @@ func Empty(dev Device, dt DType, shape ...int) (*Tensor, error) {
 	if !dt.valid() {
 		return nil, errorf(op, ErrDType, "%v is not a dtype", dt)
 	}
-	return newOutput(op, dev, dt, Shape(shape).Clone())
+	return newOutput(op, dev, dt, Shape(shape))
 }

@@ -12,7 +12,7 @@ func newFilled(op string, dev Device, dt DType, shape []int, f func(be backend, 
 	if !dt.valid() {
 		return nil, errorf(op, ErrDType, "%v is not a dtype", dt)
 	}
-	out, err := newOutput(op, dev, dt, Shape(shape).Clone())
+	out, err := newOutput(op, dev, dt, Shape(shape))
 	if err != nil || out.Elems() == 0 {
 		return out, err
 	}

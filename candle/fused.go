@@ -114,7 +114,7 @@ func (t *Tensor) softmax(op string, log bool) (*Tensor, error) {
 	if err := t.alive(op); err != nil {
 		return nil, err
 	}
-	f, err := fuse(op, t.layout.Shape.Clone(), t)
+	f, err := fuse(op, t.layout.Shape, t)
 	if err != nil {
 		return nil, err
 	}
@@ -147,24 +147,33 @@ func (t *Tensor) norm(op string, alpha, beta *Tensor, eps float64, layer bool) (
 	}
 	rows, _ := lastDimRows(t.layout.Shape)
 	cols := t.layout.Shape[len(t.layout.Shape)-1]
-	for _, p := range []struct {
-		name string
-		t    *Tensor
-	}{{"alpha", alpha}, {"beta", beta}} {
-		if p.t != nil && !p.t.layout.Shape.Equal(Shape{cols}) {
-			return nil, errorf(op, ErrShape, "%s is %v; want [%d], the last dim of %v", p.name, p.t.layout.Shape, cols, t.layout.Shape)
-		}
+	if err := checkAffine(op, alpha, beta, cols, "the last dim of", t.layout.Shape, eps); err != nil {
+		return nil, err
 	}
-	if eps < 0 || math.IsNaN(eps) || eps > math.MaxFloat32 {
-		return nil, errorf(op, ErrArgument, "eps %v: want a non-negative float32", eps)
-	}
-	f, err := fuse(op, t.layout.Shape.Clone(), t, alpha, beta)
+	f, err := fuse(op, t.layout.Shape, t, alpha, beta)
 	if err != nil {
 		return nil, err
 	}
 	return f.run(op, func(b backend) error {
 		return b.norm(f.in[0], f.in[1], f.in[2], f.out.st, rows, cols, eps, layer)
 	})
+}
+
+// checkAffine checks a norm's scale and shift (n values each; beta may be
+// nil) and its eps.
+func checkAffine(op string, alpha, beta *Tensor, n int, what string, x Shape, eps float64) error {
+	for _, p := range [2]struct {
+		name string
+		t    *Tensor
+	}{{"alpha", alpha}, {"beta", beta}} {
+		if p.t != nil && !p.t.layout.Shape.Equal(Shape{n}) {
+			return errorf(op, ErrShape, "%s is %v; want [%d], %s %v", p.name, p.t.layout.Shape, n, what, x)
+		}
+	}
+	if eps < 0 || math.IsNaN(eps) || eps > math.MaxFloat32 {
+		return errorf(op, ErrArgument, "eps %v: want a non-negative float32", eps)
+	}
+	return nil
 }
 
 // GroupNorm is PyTorch's group_norm: x of shape (N, C, ...) (channels in
@@ -189,30 +198,19 @@ func (t *Tensor) GroupNorm(groups int, alpha, beta *Tensor, eps float64) (*Tenso
 	if groups < 1 || c%groups != 0 {
 		return nil, errorf(op, ErrArgument, "%d groups of %d channels: want a number ≥ 1 that divides the channels", groups, c)
 	}
-	for _, p := range []struct {
-		name string
-		t    *Tensor
-	}{{"alpha", alpha}, {"beta", beta}} {
-		if p.t != nil && !p.t.layout.Shape.Equal(Shape{c}) {
-			return nil, errorf(op, ErrShape, "%s is %v; want [%d], the channels of %v", p.name, p.t.layout.Shape, c, s)
-		}
-	}
-	if eps < 0 || math.IsNaN(eps) || eps > math.MaxFloat32 {
-		return nil, errorf(op, ErrArgument, "eps %v: want a non-negative float32", eps)
+	if err := checkAffine(op, alpha, beta, c, "the channels of", s, eps); err != nil {
+		return nil, err
 	}
 	spatial := s[2:].Elems()
 	cols := c / groups * spatial
 	if cols >= math.MaxUint32 {
 		return nil, errorf(op, ErrShape, "x is %v: a group of %d elements; at most %d", s, cols, uint32(math.MaxUint32-1))
 	}
-	f, err := fuse(op, s.Clone(), t, alpha, beta)
+	f, err := fuse(op, s, t, alpha, beta)
 	if err != nil {
 		return nil, err
 	}
 	rows := s[0] * groups
-	if cols == 0 {
-		rows = 0
-	}
 	return f.run(op, func(b backend) error {
 		return b.groupNorm(f.in[0], f.in[1], f.in[2], f.out.st, rows, cols, groups, spatial, eps)
 	})
@@ -261,7 +259,7 @@ func (t *Tensor) rope(op string, cos, sin *Tensor, interleaved, thd bool) (*Tens
 	if !sin.layout.Shape.Equal(cos.layout.Shape) {
 		return nil, errorf(op, ErrShape, "sin is %v and cos %v: they have one shape", sin.layout.Shape, cos.layout.Shape)
 	}
-	f, err := fuse(op, s.Clone(), t, cos, sin)
+	f, err := fuse(op, s, t, cos, sin)
 	if err != nil {
 		return nil, err
 	}
@@ -280,7 +278,7 @@ func (t *Tensor) SiLUMul(o *Tensor) (*Tensor, error) {
 	if !t.layout.Shape.Equal(o.layout.Shape) {
 		return nil, errorf(op, ErrShape, "%v and %v: the gate and the value have one shape", t.layout.Shape, o.layout.Shape)
 	}
-	f, err := fuse(op, t.layout.Shape.Clone(), t, o)
+	f, err := fuse(op, t.layout.Shape, t, o)
 	if err != nil {
 		return nil, err
 	}

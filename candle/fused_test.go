@@ -108,7 +108,11 @@ func TestGPUFused(t *testing.T) {
 				shape := Shape{5, cols}
 				x := makeOperand(t, d, dt, shape, layout, gen)
 				name := fmt.Sprintf("%s %v %s", dt, shape, layout)
-				same(t, ok(x.cpu.SoftmaxLastDim()), ok(x.gpu.SoftmaxLastDim()), tol, "softmax "+name)
+				cs, gs := ok(x.cpu.SoftmaxLastDim()), ok(x.gpu.SoftmaxLastDim())
+				same(t, cs, gs, tol, "softmax "+name)
+				// Scaled by the row length, so that entries of about 1/cols
+				// are held to the relative tolerance too.
+				same(t, ok(cs.Affine(float64(cols), 0)), ok(gs.Affine(float64(cols), 0)), tol, "softmax × cols "+name)
 				same(t, ok(x.cpu.LogSoftmaxLastDim()), ok(x.gpu.LogSoftmaxLastDim()), tol, "log-softmax "+name)
 				alpha, beta := makeOperand(t, d, dt, Shape{cols}, "contiguous", gen), makeOperand(t, d, dt, Shape{cols}, "contiguous", gen)
 				same(t, ok(x.cpu.RMSNorm(alpha.cpu, 1e-6)), ok(x.gpu.RMSNorm(alpha.gpu, 1e-6)), tol*2, "rms_norm "+name)

@@ -385,7 +385,8 @@ func TestGPURowCopies(t *testing.T) {
 	ok := keep(t)
 	for _, dt := range DTypes() {
 		gen := genFor(r, dt)
-		for _, cols := range [][2]int{{128, 64}, {100, 77}, {1027, 129}} {
+		// 16384: aligned rows long enough for copy_row's four-deep loop.
+		for _, cols := range [][2]int{{128, 64}, {100, 77}, {1027, 129}, {16384, 64}} {
 			a := makeOperand(t, d, dt, Shape{3, cols[0]}, "contiguous", gen)
 			b := makeOperand(t, d, dt, Shape{3, cols[1]}, "contiguous", gen)
 			name := fmt.Sprintf("%s/%v", dt, cols)

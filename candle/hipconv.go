@@ -88,88 +88,76 @@ func dnnImage(dt DType, f Format, n, c, h, w int) (*miopen.TensorDescriptor, err
 // conv returns the plan of a convolution, and whether the cache keeps it
 // (else the caller closes it).
 func (ps *dnnPlans) conv(dt DType, s *convSpec) (*convPlan, bool, error) {
-	key := convPlanKey{dt, *s}
-	ps.mu.Lock()
-	p := ps.convs[key]
-	ps.mu.Unlock()
-	if p != nil {
-		return p, true, nil
-	}
-	p = &convPlan{}
-	var err error
-	params := miopen.ConvolutionParams{Pad: s.pad[:], Stride: s.stride[:], Dilation: s.dil[:], Groups: s.groups, Transposed: s.transposed}
-	wa, wb := s.cout, s.cin/s.groups
-	if s.transposed {
-		params.OutputPad = s.outPad[:]
-		wa, wb = s.cin, s.cout/s.groups
-	}
-	if p.conv, err = miopen.NewConvolutionDescriptor(params); err == nil {
-		if p.x, err = dnnImage(dt, s.format, s.n, s.cin, s.h, s.w); err == nil {
-			if p.w, err = dnnImage(dt, s.format, wa, wb, s.kh, s.kw); err == nil {
-				p.y, err = dnnImage(dt, s.format, s.n, s.cout, s.oh, s.ow)
+	return planFor(&ps.mu, &ps.convs, convPlanKey{dt, *s}, func() (*convPlan, error) {
+		p := &convPlan{}
+		var err error
+		params := miopen.ConvolutionParams{Pad: s.pad[:], Stride: s.stride[:], Dilation: s.dil[:], Groups: s.groups, Transposed: s.transposed}
+		wa, wb := s.cout, s.cin/s.groups
+		if s.transposed {
+			params.OutputPad = s.outPad[:]
+			wa, wb = s.cin, s.cout/s.groups
+		}
+		if p.conv, err = miopen.NewConvolutionDescriptor(params); err == nil {
+			if p.x, err = dnnImage(dt, s.format, s.n, s.cin, s.h, s.w); err == nil {
+				if p.w, err = dnnImage(dt, s.format, wa, wb, s.kh, s.kw); err == nil {
+					p.y, err = dnnImage(dt, s.format, s.n, s.cout, s.oh, s.ow)
+				}
 			}
 		}
-	}
-	if err != nil {
-		p.close()
-		return nil, false, err
-	}
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	if q := ps.convs[key]; q != nil { // made meanwhile by another call
-		p.close()
-		return q, true, nil
-	}
-	if len(ps.convs) >= maxPlans {
-		return p, false, nil
-	}
-	if ps.convs == nil {
-		ps.convs = map[convPlanKey]*convPlan{}
-	}
-	ps.convs[key] = p
-	return p, true, nil
+		return p, err
+	})
 }
 
 // pool returns the plan of a pooling, as conv does.
 func (ps *dnnPlans) pool(dt DType, s *poolSpec) (*poolPlan, bool, error) {
-	key := poolPlanKey{dt, *s}
-	ps.mu.Lock()
-	p := ps.pools[key]
-	ps.mu.Unlock()
-	if p != nil {
+	return planFor(&ps.mu, &ps.pools, poolPlanKey{dt, *s}, func() (*poolPlan, error) {
+		mode := miopen.PoolingModeMax
+		switch {
+		case !s.max && s.excludePad:
+			mode = miopen.PoolingModeAverage
+		case !s.max:
+			mode = miopen.PoolingModeAverageInclusive
+		}
+		p := &poolPlan{}
+		var err error
+		if p.pool, err = miopen.NewPoolingDescriptor(miopen.PoolingParams{Mode: mode, Window: s.kernel[:], Pad: s.pad[:], Stride: s.stride[:]}); err == nil {
+			if p.x, err = dnnImage(dt, s.format, s.n, s.c, s.h, s.w); err == nil {
+				p.y, err = dnnImage(dt, s.format, s.n, s.c, s.oh, s.ow)
+			}
+		}
+		return p, err
+	})
+}
+
+// planFor returns the plan of key from m, made by build on its first
+// call, and whether m keeps it (else the caller closes it): past maxPlans
+// problems a plan is the call's own.
+func planFor[K comparable, P interface{ close() }](mu *sync.Mutex, m *map[K]P, key K, build func() (P, error)) (P, bool, error) {
+	mu.Lock()
+	p, ok := (*m)[key]
+	mu.Unlock()
+	if ok {
 		return p, true, nil
 	}
-	mode := miopen.PoolingModeMax
-	switch {
-	case !s.max && s.excludePad:
-		mode = miopen.PoolingModeAverage
-	case !s.max:
-		mode = miopen.PoolingModeAverageInclusive
-	}
-	p = &poolPlan{}
-	var err error
-	if p.pool, err = miopen.NewPoolingDescriptor(miopen.PoolingParams{Mode: mode, Window: s.kernel[:], Pad: s.pad[:], Stride: s.stride[:]}); err == nil {
-		if p.x, err = dnnImage(dt, s.format, s.n, s.c, s.h, s.w); err == nil {
-			p.y, err = dnnImage(dt, s.format, s.n, s.c, s.oh, s.ow)
-		}
-	}
+	p, err := build()
 	if err != nil {
 		p.close()
-		return nil, false, err
+		var zero P
+		return zero, false, err
 	}
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	if q := ps.pools[key]; q != nil {
+	mu.Lock()
+	defer mu.Unlock()
+	if q, ok := (*m)[key]; ok { // made meanwhile by another call
 		p.close()
 		return q, true, nil
 	}
-	if len(ps.pools) >= maxPlans {
+	if len(*m) >= maxPlans {
 		return p, false, nil
 	}
-	if ps.pools == nil {
-		ps.pools = map[poolPlanKey]*poolPlan{}
+	if *m == nil {
+		*m = map[K]P{}
 	}
-	ps.pools[key] = p
+	(*m)[key] = p
 	return p, true, nil
 }
 
@@ -184,8 +172,11 @@ func dnnTensor(d *miopen.TensorDescriptor, st *Storage, off, n int) (miopen.Tens
 // has few f64 algorithms; cuDNN has them); running out of memory stays
 // what it is.
 func dnnError(dt DType, what string, err error) error {
+	if err == nil || dt != F64 {
+		return err
+	}
 	var me *miopen.Error
-	if err != nil && dt == F64 && errors.As(err, &me) && !errors.Is(err, miopen.ErrAllocFailed) && !errors.Is(err, hip.ErrOutOfMemory) {
+	if errors.As(err, &me) && !errors.Is(err, miopen.ErrAllocFailed) && !errors.Is(err, hip.ErrOutOfMemory) {
 		return &Error{Op: what, Kind: ErrDType, Err: err,
 			Detail: "the GPU's library (MIOpen or cuDNN) has no f64 " + what + " here: run it on the CPU device, or convert to f32 with ToDType"}
 	}
@@ -273,18 +264,10 @@ func (b *hipBackend) pooling(x view, dst *Storage, s *poolSpec) error {
 	return dnnError(dt, "pooling", h.PoolingForward(p.pool, xt, yt, nil))
 }
 
-// upsampleNames are the upsampling kernels of nn.hip, [bilinear][dtype].
-var upsampleNames = func() (k [2][numDTypes]string) {
-	for _, dt := range []DType{F32, F16, BF16, F64} {
-		k[0][dt], k[1][dt] = "upsample_nearest_"+dtypeNames[dt], "upsample_bilinear_"+dtypeNames[dt]
-	}
-	return k
-}()
-
 func (b *hipBackend) upsample(x view, dst *Storage, s *upsampleSpec) error {
 	in, out := ptr(x), storagePtr(dst)
 	sh, sw := s.scales()
-	return b.launch(famNN, upsampleNames[b2i(s.bilinear)][dst.dtype], b.grid(dst.n, 1), block1D, func(a *hip.Args) {
+	return b.launch(famNN, kernelNames.upsample[b2i(s.bilinear)][dst.dtype], b.grid(dst.n, 1), block1D, func(a *hip.Args) {
 		a.Uint64(uint64(dst.n)).Uint64(uint64(s.c)).Uint64(uint64(s.h)).Uint64(uint64(s.w)).Uint64(uint64(s.oh)).Uint64(uint64(s.ow))
 		a.Int32(int32(b2i(s.format == NHWC))).Int32(int32(b2i(s.alignCorners))).Float32(sh).Float32(sw).Ptr(in).Ptr(out)
 	})

@@ -151,14 +151,16 @@ func (d *HIPDevice) MIOpen() (*miopen.Handle, error) {
 
 // staging moves host data through a ring of pinned buffers, so that the
 // copy into one overlaps the transfers of the others, and no async copy
-// ever reads Go memory. A buffer is allocated on first use: small
-// transfers never take more than one.
+// ever reads Go memory. Writes go round the ring, so that a write waits
+// only for the transfer of stagingSlots writes back, not for the work
+// queued since. A buffer is allocated on first use.
 type staging struct {
 	dev    *HIPDevice
 	mu     sync.Mutex
 	bufs   [stagingSlots]*hip.PinnedBuffer
 	events [stagingSlots]*hip.Event
 	used   [stagingSlots]bool
+	next   int // the slot a write starts at: consecutive writes rotate
 }
 
 const (
@@ -193,7 +195,7 @@ func (s *staging) slot(k int) error {
 func (s *staging) write(buf *hip.Buffer, off int, src []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for i, k := 0, 0; i < len(src); i, k = i+stagingSize, (k+1)%stagingSlots {
+	for i, k := 0, s.next; i < len(src); i, k = i+stagingSize, (k+1)%stagingSlots {
 		n := min(stagingSize, len(src)-i)
 		if err := s.slot(k); err != nil {
 			return err
@@ -211,6 +213,7 @@ func (s *staging) write(buf *hip.Buffer, off int, src []byte) error {
 			return err
 		}
 		s.used[k] = true
+		s.next = (k + 1) % stagingSlots
 	}
 	return nil
 }

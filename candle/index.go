@@ -18,14 +18,6 @@ func checkIndices(op string, t, ids *Tensor) error {
 	return nil
 }
 
-// indexErr names the op in a CPU device's index error.
-func indexErr(op string, err error) error {
-	if e, ok := err.(*Error); ok && e.Kind == ErrIndex {
-		return wrap(op, err)
-	}
-	return wrap(op, err)
-}
-
 // IndexSelect picks entries of dim d by a 1-D tensor of indices: the
 // result has t's shape with dim d of len(ids), and its entry i along d is
 // t's entry ids[i].
@@ -59,7 +51,7 @@ func (t *Tensor) take(op string, ids *Tensor, shape Shape, d int, read func(back
 	}
 	if err := read(t.st.dev.backend(), t.v(), ids.v(), d, out.st); err != nil {
 		out.Close()
-		return nil, indexErr(op, err)
+		return nil, wrap(op, err)
 	}
 	return out, nil
 }
@@ -126,7 +118,7 @@ func (t *Tensor) scatter(op string, ids, src *Tensor, d int, add bool) (*Tensor,
 	}
 	if err := t.st.dev.backend().scatter(out.st, out.layout.Shape, ids.v(), src.v(), d, add); err != nil {
 		out.Close()
-		return nil, indexErr(op, err)
+		return nil, wrap(op, err)
 	}
 	return out, nil
 }
@@ -172,7 +164,7 @@ func (t *Tensor) IndexAdd(ids, src *Tensor, d int) (*Tensor, error) {
 	}
 	if err := t.st.dev.backend().indexAdd(out.st, out.layout.Shape, ids.v(), src.v(), d); err != nil {
 		out.Close()
-		return nil, indexErr(op, err)
+		return nil, wrap(op, err)
 	}
 	return out, nil
 }

@@ -72,24 +72,37 @@ func (t *Tensor) pool(op string, p Pool2dParams, isMax bool) (*Tensor, error) {
 		out[i] = (in[i]+2*s.pad[i]-s.kernel[i])/s.stride[i] + 1
 	}
 	s.oh, s.ow = out[0], out[1]
-	return t.imageOp(op, imageShape(s.n, s.c, s.oh, s.ow, s.format, false), func(b backend, x view, dst *Storage) error {
+	return t.imageOp(op, imageShape(s.n, s.c, s.oh, s.ow, s.format, false), nil, nil, func(b backend, x, _ view, dst *Storage) error {
 		return b.pooling(x, dst, &s)
 	})
 }
 
-// imageOp allocates an image op's output and runs it on a contiguous x.
-func (t *Tensor) imageOp(op string, shape Shape, run func(b backend, x view, dst *Storage) error) (*Tensor, error) {
-	out, err := newOutput(op, t.st.dev, t.DType(), shape, t)
+// imageOp allocates an image op's output (in the scope of the first
+// scoped of t, w and bias) and runs it on contiguous views of t and of w
+// (a convolution's weights; nil for the other ops): only a strided
+// operand is copied.
+func (t *Tensor) imageOp(op string, shape Shape, w, bias *Tensor, run func(b backend, x, w view, dst *Storage) error) (*Tensor, error) {
+	out, err := newOutput(op, t.st.dev, t.DType(), shape, t, w, bias)
 	if err != nil || out.Elems() == 0 {
 		return out, err
 	}
-	x, err := t.Contiguous()
-	if err != nil {
-		out.Close()
-		return nil, wrap(op, err)
+	var views [2]view
+	for i, in := range [2]*Tensor{t, w} {
+		switch {
+		case in == nil:
+		case in.layout.IsContiguous():
+			views[i] = in.v()
+		default:
+			c, err := in.Copy()
+			if err != nil {
+				out.Close()
+				return nil, wrap(op, err)
+			}
+			defer c.Close()
+			views[i] = c.v()
+		}
 	}
-	defer x.Close()
-	if err := run(t.st.dev.backend(), x.v(), out.st); err != nil {
+	if err := run(t.st.dev.backend(), views[0], views[1], out.st); err != nil {
 		out.Close()
 		return nil, wrap(op, err)
 	}
@@ -138,7 +151,7 @@ func (t *Tensor) upsample(op string, outH, outW int, bilinear, align bool, f For
 	if s.h < 1 || s.w < 1 || s.h > 1<<24 || s.w > 1<<24 {
 		return nil, errorf(op, ErrShape, "x %v in %s: the input's height and width are 1 to 2²⁴", t.layout.Shape, f)
 	}
-	return t.imageOp(op, imageShape(s.n, s.c, outH, outW, f, false), func(b backend, x view, dst *Storage) error {
+	return t.imageOp(op, imageShape(s.n, s.c, outH, outW, f, false), nil, nil, func(b backend, x, _ view, dst *Storage) error {
 		return b.upsample(x, dst, &s)
 	})
 }

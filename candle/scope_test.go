@@ -141,7 +141,8 @@ func memoryStaysFlat(t *testing.T, dev Device, n int) {
 
 // TestUnclosedMemoryComesBack: a tensor dropped without Close gives its
 // memory back once the garbage collector finds it (the backstop); a
-// closed one gives it back at once and leaves no cleanup behind.
+// closed one gives it back at once, and a later collection gives nothing
+// back twice.
 func TestUnclosedMemoryComesBack(t *testing.T) {
 	dev := CPU()
 	base := settled(dev)
@@ -160,7 +161,7 @@ func TestUnclosedMemoryComesBack(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, x.Close())
 	assert.Equal(t, base, dev.MemoryStats().InUse, "Close gives the memory back at once")
-	assert.Equal(t, base, settled(dev), "and the stopped backstop does not give it twice")
+	assert.Equal(t, base, settled(dev), "and a collection after Close changes nothing (a second release is a no-op)")
 }
 
 // settled is the memory in use once the garbage of earlier tests is

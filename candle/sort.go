@@ -115,7 +115,7 @@ func (t *Tensor) argsort(op string, desc bool) (*Tensor, error) {
 	if tmp != nil {
 		defer tmp.Close()
 	}
-	out, err := newOutput(op, t.st.dev, U32, t.layout.Shape.Clone(), t)
+	out, err := newOutput(op, t.st.dev, U32, t.layout.Shape, t)
 	if err != nil || out.Elems() == 0 {
 		return out, err
 	}

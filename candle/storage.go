@@ -58,17 +58,26 @@ func NewStorage[T Element](dev Device, data []T) (*Storage, error) {
 	if dev == nil {
 		return nil, errorf(op, ErrDevice, "nil device")
 	}
-	st, err := newStorage(op, dev, DTypeOf[T](), len(data))
+	st, err := storageOf(op, dev, DTypeOf[T](), len(data), hip.AsBytes(data))
 	if err != nil {
 		return nil, err
 	}
-	if len(data) > 0 {
-		if err := dev.backend().write(st, hip.AsBytes(data)); err != nil {
+	st.owned.Store(true)
+	return st, nil
+}
+
+// storageOf is a new storage of n elements holding data's bytes.
+func storageOf(op string, dev Device, dt DType, n int, data []byte) (*Storage, error) {
+	st, err := newStorage(op, dev, dt, n)
+	if err != nil {
+		return nil, err
+	}
+	if n > 0 {
+		if err := dev.backend().write(st, data); err != nil {
 			st.release()
 			return nil, wrap(op, err)
 		}
 	}
-	st.owned.Store(true)
 	return st, nil
 }
 

@@ -79,7 +79,7 @@ func FromBytes(dev Device, dt DType, data []byte, shape ...int) (*Tensor, error)
 	if dev == nil {
 		return nil, errorf(op, ErrDevice, "nil device")
 	}
-	if dt.Size() == 0 {
+	if !dt.valid() {
 		return nil, errorf(op, ErrDType, "%v is not a dtype", dt)
 	}
 	if err := Shape(shape).check(op); err != nil {
@@ -89,17 +89,11 @@ func FromBytes(dev Device, dt DType, data []byte, shape ...int) (*Tensor, error)
 	if n > len(data)/dt.Size() || n*dt.Size() != len(data) {
 		return nil, errorf(op, ErrShape, "%d bytes for shape %v of %d %s elements (%d bytes)", len(data), Shape(shape), n, dt, n*dt.Size())
 	}
-	st, err := newStorage(op, dev, dt, n)
+	st, err := storageOf(op, dev, dt, n, data)
 	if err != nil {
 		return nil, err
 	}
-	if n > 0 {
-		if err := dev.backend().write(st, data); err != nil {
-			st.release()
-			return nil, wrap(op, err)
-		}
-	}
-	return newTensor(st, ContiguousLayout(Shape(shape).Clone())), nil
+	return newTensor(st, ContiguousLayout(Shape(shape))), nil
 }
 
 // FromStorage views a whole storage with a shape of as many elements. The
@@ -119,7 +113,7 @@ func FromStorage(st *Storage, shape Shape) (*Tensor, error) {
 	if !st.retain() {
 		return nil, &Error{Op: op, Kind: ErrClosed, Detail: "use of a closed storage", Err: ErrClosed}
 	}
-	return newTensor(st, ContiguousLayout(shape.Clone())), nil
+	return newTensor(st, ContiguousLayout(shape)), nil
 }
 
 // ToSlice copies a tensor to the host, in row-major order, as a slice of
@@ -134,19 +128,24 @@ func ToSlice[T Element](t *Tensor) ([]T, error) {
 		return nil, errorf(op, ErrDType, "[]%T for a %s tensor: want []%s (or convert with ToDType)", z, t.DType(), t.DType().hostType())
 	}
 	out := make([]T, t.Elems())
-	if len(out) == 0 {
-		return out, nil
+	if err := readRowMajor(op, t, hip.AsBytes(out)); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// readRowMajor copies t's elements to dst (their bytes), in row-major
+// order.
+func readRowMajor(op string, t *Tensor, dst []byte) error {
+	if len(dst) == 0 {
+		return nil
 	}
 	c, err := t.Contiguous()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer c.Close()
-	b, _ := hostBytes(op, c.DType(), len(out), out)
-	if err := c.st.dev.backend().read(c.st, c.layout.Offset, len(out), b); err != nil {
-		return nil, wrap(op, err)
-	}
-	return out, nil
+	return wrap(op, c.st.dev.backend().read(c.st, c.layout.Offset, c.Elems(), dst))
 }
 
 // ToBytes copies a tensor to the host, in row-major order, as its
@@ -157,16 +156,8 @@ func ToBytes(t *Tensor) ([]byte, error) {
 		return nil, err
 	}
 	out := make([]byte, t.Elems()*t.DType().Size())
-	if len(out) == 0 {
-		return out, nil
-	}
-	c, err := t.Contiguous()
-	if err != nil {
+	if err := readRowMajor(op, t, out); err != nil {
 		return nil, err
-	}
-	defer c.Close()
-	if err := c.st.dev.backend().read(c.st, c.layout.Offset, t.Elems(), out); err != nil {
-		return nil, wrap(op, err)
 	}
 	return out, nil
 }

@@ -308,9 +308,9 @@ __device__ __forceinline__ void argsort(u64 rows, u64 cols, int desc, const type
 }
 
 // ordered_prefix counts the flags of the block's tile before each one, in
-// tile order (rank_tile's), and their total.
-template <int N> __device__ __forceinline__ void ordered_prefix(const bool (&f)[N], u32 (&pre)[N], u32& total, u32* warps) {
-	const int ws = warpSize, lane = threadIdx.x % ws, w = threadIdx.x / ws, nw = blockDim.x / ws;
+// tile order (rank_tile's).
+template <int N> __device__ __forceinline__ void ordered_prefix(const bool (&f)[N], u32 (&pre)[N], u32* warps) {
+	const int ws = warpSize, lane = threadIdx.x % ws, w = threadIdx.x / ws;
 	const u64 below = (1ull << lane) - 1;
 	u32 run = 0;
 #pragma unroll
@@ -322,11 +322,7 @@ template <int N> __device__ __forceinline__ void ordered_prefix(const bool (&f)[
 	if (lane == 0) warps[w] = run;
 	__syncthreads();
 	u32 base = 0;
-	total = 0;
-	for (int v = 0; v < nw; v++) {
-		base += v < w ? warps[v] : 0;
-		total += warps[v];
-	}
+	for (int v = 0; v < w; v++) base += warps[v];
 #pragma unroll
 	for (int i = 0; i < N; i++) pre[i] += base;
 	__syncthreads();
@@ -401,13 +397,13 @@ __device__ __forceinline__ void topk(u64 rows, u64 cols, u32 k, const typename R
 		}
 		// prefix is the k-th key; the first `need` keys equal to it go.
 		bool eq[N], take[N];
-		u32 pre[N], total;
+		u32 pre[N];
 #pragma unroll
 		for (int i = 0; i < N; i++) eq[i] = valid[i] && key[i] == prefix;
-		ordered_prefix(eq, pre, total, s.warps);
+		ordered_prefix(eq, pre, s.warps);
 #pragma unroll
 		for (int i = 0; i < N; i++) take[i] = valid[i] && (key[i] < prefix || (eq[i] && pre[i] < need));
-		ordered_prefix(take, pre, total, s.warps);
+		ordered_prefix(take, pre, s.warps);
 		if (chunks > 1) {
 			const u64 o = b * k;
 #pragma unroll
