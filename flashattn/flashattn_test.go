@@ -258,7 +258,7 @@ func TestForwardChecks(t *testing.T) {
 			c.edit(&q, &k, &v, &out, &p)
 			pr, err := forwardProblem(op, q, k, v, out)
 			if err == nil {
-				_, err = newPlan(op, pr, &p, 100)
+				_, err = newPlan(op, &pr, &p, 100)
 			}
 			require.Error(t, err)
 			assert.ErrorIs(t, err, c.kind)
@@ -330,7 +330,7 @@ func TestPlan(t *testing.T) {
 	q, k, v, out := operands(2, 100, 300, 8, 2, 128)
 	pr, err := forwardProblem("F", q, k, v, out)
 	require.NoError(t, err)
-	pl, err := newPlan("F", pr, &Params{Splits: 1, Causal: true}, 132)
+	pl, err := newPlan("F", &pr, &Params{Splits: 1, Causal: true}, 132)
 	require.NoError(t, err)
 	assert.Equal(t, "attn_fwd_f16_d128", pl.kernel)
 	assert.Equal(t, hip.Dim3{X: 13, Y: 2, Z: 2}, pl.grid, "400 rows (100 queries × 4 heads a KV head) in blocks of 32")
@@ -346,19 +346,20 @@ func TestPlan(t *testing.T) {
 	assert.Equal(t, int32(300), kp.SK)
 
 	// Automatic split-KV: 13·2·2 = 52 blocks on 132 compute units, 5 tiles.
-	pl, err = newPlan("F", pr, &Params{}, 132)
+	pl, err = newPlan("F", &pr, &Params{}, 132)
 	require.NoError(t, err)
 	assert.Equal(t, 2, pl.splits, "min(ceil(264/52), 5/2)")
 	assert.Equal(t, uint32(4), pl.grid.Z)
 	assert.Equal(t, "attn_combine_f16", pl.combine)
 	n := 2 * 8 * 200
 	assert.Equal(t, int(alignUp(int64(n*128*4), 256))+n*4, pl.workspace)
+	assert.Equal(t, int(alignUp(int64(n*128*4), 256)), pl.lsePartOff, "the partial LSEs after the partial outputs")
 
 	// Decode: b 8, h 32/8, one query, 4096 cached keys: 8·8 blocks.
 	q, k, v, out = operands(8, 1, 4096, 32, 8, 128)
 	pr, err = forwardProblem("F", q, k, v, out)
 	require.NoError(t, err)
-	pl, err = newPlan("F", pr, &Params{LSE: dev, AlibiSlopes: make([]float32, 32)}, 132)
+	pl, err = newPlan("F", &pr, &Params{LSE: dev, AlibiSlopes: make([]float32, 32)}, 132)
 	require.NoError(t, err)
 	assert.Equal(t, hip.Dim3{X: 1, Y: 8, Z: 8 * 5}, pl.grid)
 	assert.Equal(t, int32(flagAligned|flagLSE|flagAlibi), pl.kp.Flags)
@@ -386,7 +387,7 @@ func TestPlan(t *testing.T) {
 		}
 		pr, err := forwardProblem("F", q, k, v, out)
 		require.NoError(t, err)
-		pl, err := newPlan("F", pr, &Params{}, 1)
+		pl, err := newPlan("F", &pr, &Params{}, 1)
 		require.NoError(t, err)
 		assert.Equal(t, c.kernel, pl.kernel)
 		assert.Contains(t, KernelNames(), pl.kernel)
@@ -398,7 +399,7 @@ func TestPlan(t *testing.T) {
 	q.Stride = [4]int{4 * 3 * 2 * 8, 3 * 2 * 8, 12, 1}
 	pr, err = forwardProblem("F", q, k, v, out)
 	require.NoError(t, err)
-	pl, err = newPlan("F", pr, &Params{}, 1)
+	pl, err = newPlan("F", &pr, &Params{}, 1)
 	require.NoError(t, err)
 	assert.Zero(t, pl.kp.Flags&flagAligned)
 	assert.Equal(t, [3]int64{192, 48, 12}, pl.kp.QS)
@@ -407,7 +408,7 @@ func TestPlan(t *testing.T) {
 	q, k, v, out = operands(0, 4, 4, 2, 2, 8)
 	pr, err = forwardProblem("F", q, k, v, out)
 	require.NoError(t, err)
-	pl, err = newPlan("F", pr, &Params{}, 1)
+	pl, err = newPlan("F", &pr, &Params{}, 1)
 	require.NoError(t, err)
 	assert.True(t, pl.empty)
 }

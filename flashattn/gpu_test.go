@@ -117,22 +117,16 @@ func strides(layout string, s [4]int) [4]int {
 	return [4]int{n * h * d, h * d, d, 1}
 }
 
-func elems(s, st [4]int) int {
-	n := 1
-	for i := range 4 {
-		if s[i] == 0 {
-			return 0
-		}
-		n += (s[i] - 1) * st[i]
-	}
-	return n
+// bufSize is the size of a buffer for an operand of shape s, strides st:
+// its span, at least one element.
+func bufSize(dt DType, s, st [4]int) int {
+	return max(Tensor{DType: dt, Shape: s, Stride: st}.span(), dt.Size())
 }
 
 // upload rounds t to dt in place and copies it to the device in layout.
 func (g *gpuEnv) upload(t *HostTensor, dt DType, layout string) Tensor {
 	st := strides(layout, t.Shape)
-	n := elems(t.Shape, st)
-	buf := make([]byte, max(n, 1)*dt.Size())
+	buf := make([]byte, bufSize(dt, t.Shape, st))
 	for i := range buf {
 		buf[i] = 0xFF
 	}
@@ -158,7 +152,7 @@ func (g *gpuEnv) upload(t *HostTensor, dt DType, layout string) Tensor {
 // a function that reads it back.
 func (g *gpuEnv) output(dt DType, s [4]int, layout string) (Tensor, func() HostTensor) {
 	st := strides(layout, s)
-	n := max(elems(s, st), 1) * dt.Size()
+	n := bufSize(dt, s, st)
 	buf := g.buffer(n)
 	return Tensor{Ptr: buf.Ptr(), DType: dt, Shape: s, Stride: st}, func() HostTensor {
 		require.NoError(g.t, g.s.Synchronize())

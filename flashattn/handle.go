@@ -1,6 +1,7 @@
 package flashattn
 
 import (
+	"sync"
 	"sync/atomic"
 
 	"github.com/rocm-go/rocm/hip"
@@ -24,7 +25,7 @@ func NewHandle(s *hip.Stream) (*Handle, error) {
 		return nil, errorf(op, ErrArgument, "nil stream: a handle queues its work on a stream of its device")
 	}
 	if s.Closed() {
-		return nil, &Error{Op: op, Kind: ErrClosed, Detail: "the stream is closed", Err: ErrClosed}
+		return nil, &Error{Op: op, Kind: ErrClosed, Detail: "the stream is closed"}
 	}
 	dev := s.Device()
 	props, err := dev.Properties()
@@ -54,7 +55,7 @@ func (h *Handle) alive(op string) error {
 		return errorf(op, ErrArgument, "nil handle")
 	}
 	if h.closed.Load() || h.stream.Closed() {
-		return &Error{Op: op, Kind: ErrClosed, Detail: "use of a closed handle (or of its closed stream)", Err: ErrClosed}
+		return &Error{Op: op, Kind: ErrClosed, Detail: "use of a closed handle (or of its closed stream)"}
 	}
 	return nil
 }
@@ -70,7 +71,7 @@ func (h *Handle) Forward(q, k, v, out Tensor, p Params) (Backend, error) {
 	if err != nil {
 		return 0, err
 	}
-	return h.run(op, pr, &p)
+	return h.run(op, &pr, &p)
 }
 
 // ForwardVarlen queues attention for a variable-length batch packed along
@@ -86,7 +87,7 @@ func (h *Handle) ForwardVarlen(q, k, v, out Tensor, seqs Varlen, p Params) (Back
 	if err != nil {
 		return 0, err
 	}
-	return h.run(op, pr, &p)
+	return h.run(op, &pr, &p)
 }
 
 // Decode queues attention of q (batch, s_q, h_q, d) over a paged KV cache,
@@ -102,8 +103,12 @@ func (h *Handle) Decode(q Tensor, cache PagedKV, out Tensor, p Params) (Backend,
 	if err != nil {
 		return 0, err
 	}
-	return h.run(op, pr, &p)
+	return h.run(op, &pr, &p)
 }
+
+// argsPool holds the launches' argument buffers, reused across calls and
+// handles.
+var argsPool = sync.Pool{New: func() any { return new(hip.Args) }}
 
 func (h *Handle) run(op string, pr *problem, p *Params) (Backend, error) {
 	pl, err := newPlan(op, pr, p, h.cus)
@@ -125,11 +130,14 @@ func (h *Handle) run(op string, pr *problem, p *Params) (Backend, error) {
 		// Freed in stream order, after the kernels that use it.
 		defer ws.Close()
 		pl.kp.OPart = uint64(ws.Ptr())
-		pl.kp.LSEPart = uint64(ws.Ptr().Add(int(alignUp(int64(pl.splits)*int64(pr.hq)*int64(pl.rows)*int64(pr.d)*4, 256))))
+		pl.kp.LSEPart = uint64(ws.Ptr().Add(pl.lsePartOff))
 	}
-	var a hip.Args
-	hip.ArgValue(&a, pl.kp)
-	if err := fn.Launch(hip.LaunchConfig{Grid: pl.grid, Block: hip.Dim3{X: threads}, Stream: h.stream}, &a); err != nil {
+	// The launches copy the arguments: the buffer goes back to the pool
+	// when run returns.
+	a := argsPool.Get().(*hip.Args)
+	defer argsPool.Put(a)
+	hip.ArgValue(a.Reset(), pl.kp)
+	if err := fn.Launch(hip.LaunchConfig{Grid: pl.grid, Block: hip.Dim3{X: threads}, Stream: h.stream}, a); err != nil {
 		return 0, wrap(op, err)
 	}
 	if pl.splits > 1 {
@@ -139,7 +147,7 @@ func (h *Handle) run(op string, pr *problem, p *Params) (Backend, error) {
 		}
 		n := int64(pl.rows) * int64(pr.hq) * int64(pr.d)
 		grid := uint32(min((n+threads-1)/threads, 65535))
-		if err := cf.Launch(hip.LaunchConfig{Grid: hip.Dim3{X: grid}, Block: hip.Dim3{X: threads}, Stream: h.stream}, &a); err != nil {
+		if err := cf.Launch(hip.LaunchConfig{Grid: hip.Dim3{X: grid}, Block: hip.Dim3{X: threads}, Stream: h.stream}, a); err != nil {
 			return 0, wrap(op, err)
 		}
 	}

@@ -2,7 +2,6 @@ package flashattn
 
 import (
 	_ "embed"
-	"fmt"
 	"sort"
 	"unsafe"
 
@@ -24,7 +23,7 @@ var kernelOptions = hiprtc.Options{Std: "c++17"}
 // (hiprtc.DefaultCache: ROCM_GO_CACHE_DIR, else the user's cache folder)
 // for each device's architecture, and loaded once per device for every
 // handle.
-var kernels = &hiprtc.Kernels{Name: ModuleName, Source: KernelSource, Options: kernelOptions}
+var kernels = Module(nil)
 
 // Module is the portable kernels as a module compiled through c (nil:
 // hiprtc.DefaultCache), for compiling them ahead of time into the cache
@@ -37,11 +36,9 @@ func Module(c *hiprtc.Cache) *hiprtc.Kernels {
 // KernelNames lists the kernel symbols of KernelSource, sorted.
 func KernelNames() []string {
 	var names []string
-	for _, dt := range []DType{F16, BF16, F32} {
-		for _, d := range []int{32, 64, 128, 256} {
-			names = append(names, fmt.Sprintf("attn_fwd_%s_d%d", dt, d))
-		}
-		names = append(names, fmt.Sprintf("attn_combine_%s", dt))
+	for _, dt := range dtypes {
+		names = append(names, fwdNames[dt][:]...)
+		names = append(names, combineNames[dt])
 	}
 	sort.Strings(names)
 	return names

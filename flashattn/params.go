@@ -200,14 +200,37 @@ const (
 // threads is the kernels' block size (FA_THREADS).
 const threads = 256
 
-// bucket is the head-dim bucket of the kernel that takes d: its DMAX.
-func bucket(d int) int {
-	for _, b := range []int{32, 64, 128} {
+// buckets are the head-dim buckets of the kernels: their DMAX.
+var buckets = [...]int{32, 64, 128, 256}
+
+// bucketIndex is the index in buckets of the kernel that takes d.
+func bucketIndex(d int) int {
+	for i, b := range buckets[:len(buckets)-1] {
 		if d <= b {
-			return b
+			return i
 		}
 	}
-	return 256
+	return len(buckets) - 1
+}
+
+// bucket is the head-dim bucket of the kernel that takes d: its DMAX.
+func bucket(d int) int { return buckets[bucketIndex(d)] }
+
+// dtypes are the dtypes the kernels take.
+var dtypes = [...]DType{F16, BF16, F32}
+
+// The kernels' names, built once: fwdNames[dt][bucketIndex(d)] is
+// attn_fwd_<dt>_d<DMAX>, combineNames[dt] attn_combine_<dt>.
+var fwdNames, combineNames = kernelNameTables()
+
+func kernelNameTables() (fwd [F32 + 1][len(buckets)]string, combine [F32 + 1]string) {
+	for _, dt := range dtypes {
+		for i, d := range buckets {
+			fwd[dt][i] = fmt.Sprintf("attn_fwd_%s_d%d", dt, d)
+		}
+		combine[dt] = fmt.Sprintf("attn_combine_%s", dt)
+	}
+	return fwd, combine
 }
 
 // tiles are a kernel's rows per block and keys per tile (Tiles in
@@ -220,14 +243,15 @@ func tiles(dt DType, dmax int) (bm, bn int) {
 
 // plan is one call, checked and ready to launch.
 type plan struct {
-	kp        kParams
-	kernel    string // attn_fwd_<dt>_d<DMAX>
-	combine   string // attn_combine_<dt>, when split
-	grid      hip.Dim3
-	splits    int
-	rows      int // rows of q over the batch (the LSE's and the partials')
-	workspace int // bytes of split-KV partials
-	empty     bool
+	kp         kParams
+	kernel     string // attn_fwd_<dt>_d<DMAX>
+	combine    string // attn_combine_<dt>, when split
+	grid       hip.Dim3
+	splits     int
+	rows       int // rows of q over the batch (the LSE's and the partials')
+	workspace  int // bytes of split-KV partials: the outputs, then the LSEs
+	lsePartOff int // offset in the workspace of the partial LSEs
+	empty      bool
 }
 
 // check of one operand: pointer, dtype, shape, strides.
@@ -328,25 +352,25 @@ type problem struct {
 
 // newPlan builds the launch of a checked problem on a device with cus
 // compute units.
-func newPlan(op string, pr *problem, p *Params, cus int) (*plan, error) {
+func newPlan(op string, pr *problem, p *Params, cus int) (plan, error) {
 	if err := checkParams(op, p, pr.hq); err != nil {
-		return nil, err
+		return plan{}, err
 	}
 	dt := pr.q.DType
-	dmax := bucket(pr.d)
-	bm, bn := tiles(dt, dmax)
+	bi := bucketIndex(pr.d)
+	bm, bn := tiles(dt, buckets[bi])
 	g := pr.hq / pr.hkv
-	pl := &plan{kernel: fmt.Sprintf("attn_fwd_%s_d%d", dt, dmax)}
+	pl := plan{kernel: fwdNames[dt][bi]}
 	if pr.batch == 0 || pr.maxSQ == 0 {
 		pl.empty = true
 		return pl, nil
 	}
 	if int64(pr.maxSQ)*int64(g) > math.MaxInt32 {
-		return nil, errorf(op, ErrShape, "%d query rows × %d query heads per KV head are more rows than the kernel counts (2³¹)", pr.maxSQ, g)
+		return plan{}, errorf(op, ErrShape, "%d query rows × %d query heads per KV head are more rows than the kernel counts (2³¹)", pr.maxSQ, g)
 	}
 	gx := (pr.maxSQ*g + bm - 1) / bm
 	if pr.hkv > 65535 {
-		return nil, errorf(op, ErrShape, "%d KV heads: the kernel takes at most 65535", pr.hkv)
+		return plan{}, errorf(op, ErrShape, "%d KV heads: the kernel takes at most 65535", pr.hkv)
 	}
 	blocks := gx * pr.hkv * pr.batch
 	splits := p.Splits
@@ -362,7 +386,7 @@ func newPlan(op string, pr *problem, p *Params, cus int) (*plan, error) {
 		splits--
 	}
 	if pr.batch*splits > 65535 {
-		return nil, errorf(op, ErrShape, "batch %d: the kernel takes at most 65535 batch entries; run the batch in parts", pr.batch)
+		return plan{}, errorf(op, ErrShape, "batch %d: the kernel takes at most 65535 batch entries; run the batch in parts", pr.batch)
 	}
 	rows := pr.batch * pr.sq
 	if pr.varlen != nil {
@@ -371,9 +395,10 @@ func newPlan(op string, pr *problem, p *Params, cus int) (*plan, error) {
 	pl.grid = hip.Dim3{X: uint32(gx), Y: uint32(pr.hkv), Z: uint32(pr.batch * splits)}
 	pl.splits, pl.rows = splits, rows
 	if splits > 1 {
-		pl.combine = fmt.Sprintf("attn_combine_%s", dt)
+		pl.combine = combineNames[dt]
 		n := int64(splits) * int64(pr.hq) * int64(rows)
-		pl.workspace = int(alignUp(n*int64(pr.d)*4, 256) + n*4)
+		off := alignUp(n*int64(pr.d)*4, 256)
+		pl.lsePartOff, pl.workspace = int(off), int(off+n*4)
 	}
 
 	k := &pl.kp
@@ -479,14 +504,14 @@ func checkQKV(op string, q, k, v, out Tensor) error {
 }
 
 // forwardProblem checks Forward's operands.
-func forwardProblem(op string, q, k, v, out Tensor) (*problem, error) {
+func forwardProblem(op string, q, k, v, out Tensor) (problem, error) {
 	if err := checkQKV(op, q, k, v, out); err != nil {
-		return nil, err
+		return problem{}, err
 	}
 	if k.Shape[0] != q.Shape[0] {
-		return nil, errorf(op, ErrShape, "q has batch %d and k %d: they must be equal", q.Shape[0], k.Shape[0])
+		return problem{}, errorf(op, ErrShape, "q has batch %d and k %d: they must be equal", q.Shape[0], k.Shape[0])
 	}
-	return &problem{q: q, k: k, v: v, out: out, batch: q.Shape[0], sq: q.Shape[1], maxSQ: q.Shape[1],
+	return problem{q: q, k: k, v: v, out: out, batch: q.Shape[0], sq: q.Shape[1], maxSQ: q.Shape[1],
 		hq: q.Shape[2], hkv: k.Shape[2], d: q.Shape[3], maxSK: k.Shape[1]}, nil
 }
 
@@ -519,57 +544,57 @@ func checkCumulative(op, name string, cu []int32, dev hip.DevicePtr, total int, 
 }
 
 // varlenProblem checks ForwardVarlen's operands.
-func varlenProblem(op string, q, k, v, out Tensor, vl *Varlen) (*problem, error) {
+func varlenProblem(op string, q, k, v, out Tensor, vl *Varlen) (problem, error) {
 	if err := checkQKV(op, q, k, v, out); err != nil {
-		return nil, err
+		return problem{}, err
 	}
 	if q.Shape[0] != 1 || k.Shape[0] != 1 {
-		return nil, errorf(op, ErrShape, "q has batch %d and k %d: a variable-length batch is packed along the seq dim of tensors of batch 1", q.Shape[0], k.Shape[0])
+		return problem{}, errorf(op, ErrShape, "q has batch %d and k %d: a variable-length batch is packed along the seq dim of tensors of batch 1", q.Shape[0], k.Shape[0])
 	}
 	maxQ, err := checkCumulative(op, "CuSeqlensQ", vl.CuSeqlensQ, vl.DevCuSeqlensQ, q.Shape[1], true)
 	if err != nil {
-		return nil, err
+		return problem{}, err
 	}
 	maxK, err := checkCumulative(op, "CuSeqlensK", vl.CuSeqlensK, vl.DevCuSeqlensK, k.Shape[1], false)
 	if err != nil {
-		return nil, err
+		return problem{}, err
 	}
 	if len(vl.CuSeqlensK) != len(vl.CuSeqlensQ) {
-		return nil, errorf(op, ErrArgument, "Varlen.CuSeqlensQ has %d entries and CuSeqlensK %d: both are batch+1", len(vl.CuSeqlensQ), len(vl.CuSeqlensK))
+		return problem{}, errorf(op, ErrArgument, "Varlen.CuSeqlensQ has %d entries and CuSeqlensK %d: both are batch+1", len(vl.CuSeqlensQ), len(vl.CuSeqlensK))
 	}
-	return &problem{q: q, k: k, v: v, out: out, batch: len(vl.CuSeqlensQ) - 1, sq: q.Shape[1], maxSQ: maxQ,
+	return problem{q: q, k: k, v: v, out: out, batch: len(vl.CuSeqlensQ) - 1, sq: q.Shape[1], maxSQ: maxQ,
 		hq: q.Shape[2], hkv: k.Shape[2], d: q.Shape[3], maxSK: maxK, varlen: vl}, nil
 }
 
 // pagedProblem checks Decode's operands.
-func pagedProblem(op string, q Tensor, kv *PagedKV, out Tensor) (*problem, error) {
+func pagedProblem(op string, q Tensor, kv *PagedKV, out Tensor) (problem, error) {
 	if err := checkQKV(op, q, kv.K, kv.V, out); err != nil {
-		return nil, err
+		return problem{}, err
 	}
 	b := q.Shape[0]
 	pages, pageSize := kv.K.Shape[0], kv.K.Shape[1]
 	if pages == 0 || pageSize == 0 {
-		return nil, errorf(op, ErrShape, "the cache has shape %v: want (pages, page size, h_kv, d) with at least one page of one row", kv.K.Shape)
+		return problem{}, errorf(op, ErrShape, "the cache has shape %v: want (pages, page size, h_kv, d) with at least one page of one row", kv.K.Shape)
 	}
 	if len(kv.SeqLens) != b {
-		return nil, errorf(op, ErrArgument, "PagedKV.SeqLens has %d entries for a batch of %d: give each entry's cache length", len(kv.SeqLens), b)
+		return problem{}, errorf(op, ErrArgument, "PagedKV.SeqLens has %d entries for a batch of %d: give each entry's cache length", len(kv.SeqLens), b)
 	}
 	if kv.DevSeqLens == 0 || kv.DevSeqLens%4 != 0 {
-		return nil, errorf(op, ErrArgument, "PagedKV.DevSeqLens at %#x: want the int32 copy of SeqLens on the device", uint64(kv.DevSeqLens))
+		return problem{}, errorf(op, ErrArgument, "PagedKV.DevSeqLens at %#x: want the int32 copy of SeqLens on the device", uint64(kv.DevSeqLens))
 	}
 	if kv.BlockTable == 0 || kv.BlockTable%4 != 0 {
-		return nil, errorf(op, ErrArgument, "PagedKV.BlockTable at %#x: want the int32 (batch, BlockTableStride) table on the device", uint64(kv.BlockTable))
+		return problem{}, errorf(op, ErrArgument, "PagedKV.BlockTable at %#x: want the int32 (batch, BlockTableStride) table on the device", uint64(kv.BlockTable))
 	}
 	if kv.BlockTableStride <= 0 || kv.BlockTableStride > math.MaxInt32 {
-		return nil, errorf(op, ErrArgument, "PagedKV.BlockTableStride %d: want the entries per row of the block table", kv.BlockTableStride)
+		return problem{}, errorf(op, ErrArgument, "PagedKV.BlockTableStride %d: want the entries per row of the block table", kv.BlockTableStride)
 	}
 	maxK := 0
 	for i, n := range kv.SeqLens {
 		if n < 0 || int64(n) > int64(kv.BlockTableStride)*int64(pageSize) {
-			return nil, errorf(op, ErrArgument, "PagedKV.SeqLens[%d] is %d: want 0 to %d (BlockTableStride %d × page size %d)", i, n, int64(kv.BlockTableStride)*int64(pageSize), kv.BlockTableStride, pageSize)
+			return problem{}, errorf(op, ErrArgument, "PagedKV.SeqLens[%d] is %d: want 0 to %d (BlockTableStride %d × page size %d)", i, n, int64(kv.BlockTableStride)*int64(pageSize), kv.BlockTableStride, pageSize)
 		}
 		maxK = max(maxK, int(n))
 	}
-	return &problem{q: q, k: kv.K, v: kv.V, out: out, batch: b, sq: q.Shape[1], maxSQ: q.Shape[1],
+	return problem{q: q, k: kv.K, v: kv.V, out: out, batch: b, sq: q.Shape[1], maxSQ: q.Shape[1],
 		hq: q.Shape[2], hkv: kv.K.Shape[2], d: q.Shape[3], maxSK: maxK, paged: kv}, nil
 }

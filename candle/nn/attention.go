@@ -25,10 +25,7 @@ import (
 // projection, a (b, h, s, d) tensor transposed to BSHD). On the CPU it is
 // flashattn.Reference: float64, one query row of scores at a time.
 func ScaledDotProductAttention(q, k, v *candle.Tensor, p flashattn.Params) (*candle.Tensor, error) {
-	out, lse, err := attention("ScaledDotProductAttention", q, k, v, p, false)
-	if lse != nil {
-		lse.Close()
-	}
+	out, _, err := attention("ScaledDotProductAttention", q, k, v, p, false)
 	return out, err
 }
 

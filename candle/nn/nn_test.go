@@ -116,11 +116,7 @@ func TestSafetensorsRoundTrip(t *testing.T) {
 func TestSaveSafetensors(t *testing.T) {
 	dir := t.TempDir()
 	cpu := candle.CPU()
-	mk := func(x *candle.Tensor, err error) *candle.Tensor {
-		require.NoError(t, err)
-		t.Cleanup(func() { x.Close() })
-		return x
-	}
+	mk := must(t)
 	a := mk(candle.FromSlice(cpu, []float32{1, 2, 3, 4, 5, 6}, 2, 3))
 	at := mk(a.Transpose(0, 1)) // saved in row-major order of its view
 	h := mk(candle.FromSlice(cpu, []hip.Half{hip.HalfFromFloat32(1.5)}, 1))
@@ -351,8 +347,13 @@ func TestKVCache(t *testing.T) {
 		}
 		k, err := candle.FromSlice(cpu, data, 1, 2, n, 3)
 		require.NoError(t, err)
-		t.Cleanup(func() { k.Close() })
-		return k, k
+		for i := range data {
+			data[i] = -v // the values differ from the keys
+		}
+		vals, err := candle.FromSlice(cpu, data, 1, 2, n, 3)
+		require.NoError(t, err)
+		t.Cleanup(func() { k.Close(); vals.Close() })
+		return k, vals
 	}
 	allocs := cpu.MemoryStats().Allocs
 	k, v := step(1, 3)
@@ -368,9 +369,12 @@ func TestKVCache(t *testing.T) {
 	got, err := candle.ToSlice[float32](keys)
 	require.NoError(t, err)
 	assert.Equal(t, []float32{1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2}, got[:12], "head 0: three positions of 1, then one of 2")
+	got, err = candle.ToSlice[float32](values)
+	require.NoError(t, err)
+	assert.Equal(t, []float32{-1, -1, -1, -1, -1, -1, -1, -1, -1, -2, -2, -2}, got[:12], "the values beside the keys")
 	keys.Close()
 	values.Close()
-	assert.Equal(t, allocs+2, cpu.MemoryStats().Allocs, "the steps' inputs only: the cache allocates nothing per step")
+	assert.Equal(t, allocs+4, cpu.MemoryStats().Allocs, "the steps' inputs only: the cache allocates nothing per step")
 	_, _, err = c.Append(step(3, 1))
 	assert.ErrorIs(t, err, candle.ErrArgument)
 	assert.ErrorContains(t, err, "pass the capacity of 4")
@@ -383,15 +387,7 @@ func TestKVCache(t *testing.T) {
 // TestGPULoadAndForward loads a model's weights onto the GPU as bf16 and
 // runs the layers there, against the CPU.
 func TestGPULoadAndForward(t *testing.T) {
-	n, err := hip.DeviceCount()
-	if err == nil && n == 0 {
-		err = candle.ErrDevice
-	}
-	var dev *candle.HIPDevice
-	if err == nil {
-		dev, err = candle.HIP(0)
-	}
-	testenv.Need(t, 2, "a GPU", err)
+	dev := hipDevice(t)
 	dir := t.TempDir()
 	w := make([]float32, 64*48)
 	for i := range w {
@@ -427,4 +423,19 @@ func TestGPULoadAndForward(t *testing.T) {
 		require.NoError(t, vb.Close())
 	}
 	assert.InDeltaSlice(t, outs[0], outs[1], 0.05, "bf16 on the GPU against the CPU")
+}
+
+// hipDevice is HIP device 0, or the test is skipped below tier 2.
+func hipDevice(t *testing.T) *candle.HIPDevice {
+	t.Helper()
+	n, err := hip.DeviceCount()
+	if err == nil && n == 0 {
+		err = candle.ErrDevice
+	}
+	var dev *candle.HIPDevice
+	if err == nil {
+		dev, err = candle.HIP(0)
+	}
+	testenv.Need(t, 2, "a GPU", err)
+	return dev
 }
