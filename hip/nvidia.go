@@ -12,7 +12,7 @@ import (
 // loadNVIDIA opens the CUDA runtime and driver and fills the table with the
 // translation layer (nvidia.c).
 func loadNVIDIA(explicit []string) ([]*dl.Library, error) {
-	cudart, err := dl.OpenProbed("CUDA runtime (libcudart)", dl.CUDAHint, dl.CUDA(explicit, "libcudart.so.13", "libcudart.so.12").Candidates(), "cudaRuntimeGetVersion")
+	cudart, err := dl.OpenCUDART(explicit)
 	if err != nil {
 		return nil, err
 	}

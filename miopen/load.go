@@ -51,8 +51,7 @@ func open(o bind.Options) ([]*dl.Library, int, error) {
 	}
 	graph := useGraphAPI && os.Getenv("ROCM_GO_CUDNN_GRAPH") != "0"
 	if graph && cudart == nil {
-		if r, err := dl.OpenProbed("CUDA runtime (libcudart)", dl.CUDAHint, dl.CUDA(o.Paths, "libcudart.so.13", "libcudart.so.12").Candidates(),
-			"cudaRuntimeGetVersion"); err == nil {
+		if r, err := dl.OpenCUDART(o.Paths); err == nil {
 			libs = append(libs, r)
 			cudart = r.Handle()
 		}

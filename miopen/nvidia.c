@@ -195,6 +195,14 @@ int nv_dtype(miopenDataType_t t) {
 	return -1;
 }
 
+int nv_compute(miopenDataType_t t) {
+	switch (t) {
+	case miopenDouble: return CUDNN_DATA_DOUBLE;
+	case miopenInt8: return CUDNN_DATA_INT32;
+	default: return CUDNN_DATA_FLOAT;
+	}
+}
+
 size_t nv_dsize(miopenDataType_t t) {
 	switch (t) {
 	case miopenHalf: case miopenBFloat16: return 2;

@@ -310,13 +310,17 @@ struct nvg_key {
 	float alpha, beta;
 };
 
-// A finalized execution plan and the engine configuration it came from.
+// A finalized execution plan, the engine configuration it came from, and
+// the finalized variant pack it last ran with (NULL until it runs), kept
+// while its data and workspace stay.
 struct nvg_plan {
 	void* plan;
 	void* cfg;
 	int engine;     // CUDNN_ATTR_ENGINE_GLOBAL_INDEX
 	unsigned notes; // bit n: cudnnBackendNumericalNote_t n
 	size_t ws;
+	void* pack;
+	const void* packed[4]; // the pack's data pointers in, w and out, and its workspace
 };
 
 // A problem's operation graph (tensors in, w, out, the convolution, the
@@ -351,9 +355,10 @@ extern int nv_graph_ok;
 struct nvg_entry* nv_graph_plans(struct rgnv_handle* h, int kind, const struct rgnv_tensor* in, const void* inp, const struct rgnv_tensor* w,
                                  const void* wp, const struct rgnv_conv* c, const struct rgnv_tensor* out, const void* outp, float alpha,
                                  float beta, int engine, int* slot);
-// nv_graph_exec runs plan i of an entry on the handle's stream; a cuDNN
+// nv_graph_exec runs plan i of an entry on the handle's stream, with the
+// plan's variant pack, rebuilt when the data or workspace changed; a cuDNN
 // status.
-int nv_graph_exec(struct rgnv_handle* h, const struct nvg_entry* e, int i, const void* inp, const void* wp, const void* outp, void* ws);
+int nv_graph_exec(struct rgnv_handle* h, struct nvg_entry* e, int i, const void* inp, const void* wp, const void* outp, void* ws);
 // nv_graph_free destroys the handle's plans, after its stream's work.
 void nv_graph_free(struct rgnv_handle* h);
 
@@ -371,6 +376,7 @@ typedef union {
 #define nv_value rg_miopen_nv_value
 #define nv_dtype rg_miopen_nv_dtype
 #define nv_dsize rg_miopen_nv_dsize
+#define nv_compute rg_miopen_nv_compute
 #define nv_tensor_set rg_miopen_nv_tensor_set
 #define nv_tensor_bytes rg_miopen_nv_tensor_bytes
 #define nv_ready rg_miopen_nv_ready
@@ -380,6 +386,9 @@ const void* nv_scale(const void* miopen_value, float dflt, const struct rgnv_ten
 const void* nv_value(float v, const struct rgnv_tensor* t, nv_scalar* out);
 int nv_dtype(miopenDataType_t t);
 size_t nv_dsize(miopenDataType_t t);
+// nv_compute is the cudnnDataType_t a convolution of data of a type
+// accumulates in: double for double, int32 for int8, else float.
+int nv_compute(miopenDataType_t t);
 miopenStatus_t nv_tensor_set(struct rgnv_tensor* t, miopenDataType_t dt, int nb, const int* dims, const int* strides);
 size_t nv_tensor_bytes(const struct rgnv_tensor* t);
 int nv_ready(int n, ...);

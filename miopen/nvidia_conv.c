@@ -121,8 +121,7 @@ static int nv_default_math(miopenDataType_t dt) {
 // nv_conv sets the handle's scratch convolution descriptor for data of
 // type dt and the given math type.
 static int nv_conv(struct rgnv_handle* h, const struct rgnv_conv* c, miopenDataType_t dt, int math) {
-	int compute = dt == miopenDouble ? CUDNN_DATA_DOUBLE : dt == miopenInt8 ? CUDNN_DATA_INT32 : CUDNN_DATA_FLOAT;
-	int st = NV(cudnnSetConvolutionNdDescriptor, h->conv, c->spatial, c->pad, c->stride, c->dil, CUDNN_CROSS_CORRELATION, compute);
+	int st = NV(cudnnSetConvolutionNdDescriptor, h->conv, c->spatial, c->pad, c->stride, c->dil, CUDNN_CROSS_CORRELATION, nv_compute(dt));
 	if (st == CUDNN_STATUS_SUCCESS) st = NV(cudnnSetConvolutionGroupCount, h->conv, c->groups);
 	if (st == CUDNN_STATUS_SUCCESS) st = NV(cudnnSetConvolutionMathType, h->conv, math);
 	if (st != CUDNN_STATUS_SUCCESS) {
@@ -261,6 +260,42 @@ const char* rg_miopen_nvidia_algo_name(int kind, unsigned raw) {
 static int nv_kind_fwd(const struct rgnv_conv* c) { return c->mode == miopenTranspose ? RG_NV_ALGO_BWD_DATA : RG_NV_ALGO_FWD; }
 static int nv_kind_bwd_data(const struct rgnv_conv* c) { return c->mode == miopenTranspose ? RG_NV_ALGO_FWD : RG_NV_ALGO_BWD_DATA; }
 
+// nv_algo_ws is the workspace legacy algorithm algo of a kind needs with
+// the handle's filter and convolution descriptors (set; tensors as in
+// nv_ws); a cuDNN status.
+static int nv_algo_ws(struct rgnv_handle* h, int kind, int algo, const struct rgnv_tensor* in, const struct rgnv_tensor* out, size_t* size) {
+	switch (kind) {
+	case RG_NV_ALGO_FWD:
+		return NV(cudnnGetConvolutionForwardWorkspaceSize, h->cudnn, in->desc, h->filter[0], h->conv, out->desc, algo, size);
+	case RG_NV_ALGO_BWD_DATA:
+		return NV(cudnnGetConvolutionBackwardDataWorkspaceSize, h->cudnn, h->filter[0], in->desc, h->conv, out->desc, algo, size);
+	}
+	return NV(cudnnGetConvolutionBackwardFilterWorkspaceSize, h->cudnn, in->desc, out->desc, h->conv, h->filter[0], algo, size);
+}
+
+// The legacy call of each kind, for error messages.
+static const char* const nv_legacy_names[3] = {"cudnnConvolutionForward", "cudnnConvolutionBackwardData", "cudnnConvolutionBackwardFilter"};
+
+// nv_legacy runs legacy algorithm algo of a kind with the handle's filter
+// and convolution descriptors (set; tensors and data as in nv_ws: it
+// writes out's data, or w's for RG_NV_ALGO_BWD_FILTER) and MIOpen's alpha
+// and beta (NULL: 1 and 0); a cuDNN status.
+static int nv_legacy(struct rgnv_handle* h, int kind, int algo, const void* alpha, const struct rgnv_tensor* in, const void* inp,
+                     const struct rgnv_tensor* w, void* wp, const struct rgnv_tensor* out, void* outp, void* ws, size_t wsSize,
+                     const void* beta) {
+	const struct rgnv_tensor* written = kind == RG_NV_ALGO_BWD_FILTER ? w : out;
+	nv_scalar a, b;
+	nv_scale(alpha, 1, written, &a);
+	nv_scale(beta, 0, written, &b);
+	switch (kind) {
+	case RG_NV_ALGO_FWD:
+		return NV(cudnnConvolutionForward, h->cudnn, &a, in->desc, inp, h->filter[0], wp, h->conv, algo, ws, wsSize, &b, out->desc, outp);
+	case RG_NV_ALGO_BWD_DATA:
+		return NV(cudnnConvolutionBackwardData, h->cudnn, &a, h->filter[0], wp, in->desc, inp, h->conv, algo, ws, wsSize, &b, out->desc, outp);
+	}
+	return NV(cudnnConvolutionBackwardFilter, h->cudnn, &a, in->desc, inp, out->desc, outp, h->conv, algo, ws, wsSize, &b, h->filter[0], wp);
+}
+
 // nv_ws is the largest workspace any cuDNN algorithm of a kind needs, with
 // the default math of the data type or the default math, or any plan of
 // the graph API that a Find would time, as MIOpen reports one size for all
@@ -287,16 +322,7 @@ static miopenStatus_t nv_ws(struct rgnv_handle* h, int kind, const struct rgnv_t
 		if ((st = nv_conv(h, c, in->dtype, maths[m])) != CUDNN_STATUS_SUCCESS) return nv_status(st);
 		for (int a = 0; a < n; a++) {
 			size_t s = 0;
-			switch (kind) {
-			case RG_NV_ALGO_FWD:
-				st = NV(cudnnGetConvolutionForwardWorkspaceSize, h->cudnn, in->desc, h->filter[0], h->conv, out->desc, a, &s);
-				break;
-			case RG_NV_ALGO_BWD_DATA:
-				st = NV(cudnnGetConvolutionBackwardDataWorkspaceSize, h->cudnn, h->filter[0], in->desc, h->conv, out->desc, a, &s);
-				break;
-			default:
-				st = NV(cudnnGetConvolutionBackwardFilterWorkspaceSize, h->cudnn, in->desc, out->desc, h->conv, h->filter[0], a, &s);
-			}
+			st = nv_algo_ws(h, kind, a, in, out, &s);
 			if (st == RG_CUDA_MISSING && !any) return RG_MIOPEN_CUDA_MISSING;
 			if (st == CUDNN_STATUS_SUCCESS) {
 				any = 1;
@@ -447,7 +473,7 @@ static int nv_gemm_runner(struct rgnv_handle* h, const void* arg) {
 
 // A plan of the graph API to time.
 struct nv_graph_args {
-	const struct nvg_entry* e;
+	struct nvg_entry* e;
 	int i;
 	const void *in, *w, *out;
 	void* ws;
@@ -583,32 +609,12 @@ static int nv_agrees(const struct nv_check* k) {
 	return num <= 0.01 * den;
 }
 
-// nv_legacy_exec runs a legacy algorithm with alpha 1 and beta 0 (the
-// handle's filter descriptor is set); a cuDNN status.
-static int nv_legacy_exec(struct rgnv_handle* h, int kind, int algo, int math, const struct rgnv_tensor* in, const void* inp,
-                          const struct rgnv_tensor* w, void* wp, const struct rgnv_conv* c, const struct rgnv_tensor* out, void* outp,
-                          void* ws, size_t wsSize) {
-	int st = nv_conv(h, c, in->dtype, math);
-	if (st != CUDNN_STATUS_SUCCESS) return st;
-	const struct rgnv_tensor* written = kind == RG_NV_ALGO_BWD_FILTER ? w : out;
-	nv_scalar a, b;
-	nv_value(1, written, &a);
-	nv_value(0, written, &b);
-	switch (kind) {
-	case RG_NV_ALGO_FWD:
-		return NV(cudnnConvolutionForward, h->cudnn, &a, in->desc, inp, h->filter[0], wp, h->conv, algo, ws, wsSize, &b, out->desc, outp);
-	case RG_NV_ALGO_BWD_DATA:
-		return NV(cudnnConvolutionBackwardData, h->cudnn, &a, h->filter[0], wp, in->desc, inp, h->conv, algo, ws, wsSize, &b, out->desc, outp);
-	}
-	return NV(cudnnConvolutionBackwardFilter, h->cudnn, &a, in->desc, inp, out->desc, outp, h->conv, algo, ws, wsSize, &b, h->filter[0], wp);
-}
-
 // nv_check_plans drops the graph-API candidates (cand[first:*k]) whose
 // results disagree with the fastest legacy candidate's, or those of legacy
 // implicit GEMM when none ran. Without a reference it keeps them all.
 static void nv_check_plans(struct rgnv_handle* h, int kind, const struct rgnv_tensor* in, const void* inp, const struct rgnv_tensor* w,
                            const void* wp, const struct rgnv_conv* c, const struct rgnv_tensor* out, void* outp, void* ws, size_t wsSize,
-                           const struct nvg_entry* e, const int* slot, struct nv_cand* cand, int first, int* k) {
+                           struct nvg_entry* e, const int* slot, struct nv_cand* cand, int first, int* k) {
 	if (*k == first) return;
 	int algo = 0, math = nv_default_math(in->dtype);
 	float best = -1;
@@ -623,7 +629,8 @@ static void nv_check_plans(struct rgnv_handle* h, int kind, const struct rgnv_te
 	struct nv_check chk;
 	void* written = kind == RG_NV_ALGO_BWD_FILTER ? (void*)wp : outp;
 	if (!nv_check_init(&chk, kind == RG_NV_ALGO_BWD_FILTER ? w : out, written) ||
-	    nv_legacy_exec(h, kind, algo, math, in, inp, w, (void*)wp, c, out, outp, ws, wsSize) != CUDNN_STATUS_SUCCESS ||
+	    nv_conv(h, c, in->dtype, math) != CUDNN_STATUS_SUCCESS ||
+	    nv_legacy(h, kind, algo, NULL, in, inp, w, (void*)wp, out, outp, ws, wsSize, NULL) != CUDNN_STATUS_SUCCESS ||
 	    nv_fetch(h, &chk, chk.ref) != 0) {
 		nv_check_free(&chk);
 		return;
@@ -681,7 +688,7 @@ static miopenStatus_t nv_find(struct rgnv_handle* h, int kind, const struct rgnv
 	}
 	// And the graph API's plans that fit the workspace, timed alike, whose
 	// results agree with a legacy algorithm's.
-	const struct nvg_entry* e = nv_graph_plans(h, kind, in, inp, w, wp, c, out, outp, 1, 0, -1, NULL);
+	struct nvg_entry* e = nv_graph_plans(h, kind, in, inp, w, wp, c, out, outp, 1, 0, -1, NULL);
 	int first = k, slot[NVG_SLOTS];
 	for (int i = 0; e != NULL && i < e->n; i++) {
 		const struct nvg_plan* p = &e->plans[i];
@@ -760,7 +767,7 @@ static int nv_graph_run(struct rgnv_handle* h, int kind, unsigned raw, const voi
                         const struct rgnv_tensor* out, const void* outp, void* ws, size_t wsSize) {
 	float a = alpha != NULL ? *(const float*)alpha : 1, b = beta != NULL ? *(const float*)beta : 0;
 	int slot = -1;
-	const struct nvg_entry* e = nv_graph_plans(h, kind, in, inp, w, wp, c, out, outp, a, b, NV_GRAPH_ENGINE(raw), &slot);
+	struct nvg_entry* e = nv_graph_plans(h, kind, in, inp, w, wp, c, out, outp, a, b, NV_GRAPH_ENGINE(raw), &slot);
 	if (e == NULL || e->plans[slot].ws > wsSize || (e->plans[slot].ws > 0 && ws == NULL)) return 0;
 	return nv_graph_exec(h, e, slot, inp, wp, outp, ws) == CUDNN_STATUS_SUCCESS;
 }
@@ -771,23 +778,14 @@ static int nv_graph_run(struct rgnv_handle* h, int kind, unsigned raw, const voi
 // and convolution descriptors are set.
 static int nv_fallback(struct rgnv_handle* h, int kind, unsigned raw, const struct rgnv_tensor* in, const struct rgnv_tensor* out,
                        size_t wsSize) {
-	int algo = nv_default_algo(kind, NV_CLASS(raw)), st;
+	int algo = nv_default_algo(kind, NV_CLASS(raw));
 	size_t s = 0;
-	switch (kind) {
-	case RG_NV_ALGO_FWD:
-		st = NV(cudnnGetConvolutionForwardWorkspaceSize, h->cudnn, in->desc, h->filter[0], h->conv, out->desc, algo, &s);
-		break;
-	case RG_NV_ALGO_BWD_DATA:
-		st = NV(cudnnGetConvolutionBackwardDataWorkspaceSize, h->cudnn, h->filter[0], in->desc, h->conv, out->desc, algo, &s);
-		break;
-	default:
-		st = NV(cudnnGetConvolutionBackwardFilterWorkspaceSize, h->cudnn, in->desc, out->desc, h->conv, h->filter[0], algo, &s);
-	}
-	return st == CUDNN_STATUS_SUCCESS && s <= wsSize ? algo : 0;
+	return nv_algo_ws(h, kind, algo, in, out, &s) == CUDNN_STATUS_SUCCESS && s <= wsSize ? algo : 0;
 }
 
 // nv_run runs one convolution: RG_NV_ALGO_FWD computes out (y) from in (x),
-// RG_NV_ALGO_BWD_DATA out (dx) from in (dy); both with the weights w.
+// RG_NV_ALGO_BWD_DATA out (dx) from in (dy), both with the weights w;
+// RG_NV_ALGO_BWD_FILTER w (dw) from in (x) and out (dy).
 static miopenStatus_t nv_run(struct rgnv_handle* h, int kind, unsigned raw, const void* alpha, const struct rgnv_tensor* in, const void* inp,
                              const struct rgnv_tensor* w, const void* wp, const struct rgnv_conv* c, const void* beta,
                              const struct rgnv_tensor* out, void* outp, void* ws, size_t wsSize) {
@@ -805,13 +803,7 @@ static miopenStatus_t nv_run(struct rgnv_handle* h, int kind, unsigned raw, cons
 	if (st == CUDNN_STATUS_SUCCESS) st = nv_conv(h, c, in->dtype, math);
 	if (st != CUDNN_STATUS_SUCCESS) return nv_status(st);
 	if (algo == NV_ALGO_GRAPH) algo = nv_fallback(h, kind, raw, in, out, wsSize);
-	nv_scalar a, b;
-	if (kind == RG_NV_ALGO_FWD) {
-		return NVH(h, cudnnConvolutionForward, h->cudnn, nv_scale(alpha, 1, out, &a), in->desc, inp, h->filter[0], wp, h->conv, algo, ws,
-		           wsSize, nv_scale(beta, 0, out, &b), out->desc, outp);
-	}
-	return NVH(h, cudnnConvolutionBackwardData, h->cudnn, nv_scale(alpha, 1, out, &a), h->filter[0], wp, in->desc, inp, h->conv, algo, ws,
-	           wsSize, nv_scale(beta, 0, out, &b), out->desc, outp);
+	return nvh(h, nv_legacy_names[kind], nv_legacy(h, kind, algo, alpha, in, inp, w, (void*)wp, out, outp, ws, wsSize, beta));
 }
 
 static miopenStatus_t rgnv_miopenConvolutionForward(miopenHandle_t h, const void* alpha, const miopenTensorDescriptor_t xd, const void* x,
@@ -836,28 +828,13 @@ static miopenStatus_t rgnv_miopenConvolutionBackwardWeights(miopenHandle_t hh, c
                                                             const miopenConvolutionDescriptor_t cd, miopenConvBwdWeightsAlgorithm_t raw,
                                                             const void* beta, const miopenTensorDescriptor_t dwd, void* dw, void* ws,
                                                             size_t wsSize) {
-	struct rgnv_handle* h = H(hh);
-	struct rgnv_conv* c = CONV(cd);
-	if (h == NULL || c == NULL || c->spatial == 0 || !nv_ready(3, T(dyd), T(xd), T(dwd))) return miopenStatusBadParm;
+	if (cd == NULL) return miopenStatusBadParm;
 	// The weights gradient correlates the forward input with the output
 	// gradient; a transposed convolution swaps which is which.
-	const struct rgnv_tensor *in = T(xd), *grad = T(dyd);
-	const void *inp = x, *gradp = dy;
-	if (c->mode == miopenTranspose) {
-		in = T(dyd), grad = T(xd);
-		inp = dy, gradp = x;
+	if (CONV(cd)->mode == miopenTranspose) {
+		return nv_run(H(hh), RG_NV_ALGO_BWD_FILTER, (unsigned)raw, alpha, T(dyd), dy, T(dwd), dw, CONV(cd), beta, T(xd), (void*)x, ws, wsSize);
 	}
-	int algo, math;
-	nv_decode(RG_NV_ALGO_BWD_FILTER, (unsigned)raw, in->dtype, &algo, &math);
-	if (algo == NV_ALGO_GRAPH && nv_graph_run(h, RG_NV_ALGO_BWD_FILTER, (unsigned)raw, alpha, in, inp, T(dwd), dw, c, beta, grad, gradp, ws, wsSize))
-		return miopenStatusSuccess;
-	int st = nv_filter(h, 0, T(dwd));
-	if (st == CUDNN_STATUS_SUCCESS) st = nv_conv(h, c, in->dtype, math);
-	if (st != CUDNN_STATUS_SUCCESS) return nv_status(st);
-	if (algo == NV_ALGO_GRAPH) algo = nv_fallback(h, RG_NV_ALGO_BWD_FILTER, (unsigned)raw, in, grad, wsSize);
-	nv_scalar a, b;
-	return NVH(h, cudnnConvolutionBackwardFilter, h->cudnn, nv_scale(alpha, 1, T(dwd), &a), in->desc, inp, grad->desc, gradp, h->conv, algo,
-	           ws, wsSize, nv_scale(beta, 0, T(dwd), &b), h->filter[0], dw);
+	return nv_run(H(hh), RG_NV_ALGO_BWD_FILTER, (unsigned)raw, alpha, T(xd), x, T(dwd), dw, CONV(cd), beta, T(dyd), (void*)dy, ws, wsSize);
 }
 
 // MIOpen adds the bias as y = alpha*y + alpha*b + beta*y; cuDNN's AddTensor

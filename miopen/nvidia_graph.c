@@ -68,6 +68,7 @@ static void nvg_make_key(struct nvg_key* k, int kind, const struct rgnv_tensor* 
 
 static void nvg_entry_free(struct nvg_entry* e) {
 	for (int i = 0; i < e->n; i++) {
+		be_destroy(e->plans[i].pack);
 		be_destroy(e->plans[i].plan);
 		be_destroy(e->plans[i].cfg);
 	}
@@ -98,8 +99,9 @@ static int nvg_tensor(const struct rgnv_tensor* t, int64_t uid, int align, void*
 static const int64_t nvg_uids[3] = {1, 2, 3};
 
 // nvg_graph builds the entry's operation graph: the tensors, the
-// convolution (a cross-correlation, accumulating in float, or double for
-// double data) and one convolution node of the entry's kind.
+// convolution (a cross-correlation, accumulating as the legacy
+// convolutions do: nv_compute) and one convolution node of the entry's
+// kind.
 static int nvg_graph(struct rgnv_handle* h, struct nvg_entry* e, const struct rgnv_tensor* t[3]) {
 	const struct nvg_key* k = &e->key;
 	int st;
@@ -112,7 +114,7 @@ static int nvg_graph(struct rgnv_handle* h, struct nvg_entry* e, const struct rg
 		stride[i] = k->stride[i];
 		dil[i] = k->dil[i];
 	}
-	int comp = k->dtype == miopenDouble ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT, mode = CUDNN_CROSS_CORRELATION;
+	int comp = nv_compute(k->dtype), mode = CUDNN_CROSS_CORRELATION;
 	void** conv = &e->desc[3];
 	if ((st = NV(cudnnBackendCreateDescriptor, CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, conv)) != 0 ||
 	    (st = BE_SET(*conv, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &comp)) != 0 ||
@@ -142,11 +144,11 @@ static int nvg_graph(struct rgnv_handle* h, struct nvg_entry* e, const struct rg
 	}
 	void** op = &e->desc[4];
 	if ((st = NV(cudnnBackendCreateDescriptor, type, op)) != 0) return st;
-	double ad = k->alpha, bd = k->beta;
-	float af = k->alpha, bf = k->beta;
-	int double_scale = k->dtype == miopenDouble;
-	if ((st = BE_SET(*op, first, double_scale ? CUDNN_TYPE_DOUBLE : CUDNN_TYPE_FLOAT, 1, double_scale ? (const void*)&ad : &af)) != 0 ||
-	    (st = BE_SET(*op, first + 1, double_scale ? CUDNN_TYPE_DOUBLE : CUDNN_TYPE_FLOAT, 1, double_scale ? (const void*)&bd : &bf)) != 0 ||
+	// The scaling factors, of the type the legacy calls take (nv_scale).
+	nv_scalar a, b;
+	int scale = k->dtype == miopenDouble ? CUDNN_TYPE_DOUBLE : CUDNN_TYPE_FLOAT;
+	if ((st = BE_SET(*op, first, scale, 1, nv_value(k->alpha, t[0], &a))) != 0 ||
+	    (st = BE_SET(*op, first + 1, scale, 1, nv_value(k->beta, t[0], &b))) != 0 ||
 	    (st = BE_SET(*op, first + 2, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, conv)) != 0)
 		return st;
 	for (int i = 0; i < 3; i++) {
@@ -240,7 +242,7 @@ static void nvg_configs(struct rgnv_handle* h, struct nvg_entry* e, int mode, in
 			be_destroy(cfg);
 			continue;
 		}
-		e->plans[e->n++] = (struct nvg_plan){plan, cfg, eng, notes, (size_t)ws};
+		e->plans[e->n++] = (struct nvg_plan){.plan = plan, .cfg = cfg, .engine = eng, .notes = notes, .ws = (size_t)ws};
 	}
 }
 
@@ -300,17 +302,27 @@ struct nvg_entry* nv_graph_plans(struct rgnv_handle* h, int kind, const struct r
 	return (*slot = nvg_has(e, engine)) < 0 ? NULL : e;
 }
 
-int nv_graph_exec(struct rgnv_handle* h, const struct nvg_entry* e, int i, const void* inp, const void* wp, const void* outp, void* ws) {
-	void* vp = NULL;
-	const void* ptrs[3] = {inp, wp, outp};
-	int st = NV(cudnnBackendCreateDescriptor, CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &vp);
-	if (st == 0) st = BE_SET(vp, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, nvg_uids);
-	if (st == 0) st = BE_SET(vp, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, ptrs);
-	if (st == 0) st = BE_SET(vp, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws);
-	if (st == 0) st = NV(cudnnBackendFinalize, vp);
-	if (st == 0) st = NV(cudnnBackendExecute, h->cudnn, e->plans[i].plan, vp);
-	be_destroy(vp);
-	return st;
+int nv_graph_exec(struct rgnv_handle* h, struct nvg_entry* e, int i, const void* inp, const void* wp, const void* outp, void* ws) {
+	struct nvg_plan* p = &e->plans[i];
+	const void* ptrs[4] = {inp, wp, outp, ws};
+	if (p->pack == NULL || memcmp(p->packed, ptrs, sizeof ptrs) != 0) {
+		// cuDNN reads a pack when a plan is enqueued: the old one can go.
+		be_destroy(p->pack);
+		p->pack = NULL;
+		void* vp = NULL;
+		int st = NV(cudnnBackendCreateDescriptor, CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &vp);
+		if (st == 0) st = BE_SET(vp, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, nvg_uids);
+		if (st == 0) st = BE_SET(vp, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, ptrs);
+		if (st == 0) st = BE_SET(vp, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws);
+		if (st == 0) st = NV(cudnnBackendFinalize, vp);
+		if (st != 0) {
+			be_destroy(vp);
+			return st;
+		}
+		p->pack = vp;
+		memcpy(p->packed, ptrs, sizeof ptrs);
+	}
+	return NV(cudnnBackendExecute, h->cudnn, p->plan, p->pack);
 }
 
 void nv_graph_free(struct rgnv_handle* h) {

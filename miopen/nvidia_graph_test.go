@@ -17,10 +17,10 @@ import (
 // attribute's type and every convolution node's shapes, and gives each
 // engine a workspace and a time: heuristics mode A offers engines 7 (tensor
 // cores, 0.25 ms), 3 (tensor cores, Winograd, 0.3 ms), 1 (down-converts its
-// inputs), 0 (0.875 ms) and 5 (tensor cores, 0.125 ms, and a wrong result);
-// the fallback list 0, 9 (whose plan fails) and 11 (FFT, 0.6 ms, 9000 bytes
-// of workspace). The fake's legacy Find returns its algorithm 1 (0.5 ms)
-// and 6 (0.75 ms).
+// inputs), 0 (0.875 ms) and 5 (tensor cores, 0.125 ms, and a result wrong
+// in the last quarter of its output); the fallback list 0, 9 (whose plan
+// fails) and 11 (FFT, 0.6 ms, 9000 bytes of workspace). The fake's legacy
+// Find returns its algorithm 1 (0.5 ms) and 6 (0.75 ms).
 
 // perfSummary is what a test compares of Find results.
 func perfSummary(perfs []ConvAlgoPerf) []string {
@@ -70,6 +70,7 @@ func TestNVIDIAGraphFind(t *testing.T) {
 	assert.Empty(t, filter(lines, "bcreate 17", "cudnnBackendFinalize plan"), "the Find reuses the plans of the workspace query")
 	execs := filter(lines, "cudnnBackendExecute")
 	assert.Len(t, execs, 25, "each of 5 plans run once to warm up, 3 times timed, and once checked")
+	assert.Len(t, filter(lines, "bcreate 16"), 5, "one variant pack a plan, reused while its data and workspace stay")
 	assert.Equal(t, "cudnnBackendExecute engine=7 ws=set", execs[0])
 	assert.Contains(t, execs, "cudnnBackendExecute engine=5 ws=set", "engine 5 ran: timed and checked")
 	assert.Equal(t, []string{
@@ -81,11 +82,25 @@ func TestNVIDIAGraphFind(t *testing.T) {
 	// a legacy algorithm or another plan when asked.
 	require.NoError(t, e.h.ConvolutionForward(conv, x, w, y))
 	assert.Equal(t, []string{"cudnnBackendExecute engine=7 ws=set"}, filter(e.lines(), "cudnnBackend", "cudnnConvolution", "bcreate 17"))
+	require.NoError(t, e.h.ConvolutionForward(conv, x, w, y))
+	assert.Equal(t, []string{"cudnnBackendExecute engine=7 ws=set"},
+		filter(e.lines(), "cudnnBackend", "cudnnConvolution", "bcreate 17", "bcreate 16", "bdestroy 16"),
+		"the same data and workspace: the last run's variant pack")
 	require.NoError(t, e.h.ConvolutionForward(conv, x, w, y, WithAlgorithm(perfs[2])))
 	assert.Equal(t, []string{"cudnnConvolutionForward x=2,4,8,8 w=8,4,3,3 y=2,8,8,8 algo=1 ws=3000 alpha=1 beta=0"},
 		filter(e.lines(), "cudnnBackend", "cudnnConvolution"))
 	require.NoError(t, e.h.ConvolutionForward(conv, x, w, y, WithAlgorithm(perfs[5])))
-	assert.Equal(t, []string{"cudnnBackendExecute engine=0 ws=none"}, filter(e.lines(), "cudnnBackend", "cudnnConvolution"))
+	assert.Equal(t, []string{"bdestroy 16", "bcreate 16", "cudnnBackendExecute engine=0 ws=none"},
+		filter(e.lines(), "cudnnBackend", "cudnnConvolution", "bcreate 16", "bdestroy 16"), "no workspace: a new variant pack")
+	// Other data: a new variant pack, which points at it.
+	y2 := e.tensor(DataTypeHalf, 2, 8, 8, 8)
+	require.NoError(t, y2.Data.CopyFromHost(make([]byte, y2.Desc.Bytes())))
+	require.NoError(t, e.h.ConvolutionForward(conv, x, w, y2))
+	assert.Equal(t, []string{"bdestroy 16", "bcreate 16", "cudnnBackendExecute engine=7 ws=set"},
+		filter(e.lines(), "cudnnBackend", "cudnnConvolution", "bcreate 16", "bdestroy 16"))
+	got := make([]byte, y2.Desc.Bytes())
+	require.NoError(t, y2.Data.CopyToHost(got))
+	assert.Equal(t, []byte{0x00, 0x3c}, got[len(got)-2:], "engine 7 wrote 1 (half 0x3c00) into y2")
 	require.NoError(t, e.h.ConvolutionForward(conv, x, w, y, WithAlgorithm(perfs[3]), WithWorkspace(e.buffer(9000))))
 	assert.Equal(t, []string{"cudnnBackendExecute engine=11 ws=set"}, filter(e.lines(), "cudnnBackend", "cudnnConvolution"))
 	err = e.h.ConvolutionForward(conv, x, w, y, WithAlgorithm(perfs[3]), WithWorkspace(e.buffer(8999)))
@@ -333,12 +348,17 @@ func TestNVIDIAGraphFreesWhatItCreates(t *testing.T) {
 
 func TestNVIDIAGraphChecksLargeOutputsBySamples(t *testing.T) {
 	e := useFakeGraph(t)
-	// An 8 MiB output: the check compares a window at its start, middle and
-	// end, and still leaves out engine 5, whose result is wrong.
+	// An 8 MiB output: the check compares a 1 MiB window at its start,
+	// middle and end, and still leaves out engine 5, whose result is wrong
+	// only in its last quarter (the last 2 MiB), which only the end window
+	// sees.
 	conv := e.conv(ConvolutionParams{Pad: []int{1, 1}})
 	x, w, y := e.tensor(DataTypeHalf, 2, 4, 512, 512), e.tensor(DataTypeHalf, 8, 4, 3, 3), e.tensor(DataTypeHalf, 2, 8, 512, 512)
+	require.Equal(t, 8<<20, y.Desc.Bytes())
+	e.lines()
 	perfs, err := e.h.FindConvolutionForward(conv, x, w, y)
 	require.NoError(t, err)
+	assert.Len(t, e.grep("cudnnBackendExecute engine=5"), 5, "engine 5 ran: warmed up, timed three times, and checked")
 	var engines []string
 	for _, p := range perfs {
 		engines = append(engines, p.Engine)

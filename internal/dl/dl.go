@@ -61,6 +61,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"unsafe"
@@ -123,6 +124,19 @@ func OpenProbed(name, hint string, candidates []string, probe string) (*Library,
 	return l, nil
 }
 
+// cudartSonames are the CUDA runtime's sonames, newest first.
+var cudartSonames = []string{"libcudart.so.13", "libcudart.so.12"}
+
+// OpenCUDART opens the CUDA runtime (libcudart.so.13 or .12, checked for
+// cudaRuntimeGetVersion), looked for as CUDA says.
+func OpenCUDART(explicit []string) (*Library, error) {
+	return openCUDART(CUDA(explicit, cudartSonames...))
+}
+
+func openCUDART(search Search) (*Library, error) {
+	return OpenProbed("CUDA runtime (libcudart)", CUDAHint, search.Candidates(), "cudaRuntimeGetVersion")
+}
+
 // OpenCUBLAS opens cuBLAS and the CUDA runtime of its major version, from
 // cuBLAS's own folder first: rocBLAS's and MIOpen's NVIDIA translations
 // copy, wait and time through that runtime. (Where it is the runtime
@@ -132,13 +146,13 @@ func OpenCUBLAS(explicit []string) (cublas, cudart *Library, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	sonames := []string{"libcudart.so.13", "libcudart.so.12"}
+	sonames := slices.Clone(cudartSonames)
 	if strings.HasSuffix(cublas.Path(), ".12") {
-		sonames[0], sonames[1] = sonames[1], sonames[0]
+		slices.Reverse(sonames)
 	}
 	search := CUDA(explicit, sonames...)
 	search.Explicit = append([]string{filepath.Dir(cublas.File("cublasCreate_v2"))}, search.Explicit...)
-	cudart, err = OpenProbed("CUDA runtime (libcudart)", CUDAHint, search.Candidates(), "cudaRuntimeGetVersion")
+	cudart, err = openCUDART(search)
 	if err != nil {
 		cublas.Close()
 		return nil, nil, err

@@ -159,6 +159,28 @@ func TestPlatformSearches(t *testing.T) {
 	}, CUDA(nil, "libcudnn.so.9").Candidates())
 }
 
+func TestOpenCUDARTNotFound(t *testing.T) {
+	t.Setenv("CUDA_PATH", "")
+	t.Setenv("CUDA_HOME", "")
+	dir := t.TempDir()
+	cudart, err := OpenCUDART([]string{dir})
+	if err == nil {
+		require.NoError(t, cudart.Close())
+		t.Skip("tier 0: the CUDA runtime is installed here; its absence is what this test checks")
+	}
+	assert.ErrorIs(t, err, ErrLibraryNotFound)
+	var le *LoadError
+	require.ErrorAs(t, err, &le)
+	assert.Equal(t, "CUDA runtime (libcudart)", le.Library)
+	assert.Equal(t, CUDAHint, le.Hint)
+	var tried []string
+	for _, a := range le.Tried {
+		tried = append(tried, a.Path)
+	}
+	assert.Equal(t, CUDA([]string{dir}, "libcudart.so.13", "libcudart.so.12").Candidates(), tried,
+		"the explicit folder, CUDA's folders and the loader path, the newest soname first")
+}
+
 func TestOpenCUBLASNotFound(t *testing.T) {
 	t.Setenv("CUDA_PATH", "")
 	t.Setenv("CUDA_HOME", "")

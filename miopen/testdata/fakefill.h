@@ -5,11 +5,12 @@
 #include <stdint.h>
 #include <string.h>
 
-static void fake_fill(void* p, int type, size_t n, double v) {
+// fake_fill_range writes v into elements from to to-1 of p.
+static void fake_fill_range(void* p, int type, size_t from, size_t to, double v) {
 	float f = (float)v;
 	uint32_t bits;
 	memcpy(&bits, &f, 4);
-	for (size_t i = 0; p != NULL && i < n; i++) {
+	for (size_t i = from; p != NULL && i < to; i++) {
 		switch (type) {
 		case 0: memcpy((char*)p + 4 * i, &f, 4); break; // float
 		case 1: memcpy((char*)p + 8 * i, &v, 8); break; // double
@@ -26,3 +27,6 @@ static void fake_fill(void* p, int type, size_t n, double v) {
 		}
 	}
 }
+
+// fake_fill writes v into the first n elements of p.
+static void fake_fill(void* p, int type, size_t n, double v) { fake_fill_range(p, type, 0, n, v); }
