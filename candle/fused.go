@@ -393,29 +393,28 @@ func (c *cpuBackend) siluMul(a, b view, dst *Storage) error {
 
 // The GPU's fused ops: a block per row for the row ops, sized to the row.
 
-// nnPer and nnBlock are nn.hip's NN_PER and NN_BLOCK.
+// nnPer and nnBlock are nn.hip's NN_PER and NN_BLOCK (softmax, rms_norm,
+// layer_norm), gnPer and gnBlock its GN_PER and GN_BLOCK (group_norm, whose
+// rows are long and few).
 const (
-	nnPer   = 8
-	nnBlock = 1024
+	nnPer   = 32
+	nnBlock = 256
+	gnPer   = 8
+	gnBlock = 1024
 )
 
-// rowLaunch is a row kernel's grid and block: a block per row up to 1024
-// rows, else a block per four rows (each block loads its next row while it
-// reduces one); nnPer elements a thread, a multiple of 64 threads (whole
-// wavefronts on AMD), at most nnBlock.
-func rowLaunch(rows, cols int) (grid, block hip.Dim3) {
-	n := (cols + nnPer - 1) / nnPer
+// rowLaunch is a row kernel's grid and block: a block per row, per
+// elements a thread, a multiple of 64 threads (whole wavefronts on AMD), at
+// most maxBlock; longer rows loop.
+func rowLaunch(rows, cols, per, maxBlock int) (grid, block hip.Dim3) {
+	n := (cols + per - 1) / per
 	n = (n + 63) / 64 * 64
-	blocks := rows
-	if rows > 1024 {
-		blocks = max(1024, (rows+3)/4)
-	}
-	return hip.Dim3{X: uint32(min(blocks, 1<<32/nnBlock-1))}, hip.Dim3{X: uint32(min(max(n, 64), nnBlock))}
+	return hip.Dim3{X: uint32(min(rows, 1<<31-1))}, hip.Dim3{X: uint32(min(max(n, 64), maxBlock))}
 }
 
 func (b *hipBackend) softmax(x view, dst *Storage, rows, cols int, log bool) error {
 	in, out := ptr(x), storagePtr(dst)
-	grid, block := rowLaunch(rows, cols)
+	grid, block := rowLaunch(rows, cols, nnPer, nnBlock)
 	return b.launch(famNN, kernelNames.softmax[dst.dtype], grid, block, func(a *hip.Args) {
 		a.Uint64(uint64(rows)).Uint64(uint64(cols)).Int32(int32(b2i(log))).Ptr(in).Ptr(out)
 	})
@@ -423,7 +422,7 @@ func (b *hipBackend) softmax(x view, dst *Storage, rows, cols int, log bool) err
 
 func (b *hipBackend) norm(x, alpha, beta view, dst *Storage, rows, cols int, eps float64, layer bool) error {
 	in, al, out := ptr(x), ptr(alpha), storagePtr(dst)
-	grid, block := rowLaunch(rows, cols)
+	grid, block := rowLaunch(rows, cols, nnPer, nnBlock)
 	if !layer {
 		return b.launch(famNN, kernelNames.rmsNorm[dst.dtype], grid, block, func(a *hip.Args) {
 			a.Uint64(uint64(rows)).Uint64(uint64(cols)).Float32(float32(eps)).Ptr(in).Ptr(al).Ptr(out)
@@ -444,7 +443,7 @@ func (b *hipBackend) groupNorm(x, alpha, beta view, dst *Storage, rows, cols, gr
 	if beta.st != nil {
 		be = ptr(beta)
 	}
-	grid, block := rowLaunch(rows, cols)
+	grid, block := rowLaunch(rows, cols, gnPer, gnBlock)
 	return b.launch(famNN, kernelNames.groupNorm[dst.dtype], grid, block, func(a *hip.Args) {
 		a.Uint64(uint64(rows)).Uint64(uint64(cols)).Float32(float32(eps)).Uint64(uint64(groups)).Uint64(uint64(spatial))
 		a.Ptr(in).Ptr(al).Ptr(be).Ptr(out)

@@ -148,44 +148,54 @@ func sortRows(op string, t *Tensor) (x, tmp *Tensor, rows, cols int, err error) 
 
 // The CPU's sorts: a stable sort of each row's indices.
 
-// sortCmp compares elements i and j of d in the sort order (NaN largest,
-// -0 equal to +0); integers compare exactly.
-func sortCmp(d data) func(i, j int) int {
-	if !d.dt.IsFloat() {
-		return func(i, j int) int { return cmp.Compare(d.i(i), d.i(j)) }
+// floatOrder compares floats in the sort order: NaN largest, -0 equal to
+// +0.
+func floatOrder(a, b float64) int {
+	switch an, bn := a != a, b != b; {
+	case an || bn:
+		return cmp.Compare(b2i(an), b2i(bn))
+	case a < b:
+		return -1
+	case a > b:
+		return 1
 	}
-	return func(i, j int) int {
-		a, b := d.f(i), d.f(j)
-		switch an, bn := a != a, b != b; {
-		case an || bn:
-			return cmp.Compare(b2i(an), b2i(bn))
-		case a < b:
-			return -1
-		case a > b:
-			return 1
-		}
-		return 0
+	return 0
+}
+
+// cpuArgsort writes the first k of each row's sorted indices. Each row's
+// keys are read once into a slice of their compute type; equal keys keep
+// their index order (an unstable sort that breaks ties by index is a
+// stable one, and several times faster than slices.SortStableFunc).
+func cpuArgsort(x view, dst *Storage, rows, cols, k int, desc bool) {
+	s, d := dataOf(x.st), dataOf(dst)
+	idx := make([]int32, cols)
+	if s.dt.IsFloat() {
+		argsortRows(s, d, x.l.Offset, rows, cols, k, desc, idx, s.f, floatOrder)
+	} else {
+		argsortRows(s, d, x.l.Offset, rows, cols, k, desc, idx, s.i, cmp.Compare[int64])
 	}
 }
 
-// cpuArgsort writes the first k of each row's sorted indices.
-func cpuArgsort(x view, dst *Storage, rows, cols, k int, desc bool) {
-	s, d := dataOf(x.st), dataOf(dst)
-	c := sortCmp(s)
-	idx := make([]int, cols)
+func argsortRows[K any](s, d data, offset, rows, cols, k int, desc bool, idx []int32, get func(int) K, order func(a, b K) int) {
+	keys := make([]K, cols)
 	for r := range rows {
-		base := x.l.Offset + r*cols
+		base := offset + r*cols
 		for i := range idx {
-			idx[i] = base + i
+			idx[i] = int32(i)
+			keys[i] = get(base + i)
 		}
-		slices.SortStableFunc(idx, func(a, b int) int {
+		slices.SortFunc(idx, func(a, b int32) int {
+			c := order(keys[a], keys[b])
 			if desc {
-				return c(b, a)
+				c = -c
 			}
-			return c(a, b)
+			if c == 0 {
+				return cmp.Compare(a, b)
+			}
+			return c
 		})
 		for i, v := range idx[:k] {
-			d.setI(r*k+i, int64(v-base))
+			d.setI(r*k+i, int64(v))
 		}
 	}
 }

@@ -7,16 +7,24 @@
 //                    tensor, the affine index the channel of the column
 //   rope_<dt>        rotary embeddings, half-split or interleaved, (b, h, t, d) or (b, t, h, d)
 //   silu_mul_<dt>    silu(a) · b
-// A block takes a row. The host sizes the block to the row (up to
-// NN_BLOCK threads of NN_PER elements each), so that a row of up to
-// NN_BLOCK·NN_PER elements stays in registers between the passes (one read
-// of memory) with few registers per thread and many threads per core; a
-// longer row is read again for each pass.
+// A block takes a row. The host sizes the block to the row (PER elements a
+// thread, up to 256 threads; group_norm's long rows up to 1024 threads of 8),
+// so that a row of up to 8192 elements stays in registers between the
+// passes (one read of memory); a longer row is read again for each pass.
+// Many elements a thread and small blocks, one row each, measured fastest
+// on an H100 (softmax of 16384x4096 f16: 512 threads of 8 elements that
+// load their next row while they reduce, 260 us; 128 threads of 32, one
+// row a block, 94 us, the speed of a copy): each thread has four 16-byte
+// loads in flight, and the many small blocks of an SM hide each other's
+// barriers.
 #include "common.h"
 
-#define NN_PER 8
-#define NN_BLOCK 1024
+#define NN_PER 32
+#define NN_BLOCK 256
 #define NN_KERNEL extern "C" __global__ __launch_bounds__(NN_BLOCK) void
+#define GN_PER 8
+#define GN_BLOCK 1024
+#define GN_KERNEL extern "C" __global__ __launch_bounds__(GN_BLOCK) void
 
 __device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000); }
 // nanmax is fmaxf that keeps a NaN, as softmax of a row with one must.
@@ -38,12 +46,12 @@ __device__ __forceinline__ Max shfl(Max a, int m) { return {__shfl_xor(a.v, m)};
 
 // block_reduce combines a value over the block; every thread gets the
 // result. Any warp size: each warp combines its lanes, then every warp
-// combines the warps' partials (one pair of barriers).
-template <class V> __device__ __forceinline__ V block_reduce(V v, V identity) {
-	__shared__ V part[NN_BLOCK / 16];
+// combines the warps' partials in part, a shared buffer of GN_BLOCK/16. The
+// caller makes sure no thread still reads part from an earlier call (a
+// barrier between calls that share it).
+template <class V> __device__ __forceinline__ V block_reduce(V v, V identity, V* part) {
 	for (int m = warpSize / 2; m > 0; m >>= 1) v = combine(v, shfl(v, m));
 	const int lane = threadIdx.x % warpSize, w = threadIdx.x / warpSize, nw = (blockDim.x + warpSize - 1) / warpSize;
-	__syncthreads(); // the buffer is reused by the next call
 	if (lane == 0) part[w] = v;
 	__syncthreads();
 	v = identity;
@@ -51,57 +59,62 @@ template <class V> __device__ __forceinline__ V block_reduce(V v, V identity) {
 	for (int m = warpSize / 2; m > 0; m >>= 1) v = combine(v, shfl(v, m));
 	return v;
 }
-__device__ __forceinline__ float block_sum(float v) { return block_reduce(v, 0.0f); }
-__device__ __forceinline__ float block_max(float v) { return block_reduce(Max{v}, Max{neg_inf()}).v; }
+__device__ __forceinline__ float block_sum(float v, float* part) { return block_reduce(v, 0.0f, part); }
+__device__ __forceinline__ float block_max(float v, float* part) { return block_reduce(Max{v}, Max{neg_inf()}, (Max*)part).v; }
 
 // A row in registers: slot j of a thread holds element col(j), valid when
-// col(j) < cols. Vector rows (16-byte aligned, cols a multiple of N) load
-// N elements at a time.
-template <class T> struct Row {
+// bit j of mask is set. Vector rows (16-byte aligned, cols a multiple of N)
+// load N elements at a time: chunk c of a thread is elements
+// (c·blockDim.x + thread)·N onwards. Rows held here are shorter than 2³²:
+// 32-bit index math, and the valid slots known once per kernel (index and
+// bounds arithmetic a slot, measured on an H100, made softmax 2.5x slower).
+template <class T, int PER> struct Row {
+	static_assert(PER <= 32, "one bit of mask a slot");
 	static const int N = 16 / sizeof(T);
-	float v[NN_PER];
+	float v[PER];
 	bool vec;
+	u32 mask;
 
-	__device__ __forceinline__ u64 col(int j) const {
-		return vec ? ((u64)(j / N) * blockDim.x + threadIdx.x) * N + j % N : (u64)j * blockDim.x + threadIdx.x;
+	__device__ __forceinline__ u32 col(int j) const {
+		return vec ? ((u32)(j / N) * blockDim.x + threadIdx.x) * N + j % N : (u32)j * blockDim.x + threadIdx.x;
 	}
-	__device__ __forceinline__ void load(const T* p, u64 cols) {
+	__device__ __forceinline__ bool ok(int j) const { return (mask >> j) & 1; }
+	__device__ __forceinline__ void init(bool vec_, u32 cols) {
+		vec = vec_;
+		mask = 0;
+#pragma unroll
+		for (int j = 0; j < PER; j++)
+			if (col(j) < cols) mask |= 1u << j;
+	}
+	__device__ __forceinline__ void load(const T* p) {
 		if (vec) {
 #pragma unroll
-			for (int c = 0; c < NN_PER / N; c++) {
-				u64 k = ((u64)c * blockDim.x + threadIdx.x) * N;
-				if (k < cols) {
-					Vec<T> x = *(const Vec<T>*)(p + k);
+			for (int c = 0; c < PER / N; c++)
+				if (ok(c * N)) {
+					Vec<T> x = *(const Vec<T>*)(p + col(c * N));
 #pragma unroll
 					for (int e = 0; e < N; e++) v[c * N + e] = Traits<T>::load(x.v[e]);
 				}
-			}
 		} else {
 #pragma unroll
-			for (int j = 0; j < NN_PER; j++) {
-				u64 k = col(j);
-				if (k < cols) v[j] = Traits<T>::load(p[k]);
-			}
+			for (int j = 0; j < PER; j++)
+				if (ok(j)) v[j] = Traits<T>::load(p[col(j)]);
 		}
 	}
-	__device__ __forceinline__ void store(T* p, u64 cols) const {
+	__device__ __forceinline__ void store(T* p) const {
 		if (vec) {
 #pragma unroll
-			for (int c = 0; c < NN_PER / N; c++) {
-				u64 k = ((u64)c * blockDim.x + threadIdx.x) * N;
-				if (k < cols) {
+			for (int c = 0; c < PER / N; c++)
+				if (ok(c * N)) {
 					Vec<T> x;
 #pragma unroll
 					for (int e = 0; e < N; e++) x.v[e] = Traits<T>::store(v[c * N + e]);
-					*(Vec<T>*)(p + k) = x;
+					*(Vec<T>*)(p + col(c * N)) = x;
 				}
-			}
 		} else {
 #pragma unroll
-			for (int j = 0; j < NN_PER; j++) {
-				u64 k = col(j);
-				if (k < cols) p[k] = Traits<T>::store(v[j]);
-			}
+			for (int j = 0; j < PER; j++)
+				if (ok(j)) p[col(j)] = Traits<T>::store(v[j]);
 		}
 	}
 };
@@ -113,31 +126,34 @@ template <class T> __device__ __forceinline__ bool vec_rows(u64 cols, const void
 }
 
 template <class T> __device__ __forceinline__ void softmax(u64 rows, u64 cols, int log_, const T* x, T* y) {
+	__shared__ float pm[GN_BLOCK / 16], ps[GN_BLOCK / 16];
 	if (cols <= (u64)blockDim.x * NN_PER) {
-		// The next row loads while this one reduces.
-		Row<T> r, next;
-		r.vec = next.vec = vec_rows<T>(cols, x, y, x, y);
-		if (blockIdx.x < rows) r.load(x + blockIdx.x * cols, cols);
+		Row<T, NN_PER> r;
+		r.init(vec_rows<T>(cols, x, y, x, y), (u32)cols);
 		for (u64 i = blockIdx.x; i < rows; i += gridDim.x) {
-			if (i + gridDim.x < rows) next.load(x + (i + gridDim.x) * cols, cols);
+			r.load(x + i * cols);
 			float m = neg_inf();
 #pragma unroll
 			for (int j = 0; j < NN_PER; j++)
-				if (r.col(j) < cols) m = nanmax(m, r.v[j]);
-			m = block_max(m);
+				if (r.ok(j)) m = nanmax(m, r.v[j]);
+			m = block_max(m, pm);
+			// The exponentials stay in registers for the output: one expf
+			// an element.
 			float s = 0;
 #pragma unroll
 			for (int j = 0; j < NN_PER; j++)
-				if (r.col(j) < cols) {
+				if (r.ok(j)) {
 					r.v[j] -= m;
-					s += expf(r.v[j]);
+					const float e = expf(r.v[j]);
+					s += e;
+					if (!log_) r.v[j] = e;
 				}
-			s = block_sum(s);
+			s = block_sum(s, ps);
 			const float ls = logf(s), inv = 1.0f / s;
 #pragma unroll
-			for (int j = 0; j < NN_PER; j++) r.v[j] = log_ ? r.v[j] - ls : expf(r.v[j]) * inv;
-			r.store(y + i * cols, cols);
-			r = next;
+			for (int j = 0; j < NN_PER; j++) r.v[j] = log_ ? r.v[j] - ls : r.v[j] * inv;
+			r.store(y + i * cols);
+			if (i + gridDim.x < rows) __syncthreads(); // pm and ps are read no more
 		}
 		return;
 	}
@@ -146,15 +162,16 @@ template <class T> __device__ __forceinline__ void softmax(u64 rows, u64 cols, i
 		T* yr = y + i * cols;
 		float m = neg_inf();
 		for (u64 k = threadIdx.x; k < cols; k += blockDim.x) m = nanmax(m, Traits<T>::load(xr[k]));
-		m = block_max(m);
+		m = block_max(m, pm);
 		float s = 0;
 		for (u64 k = threadIdx.x; k < cols; k += blockDim.x) s += expf(Traits<T>::load(xr[k]) - m);
-		s = block_sum(s);
+		s = block_sum(s, ps);
 		const float ls = logf(s), inv = 1.0f / s;
 		for (u64 k = threadIdx.x; k < cols; k += blockDim.x) {
 			float v = Traits<T>::load(xr[k]) - m;
 			yr[k] = Traits<T>::store(log_ ? v - ls : expf(v) * inv);
 		}
+		__syncthreads(); // pm and ps are read no more
 	}
 }
 
@@ -165,48 +182,47 @@ template <class T> __device__ __forceinline__ void softmax(u64 rows, u64 cols, i
 template <class T, bool Layer, bool Group = false>
 __device__ __forceinline__ void norm(u64 rows, u64 cols, float eps, const T* x, const T* alpha, const T* beta, T* y,
                                      u64 groups = 1, u64 spatial = 1) {
+	__shared__ float p1[GN_BLOCK / 16], p2[GN_BLOCK / 16];
 	const float n = (float)cols;
-	if (cols <= (u64)blockDim.x * NN_PER) {
+	const int PER = Group ? GN_PER : NN_PER;
+	if (cols <= (u64)blockDim.x * PER) {
 		// alpha and beta stay in registers (group_norm's are a group's, read
-		// for each row); the next row loads while this one reduces.
-		Row<T> r, next, a, b;
-		r.vec = next.vec = a.vec = b.vec = Group ? vec_rows<T>(cols, x, y, x, y) : vec_rows<T>(cols, x, y, alpha, beta ? beta : alpha);
-		if (!Group) a.load(alpha, cols);
-		if (!Group && Layer && beta) b.load(beta, cols);
-		if (blockIdx.x < rows) r.load(x + blockIdx.x * cols, cols);
+		// for each row).
+		Row<T, PER> r, a, b;
+		r.init(Group ? vec_rows<T>(cols, x, y, x, y) : vec_rows<T>(cols, x, y, alpha, beta ? beta : alpha), (u32)cols);
+		a.vec = b.vec = r.vec;
+		a.mask = b.mask = r.mask;
+		if (!Group) a.load(alpha);
+		if (!Group && Layer && beta) b.load(beta);
 		for (u64 i = blockIdx.x; i < rows; i += gridDim.x) {
-			if (i + gridDim.x < rows) next.load(x + (i + gridDim.x) * cols, cols);
+			r.load(x + i * cols);
 			if (Group) {
 				const u32 c0 = (u32)(i % groups) * (u32)(cols / spatial), sp = (u32)spatial;
 #pragma unroll
-				for (int j = 0; j < NN_PER; j++) {
-					const u64 k = r.col(j);
-					if (k < cols) {
-						const u32 c = c0 + (u32)k / sp;
+				for (int j = 0; j < PER; j++)
+					if (r.ok(j)) {
+						const u32 c = c0 + r.col(j) / sp;
 						a.v[j] = Traits<T>::load(alpha[c]);
 						b.v[j] = beta ? Traits<T>::load(beta[c]) : 0.0f;
 					}
-				}
 			}
 			float mean = 0;
 			if (Layer) {
 				float s = 0;
 #pragma unroll
-				for (int j = 0; j < NN_PER; j++)
-					if (r.col(j) < cols) s += r.v[j];
-				mean = block_sum(s) / n;
+				for (int j = 0; j < PER; j++)
+					if (r.ok(j)) s += r.v[j];
+				mean = block_sum(s, p1) / n;
 			}
 			float ss = 0;
 #pragma unroll
-			for (int j = 0; j < NN_PER; j++)
-				if (r.col(j) < cols) ss += (r.v[j] - mean) * (r.v[j] - mean);
-			const float rs = rsqrtf(block_sum(ss) / n + eps);
+			for (int j = 0; j < PER; j++)
+				if (r.ok(j)) ss += (r.v[j] - mean) * (r.v[j] - mean);
+			const float rs = rsqrtf(block_sum(ss, p2) / n + eps);
 #pragma unroll
-			for (int j = 0; j < NN_PER; j++) r.v[j] -= mean;
-#pragma unroll
-			for (int j = 0; j < NN_PER; j++) r.v[j] = r.v[j] * rs * a.v[j] + (Layer && beta ? b.v[j] : 0.0f);
-			r.store(y + i * cols, cols);
-			r = next;
+			for (int j = 0; j < PER; j++) r.v[j] = (r.v[j] - mean) * rs * a.v[j] + (Layer && beta ? b.v[j] : 0.0f);
+			r.store(y + i * cols);
+			if (i + gridDim.x < rows) __syncthreads(); // p1 and p2 are read no more
 		}
 		return;
 	}
@@ -217,14 +233,14 @@ __device__ __forceinline__ void norm(u64 rows, u64 cols, float eps, const T* x, 
 		if (Layer) {
 			float s = 0;
 			for (u64 k = threadIdx.x; k < cols; k += blockDim.x) s += Traits<T>::load(xr[k]);
-			mean = block_sum(s) / n;
+			mean = block_sum(s, p1) / n;
 		}
 		float ss = 0;
 		for (u64 k = threadIdx.x; k < cols; k += blockDim.x) {
 			float v = Traits<T>::load(xr[k]) - mean;
 			ss += v * v;
 		}
-		const float rs = rsqrtf(block_sum(ss) / n + eps);
+		const float rs = rsqrtf(block_sum(ss, p2) / n + eps);
 		// group_norm's rows are shorter than 2³² (the host checks): 32-bit
 		// division.
 		const u64 c0 = Group ? (i % groups) * (cols / spatial) : 0;
@@ -234,6 +250,7 @@ __device__ __forceinline__ void norm(u64 rows, u64 cols, float eps, const T* x, 
 			if (Layer && beta) v += Traits<T>::load(beta[c]);
 			yr[k] = Traits<T>::store(v);
 		}
+		__syncthreads(); // p1 and p2 are read no more
 	}
 }
 
@@ -321,7 +338,7 @@ template <class T> __device__ __forceinline__ void silu_mul(u64 n, const T* a, c
 	NN_KERNEL layer_norm_##T(u64 rows, u64 cols, float eps, const T* x, const T* alpha, const T* beta, T* y) {           \
 		norm<T, true>(rows, cols, eps, x, alpha, beta, y);                                                                \
 	}                                                                                                                     \
-	NN_KERNEL group_norm_##T(u64 rows, u64 cols, float eps, u64 groups, u64 spatial, const T* x, const T* alpha,          \
+	GN_KERNEL group_norm_##T(u64 rows, u64 cols, float eps, u64 groups, u64 spatial, const T* x, const T* alpha,          \
 	                         const T* beta, T* y) {                                                                       \
 		norm<T, true, true>(rows, cols, eps, x, alpha, beta, y, groups, spatial);                                         \
 	}                                                                                                                     \
