@@ -36,8 +36,8 @@ var pagedScenario = []pagedStep{
 // attention output and the history of keys and values per sequence as
 // float64 host tensors, for a reference.
 type pagedRun struct {
-	outs [][]float32 // per step, (T, hq, d) in packed order
-	rows [][][2]int  // per step, per input sequence: packed start and count
+	outs [][]float32            // per step, (T, hq, d) in packed order
+	rows [][][2]int             // per step, per input sequence: packed start and count
 	k, v map[uint64][][]float64 // per sequence, per token: (hkv·d)
 	qs   [][][][]float64        // per step, per input sequence, per token: (hq·d)
 	ks   [][]map[uint64]int     // per step: each sequence's cached length after the step
