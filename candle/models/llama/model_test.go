@@ -29,6 +29,8 @@ var tinySpecs = map[string]mkmodel.Spec{
 		Vocab: 83, MaxPositions: 256, SlidingWindow: 4, Seed: 5, NoTokenizer: true},
 	"qwen2 biases mqa tied": {Family: "qwen2", Hidden: 48, Intermediate: 64, Layers: 3, Heads: 3, KVHeads: 1, Vocab: 71,
 		MaxPositions: 256, RopeTheta: 1e6, TieEmbeddings: true, Seed: 6, NoTokenizer: true},
+	"qwen2 window 5": {Family: "qwen2", Hidden: 32, Intermediate: 48, Layers: 2, Heads: 2, KVHeads: 2, Vocab: 53,
+		MaxPositions: 256, SlidingWindow: 5, Seed: 7, NoTokenizer: true},
 }
 
 func writeModel(t *testing.T, s mkmodel.Spec) string {

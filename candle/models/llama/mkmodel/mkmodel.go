@@ -365,7 +365,10 @@ func (s *Spec) config() map[string]any {
 		}
 	case "qwen2":
 		c["use_sliding_window"] = s.SlidingWindow > 0
-		c["sliding_window"] = max(s.SlidingWindow, 4096)
+		c["sliding_window"] = 4096 // Qwen2's default, unused without use_sliding_window
+		if s.SlidingWindow > 0 {
+			c["sliding_window"] = s.SlidingWindow
+		}
 		c["max_window_layers"] = 0
 	}
 	if !s.NoTokenizer {
