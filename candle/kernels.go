@@ -258,6 +258,7 @@ func KernelNames(module string) []string {
 				add("take_%s_%s", i, s)
 				add("take_rows_%s_%s", i, s)
 				add("put_%s_%s", i, s)
+				add("put_rows_%s_%s", i, s)
 			}
 			for _, dt := range DTypes() {
 				add("put_add_%s_%s", i, dt)

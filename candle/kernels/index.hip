@@ -4,8 +4,8 @@
 // stride), operand 1 the indices, operand 2 the source of a put. An index
 // out of [0, size) reads 0 and writes nothing: a kernel cannot stop.
 // Kernel names: take_<index dtype>_b<size>, take_rows_<index dtype>_b<size>,
-// put_<index dtype>_b<size>,
-// put_add_<index dtype>_<dtype>.
+// put_<index dtype>_b<size>, put_rows_<index dtype>_b<size> (IndexAssign's
+// rows), put_add_<index dtype>_<dtype>.
 #include "common.h"
 
 template <class I> __device__ __forceinline__ i64 index_value(I v) { return (i64)v; }
@@ -42,6 +42,21 @@ __device__ __forceinline__ void take_rows(const Index& rows, u64 nrows, u64 rowl
 			continue;
 		}
 		copy_row(src + offset(rows, 0, r) + id * stride, d, rowlen, rows.flags & 1);
+	}
+}
+
+// put_rows writes whole rows in place (IndexAssign): rows walks the rows
+// with operand 0 the destination (the indexed dim's stride zeroed), 1 the
+// indices, 2 the source; each row's rowlen elements are contiguous in both.
+// flags bit 0: every row start is 16-byte aligned. A bad index writes
+// nothing.
+template <class I, class T>
+__device__ __forceinline__ void put_rows(const Index& rows, u64 nrows, u64 rowlen, const I* ids, const T* src, T* dst, i64 size,
+                                         i64 stride) {
+	for (u64 r = blockIdx.x; r < nrows; r += gridDim.x) {
+		i64 id = index_value(ids[offset(rows, 1, r)]);
+		if (id < 0 || id >= size) continue;
+		copy_row(src + offset(rows, 2, r), dst + offset(rows, 0, r) + id * stride, rowlen, rows.flags & 1);
 	}
 }
 
@@ -90,6 +105,10 @@ __device__ __forceinline__ void put_add(const Index& ix, u64 n, const I* ids, co
 	RG_KERNEL put_##iname##_##name(const Index ix, u64 n, const I* ids, const Bytes<N>::T* src,              \
 	                               Bytes<N>::T* dst, i64 size, i64 stride) {                                  \
 		put(ix, n, ids, src, dst, size, stride);                                                              \
+	}                                                                                                         \
+	RG_KERNEL put_rows_##iname##_##name(const Index rows, u64 nrows, u64 rowlen, const I* ids,                    \
+	                                    const Bytes<N>::T* src, Bytes<N>::T* dst, i64 size, i64 stride) {          \
+		put_rows(rows, nrows, rowlen, ids, src, dst, size, stride);                                                \
 	}
 #define RG_TAKE_PUT_SIZES(iname, I) \
 	RG_TAKE_PUT(iname, I, b1, 1) RG_TAKE_PUT(iname, I, b2, 2) RG_TAKE_PUT(iname, I, b4, 4) RG_TAKE_PUT(iname, I, b8, 8)

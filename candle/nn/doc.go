@@ -9,7 +9,9 @@
 //	y, err := proj.Forward(x)
 //
 // Layers: Linear, Embedding, RMSNorm, LayerNorm, Conv1d, Conv2d, the
-// activations of model configs (Activation), and a KVCache that grows in
-// place. Their forward passes are candle ops (Matmul on rocBLAS, the
+// activations of model configs (Activation), a KVCache that grows in
+// place, and a PagedKVCache that many sequences share in pages (its
+// PagedStep writes each forward pass's keys and values into their pages
+// and runs attention over them). Their forward passes are candle ops (Matmul on rocBLAS, the
 // fused norms), so they run on every device candle has.
 package nn

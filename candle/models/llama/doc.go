@@ -1,0 +1,28 @@
+// Package llama is the Llama family of decoder-only language models on
+// package candle: Llama 2 and 3.x (with Llama 3.1's "llama3" RoPE
+// scaling), Mistral (sliding-window attention) and Qwen2/2.5 (QKV biases,
+// tied embeddings), from a Hugging Face model folder (config.json and
+// safetensors weights, single or sharded), in F32, F16 or BF16, on a HIP
+// device or the CPU.
+//
+// A Model serves many sequences at once from one paged KV cache
+// (nn.PagedKVCache): Forward takes a batch that mixes prompts and decode
+// steps, appends each sequence's new tokens to its cache and returns the
+// logits of each sequence's last token; Release frees a finished
+// sequence's pages.
+//
+//	cfg, err := llama.LoadConfig(dir)
+//	m, err := llama.Load(dir, dev, cfg.DType, llama.Options{})
+//	defer m.Close()
+//	logits, err := m.Forward([]uint64{1, 2}, [][]int32{prompt, {next}})
+//	defer logits.Close() // F32 (2, vocab)
+//	...
+//	m.Release(1)
+//
+// On a HIP device attention is package flashattn's: one variable-length
+// call for the sequences whose prompts start in the batch, one paged
+// decode call for all the sequences that add one token, split across the
+// device. On the CPU device each sequence's pages are gathered and
+// attended in float64: the reference the GPU is tested against, and a
+// path that runs anywhere.
+package llama

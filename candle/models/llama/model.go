@@ -1,0 +1,541 @@
+package llama
+
+import (
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/rocm-go/rocm/candle"
+	"github.com/rocm-go/rocm/candle/nn"
+	"github.com/rocm-go/rocm/flashattn"
+)
+
+// ErrCacheFull is the error of a Forward whose new tokens need more KV
+// cache pages than are free (nn.ErrCacheFull): release finished sequences,
+// or load with a larger Options.CacheTokens.
+var ErrCacheFull = nn.ErrCacheFull
+
+// Options size what Load allocates beside the weights; zero values choose.
+type Options struct {
+	// CacheTokens is how many tokens the KV cache holds over all
+	// sequences. Zero: the context length × MaxBatch, bounded by 80% of
+	// the device memory free after the weights are loaded (on a HIP
+	// device), or by 1 GiB of cache (on the CPU).
+	CacheTokens int
+	// PageSize is the tokens per cache page (default 16).
+	PageSize int
+	// MaxBatch is the most sequences one Forward takes (default 64).
+	MaxBatch int
+}
+
+// Defaults of Options.
+const (
+	DefaultPageSize = 16
+	DefaultMaxBatch = 64
+	// cpuCacheBytes bounds the default cache on the CPU device.
+	cpuCacheBytes = 1 << 30
+	// gpuCacheFraction of the free device memory is the default cache's
+	// bound on a HIP device; the rest is for activations.
+	gpuCacheFraction = 0.8
+)
+
+// Model is a Llama-family decoder (Llama 2 and 3.x, Mistral, Qwen2/2.5)
+// on a candle device, with a paged KV cache shared by every sequence
+// (nn.PagedKVCache). Its methods are safe for concurrent use; forward
+// passes run one at a time.
+//
+// The weights are those of the Hugging Face folder, in the dtype Load is
+// given, with two fusions made at load time so that each layer runs fewer,
+// larger products: q, k and v projections are one (q·k·v rows, hidden)
+// matrix, and the MLP's gate and up projections one (2·intermediate,
+// hidden) matrix, whose product is taken transposed so that the gate and
+// the up halves come out as contiguous blocks for the fused SiLU gate. A
+// layer is: RMSNorm, the fused QKV product (+ biases), rotary embeddings
+// of q and k at each token's position (one fused op over both), the new
+// keys and values scattered into their cache pages, causal attention over
+// each sequence's cache (GQA, and a sliding window where the config has
+// one), o_proj, the residual; RMSNorm, the gate/up product, SiLU(gate) ·
+// up, down, the residual. The logits are those of the final RMSNorm and
+// lm_head (the embedding table when tied) on each sequence's last token.
+type Model struct {
+	mu       sync.Mutex
+	cfg      *Config
+	dev      candle.Device
+	dtype    candle.DType
+	embed    *candle.Tensor // (vocab, hidden)
+	lmHeadT  *candle.Tensor // (hidden, vocab): the view of lm_head (or of embed) that the logits multiply by
+	lmHead   *candle.Tensor // nil when tied
+	norm     *candle.Tensor
+	layers   []*layer
+	cos, sin *candle.Tensor // (context, head dim / 2) in the model's dtype
+	cache    *nn.PagedKVCache
+	ctx      int
+	maxBatch int
+	closed   bool
+}
+
+type layer struct {
+	inNorm, postNorm *candle.Tensor
+	qkv, qkvT        *candle.Tensor // (q+k+v rows, hidden) and its transposed view
+	qkvBias          *candle.Tensor // (q+k+v rows) or nil
+	o, oT            *candle.Tensor // (hidden, heads·head dim)
+	oBias            *candle.Tensor
+	gateUp           *candle.Tensor // (2·intermediate, hidden)
+	gateUpBias       *candle.Tensor // (2·intermediate, 1) or nil
+	down, downT      *candle.Tensor // (hidden, intermediate)
+	downBias         *candle.Tensor
+	window           int
+}
+
+func (l *layer) close() {
+	closeAll(l.inNorm, l.postNorm, l.qkvT, l.qkv, l.qkvBias, l.oT, l.o, l.oBias, l.gateUp, l.gateUpBias, l.downT, l.down, l.downBias)
+}
+
+func closeAll(ts ...*candle.Tensor) {
+	for _, t := range ts {
+		if t != nil {
+			t.Close()
+		}
+	}
+}
+
+// Load reads a model folder (config.json and the weights: model.safetensors,
+// a sharded index, or *.safetensors) onto dev as dtype (F32, F16 or BF16;
+// Config.DType is the checkpoint's own), and allocates its KV cache as opts
+// say. A missing or mis-shaped weight is an error that names it.
+func Load(dir string, dev candle.Device, dtype candle.DType, opts Options) (*Model, error) {
+	cfg, err := LoadConfig(dir)
+	if err != nil {
+		return nil, err
+	}
+	if dev == nil {
+		return nil, fmt.Errorf("llama: Load: nil device: %w", candle.ErrDevice)
+	}
+	if dtype != candle.F32 && dtype != candle.F16 && dtype != candle.BF16 {
+		return nil, fmt.Errorf("llama: Load: %s: the model runs in f32, f16 or bf16: %w", dtype, candle.ErrDType)
+	}
+	if opts.CacheTokens < 0 || opts.PageSize < 0 || opts.MaxBatch < 0 {
+		return nil, fmt.Errorf("llama: Load: options %+v: none may be negative: %w", opts, candle.ErrArgument)
+	}
+	vb, err := nn.OpenVarBuilder(dir, dev, dtype)
+	if err != nil {
+		return nil, fmt.Errorf("llama: Load: %w", err)
+	}
+	defer vb.Close()
+	m := &Model{cfg: cfg, dev: dev, dtype: dtype}
+	if err := m.loadWeights(vb); err != nil {
+		m.Close()
+		return nil, fmt.Errorf("llama: Load: %w", err)
+	}
+	if err := m.allocate(opts); err != nil {
+		m.Close()
+		return nil, fmt.Errorf("llama: Load: %w", err)
+	}
+	return m, nil
+}
+
+// loader loads tensors and remembers the first error, so that the list of
+// weights reads as a list.
+type loader struct {
+	vb  *nn.VarBuilder
+	err error
+}
+
+func (l *loader) get(name string, shape ...int) *candle.Tensor {
+	if l.err != nil {
+		return nil
+	}
+	t, err := l.vb.Get(name, shape...)
+	l.err = err
+	return t
+}
+
+// cat loads tensors and concatenates them along dim 0 (the fused
+// projections).
+func (l *loader) cat(parts ...*candle.Tensor) *candle.Tensor {
+	defer closeAll(parts...)
+	if l.err != nil {
+		return nil
+	}
+	t, err := candle.Cat(parts, 0)
+	l.err = err
+	return t
+}
+
+func (l *loader) view(t *candle.Tensor, err error) *candle.Tensor {
+	if l.err != nil {
+		return nil
+	}
+	l.err = err
+	return t
+}
+
+func (m *Model) loadWeights(vb *nn.VarBuilder) error {
+	c := m.cfg
+	h, qd, kvd, in := c.HiddenSize, c.Heads*c.HeadDim, c.KVHeads*c.HeadDim, c.IntermediateSize
+	l := &loader{vb: vb}
+	m.embed = l.get("model.embed_tokens.weight", c.VocabSize, h)
+	m.norm = l.get("model.norm.weight", h)
+	if c.TieEmbeddings {
+		m.lmHeadT = l.view(m.embed.T())
+	} else {
+		m.lmHead = l.get("lm_head.weight", c.VocabSize, h)
+		m.lmHeadT = l.view(m.lmHead.T())
+	}
+	for i := range c.Layers {
+		p := fmt.Sprintf("model.layers.%d.", i)
+		ly := &layer{window: c.Window(i)}
+		m.layers = append(m.layers, ly)
+		ly.inNorm = l.get(p+"input_layernorm.weight", h)
+		ly.postNorm = l.get(p+"post_attention_layernorm.weight", h)
+		a := p + "self_attn."
+		ly.qkv = l.cat(l.get(a+"q_proj.weight", qd, h), l.get(a+"k_proj.weight", kvd, h), l.get(a+"v_proj.weight", kvd, h))
+		ly.qkvT = l.view(ly.qkv.T())
+		if c.QKVBias {
+			ly.qkvBias = l.cat(l.get(a+"q_proj.bias", qd), l.get(a+"k_proj.bias", kvd), l.get(a+"v_proj.bias", kvd))
+		}
+		ly.o = l.get(a+"o_proj.weight", h, qd)
+		ly.oT = l.view(ly.o.T())
+		if c.OutputBias {
+			ly.oBias = l.get(a+"o_proj.bias", h)
+		}
+		f := p + "mlp."
+		ly.gateUp = l.cat(l.get(f+"gate_proj.weight", in, h), l.get(f+"up_proj.weight", in, h))
+		ly.down = l.get(f+"down_proj.weight", h, in)
+		ly.downT = l.view(ly.down.T())
+		if c.MLPBias {
+			gu := l.cat(l.get(f+"gate_proj.bias", in), l.get(f+"up_proj.bias", in))
+			if l.err == nil {
+				ly.gateUpBias = l.view(gu.Reshape(2*in, 1))
+				gu.Close()
+			}
+			ly.downBias = l.get(f+"down_proj.bias", h)
+		}
+		if l.err != nil {
+			return l.err
+		}
+	}
+	return l.err
+}
+
+// allocate makes the rotary tables and the KV cache.
+func (m *Model) allocate(opts Options) error {
+	c := m.cfg
+	if opts.PageSize == 0 {
+		opts.PageSize = DefaultPageSize
+	}
+	if opts.MaxBatch == 0 {
+		opts.MaxBatch = DefaultMaxBatch
+	}
+	m.maxBatch = opts.MaxBatch
+	perToken := nn.PagedKVBytesPerToken(m.dtype, c.Layers, c.KVHeads, c.HeadDim)
+	tokens := opts.CacheTokens
+	if tokens == 0 {
+		tokens = c.MaxPositions * opts.MaxBatch
+		budget := int64(cpuCacheBytes)
+		if d, ok := m.dev.(*candle.HIPDevice); ok {
+			free, _, err := d.HIP().MemInfo()
+			if err != nil {
+				return fmt.Errorf("sizing the KV cache: %w", err)
+			}
+			// Memory the device's pool keeps is free for the cache too.
+			budget = int64(gpuCacheFraction * float64(free+d.MemoryStats().Cached))
+		}
+		tokens = int(min(int64(tokens), budget/int64(perToken)))
+		if tokens < opts.PageSize {
+			return fmt.Errorf("the device has room for %d tokens of KV cache (%d bytes each): free memory, or set Options.CacheTokens: %w", tokens, perToken, candle.ErrOutOfMemory)
+		}
+	}
+	pages := (tokens + opts.PageSize - 1) / opts.PageSize
+	var err error
+	m.cache, err = nn.NewPagedKVCache(m.dev, m.dtype, nn.PagedKVConfig{Layers: c.Layers, Pages: pages, PageSize: opts.PageSize, KVHeads: c.KVHeads, HeadDim: c.HeadDim})
+	if err != nil {
+		return err
+	}
+	m.ctx = min(c.MaxPositions, pages*opts.PageSize)
+	return m.ropeTables()
+}
+
+// ropeTables computes cos and sin of every position's angles in float64,
+// stored in the model's dtype.
+func (m *Model) ropeTables() error {
+	f := m.cfg.InvFreq()
+	n, half := m.ctx, len(f)
+	cos, sin := make([]float64, n*half), make([]float64, n*half)
+	for p := range n {
+		for i, x := range f {
+			s, c := math.Sincos(float64(p) * x)
+			cos[p*half+i], sin[p*half+i] = c, s
+		}
+	}
+	for _, t := range []struct {
+		dst  **candle.Tensor
+		data []float64
+	}{{&m.cos, cos}, {&m.sin, sin}} {
+		x, err := candle.FromSlice(m.dev, t.data, n, half)
+		if err != nil {
+			return err
+		}
+		*t.dst, err = x.ToDType(m.dtype)
+		x.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Config is the model's config.
+func (m *Model) Config() *Config { return m.cfg }
+
+// Device is where the model runs.
+func (m *Model) Device() candle.Device { return m.dev }
+
+// DType is the dtype of the weights and activations.
+func (m *Model) DType() candle.DType { return m.dtype }
+
+// VocabSize is the number of logits per token.
+func (m *Model) VocabSize() int { return m.cfg.VocabSize }
+
+// ContextLength is the most tokens one sequence holds: the config's
+// max_position_embeddings, or the whole KV cache when that is smaller.
+func (m *Model) ContextLength() int { return m.ctx }
+
+// CacheTokensFree is how many more tokens the KV cache's free pages hold
+// (the unused rows of sequences' last pages not counted).
+func (m *Model) CacheTokensFree() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return 0
+	}
+	return m.cache.FreeTokens()
+}
+
+// Release forgets a sequence and frees its KV pages; an unknown id is a
+// no-op.
+func (m *Model) Release(seq uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.closed {
+		m.cache.Release(seq)
+	}
+}
+
+// Close frees the weights and the cache (after the queued work). Closing
+// twice does nothing; a closed model's Forward is an error.
+func (m *Model) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil
+	}
+	m.closed = true
+	for _, l := range m.layers {
+		l.close()
+	}
+	closeAll(m.lmHeadT, m.lmHead, m.embed, m.norm, m.cos, m.sin)
+	if m.cache != nil {
+		m.cache.Close()
+	}
+	return nil
+}
+
+func argErr(format string, args ...any) error {
+	return fmt.Errorf("llama: Forward: %s: %w", fmt.Sprintf(format, args...), candle.ErrArgument)
+}
+
+// Forward appends tokens[i] to sequence seqs[i]'s KV cache (created on
+// first use) and returns the logits of each sequence's last new token: F32
+// (len(seqs), VocabSize()) on Device(). A batch mixes prefills (new
+// sequences, or several new tokens) and decode steps (one new token);
+// positions continue from each sequence's cached length.
+//
+// Every argument is checked before any work: the batch (one non-empty
+// token list per sequence, distinct ids, at most Options.MaxBatch), the
+// token ids (below VocabSize()), the context (no sequence beyond
+// ContextLength()) and the cache (ErrCacheFull when the new tokens need
+// more pages than are free). On any error no sequence changes.
+func (m *Model) Forward(seqs []uint64, tokens [][]int32) (*candle.Tensor, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.check(seqs, tokens); err != nil {
+		return nil, err
+	}
+	return m.forward(seqs, tokens, false, true)
+}
+
+// Logits returns the logits of every position of one fresh sequence of
+// tokens, F32 (len(tokens), VocabSize()): the whole forward pass at once,
+// for comparisons with other implementations. It leaves nothing in the
+// cache.
+func (m *Model) Logits(tokens []int32) (*candle.Tensor, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	// An id no sequence has: the step is never committed.
+	id := ^uint64(0)
+	for m.cache != nil {
+		if _, ok := m.cache.Len(id); !ok {
+			break
+		}
+		id--
+	}
+	seqs, toks := []uint64{id}, [][]int32{tokens}
+	if err := m.check(seqs, toks); err != nil {
+		return nil, err
+	}
+	return m.forward(seqs, toks, true, false)
+}
+
+func (m *Model) check(seqs []uint64, tokens [][]int32) error {
+	if m.closed {
+		return fmt.Errorf("llama: Forward: the model is closed: %w", candle.ErrClosed)
+	}
+	if len(seqs) == 0 || len(seqs) != len(tokens) {
+		return argErr("%d sequences and %d token lists: want one token list per sequence, at least one", len(seqs), len(tokens))
+	}
+	if len(seqs) > m.maxBatch {
+		return argErr("a batch of %d sequences: at most %d (Options.MaxBatch)", len(seqs), m.maxBatch)
+	}
+	seen := make(map[uint64]int, len(seqs))
+	for i, id := range seqs {
+		if j, dup := seen[id]; dup {
+			return argErr("sequence %d is both entry %d and entry %d of the batch", id, j, i)
+		}
+		seen[id] = i
+		if len(tokens[i]) == 0 {
+			return argErr("sequence %d (entry %d) has no new tokens", id, i)
+		}
+		for j, t := range tokens[i] {
+			if t < 0 || int(t) >= m.cfg.VocabSize {
+				return argErr("sequence %d (entry %d): token %d at %d is not in the vocabulary of %d", id, i, t, j, m.cfg.VocabSize)
+			}
+		}
+		held, _ := m.cache.Len(id)
+		if held+len(tokens[i]) > m.ctx {
+			return argErr("sequence %d (entry %d) would hold %d tokens (%d cached and %d new); the context length is %d", id, i, held+len(tokens[i]), held, len(tokens[i]), m.ctx)
+		}
+	}
+	return nil
+}
+
+// fwd threads a forward pass's first error through its ops, so that the
+// pass reads as the model's equations: after an error every op gets a nil
+// operand and returns at once (candle's ops check for nil).
+type fwd struct {
+	s   *candle.Scope
+	err error
+}
+
+// t takes an op's result: tensors made by ops on scoped operands are in
+// the scope already.
+func (f *fwd) t(x *candle.Tensor, err error) *candle.Tensor {
+	if f.err != nil {
+		if x != nil {
+			x.Close()
+		}
+		return nil
+	}
+	f.err = err
+	return x
+}
+
+// own puts a tensor made outside the scope (by a kernel outside candle)
+// in it.
+func (f *fwd) own(x *candle.Tensor, err error) *candle.Tensor {
+	x = f.t(x, err)
+	if x == nil {
+		return nil
+	}
+	v, err := f.s.Adopt(x)
+	x.Close()
+	f.err = err
+	return v
+}
+
+// forward runs one pass; all: the logits of every new token (one
+// sequence), else of each sequence's last; commit: keep the tokens in the
+// cache.
+func (m *Model) forward(seqs []uint64, tokens [][]int32, all, commit bool) (*candle.Tensor, error) {
+	c := m.cfg
+	step, err := m.cache.Begin(seqs, tokens)
+	if err != nil {
+		return nil, fmt.Errorf("llama: Forward: %w", err)
+	}
+	defer step.Close()
+	sc := candle.NewScope()
+	defer sc.Close()
+	f := &fwd{s: sc}
+	T := step.Len()
+	hq, hkv, hd := c.Heads, c.KVHeads, c.HeadDim
+
+	ids := f.t(sc.Adopt(step.Tokens()))
+	pos := f.t(sc.Adopt(step.Positions()))
+	cos := f.t(m.cos.IndexSelect(pos, 0))
+	sin := f.t(m.sin.IndexSelect(pos, 0))
+	x := f.t(m.embed.IndexSelect(ids, 0)) // (T, hidden)
+	for i, l := range m.layers {
+		h := f.t(x.RMSNorm(l.inNorm, c.RMSNormEps))
+		qkv := f.t(h.Matmul(l.qkvT)) // (T, (hq+2hkv)·hd)
+		if l.qkvBias != nil {
+			qkv = f.t(qkv.Add(l.qkvBias))
+		}
+		heads := f.t(qkv.Reshape(T, hq+2*hkv, hd))
+		qk := f.t(heads.Narrow(1, 0, hq+hkv))
+		qk = f.t(qk.Unsqueeze(0))
+		qk = f.t(qk.RoPETHD(cos, sin)) // (1, T, hq+hkv, hd), contiguous
+		qk = f.t(qk.Squeeze(0))
+		q := f.t(qk.Narrow(1, 0, hq))
+		k := f.t(qk.Narrow(1, hq, hkv))
+		v := f.t(heads.Narrow(1, hq+hkv, hkv))
+		p := flashattn.Params{}
+		if l.window > 0 {
+			p.Window = &flashattn.Window{Left: l.window - 1, Right: 0}
+		}
+		var att *candle.Tensor
+		if f.err == nil {
+			att = f.own(step.Attention(i, q, k, v, p)) // (T, hq, hd)
+		}
+		att = f.t(att.Reshape(T, hq*hd))
+		o := f.t(att.Matmul(l.oT))
+		if l.oBias != nil {
+			o = f.t(o.Add(l.oBias))
+		}
+		x = f.t(x.Add(o))
+
+		h = f.t(x.RMSNorm(l.postNorm, c.RMSNormEps))
+		ht := f.t(h.T())
+		gu := f.t(l.gateUp.Matmul(ht)) // (2·intermediate, T): gate and up are contiguous halves
+		if l.gateUpBias != nil {
+			gu = f.t(gu.Add(l.gateUpBias))
+		}
+		gate := f.t(gu.Narrow(0, 0, c.IntermediateSize))
+		up := f.t(gu.Narrow(0, c.IntermediateSize, c.IntermediateSize))
+		act := f.t(gate.SiLUMul(up)) // (intermediate, T)
+		act = f.t(act.T())
+		d := f.t(act.Matmul(l.downT))
+		if l.downBias != nil {
+			d = f.t(d.Add(l.downBias))
+		}
+		x = f.t(x.Add(d))
+		if f.err != nil {
+			break
+		}
+	}
+	if !all {
+		last := f.t(sc.Adopt(step.LastRows()))
+		x = f.t(x.IndexSelect(last, 0))
+	}
+	x = f.t(x.RMSNorm(m.norm, c.RMSNormEps))
+	logits := f.t(x.Matmul(m.lmHeadT))
+	if m.dtype != candle.F32 {
+		logits = f.t(logits.ToDType(candle.F32))
+	}
+	if f.err != nil {
+		return nil, fmt.Errorf("llama: Forward: %w", f.err)
+	}
+	if commit {
+		step.Commit()
+	}
+	return sc.Keep(logits), nil
+}
