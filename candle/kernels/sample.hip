@@ -166,6 +166,7 @@ template <class T, bool Mass>
 __device__ __forceinline__ u32 radix_select(SampleShared& s, const SRow<T>& row, u32 floor, u64 need, float frac, float m) {
 	const int shifts[3] = {21, 10, 0}, widths[3] = {11, 11, 10};
 	u32 prefix = 0;
+#pragma unroll
 	for (int level = 0; level < 3; level++) {
 		const int shift = shifts[level], nb = 1 << widths[level];
 		__syncthreads(); // everyone is done with the last histogram and its selection
