@@ -120,6 +120,10 @@ type backend interface {
 	// sort.go); topk the indices of each row's k largest, in order.
 	argsort(x view, dst *Storage, rows, cols int, desc bool) error
 	topk(x view, dst *Storage, rows, cols, k int) error
+	// sample writes a token id (U32) of each contiguous row of logits,
+	// drawn with the row's settings (sample.go); prev holds the rows'
+	// previous tokens.
+	sample(x view, dst *Storage, rows, cols int, ps []sampleRow, prev []int32) error
 }
 
 // memory is a storage's bytes on its device.

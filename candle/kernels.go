@@ -29,16 +29,18 @@ const (
 	famReduce
 	famNN
 	famSort
+	famSample
 	numFamilies
 )
 
-var familyNames = [numFamilies]string{"unary", "binary", "cast", "fill", "copy", "where", "index", "reduce", "nn", "sort"}
+var familyNames = [numFamilies]string{"unary", "binary", "cast", "fill", "copy", "where", "index", "reduce", "nn", "sort", "sample"}
 
 func (f family) String() string { return familyNames[f] }
 
 // KernelCache compiles candle's kernels for the devices that run them: one
 // module per op family (unary, binary, cast, fill, copy, where, index,
-// reduce, nn for the fused ops of neural networks, and sort), HIP C++ embedded in the package, compiled with hipRTC (NVRTC on
+// reduce, nn for the fused ops of neural networks, sort, and sample
+// for drawing tokens from logits), HIP C++ embedded in the package, compiled with hipRTC (NVRTC on
 // NVIDIA) for the device's exact architecture on first use, loaded once
 // per device, and kept on disk by a hiprtc.Cache (ROCM_GO_CACHE_DIR, else
 // the user's cache folder) so that the next process starts warm.
@@ -278,6 +280,10 @@ func KernelNames(module string) []string {
 		for _, dt := range DTypes() {
 			add("argsort_%s", dt)
 			add("topk_%s", dt)
+		}
+	case "sample.hip":
+		for _, dt := range []DType{F32, F16, BF16} {
+			add("sample_%s", dt)
 		}
 	case "reduce.hip":
 		for op := range numReduce {

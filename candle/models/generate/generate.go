@@ -1,0 +1,637 @@
+// Package generate runs text generation on a language model: a scheduler
+// with continuous batching in front of a Model (candle/models/llama's
+// satisfies it), sampling on the model's device (candle's Tensor.Sample),
+// and streaming of each request's tokens and text.
+//
+// One goroutine runs the scheduler. Each step it admits waiting requests
+// into the running batch (up to Config.MaxBatch sequences, while the
+// model's KV cache has room for their prompts and their MaxTokens), feeds
+// every sequence its next tokens in one Model.Forward — a decoding
+// sequence its last token, a new one a chunk of its prompt, so that a
+// long prompt holds the decoders up for at most Config.PrefillChunk tokens
+// a step — draws the next token of every sequence that has read its whole
+// prompt in one batched Sample, and streams what it drew. Requests join
+// and leave the batch between steps.
+//
+// Events reach a request's channel without ever blocking the scheduler:
+// the channel is buffered, and when a consumer falls behind, the events
+// it has not taken yet are merged into one (their text concatenated,
+// their tokens appended) that waits in the request until the channel has
+// room again. A slot is always kept free for the final event, so a
+// request's stream always ends with a Done event and a closed channel,
+// whether or not anyone reads it.
+package generate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/rocm-go/rocm/candle"
+)
+
+// Model is a language model with a KV cache per sequence.
+type Model interface {
+	// Device is where the model's logits are.
+	Device() candle.Device
+	// VocabSize is the number of token ids.
+	VocabSize() int
+	// ContextLength is the most tokens a sequence holds.
+	ContextLength() int
+	// Forward appends tokens[i] to sequence seqs[i]'s KV cache (creating
+	// it on first use) and returns the logits of each sequence's last new
+	// token: F32, (len(seqs), VocabSize()). A Forward that fails leaves the
+	// caches as they were.
+	Forward(seqs []uint64, tokens [][]int32) (*candle.Tensor, error)
+	// Release frees a sequence's KV cache; an unknown id is a no-op.
+	Release(seq uint64)
+	// CacheTokensFree is how many more tokens the KV cache holds.
+	CacheTokensFree() int
+}
+
+// StreamDecoder turns token ids into text as they come: Add returns the
+// text that became complete, valid UTF-8 only (*tokenizer.StreamDecoder
+// satisfies it).
+type StreamDecoder interface{ Add(id int32) string }
+
+// Sampling are a request's sampling settings; the zero value is greedy
+// decoding. They apply as Hugging Face transformers applies them:
+// repetition penalty, temperature, top-k, top-p, min-p (candle's
+// Tensor.Sample).
+type Sampling struct {
+	// Temperature divides the logits; 0 is greedy.
+	Temperature float32
+	// TopK keeps the k most likely tokens; 0 is off.
+	TopK int
+	// TopP keeps the most likely tokens that make up this probability, in
+	// (0, 1]; 0 and 1 are off.
+	TopP float32
+	// MinP drops the tokens less likely than MinP times the most likely,
+	// in [0, 1]; 0 is off.
+	MinP float32
+	// RepetitionPenalty (> 1 discourages) applies to every token of the
+	// prompt and of the completion so far; 0 and 1 are off.
+	RepetitionPenalty float32
+	// Seed makes the draws reproducible: the same request with the same
+	// seed generates the same text, alone or batched with others. 0 is a
+	// random seed.
+	Seed uint64
+}
+
+// Request is a prompt to complete.
+type Request struct {
+	// Prompt is the token ids to continue; at least one, fewer than the
+	// model's context length.
+	Prompt []int32
+	// MaxTokens bounds the completion (finish "length"); 0 is up to the
+	// context length. The scheduler reserves KV-cache room for the prompt
+	// and MaxTokens before it starts a request.
+	MaxTokens int
+	// Sampling are the sampling settings.
+	Sampling Sampling
+	// StopTokens end the completion (finish "stop") without being part of
+	// it (the model's end-of-sequence ids belong here).
+	StopTokens []int32
+	// StopStrings end the completion (finish "stop") when its text
+	// contains one; the text stops before it. Text that may be the start
+	// of a stop string is held back until it can no longer be. They need a
+	// Config.Decoder.
+	StopStrings []string
+}
+
+// Event is a step of a request's stream. Every stream ends with one Done
+// event, after which the channel is closed.
+type Event struct {
+	// Text and Tokens are what the completion gained since the last
+	// event: the text (valid UTF-8) and the token ids drawn (all but a stop
+	// token). Text may lag behind Tokens (an incomplete character, a
+	// possible stop string).
+	Text   string
+	Tokens []int32
+	// Done marks the last event, with the reason: "stop", "length",
+	// "cancelled" or "error".
+	Done         bool
+	FinishReason string
+	// PromptTokens and CompletionTokens are the usage, in the final event:
+	// the prompt's length and the tokens drawn (a stop token included).
+	PromptTokens, CompletionTokens int
+	// Err is why a request failed ("error"), or was cancelled (the
+	// context's error, or ErrClosed).
+	Err error
+}
+
+// Config are an engine's settings; zero values choose.
+type Config struct {
+	// MaxBatch is the most sequences in one step (default 32).
+	MaxBatch int
+	// MaxQueue is the most requests waiting to start (default 256); Submit
+	// returns ErrQueueFull beyond it.
+	MaxQueue int
+	// PrefillChunk is the most prompt tokens fed in one step (default
+	// 512), so that new prompts delay the running sequences little.
+	PrefillChunk int
+	// Decoder makes a request's text decoder; nil gives events without
+	// text (and requests cannot have stop strings).
+	Decoder func() StreamDecoder
+}
+
+// The errors of Submit and of events.
+var (
+	// ErrQueueFull: Config.MaxQueue requests are waiting; try again later.
+	ErrQueueFull = errors.New("generate: the queue is full")
+	// ErrClosed: the engine is closed.
+	ErrClosed = errors.New("generate: the engine is closed")
+	// ErrInvalidRequest: a request the engine cannot run (its error says
+	// why).
+	ErrInvalidRequest = errors.New("generate: invalid request")
+)
+
+// Engine schedules requests on a model. Its methods are safe for
+// concurrent use.
+type Engine struct {
+	m   Model
+	cfg Config
+
+	mu      sync.Mutex
+	waiting []*sequence
+	closed  bool
+	wake    chan struct{} // a request arrived, or Close
+	done    chan struct{} // the scheduler has stopped
+	nextID  uint64
+}
+
+// NewEngine starts an engine on m.
+func NewEngine(m Model, cfg Config) (*Engine, error) {
+	if m == nil {
+		return nil, fmt.Errorf("generate: NewEngine: nil model")
+	}
+	if cfg.MaxBatch < 0 || cfg.MaxQueue < 0 || cfg.PrefillChunk < 0 {
+		return nil, fmt.Errorf("generate: NewEngine: MaxBatch %d, MaxQueue %d, PrefillChunk %d: want ≥ 0 (0 chooses)", cfg.MaxBatch, cfg.MaxQueue, cfg.PrefillChunk)
+	}
+	if m.VocabSize() < 1 || m.ContextLength() < 2 {
+		return nil, fmt.Errorf("generate: NewEngine: a model of %d tokens and a context of %d: want ≥ 1 and ≥ 2", m.VocabSize(), m.ContextLength())
+	}
+	if cfg.MaxBatch == 0 {
+		cfg.MaxBatch = 32
+	}
+	if cfg.MaxQueue == 0 {
+		cfg.MaxQueue = 256
+	}
+	if cfg.PrefillChunk == 0 {
+		cfg.PrefillChunk = 512
+	}
+	e := &Engine{m: m, cfg: cfg, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	go e.run()
+	return e, nil
+}
+
+// sequence is a request in the engine.
+type sequence struct {
+	id        uint64
+	ctx       context.Context
+	req       Request
+	opts      candle.SampleOptions // the step and previous tokens change
+	need      int                  // KV-cache tokens reserved: prompt + completion bound
+	maxTokens int
+	fed       int     // prompt tokens fed to the model
+	last      int32   // the token to feed next, once the prompt is fed
+	drawn     int     // completion tokens drawn
+	seen      []bool  // tokens in Previous (with a repetition penalty), by id
+	stop      []int32 // sorted copy of StopTokens
+	dec       StreamDecoder
+	held      string // text held back: it may start a stop string
+
+	out      chan Event
+	pending  Event // merged events the consumer has not had room for
+	has      bool  // pending holds something
+	finished bool  // the final event is sent
+}
+
+// Submit queues a request and returns its stream of events. It fails
+// with ErrInvalidRequest, ErrQueueFull or ErrClosed. Cancelling ctx ends
+// the request (finish "cancelled") and frees its KV cache.
+func (e *Engine) Submit(ctx context.Context, r Request) (<-chan Event, error) {
+	if ctx == nil {
+		return nil, fmt.Errorf("%w: nil context", ErrInvalidRequest)
+	}
+	if err := e.check(&r); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidRequest, err)
+	}
+	ctxLen := e.m.ContextLength()
+	s := &sequence{ctx: ctx, req: r, out: make(chan Event, 16)}
+	s.maxTokens = r.MaxTokens
+	if s.maxTokens == 0 || s.maxTokens > ctxLen-len(r.Prompt) {
+		s.maxTokens = ctxLen - len(r.Prompt)
+	}
+	s.need = len(r.Prompt) + s.maxTokens
+	sp := r.Sampling
+	s.opts = candle.SampleOptions{Temperature: sp.Temperature, TopK: sp.TopK, TopP: sp.TopP, MinP: sp.MinP,
+		RepetitionPenalty: sp.RepetitionPenalty, Seed: sp.Seed}
+	if s.opts.Seed == 0 {
+		s.opts.Seed = rand.Uint64()
+	}
+	if sp.RepetitionPenalty != 0 && sp.RepetitionPenalty != 1 {
+		s.seen = make([]bool, e.m.VocabSize())
+		for _, t := range r.Prompt {
+			s.addPrevious(t)
+		}
+	}
+	s.stop = append([]int32(nil), r.StopTokens...)
+	if e.cfg.Decoder != nil {
+		s.dec = e.cfg.Decoder()
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil, ErrClosed
+	}
+	if len(e.waiting) >= e.cfg.MaxQueue {
+		return nil, ErrQueueFull
+	}
+	e.nextID++
+	s.id = e.nextID
+	e.waiting = append(e.waiting, s)
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+	return s.out, nil
+}
+
+// check validates a request against the model.
+func (e *Engine) check(r *Request) error {
+	vocab, ctxLen := e.m.VocabSize(), e.m.ContextLength()
+	if len(r.Prompt) == 0 {
+		return fmt.Errorf("an empty prompt: want at least one token")
+	}
+	if len(r.Prompt) >= ctxLen {
+		return fmt.Errorf("a prompt of %d tokens: the context holds %d, with room for one more", len(r.Prompt), ctxLen)
+	}
+	for _, ids := range [][]int32{r.Prompt, r.StopTokens} {
+		for _, t := range ids {
+			if t < 0 || int(t) >= vocab {
+				return fmt.Errorf("token %d: want 0 to %d", t, vocab-1)
+			}
+		}
+	}
+	if r.MaxTokens < 0 {
+		return fmt.Errorf("max tokens %d: want ≥ 0 (0 is up to the context length)", r.MaxTokens)
+	}
+	sp := r.Sampling
+	finite := func(v float32) bool { return !math.IsNaN(float64(v)) && !math.IsInf(float64(v), 0) }
+	switch {
+	case !finite(sp.Temperature) || sp.Temperature < 0:
+		return fmt.Errorf("temperature %v: want a finite value ≥ 0", sp.Temperature)
+	case sp.TopK < 0:
+		return fmt.Errorf("top-k %d: want ≥ 0", sp.TopK)
+	case !(sp.TopP >= 0 && sp.TopP <= 1):
+		return fmt.Errorf("top-p %v: want 0 to 1", sp.TopP)
+	case !(sp.MinP >= 0 && sp.MinP <= 1):
+		return fmt.Errorf("min-p %v: want 0 to 1", sp.MinP)
+	case !finite(sp.RepetitionPenalty) || sp.RepetitionPenalty < 0:
+		return fmt.Errorf("repetition penalty %v: want a finite value > 0", sp.RepetitionPenalty)
+	}
+	if len(r.StopStrings) > 0 && e.cfg.Decoder == nil {
+		return fmt.Errorf("stop strings need a decoder (Config.Decoder)")
+	}
+	for _, s := range r.StopStrings {
+		if s == "" || !utf8.ValidString(s) {
+			return fmt.Errorf("stop string %q: want non-empty valid UTF-8", s)
+		}
+	}
+	return nil
+}
+
+// Close stops the engine: every request still open gets a final event
+// (finish "cancelled", Err ErrClosed) and its KV cache is released. It
+// returns once the scheduler has stopped; the model stays open.
+func (e *Engine) Close() error {
+	e.mu.Lock()
+	if !e.closed {
+		e.closed = true
+		select {
+		case e.wake <- struct{}{}:
+		default:
+		}
+	}
+	e.mu.Unlock()
+	<-e.done
+	return nil
+}
+
+func (s *sequence) addPrevious(t int32) {
+	if s.seen != nil && !s.seen[t] {
+		s.seen[t] = true
+		s.opts.Previous = append(s.opts.Previous, t)
+	}
+}
+
+// send queues an event, merging it with those the consumer has not taken;
+// a final event always fits (one slot stays free for it), after which
+// the channel is closed.
+func (s *sequence) send(ev Event) {
+	if s.has {
+		ev.Text = s.pending.Text + ev.Text
+		ev.Tokens = append(s.pending.Tokens, ev.Tokens...)
+		s.pending, s.has = Event{}, false
+	}
+	if ev.Done {
+		s.out <- ev
+		close(s.out)
+		s.finished = true
+		return
+	}
+	if ev.Text == "" && len(ev.Tokens) == 0 {
+		return
+	}
+	if len(s.out) < cap(s.out)-1 {
+		s.out <- ev
+		return
+	}
+	s.pending, s.has = ev, true
+}
+
+// flush tries to deliver what is pending.
+func (s *sequence) flush() {
+	if s.has && len(s.out) < cap(s.out)-1 {
+		ev := s.pending
+		s.pending, s.has = Event{}, false
+		s.out <- ev
+	}
+}
+
+// finish ends a request with its final event; the caller releases its
+// cache.
+func (s *sequence) finish(reason string, err error, tokens []int32) {
+	text := s.held
+	s.held = ""
+	s.send(Event{Text: text, Tokens: tokens, Done: true, FinishReason: reason, Err: err,
+		PromptTokens: len(s.req.Prompt), CompletionTokens: s.drawn})
+}
+
+// run is the scheduler.
+func (e *Engine) run() {
+	defer close(e.done)
+	var active []*sequence
+	var b batch
+	for {
+		e.mu.Lock()
+		closed := e.closed
+		if closed {
+			waiting := e.waiting
+			e.waiting = nil
+			e.mu.Unlock()
+			for _, s := range append(active, waiting...) {
+				e.m.Release(s.id)
+				s.finish("cancelled", ErrClosed, nil)
+			}
+			return
+		}
+		active = e.admit(active)
+		idle := len(active) == 0
+		e.mu.Unlock()
+		if idle {
+			<-e.wake
+			continue
+		}
+		active = e.dropCancelled(active)
+		if len(active) == 0 {
+			continue
+		}
+		b.plan(active, e.cfg.PrefillChunk)
+		e.step(&b)
+		kept := active[:0]
+		for _, s := range active {
+			if !s.finished {
+				s.flush()
+				kept = append(kept, s)
+			}
+		}
+		clear(active[len(kept):])
+		active = kept
+	}
+}
+
+// admit moves waiting requests into the batch, in order, while there is
+// room in it and in the KV cache (what the running sequences have
+// reserved and not yet used counts as taken). A request that cannot fit
+// even in an empty cache fails. The caller holds e.mu.
+func (e *Engine) admit(active []*sequence) []*sequence {
+	kept := e.waiting[:0]
+	for _, s := range e.waiting {
+		if err := s.ctx.Err(); err != nil {
+			s.finish("cancelled", err, nil)
+			continue
+		}
+		kept = append(kept, s)
+	}
+	clear(e.waiting[len(kept):])
+	e.waiting = kept
+	for len(e.waiting) > 0 && len(active) < e.cfg.MaxBatch {
+		s := e.waiting[0]
+		reserved := 0
+		for _, a := range active {
+			reserved += a.need - a.fed - a.drawn
+		}
+		free := e.m.CacheTokensFree() - reserved
+		if s.need > free {
+			if len(active) > 0 {
+				break
+			}
+			e.waiting = e.waiting[1:]
+			s.finish("error", fmt.Errorf("%w: the request needs %d KV-cache tokens (prompt and max tokens); the model has %d free", ErrInvalidRequest, s.need, free), nil)
+			continue
+		}
+		e.waiting = e.waiting[1:]
+		active = append(active, s)
+	}
+	return active
+}
+
+// dropCancelled ends the sequences whose context is done.
+func (e *Engine) dropCancelled(active []*sequence) []*sequence {
+	kept := active[:0]
+	for _, s := range active {
+		if err := s.ctx.Err(); err != nil {
+			e.m.Release(s.id)
+			s.finish("cancelled", err, nil)
+			continue
+		}
+		kept = append(kept, s)
+	}
+	clear(active[len(kept):])
+	return kept
+}
+
+// batch is a step's work, its slices reused from step to step.
+type batch struct {
+	seqs   []*sequence
+	ids    []uint64
+	tokens [][]int32
+}
+
+// plan chooses a step's sequences: every decoding one, and prompt chunks
+// up to the step's prefill budget.
+func (b *batch) plan(active []*sequence, budget int) {
+	b.seqs, b.ids, b.tokens = b.seqs[:0], b.ids[:0], b.tokens[:0]
+	for _, s := range active {
+		var toks []int32
+		if rest := len(s.req.Prompt) - s.fed; rest > 0 {
+			if budget == 0 {
+				continue
+			}
+			n := min(rest, budget)
+			budget -= n
+			toks = s.req.Prompt[s.fed : s.fed+n]
+		} else {
+			toks = []int32{s.last}
+		}
+		b.seqs = append(b.seqs, s)
+		b.ids = append(b.ids, s.id)
+		b.tokens = append(b.tokens, toks)
+	}
+}
+
+// step runs a batch: one Forward, one Sample. When the Forward fails for a
+// batch of several sequences, each runs alone, so that only those the
+// model fails on fail.
+func (e *Engine) step(b *batch) {
+	if len(b.seqs) == 0 {
+		return
+	}
+	ids, fed, err := e.forward(b.ids, b.tokens, b.seqs)
+	if err != nil && !fed && len(b.seqs) > 1 {
+		for i, s := range b.seqs {
+			one, _, err := e.forward(b.ids[i:i+1], b.tokens[i:i+1], b.seqs[i:i+1])
+			if err != nil {
+				e.fail(s, err)
+				continue
+			}
+			e.advance(s, len(b.tokens[i]), one[0])
+		}
+		return
+	}
+	if err != nil {
+		// The model failed on the one sequence, or the draw failed after
+		// the caches took the tokens: every sequence of the step fails.
+		for _, s := range b.seqs {
+			e.fail(s, err)
+		}
+		return
+	}
+	for i, s := range b.seqs {
+		e.advance(s, len(b.tokens[i]), ids[i])
+	}
+}
+
+// forward runs the model on sequences and draws their next tokens; fed
+// reports whether the model took the tokens (the draw may fail after).
+func (e *Engine) forward(ids []uint64, tokens [][]int32, seqs []*sequence) (_ []uint32, fed bool, _ error) {
+	logits, err := e.m.Forward(ids, tokens)
+	if err != nil {
+		return nil, false, err
+	}
+	defer logits.Close()
+	opts := make([]candle.SampleOptions, len(seqs))
+	for i, s := range seqs {
+		if s.fed+len(tokens[i]) == len(s.req.Prompt) || s.fed == len(s.req.Prompt) {
+			opts[i] = s.opts
+			opts[i].Step = uint64(s.drawn)
+		} // else mid-prompt: a greedy row, its token unused
+	}
+	out, err := logits.Sample(opts)
+	if err != nil {
+		return nil, true, fmt.Errorf("generate: sampling: %w", err)
+	}
+	defer out.Close()
+	drawn, err := candle.ToSlice[uint32](out)
+	if err != nil {
+		return nil, true, fmt.Errorf("generate: sampling: %w", err)
+	}
+	return drawn, true, nil
+}
+
+// fail ends a sequence with an error.
+func (e *Engine) fail(s *sequence, err error) {
+	e.m.Release(s.id)
+	s.finish("error", err, nil)
+}
+
+// advance accounts for n tokens fed to a sequence and, once its prompt is
+// fed, for the token drawn.
+func (e *Engine) advance(s *sequence, n int, id uint32) {
+	if s.fed < len(s.req.Prompt) {
+		s.fed += n
+		if s.fed < len(s.req.Prompt) {
+			return
+		}
+	}
+	t := int32(id)
+	s.drawn++
+	for _, st := range s.stop {
+		if st == t {
+			e.end(s, "stop", nil)
+			return
+		}
+	}
+	s.last = t
+	s.addPrevious(t)
+	tokens := []int32{t}
+	if s.dec != nil {
+		s.held += s.dec.Add(t)
+		if cut, hit := s.stopAt(); hit {
+			s.held = s.held[:cut]
+			e.end(s, "stop", tokens)
+			return
+		}
+		text := s.releasable()
+		if s.drawn < s.maxTokens {
+			s.send(Event{Text: text, Tokens: tokens})
+			return
+		}
+		s.held = text + s.held
+	} else if s.drawn < s.maxTokens {
+		s.send(Event{Tokens: tokens})
+		return
+	}
+	e.end(s, "length", tokens)
+}
+
+// end finishes a sequence normally.
+func (e *Engine) end(s *sequence, reason string, tokens []int32) {
+	e.m.Release(s.id)
+	s.finish(reason, nil, tokens)
+}
+
+// stopAt finds the first stop string in the held text: the text before it.
+func (s *sequence) stopAt() (int, bool) {
+	cut, hit := len(s.held), false
+	for _, stop := range s.req.StopStrings {
+		if i := strings.Index(s.held, stop); i >= 0 && i < cut {
+			cut, hit = i, true
+		}
+	}
+	return cut, hit
+}
+
+// releasable takes from the held text what can no longer start a stop
+// string: all but its longest suffix that is a proper prefix of one.
+func (s *sequence) releasable() string {
+	keep := 0
+	for _, stop := range s.req.StopStrings {
+		for n := min(len(stop)-1, len(s.held)); n > keep; n-- {
+			if strings.HasSuffix(s.held, stop[:n]) {
+				keep = n
+				break
+			}
+		}
+	}
+	text := s.held[:len(s.held)-keep]
+	s.held = s.held[len(s.held)-keep:]
+	return text
+}

@@ -1,0 +1,395 @@
+package candle
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"sync"
+	"unsafe"
+
+	"github.com/rocm-go/rocm/hip"
+)
+
+// Sampling: one token id per row of a language model's logits, on the
+// device, so that only the ids come back to the host. The processors run
+// in the order of Hugging Face transformers' logits processors:
+//
+//  1. repetition penalty (CTRL): a previous token's logit is divided by
+//     the penalty when positive, multiplied by it when negative;
+//  2. temperature: the logits are divided by it (0 is greedy: the
+//     penalised row's argmax, ties to the lowest id, as Argmax);
+//  3. top-k: the values below the k-th largest go;
+//  4. top-p: the values go whose larger values alone hold a mass of at
+//     least p of the distribution left by top-k (the smallest set of mass
+//     ≥ p stays, and always the largest value);
+//  5. min-p: the values go whose probability is below min-p times the
+//     largest probability;
+//  6. a draw from what is left, in proportion to exp(logit).
+//
+// Every filter keeps a value's ties: a filter is a threshold on the
+// value, so that no order among equal values is needed. The draw is the
+// Gumbel-max trick: the kept token with the largest z - log(E), where E is
+// an exponential variate of the token from Philox4x32-10, keyed by the
+// row's seed and counted by the row's step and the token id. A row's draw
+// thus depends only on its own logits, settings, seed and step, never on
+// the other rows of the batch, and the CPU and the GPU draw the same token
+// (up to float rounding where two candidates are within an ulp). NaN
+// logits are never drawn (greedy follows Argmax, to which NaN is the
+// largest); a row whose largest logit is infinite, or that has no number,
+// gives its first largest.
+//
+// On the GPU (kernels/sample.hip) one launch does every row, a block a
+// row: a pass for the maximum, the selections of top-k and top-p as radix
+// selects over the values' bits (three passes of 11, 11 and 10 bits with
+// histograms in shared memory; top-p weighs each value by its
+// probability in 40-bit fixed point, so that the sums are exact and the
+// result deterministic), and a pass for the draw. No row is sorted.
+
+// SampleOptions are one row's settings for Tensor.Sample. The zero value
+// is greedy decoding.
+type SampleOptions struct {
+	// Temperature divides the logits; 0 is greedy (argmax).
+	Temperature float32
+	// TopK keeps the k largest logits (and their ties); 0 (or ≥ the
+	// vocabulary) is off, 1 is greedy.
+	TopK int
+	// TopP keeps the smallest set of largest logits whose probability
+	// reaches it, in (0, 1); 0 and 1 are off.
+	TopP float32
+	// MinP drops the tokens whose probability is below MinP times the
+	// largest, in [0, 1]; 0 is off.
+	MinP float32
+	// RepetitionPenalty penalises the Previous tokens (> 0; 0 and 1 are
+	// off).
+	RepetitionPenalty float32
+	// Previous are the token ids the penalty applies to (a token listed
+	// twice is penalised once).
+	Previous []int32
+	// Seed keys the row's random numbers and Step counts its draws: the
+	// same seed, step, settings and logits draw the same token.
+	Seed, Step uint64
+}
+
+// greedy reports whether the options choose the argmax.
+func (o *SampleOptions) greedy() bool { return o.Temperature == 0 || o.TopK == 1 }
+
+// sampleRow is one row's settings as the kernel reads them (sample.hip's
+// SampleRow), with the filters that are off normalised away: topK 0, topP
+// 0, minP 0, penalty 1 with no previous tokens.
+type sampleRow struct {
+	Temperature, TopP, MinP, Penalty float32
+	TopK, PrevCount                  uint32
+	PrevOffset, Seed, Step           uint64
+}
+
+// sampleRow is sample.hip's SampleRow byte for byte (a static_assert there).
+var (
+	_ [unsafe.Sizeof(sampleRow{}) - 48]struct{}
+	_ [48 - unsafe.Sizeof(sampleRow{})]struct{}
+)
+
+// sampleMaxCols bounds the vocabulary: top-p's 40-bit fixed-point masses
+// of a row sum to less than 2⁶⁴.
+const sampleMaxCols = 1 << 24
+
+// Sample draws one token id from each row of logits (rows, vocab) of
+// F32, F16 or BF16, with each row's options (len(opts) == rows), and
+// returns them as a U32 tensor (rows) on the logits' device. See the
+// package's notes on sampling above for the order of the processors and
+// the random numbers.
+func (t *Tensor) Sample(opts []SampleOptions) (*Tensor, error) {
+	const op = "Tensor.Sample"
+	if err := t.alive(op); err != nil {
+		return nil, err
+	}
+	if dt := t.DType(); dt != F32 && dt != F16 && dt != BF16 {
+		return nil, errorf(op, ErrDType, "%s logits: Sample takes f32, f16 or bf16 (convert with ToDType)", dt)
+	}
+	if len(t.layout.Shape) != 2 {
+		return nil, errorf(op, ErrShape, "logits of shape %v: want (rows, vocab)", t.layout.Shape)
+	}
+	rows, cols := t.layout.Shape[0], t.layout.Shape[1]
+	if len(opts) != rows {
+		return nil, errorf(op, ErrArgument, "%d options for %d rows of logits: want one per row", len(opts), rows)
+	}
+	if rows > 0 && (cols < 1 || cols > sampleMaxCols) {
+		return nil, errorf(op, ErrShape, "a vocabulary of %d: want 1 to %d", cols, sampleMaxCols)
+	}
+	ps, prev, err := sampleParams(op, opts, cols)
+	if err != nil {
+		return nil, err
+	}
+	out, err := newOutput(op, t.st.dev, U32, Shape{rows}, t)
+	if err != nil || rows == 0 {
+		return out, err
+	}
+	x := t
+	if !t.layout.IsContiguous() {
+		if x, err = t.Copy(); err != nil {
+			out.Close()
+			return nil, wrap(op, err)
+		}
+		defer x.Close()
+	}
+	if err := t.st.dev.backend().sample(x.v(), out.st, rows, cols, ps, prev); err != nil {
+		out.Close()
+		return nil, wrap(op, err)
+	}
+	return out, nil
+}
+
+// sampleParams checks the options and returns them as the kernel reads
+// them, with every row's previous tokens in one slice.
+func sampleParams(op string, opts []SampleOptions, cols int) ([]sampleRow, []int32, error) {
+	ps := make([]sampleRow, len(opts))
+	n := 0
+	for i := range opts {
+		n += len(opts[i].Previous)
+	}
+	var prev []int32
+	for i := range opts {
+		o := &opts[i]
+		finite := func(v float32) bool { return !math.IsNaN(float64(v)) && !math.IsInf(float64(v), 0) }
+		switch {
+		case !finite(o.Temperature) || o.Temperature < 0:
+			return nil, nil, errorf(op, ErrArgument, "row %d: temperature %v: want a finite value ≥ 0 (0 is greedy)", i, o.Temperature)
+		case o.TopK < 0:
+			return nil, nil, errorf(op, ErrArgument, "row %d: top-k %d: want ≥ 0 (0 is off)", i, o.TopK)
+		case !(o.TopP >= 0 && o.TopP <= 1):
+			return nil, nil, errorf(op, ErrArgument, "row %d: top-p %v: want 0 to 1 (0 and 1 are off)", i, o.TopP)
+		case !(o.MinP >= 0 && o.MinP <= 1):
+			return nil, nil, errorf(op, ErrArgument, "row %d: min-p %v: want 0 to 1 (0 is off)", i, o.MinP)
+		case !finite(o.RepetitionPenalty) || o.RepetitionPenalty < 0:
+			return nil, nil, errorf(op, ErrArgument, "row %d: repetition penalty %v: want a finite value > 0 (0 and 1 are off)", i, o.RepetitionPenalty)
+		}
+		p := sampleRow{Temperature: o.Temperature, TopP: o.TopP, MinP: o.MinP, Penalty: 1, Seed: o.Seed, Step: o.Step}
+		if o.greedy() {
+			p.Temperature = 0
+		}
+		if o.TopK > 0 && o.TopK < cols {
+			p.TopK = uint32(o.TopK)
+		}
+		if p.TopP >= 1 {
+			p.TopP = 0
+		}
+		if o.RepetitionPenalty != 0 && o.RepetitionPenalty != 1 && len(o.Previous) > 0 {
+			for _, id := range o.Previous {
+				if id < 0 || int(id) >= cols {
+					return nil, nil, errorf(op, ErrIndex, "row %d: previous token %d: want 0 to %d (the vocabulary)", i, id, cols-1)
+				}
+			}
+			if prev == nil {
+				prev = make([]int32, 0, n)
+			}
+			p.Penalty = o.RepetitionPenalty
+			p.PrevOffset, p.PrevCount = uint64(len(prev)), uint32(len(o.Previous))
+			prev = append(prev, o.Previous...)
+		}
+		ps[i] = p
+	}
+	return ps, prev, nil
+}
+
+// The row's random numbers and keys, shared by both devices.
+
+// sampleTag is the fourth word of the Philox counter of a draw, so that
+// sampling's stream differs from RandUniform's of the same seed.
+const sampleTag = 0x73616d70 // "samp"
+
+// sampleUniform is the uniform variate in (0, 1) of a draw's Philox word,
+// computed in float32 as the kernel does: (r + ½)·2⁻³², below 1.
+func sampleUniform(r uint32) float32 {
+	v := (float32(r) + 0.5) * 0x1p-32
+	return min(v, 0x1.fffffep-1)
+}
+
+// samplePrune: a value more than this below the row's largest cannot win
+// the draw (a Gumbel variate lies in [-2.82, 22.88] for the uniforms of
+// sampleUniform), so it needs no random number.
+const samplePrune = 26
+
+// fkey maps a float32 to a key whose unsigned order is the numbers' (-0
+// is +0, NaN above +Inf).
+func fkey(f float32) uint32 {
+	u := math.Float32bits(f)
+	if u&0x7fffffff > 0x7f800000 {
+		return 0xffffffff
+	}
+	if u == 0x80000000 {
+		u = 0
+	}
+	if u&0x80000000 != 0 {
+		return ^u
+	}
+	return u | 0x80000000
+}
+
+// sampleMass is a probability exp(z - m) ∈ [0, 1] in 40-bit fixed point,
+// as top-p weighs it.
+func sampleMass(z, m float32) uint64 {
+	e := float32(math.Exp(float64(z - m)))
+	return uint64(e * 0x1p40)
+}
+
+// The CPU's sampling: the same steps as the kernel's, with a sort in place
+// of the radix selects.
+
+// sampleScratch is a row's working memory on the CPU, reused.
+type sampleScratch struct {
+	z    []float32
+	keys []uint32
+	idx  []int32
+}
+
+var sampleScratchPool = sync.Pool{New: func() any { return new(sampleScratch) }}
+
+func (c *cpuBackend) sample(x view, dst *Storage, rows, cols int, ps []sampleRow, prev []int32) error {
+	s := sampleScratchPool.Get().(*sampleScratch)
+	defer sampleScratchPool.Put(s)
+	if cap(s.z) < cols {
+		s.z, s.keys, s.idx = make([]float32, cols), make([]uint32, cols), make([]int32, cols)
+	}
+	z, keys, idx := s.z[:cols], s.keys[:cols], s.idx[:cols]
+	in, out := dataOf(x.st), dataOf(dst)
+	for r := range rows {
+		p := &ps[r]
+		base := x.l.Offset + r*cols
+		for i := range z {
+			z[i] = float32(in.f(base + i))
+		}
+		for _, id := range prev[p.PrevOffset : p.PrevOffset+uint64(p.PrevCount)] {
+			v := float32(in.f(base + int(id))) // from the logit, so that a repeated id is penalised once
+			if v < 0 {
+				v *= p.Penalty
+			} else {
+				v /= p.Penalty
+			}
+			z[id] = v
+		}
+		out.setI(r, int64(cpuSampleRow(p, z, keys, idx)))
+	}
+	return nil
+}
+
+// cpuSampleRow draws from one row of penalised logits z (overwritten).
+func cpuSampleRow(p *sampleRow, z []float32, keys []uint32, idx []int32) int {
+	greedy := p.Temperature == 0
+	if !greedy {
+		for i := range z {
+			z[i] /= p.Temperature
+		}
+	}
+	// The largest: NaN the largest when greedy (as Argmax), the smallest
+	// when drawing (never drawn).
+	best, bestKey := 0, uint32(0)
+	for i, v := range z {
+		k := fkey(v)
+		if !greedy && v != v {
+			k = 0
+		}
+		if k > bestKey || i == 0 {
+			best, bestKey = i, k
+		}
+	}
+	m := z[best]
+	if greedy || math.IsInf(float64(m), 0) || m != m {
+		return best
+	}
+	// Top-k: the k-th largest key of the numbers.
+	tauK := uint32(0)
+	n := 0
+	for _, v := range z {
+		if v == v {
+			keys[n] = fkey(v)
+			n++
+		}
+	}
+	if p.TopK > 0 && int(p.TopK) <= n {
+		ks := keys[:n]
+		slices.SortFunc(ks, func(a, b uint32) int { return cmp.Compare(b, a) })
+		tauK = ks[p.TopK-1]
+	}
+	// Top-p: the largest value whose larger values hold less than p of the
+	// mass of what top-k left.
+	tauP := uint32(0)
+	if p.TopP > 0 {
+		n = 0
+		var total uint64
+		for i, v := range z {
+			if v == v && fkey(v) >= tauK {
+				idx[n] = int32(i)
+				n++
+				total += sampleMass(v, m)
+			}
+		}
+		kept := idx[:n]
+		slices.SortFunc(kept, func(a, b int32) int { return cmp.Compare(fkey(z[b]), fkey(z[a])) })
+		target := uint64(math.Ceil(float64(p.TopP) * float64(total)))
+		var above uint64
+		for j := 0; j < len(kept); {
+			k := fkey(z[kept[j]])
+			var mass uint64
+			for ; j < len(kept) && fkey(z[kept[j]]) == k; j++ {
+				mass += sampleMass(z[kept[j]], m)
+			}
+			if above < target && target <= above+mass {
+				tauP = k
+				break
+			}
+			above += mass
+		}
+	}
+	tau := max(tauK, tauP)
+	// The draw: the kept token of the largest z - log(E).
+	draw, drawScore := best, math.Inf(-1)
+	for i, v := range z {
+		if v != v || fkey(v) < tau || v < m-samplePrune || (p.MinP > 0 && float32(math.Exp(float64(v-m))) < p.MinP) {
+			continue
+		}
+		r := philox([4]uint32{uint32(i >> 2), uint32(p.Step), uint32(p.Step >> 32), sampleTag}, [2]uint32{uint32(p.Seed), uint32(p.Seed >> 32)})
+		u := sampleUniform(r[i&3])
+		score := float64(v) - math.Log(-math.Log1p(-float64(u)))
+		if score > drawScore {
+			draw, drawScore = i, score
+		}
+	}
+	return draw
+}
+
+// The GPU's sampling (kernels/sample.hip).
+
+func (b *hipBackend) sample(x view, dst *Storage, rows, cols int, ps []sampleRow, prev []int32) error {
+	// The settings and the previous tokens go to the device in one copy.
+	pb := len(ps) * int(unsafe.Sizeof(sampleRow{}))
+	buf := make([]byte, pb+4*len(prev))
+	copy(buf, unsafe.Slice((*byte)(unsafe.Pointer(&ps[0])), pb))
+	copy(buf[pb:], hip.AsBytes(prev))
+	blk, err := b.pool.get(len(buf))
+	if err != nil {
+		return err
+	}
+	defer blk.release()
+	if err := b.staging.write(blk.buf, 0, buf); err != nil {
+		return err
+	}
+	params := blk.buf.Ptr()
+	var prevPtr, bitmap hip.DevicePtr
+	if len(prev) > 0 {
+		prevPtr = params.Add(pb)
+		// A bitmap of each row's penalised tokens, which the kernel clears
+		// and fills.
+		bm, err := b.pool.get(rows * ((cols + 31) / 32) * 4)
+		if err != nil {
+			return err
+		}
+		defer bm.release()
+		bitmap = bm.buf.Ptr()
+	}
+	in, out := ptr(x), storagePtr(dst)
+	return b.launch(famSample, kernelNames.sample[x.st.dtype], hip.Dim3{X: uint32(min(rows, maxBlocks))}, hip.Dim3{X: sampleBlock}, func(a *hip.Args) {
+		a.Uint64(uint64(rows)).Uint64(uint64(cols)).Ptr(in).Ptr(params).Ptr(prevPtr).Ptr(bitmap).Ptr(out)
+	})
+}
+
+// sampleBlock is sample.hip's SAMPLE_BLOCK.
+const sampleBlock = 1024
