@@ -501,7 +501,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, b Backend, j *
 			if sse == nil {
 				text.WriteString(ev.Text)
 			} else if err := sse.send(j.format.chunk(ev.Text)); err != nil {
-				s.log.Info("client went away", "id", j.id, "err", err)
+				s.log.Info("request cancelled: the client stopped reading", "id", j.id, "err", err)
 				return
 			}
 		}
@@ -511,7 +511,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, b Backend, j *
 		}
 	}
 	if ctx.Err() != nil {
-		s.log.Info("client went away", "id", j.id, "after", time.Since(start).Round(time.Millisecond))
+		s.log.Info("request cancelled: the client went away or the worker is shutting down", "id", j.id, "after", time.Since(start).Round(time.Millisecond))
 		return
 	}
 	if !last.Done && last.Err == nil {

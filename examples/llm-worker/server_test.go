@@ -602,7 +602,7 @@ func TestClientGoneCancels(t *testing.T) {
 			assert.Eventually(t, func() bool { return fake.active.Load() == 0 && ts.api.InFlight() == 0 }, 5*time.Second, time.Millisecond)
 		})
 	}
-	assert.Contains(t, ts.log.String(), "client went away")
+	assert.Contains(t, ts.log.String(), "request cancelled")
 	ts.Close()
 	ts.Client().CloseIdleConnections()
 	waitGoroutines(t, before)
@@ -623,7 +623,7 @@ func TestSlowReaderCancels(t *testing.T) {
 	// Never read: the socket buffers fill, a write blocks, its deadline ends it.
 	assert.Eventually(t, func() bool { return fake.cancelled.Load() == 1 && fake.active.Load() == 0 }, 20*time.Second, 10*time.Millisecond)
 	assert.Eventually(t, func() bool { return ts.api.InFlight() == 0 }, 5*time.Second, time.Millisecond)
-	assert.Contains(t, ts.log.String(), "client went away")
+	assert.Contains(t, ts.log.String(), "request cancelled")
 }
 
 // TestConcurrentRequests runs many clients at once under -race.
