@@ -19,6 +19,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/rocm-go/rocm/bench"
 )
 
 // logBuffer collects a server's log for assertions.
@@ -648,4 +650,23 @@ func TestConcurrentRequests(t *testing.T) {
 	}
 	wg.Wait()
 	assert.Len(t, fake.requests(), 16)
+}
+
+// TestUnderLoad runs bench's load generator against the worker: it parses
+// the worker's streams, and the worker serves concurrent clients.
+func TestUnderLoad(t *testing.T) {
+	fake := newFake()
+	fake.delay = time.Millisecond
+	ts := startServer(t, fake, func(c *ServerConfig) { c.APIToken = "tok" })
+	rep, err := bench.RunLLMLoad(context.Background(), bench.LLMLoad{URL: ts.URL, Model: "llama-test", Token: "tok", Prompt: "Hello there",
+		MaxTokens: 12, Clients: 8, Requests: 32, Duration: time.Minute})
+	require.NoError(t, err)
+	assert.Equal(t, 32, rep.Completed, "%v", rep.ErrorKinds)
+	assert.Equal(t, 32*12, rep.Tokens)
+	for _, s := range rep.Samples {
+		assert.Equal(t, 12, s.Chunks)
+		assert.Equal(t, "length", s.Finish)
+	}
+	assert.Greater(t, rep.TTFTP50, time.Duration(0))
+	assert.Eventually(t, func() bool { return fake.active.Load() == 0 }, 5*time.Second, time.Millisecond)
 }
