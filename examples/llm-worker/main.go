@@ -256,7 +256,7 @@ func (a *app) run(ctx context.Context, args []string) int {
 	log := slog.New(logHandler)
 	ver := version()
 
-	token := a.getenv("LLORCH_API_TOKEN")
+	token := strings.TrimSpace(a.getenv("LLORCH_API_TOKEN")) // as read from a file, with its newline
 	srv := NewServer(ServerConfig{ModelID: cfg.modelRef, Version: ver, MaxTokensDefault: cfg.maxTokensDefault, APIToken: token, Logger: log})
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.host, strconv.Itoa(cfg.port)))
 	if err != nil {

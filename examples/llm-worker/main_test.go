@@ -173,7 +173,7 @@ func TestWorkerLifecycle(t *testing.T) {
 		<-release // loading takes until the test has seen the state
 		return fake, nil
 	}
-	w := startWorker(t, open, map[string]string{"LLORCH_API_TOKEN": "tok"}, "-model", dir, "-model-ref", "org/model", "-worker-id", "w1",
+	w := startWorker(t, open, map[string]string{"LLORCH_API_TOKEN": "tok\n"}, "-model", dir, "-model-ref", "org/model", "-worker-id", "w1",
 		"-hive-url", h.URL, "-rocm-device", "1", "-dtype", "f16", "-max-batch", "4", "-max-queue", "9", "-shutdown-timeout", "10s")
 	require.Eventually(t, func() bool { b, _ := h.got(); return len(b) > 0 }, 5*time.Second, time.Millisecond)
 	resp, err := http.Get(w.addr + "/health")
