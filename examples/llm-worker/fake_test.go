@@ -1,0 +1,155 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// fakeBackend is a Backend that tokenizes by words and generates a fixed
+// script, with the contract's behaviour: events until one Done, the
+// channel closed after it, cancellation through ctx, a bounded queue.
+type fakeBackend struct {
+	ctxLen, vocab int
+	pieces        []string      // the generated text, one token each, cycled
+	delay         time.Duration // before each token
+	slots         chan struct{} // requests at once; nil: no limit
+	failAt        int           // > 0: the token at which the generation fails
+	closed        atomic.Bool
+
+	mu         sync.Mutex
+	reqs       []GenRequest
+	active     atomic.Int32
+	cancelled  atomic.Int32
+	closeCalls atomic.Int32
+	started    chan struct{} // one value per generation started
+}
+
+func newFake() *fakeBackend {
+	return &fakeBackend{ctxLen: 64, vocab: 1000, pieces: []string{"Hello", ",", " world", "!"}, started: make(chan struct{}, 1024)}
+}
+
+func (f *fakeBackend) ContextLength() int { return f.ctxLen }
+func (f *fakeBackend) VocabSize() int     { return f.vocab }
+func (f *fakeBackend) EOS() []int32       { return []int32{2, 3} }
+
+func (f *fakeBackend) word(w string) int32 {
+	h := fnv.New32a()
+	h.Write([]byte(w))
+	return int32(10 + h.Sum32()%uint32(f.vocab-10))
+}
+
+// Encode makes one token per space-separated word, after BOS (1).
+func (f *fakeBackend) Encode(text string, addSpecial bool) ([]int32, error) {
+	switch text {
+	case "panic":
+		panic("the fake's tokenizer panics on request")
+	case "encode-error":
+		return nil, errors.New("the fake cannot encode this")
+	case "no-tokens": // a tokenizer with no BOS, on text it drops
+		return nil, nil
+	}
+	var ids []int32
+	if addSpecial {
+		ids = append(ids, 1)
+	}
+	for _, w := range strings.Fields(text) {
+		ids = append(ids, f.word(w))
+	}
+	return ids, nil
+}
+
+func (f *fakeBackend) ApplyChatTemplate(msgs []ChatMessage, addGenerationPrompt bool) (string, error) {
+	var b strings.Builder
+	b.WriteString("<s> ")
+	for _, m := range msgs {
+		if m.Content == "bad-template" {
+			return "", errors.New("roles must alternate user/assistant")
+		}
+		fmt.Fprintf(&b, "<|%s|> %s ", m.Role, m.Content)
+	}
+	if addGenerationPrompt {
+		b.WriteString("<|assistant|>")
+	}
+	return b.String(), nil
+}
+
+func (f *fakeBackend) Info() BackendInfo {
+	return BackendInfo{Device: "hip:0", DType: "bf16", CacheTokens: 4096, DeviceMemory: 3 << 30}
+}
+
+func (f *fakeBackend) Close() error {
+	f.closeCalls.Add(1)
+	f.closed.Store(true)
+	return nil
+}
+
+func (f *fakeBackend) requests() []GenRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.reqs)
+}
+
+func (f *fakeBackend) Generate(ctx context.Context, r GenRequest) (<-chan GenEvent, error) {
+	if f.closed.Load() {
+		return nil, fmt.Errorf("fake engine: %w", ErrUnavailable)
+	}
+	if f.slots != nil {
+		select {
+		case f.slots <- struct{}{}:
+		default:
+			return nil, fmt.Errorf("fake engine: %w", ErrQueueFull)
+		}
+	}
+	f.mu.Lock()
+	f.reqs = append(f.reqs, r)
+	f.mu.Unlock()
+	f.active.Add(1)
+	ch := make(chan GenEvent)
+	go func() {
+		defer close(ch)
+		defer f.active.Add(-1)
+		if f.slots != nil {
+			defer func() { <-f.slots }()
+		}
+		f.started <- struct{}{}
+		n := 0
+		end := func(reason string, err error) {
+			ch <- GenEvent{Done: true, FinishReason: reason, Err: err, PromptTokens: len(r.Prompt), CompletionTokens: n}
+		}
+		for n < r.MaxTokens {
+			select {
+			case <-ctx.Done():
+				f.cancelled.Add(1)
+				end("cancelled", nil)
+				return
+			case <-time.After(f.delay):
+			}
+			if f.failAt > 0 && n == f.failAt {
+				end("error", errors.New("device lost"))
+				return
+			}
+			piece := f.pieces[n%len(f.pieces)]
+			if slices.Contains(r.StopStrings, piece) {
+				end("stop", nil)
+				return
+			}
+			n++
+			select {
+			case ch <- GenEvent{Text: piece, Tokens: []int32{f.word(piece)}}:
+			case <-ctx.Done():
+				f.cancelled.Add(1)
+				end("cancelled", nil)
+				return
+			}
+		}
+		end("length", nil)
+	}()
+	return ch, nil
+}

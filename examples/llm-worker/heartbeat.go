@@ -1,0 +1,139 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// implementation names this worker in heartbeats and /health.
+const implementation = "rocm-go"
+
+// HeartbeatPayload is what the worker tells the hive.
+type HeartbeatPayload struct {
+	WorkerID       string `json:"worker_id"`
+	Model          string `json:"model"`  // the model reference (-model-ref)
+	Device         string `json:"device"` // "rocm:N" or "cpu"
+	Port           int    `json:"port"`
+	Status         string `json:"status"` // "loading", "ready", "draining"
+	Implementation string `json:"implementation"`
+	Version        string `json:"version"`
+}
+
+// Heartbeat posts the worker's state to the hive: once at start, at once
+// whenever Kick is called (the state changed), and every Interval. A
+// failed post is logged and never ends the worker.
+type Heartbeat struct {
+	URL      string                  // the endpoint that receives the POST
+	Interval time.Duration           // between beats (30 s)
+	Payload  func() HeartbeatPayload // the state now
+	Client   *http.Client
+	Logger   *slog.Logger
+
+	kick chan struct{}
+	done chan struct{}
+}
+
+// heartbeatURL is where beats go: the hive URL as given when it has a
+// path, else its /v1/heartbeat.
+func heartbeatURL(hive string) (string, error) {
+	u, err := url.Parse(hive)
+	if err != nil {
+		return "", fmt.Errorf("-hive-url %q: %v", hive, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+		return "", fmt.Errorf("-hive-url %q: want an http:// or https:// URL with a host", hive)
+	}
+	if strings.Trim(u.Path, "/") == "" {
+		u.Path = "/v1/heartbeat"
+	}
+	return u.String(), nil
+}
+
+// Start begins beating until ctx ends; Stop waits for the last beat.
+func (h *Heartbeat) Start(ctx context.Context) {
+	if h.Client == nil {
+		h.Client = &http.Client{Timeout: 10 * time.Second}
+	}
+	if h.Logger == nil {
+		h.Logger = slog.New(slog.DiscardHandler)
+	}
+	h.kick = make(chan struct{}, 1)
+	h.done = make(chan struct{})
+	go h.loop(ctx)
+}
+
+// Kick sends a beat now, without waiting for it.
+func (h *Heartbeat) Kick() {
+	select {
+	case h.kick <- struct{}{}:
+	default: // one is due already
+	}
+}
+
+// Wait returns when the loop has ended (its context done).
+func (h *Heartbeat) Wait() { <-h.done }
+
+func (h *Heartbeat) loop(ctx context.Context) {
+	defer close(h.done)
+	t := time.NewTicker(h.Interval)
+	defer t.Stop()
+	failing := false
+	for {
+		err := h.Beat(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil && !failing:
+			h.Logger.Warn("heartbeat failed; will retry", "url", h.URL, "err", err)
+			failing = true
+		case err != nil && ctx.Err() == nil:
+			h.Logger.Debug("heartbeat failed again", "url", h.URL, "err", err)
+		case err == nil && failing:
+			h.Logger.Info("heartbeat reaches the hive again", "url", h.URL)
+			failing = false
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-h.kick:
+		}
+	}
+}
+
+// Beat posts the payload once.
+func (h *Heartbeat) Beat(ctx context.Context) error {
+	body, err := json.Marshal(h.Payload())
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.URL, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := h.Client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // lets the connection be reused
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("the hive answered %s", resp.Status)
+	}
+	return nil
+}
+
+// hiveDevice names a candle device as the hive does: "hip:N" is "rocm:N".
+func hiveDevice(dev string) string {
+	if n, ok := strings.CutPrefix(dev, "hip:"); ok {
+		return "rocm:" + n
+	}
+	return dev
+}

@@ -1,0 +1,302 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// modelDir makes a folder that looks like a Hugging Face model.
+func modelDir(t *testing.T) string {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"architectures": ["LlamaForCausalLM"]}`), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "model-00001-of-00002.safetensors"), make([]byte, 2000), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "model-00002-of-00002.safetensors"), make([]byte, 1000), 0o644))
+	return dir
+}
+
+func TestFlags(t *testing.T) {
+	dir := modelDir(t)
+	c, err := parseFlags([]string{"-model", dir}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, "auto", c.device)
+	assert.Equal(t, "auto", c.dtype)
+	assert.Equal(t, 8080, c.port)
+	assert.Equal(t, filepath.Base(dir), c.modelRef, "the folder's name by default")
+	assert.Equal(t, int64(3000), c.weightBytes)
+	assert.Equal(t, 2, c.weightFiles)
+	assert.Equal(t, 512, c.maxTokensDefault)
+	assert.Equal(t, 30*time.Second, c.shutdownTimeout)
+
+	c, err = parseFlags([]string{"-model", dir, "-model-ref", "meta-llama/Llama-3.2-1B", "-worker-id", "w7", "-port", "0", "-rocm-device", "2",
+		"-dtype", "BF16", "-max-batch", "8", "-max-queue", "64", "-max-tokens-default", "100", "-hive-url", "http://127.0.0.1:7833",
+		"-shutdown-timeout", "5s", "-v"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, &config{workerID: "w7", modelDir: dir, modelRef: "meta-llama/Llama-3.2-1B", host: "0.0.0.0", hiveURL: "http://127.0.0.1:7833/v1/heartbeat",
+		port: 0, device: "hip:2", dtype: "bf16", maxBatch: 8, maxQueue: 64, maxTokensDefault: 100, shutdownTimeout: 5 * time.Second, verbose: true,
+		weightBytes: 3000, weightFiles: 2}, c)
+	for _, d := range [][2]string{{"cpu", "cpu"}, {"HIP:1", "hip:1"}, {"rocm:0", "hip:0"}, {" auto ", "auto"}} {
+		c, err := parseFlags([]string{"-model", dir, "-device", d[0]}, io.Discard)
+		require.NoError(t, err)
+		assert.Equal(t, d[1], c.device)
+	}
+	c, err = parseFlags([]string{"-model", dir, "-device", "hip:3", "-rocm-device", "3"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, "hip:3", c.device, "the two flags may agree")
+
+	file := filepath.Join(dir, "config.json")
+	empty := t.TempDir()
+	noWeights := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(noWeights, "config.json"), []byte("{}"), 0o644))
+	for _, c := range []struct {
+		args []string
+		msg  string
+	}{
+		{nil, "-model is missing"},
+		{[]string{"-model", filepath.Join(dir, "nope")}, "no such file"},
+		{[]string{"-model", file}, "is a file"},
+		{[]string{"-model", empty}, "has no config.json"},
+		{[]string{"-model", noWeights}, "has no *.safetensors"},
+		{[]string{"-model", dir, "-device", "tpu"}, "want auto, cpu or hip:N"},
+		{[]string{"-model", dir, "-device", "hip:x"}, "number ≥ 0"},
+		{[]string{"-model", dir, "-device", "hip:-1"}, "number ≥ 0"},
+		{[]string{"-model", dir, "-rocm-device", "-2"}, "-rocm-device -2"},
+		{[]string{"-model", dir, "-device", "cpu", "-rocm-device", "0"}, "disagree"},
+		{[]string{"-model", dir, "-dtype", "int8"}, "-dtype \"int8\""},
+		{[]string{"-model", dir, "-port", "70000"}, "-port 70000"},
+		{[]string{"-model", dir, "-max-batch", "-1"}, "-max-batch -1"},
+		{[]string{"-model", dir, "-max-queue", "-1"}, "-max-queue -1"},
+		{[]string{"-model", dir, "-max-tokens-default", "0"}, "-max-tokens-default 0"},
+		{[]string{"-model", dir, "-shutdown-timeout", "-1s"}, "-shutdown-timeout"},
+		{[]string{"-model", dir, "-hive-url", "hive:7833"}, "-hive-url"},
+		{[]string{"-model", dir, "extra"}, "unexpected argument \"extra\""},
+		{[]string{"-model", dir, "-port", "x"}, "invalid value"},
+		{[]string{"-nope"}, "not defined"},
+	} {
+		_, err := parseFlags(c.args, io.Discard)
+		assert.ErrorContains(t, err, c.msg, c.args)
+	}
+	_, err = parseFlags([]string{"-h"}, io.Discard)
+	assert.ErrorIs(t, err, flag.ErrHelp)
+}
+
+func TestRunFlagErrors(t *testing.T) {
+	var out logBuffer
+	a := &app{stderr: &out, getenv: func(string) string { return "" }, open: func(LoadOptions) (Backend, error) { panic("not reached") }}
+	assert.Equal(t, 2, a.run(context.Background(), []string{"-device", "tpu"}))
+	assert.Contains(t, out.String(), "llm-worker: -device \"tpu\": want auto, cpu or hip:N")
+	assert.Equal(t, 0, a.run(context.Background(), []string{"-h"}))
+	assert.Contains(t, out.String(), "usage: llm-worker -model DIR")
+}
+
+// worker is a run of the whole worker on the fake backend.
+type worker struct {
+	addr string
+	code chan int
+	log  *logBuffer
+	stop context.CancelFunc
+}
+
+func startWorker(t *testing.T, open OpenFunc, env map[string]string, args ...string) *worker {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	w := &worker{code: make(chan int, 1), log: &logBuffer{}, stop: cancel}
+	addrs := make(chan net.Addr, 1)
+	a := &app{stderr: w.log, getenv: func(k string) string { return env[k] }, open: open, heartbeatEvery: 20 * time.Millisecond,
+		onListen: func(a net.Addr) { addrs <- a }}
+	go func() { w.code <- a.run(ctx, append([]string{"-host", "127.0.0.1", "-port", "0"}, args...)) }()
+	select {
+	case a := <-addrs:
+		w.addr = "http://" + a.String()
+	case code := <-w.code:
+		select {
+		case a := <-addrs: // it listened, then ended: the test looks at how
+			w.addr = "http://" + a.String()
+			w.code <- code
+		default:
+			t.Fatalf("the worker ended with %d before listening:\n%s", code, w.log)
+		}
+	}
+	return w
+}
+
+func (w *worker) waitReady(t *testing.T) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		resp, err := http.Get(w.addr + "/health")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, 10*time.Second, 5*time.Millisecond, "ready:\n%s", w.log)
+}
+
+func (w *worker) exit(t *testing.T) int {
+	t.Helper()
+	select {
+	case code := <-w.code:
+		return code
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the worker did not stop:\n%s", w.log)
+		return -1
+	}
+}
+
+func TestWorkerLifecycle(t *testing.T) {
+	dir := modelDir(t)
+	h := newHive(t)
+	fake := newFake()
+	fake.delay = 10 * time.Millisecond
+	release := make(chan struct{})
+	var opts LoadOptions
+	open := func(o LoadOptions) (Backend, error) {
+		opts = o
+		for done := int64(0); done <= 3000; done += 500 {
+			o.Progress(done, 3000)
+		}
+		<-release // loading takes until the test has seen the state
+		return fake, nil
+	}
+	w := startWorker(t, open, map[string]string{"LLORCH_API_TOKEN": "tok\n"}, "-model", dir, "-model-ref", "org/model", "-worker-id", "w1",
+		"-hive-url", h.URL, "-rocm-device", "1", "-dtype", "f16", "-max-batch", "4", "-max-queue", "9", "-shutdown-timeout", "10s")
+	require.Eventually(t, func() bool { b, _ := h.got(); return len(b) > 0 }, 5*time.Second, time.Millisecond)
+	resp, err := http.Get(w.addr + "/health")
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "loading")
+	close(release)
+	w.waitReady(t)
+	assert.Equal(t, LoadOptions{Dir: dir, Device: "hip:1", DType: "f16", MaxBatch: 4, MaxQueue: 9}, LoadOptions{Dir: opts.Dir, Device: opts.Device,
+		DType: opts.DType, MaxBatch: opts.MaxBatch, MaxQueue: opts.MaxQueue})
+	warm := fake.requests()
+	require.Len(t, warm, 1, "the warm-up")
+	assert.Equal(t, 8, warm[0].MaxTokens)
+
+	require.Eventually(t, func() bool { b, _ := h.got(); return b[len(b)-1].Status == "ready" }, 5*time.Second, time.Millisecond, "a beat at ready")
+
+	// A stream under way when the signal comes finishes.
+	req, _ := http.NewRequest("POST", w.addr+"/v1/chat/completions",
+		strings.NewReader(`{"model": "org/model", "stream": true, "max_tokens": 30, "messages": [{"role": "user", "content": "hi"}]}`))
+	req.Header.Set("Authorization", "Bearer tok")
+	resp, err = http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	rd := bufio.NewReader(resp.Body)
+	_, err = rd.ReadString('\n')
+	require.NoError(t, err)
+	w.stop() // SIGTERM
+	rest, err := io.ReadAll(rd)
+	resp.Body.Close()
+	require.NoError(t, err)
+	assert.Equal(t, 30, strings.Count(string(rest), `"content":"`), "every token came")
+	assert.True(t, strings.HasSuffix(string(rest), "data: [DONE]\n\n"))
+	assert.Equal(t, 0, w.exit(t))
+	assert.Equal(t, int32(0), fake.cancelled.Load(), "nothing was cut")
+	assert.Equal(t, int32(1), fake.closeCalls.Load(), "the backend is closed once")
+	_, err = http.Get(w.addr + "/health")
+	assert.Error(t, err, "the port is closed")
+
+	beats, paths := h.got()
+	require.GreaterOrEqual(t, len(beats), 3)
+	assert.Equal(t, "/v1/heartbeat", paths[0])
+	assert.Equal(t, HeartbeatPayload{WorkerID: "w1", Model: "org/model", Device: "rocm:1", Port: beats[0].Port, Status: "loading",
+		Implementation: "rocm-go", Version: beats[0].Version}, beats[0], "the device the flags ask for, while loading")
+	assert.Equal(t, w.addr, "http://127.0.0.1:"+strconv.Itoa(beats[0].Port))
+	assert.NotEmpty(t, beats[0].Version)
+	var statuses []string
+	for _, b := range beats {
+		if len(statuses) == 0 || statuses[len(statuses)-1] != b.Status {
+			statuses = append(statuses, b.Status)
+		}
+	}
+	assert.Equal(t, []string{"loading", "ready", "draining"}, statuses)
+	last := beats[len(beats)-1]
+	assert.Equal(t, "rocm:0", last.Device, "the device the model is on")
+
+	log := w.log.String()
+	for _, s := range []string{"listening", "auth=\"bearer token (LLORCH_API_TOKEN)\"", "loading the model", "weights=\"2.9 KiB\"", "files=2",
+		"loading weights", "100% 2.9 KiB / 2.9 KiB", "model loaded", "device_memory=\"3.0 GiB\"", "kv_cache=\"4,096 tokens\"",
+		"warm-up done", "level=INFO msg=ready", "shutting down", "generation done", "level=INFO msg=stopped"} {
+		assert.Contains(t, log, s)
+	}
+	assert.NotContains(t, log, "level=ERROR")
+	assert.NotContains(t, log, "LLORCH_API_TOKEN is not set")
+}
+
+func TestWorkerDrainTimeout(t *testing.T) {
+	fake := newFake()
+	fake.ctxLen = 1 << 20
+	w := startWorker(t, func(LoadOptions) (Backend, error) { return fake, nil }, nil, "-model", modelDir(t), "-shutdown-timeout", "100ms")
+	w.waitReady(t)
+	fake.delay = 50 * time.Millisecond
+	resp, err := http.Post(w.addr+"/v1/completions", "application/json", strings.NewReader(`{"prompt": "x", "max_tokens": 100000, "stream": true}`))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	_, err = bufio.NewReader(resp.Body).ReadString('\n')
+	require.NoError(t, err)
+	start := time.Now()
+	w.stop()
+	assert.Equal(t, 0, w.exit(t))
+	assert.Less(t, time.Since(start), 10*time.Second)
+	assert.Equal(t, int32(1), fake.cancelled.Load(), "the stream was cancelled at the timeout")
+	assert.Equal(t, int32(0), fake.active.Load())
+	assert.Contains(t, w.log.String(), "shutdown timeout: cancelling the requests under way")
+	assert.Contains(t, w.log.String(), "request cancelled")
+	assert.NotContains(t, w.log.String(), "LLORCH_API_TOKEN is not set", "the worker listens on loopback only")
+}
+
+func TestWorkerLoadFailures(t *testing.T) {
+	dir := modelDir(t)
+	w := startWorker(t, func(LoadOptions) (Backend, error) { return nil, errors.New("config.json: unknown architecture") }, nil, "-model", dir)
+	assert.Equal(t, 1, w.exit(t))
+	assert.Contains(t, w.log.String(), "loading the model failed")
+	assert.Contains(t, w.log.String(), "unknown architecture")
+
+	// A signal during loading ends the worker without waiting for the load.
+	release := make(chan struct{})
+	defer close(release)
+	var loading atomic.Bool
+	w = startWorker(t, func(LoadOptions) (Backend, error) { loading.Store(true); <-release; return nil, errors.New("late") }, nil, "-model", dir)
+	require.Eventually(t, loading.Load, 5*time.Second, time.Millisecond)
+	w.stop()
+	assert.Equal(t, 1, w.exit(t))
+	assert.Contains(t, w.log.String(), "interrupted while loading the model")
+
+	// A warm-up that fails ends it, and closes the backend.
+	fake := newFake()
+	fake.failAt = 1
+	w = startWorker(t, func(LoadOptions) (Backend, error) { return fake, nil }, nil, "-model", dir)
+	assert.Equal(t, 1, w.exit(t))
+	assert.Contains(t, w.log.String(), "warm-up failed")
+	assert.Equal(t, int32(1), fake.closeCalls.Load())
+
+	// The real build without a model backend says so.
+	w = startWorker(t, openBackend, nil, "-model", dir)
+	assert.Equal(t, 1, w.exit(t))
+	assert.Contains(t, w.log.String(), "no model backend")
+
+	// A port in use.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	var out logBuffer
+	a := &app{stderr: &out, getenv: func(string) string { return "" }, open: openBackend}
+	assert.Equal(t, 1, a.run(context.Background(), []string{"-model", dir, "-host", "127.0.0.1", "-port", strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)}))
+	assert.Contains(t, out.String(), "cannot listen")
+}

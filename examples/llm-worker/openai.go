@@ -1,0 +1,499 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+)
+
+// OpenAI's request and response formats, and the checks that turn a
+// request into a GenRequest or a 4xx error.
+
+// apiError is an error a client gets, in OpenAI's shape:
+// {"error": {"message", "type", "param", "code"}}.
+type apiError struct {
+	Status  int     `json:"-"`
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    *string `json:"code"`
+}
+
+func (e *apiError) Error() string { return e.Message }
+
+func strp(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// badRequest is a 400 about param (empty: none).
+func badRequest(param, format string, args ...any) *apiError {
+	return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: strp(param), Message: fmt.Sprintf(format, args...)}
+}
+
+// withCode sets the error's code.
+func (e *apiError) withCode(code string) *apiError { e.Code = strp(code); return e }
+
+// Limits on what one request may ask, so that no request costs the worker
+// more than its body's size suggests.
+const (
+	maxStopStrings = 16
+	maxStopBytes   = 512
+	maxMessages    = 4096
+)
+
+// samplingParams are the fields both endpoints share.
+type samplingParams struct {
+	Model               *string          `json:"model"`
+	MaxTokens           *int             `json:"max_tokens"`
+	MaxCompletionTokens *int             `json:"max_completion_tokens"`
+	Temperature         *float64         `json:"temperature"`
+	TopP                *float64         `json:"top_p"`
+	TopK                *int             `json:"top_k"`
+	MinP                *float64         `json:"min_p"`
+	RepetitionPenalty   *float64         `json:"repetition_penalty"`
+	PresencePenalty     *float64         `json:"presence_penalty"`
+	FrequencyPenalty    *float64         `json:"frequency_penalty"`
+	Seed                *int64           `json:"seed"`
+	Stop                json.RawMessage  `json:"stop"`
+	Stream              bool             `json:"stream"`
+	StreamOptions       *streamOptions   `json:"stream_options"`
+	N                   *int             `json:"n"`
+	BestOf              *int             `json:"best_of"`
+	Logprobs            json.RawMessage  `json:"logprobs"`
+	TopLogprobs         *int             `json:"top_logprobs"`
+	Echo                bool             `json:"echo"`
+	Suffix              *string          `json:"suffix"`
+	Tools               json.RawMessage  `json:"tools"`
+	ResponseFormat      *responseFormat  `json:"response_format"`
+	LogitBias           *json.RawMessage `json:"logit_bias"`
+}
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+type responseFormat struct {
+	Type string `json:"type"`
+}
+
+// completionRequest is POST /v1/completions' body.
+type completionRequest struct {
+	samplingParams
+	Prompt json.RawMessage `json:"prompt"`
+}
+
+// chatRequest is POST /v1/chat/completions' body.
+type chatRequest struct {
+	samplingParams
+	Messages json.RawMessage `json:"messages"`
+}
+
+// decodeBody reads one JSON object of at most limit bytes into v. Unknown
+// fields are ignored, as OpenAI's clients send fields a server may not know.
+func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) *apiError {
+	body := http.MaxBytesReader(w, r.Body, limit)
+	data, err := io.ReadAll(body)
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return &apiError{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error",
+				Message: fmt.Sprintf("the request body is larger than %d bytes", tooBig.Limit)}
+		}
+		return badRequest("", "reading the request body: %v", err)
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return badRequest("", "the request body is empty: want a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(v); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		var synErr *json.SyntaxError
+		switch {
+		case errors.As(err, &typeErr) && typeErr.Field != "":
+			// The path names the embedded struct of shared fields too.
+			field := strings.TrimPrefix(typeErr.Field, "samplingParams.")
+			return badRequest(field, "%s: want %s, not a JSON %s", field, jsonKind(typeErr.Type.Kind().String()), typeErr.Value)
+		case errors.As(err, &typeErr):
+			return badRequest("", "the request body must be a JSON object, not a JSON %s", typeErr.Value)
+		case errors.As(err, &synErr):
+			return badRequest("", "malformed JSON at byte %d: %v", synErr.Offset, err)
+		default:
+			return badRequest("", "malformed JSON: %v", err)
+		}
+	}
+	if dec.More() {
+		return badRequest("", "malformed JSON: more than one value in the body")
+	}
+	return nil
+}
+
+// jsonKind names a Go kind as JSON does.
+func jsonKind(k string) string {
+	switch {
+	case strings.HasPrefix(k, "int"), strings.HasPrefix(k, "uint"):
+		return "an integer"
+	case strings.HasPrefix(k, "float"):
+		return "a number"
+	case k == "bool":
+		return "a boolean"
+	case k == "string":
+		return "a string"
+	case k == "slice":
+		return "an array"
+	default:
+		return "an object"
+	}
+}
+
+// rawIsNull reports whether a raw field is absent or null.
+func rawIsNull(m json.RawMessage) bool {
+	t := bytes.TrimSpace(m)
+	return len(t) == 0 || bytes.Equal(t, []byte("null"))
+}
+
+// parseStop reads stop: a string or a list of strings.
+func parseStop(m json.RawMessage) ([]string, *apiError) {
+	if rawIsNull(m) {
+		return nil, nil
+	}
+	var list []string
+	var one string
+	if err := json.Unmarshal(m, &one); err == nil {
+		list = []string{one}
+	} else if err := json.Unmarshal(m, &list); err != nil {
+		return nil, badRequest("stop", "stop: want a string or a list of strings")
+	}
+	if len(list) > maxStopStrings {
+		return nil, badRequest("stop", "stop: %d strings, at most %d", len(list), maxStopStrings)
+	}
+	for _, s := range list {
+		if s == "" {
+			return nil, badRequest("stop", "stop: an empty string never matches: leave it out")
+		}
+		if len(s) > maxStopBytes {
+			return nil, badRequest("stop", "stop: a string of %d bytes, at most %d", len(s), maxStopBytes)
+		}
+	}
+	return list, nil
+}
+
+// prompt is a completion's prompt: text or token ids.
+type prompt struct {
+	text string
+	ids  []int32
+	isID bool
+}
+
+// parsePrompt reads prompt: a string, a list of one string, a list of
+// token ids, or a list of one list of token ids.
+func parsePrompt(m json.RawMessage) (prompt, *apiError) {
+	if rawIsNull(m) {
+		return prompt{}, badRequest("prompt", "prompt is missing")
+	}
+	var s string
+	if err := json.Unmarshal(m, &s); err == nil {
+		if s == "" {
+			return prompt{}, badRequest("prompt", "prompt is empty")
+		}
+		return prompt{text: s}, nil
+	}
+	var ids []int64
+	if err := json.Unmarshal(m, &ids); err == nil {
+		return promptIDs(ids)
+	}
+	var texts []string
+	if err := json.Unmarshal(m, &texts); err == nil {
+		if len(texts) != 1 {
+			return prompt{}, badRequest("prompt", "prompt: %d prompts in one request; send one prompt per request", len(texts))
+		}
+		if texts[0] == "" {
+			return prompt{}, badRequest("prompt", "prompt is empty")
+		}
+		return prompt{text: texts[0]}, nil
+	}
+	var lists [][]int64
+	if err := json.Unmarshal(m, &lists); err == nil {
+		if len(lists) != 1 {
+			return prompt{}, badRequest("prompt", "prompt: %d prompts in one request; send one prompt per request", len(lists))
+		}
+		return promptIDs(lists[0])
+	}
+	return prompt{}, badRequest("prompt", "prompt: want a string, a list of token ids, or a list of one of them")
+}
+
+func promptIDs(ids []int64) (prompt, *apiError) {
+	if len(ids) == 0 {
+		return prompt{}, badRequest("prompt", "prompt is empty")
+	}
+	p := prompt{ids: make([]int32, len(ids)), isID: true}
+	for i, id := range ids {
+		if id < 0 || id > 1<<31-1 {
+			return prompt{}, badRequest("prompt", "prompt: token id %d at %d is out of range", id, i)
+		}
+		p.ids[i] = int32(id)
+	}
+	return p, nil
+}
+
+// chatMessageIn is a message as a client sends it; its content is a
+// string, null, or a list of parts of which only text parts are understood.
+type chatMessageIn struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+type contentPart struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+// parseMessages reads messages.
+func parseMessages(m json.RawMessage) ([]ChatMessage, *apiError) {
+	if rawIsNull(m) {
+		return nil, badRequest("messages", "messages is missing")
+	}
+	var in []chatMessageIn
+	if err := json.Unmarshal(m, &in); err != nil {
+		return nil, badRequest("messages", "messages: want a list of {\"role\", \"content\"} objects")
+	}
+	if len(in) == 0 {
+		return nil, badRequest("messages", "messages is empty")
+	}
+	if len(in) > maxMessages {
+		return nil, badRequest("messages", "messages: %d messages, at most %d", len(in), maxMessages)
+	}
+	out := make([]ChatMessage, len(in))
+	for i, msg := range in {
+		param := fmt.Sprintf("messages[%d]", i)
+		switch msg.Role {
+		case "system", "user", "assistant", "tool":
+		case "developer": // OpenAI's newer name for system
+			msg.Role = "system"
+		case "":
+			return nil, badRequest(param+".role", "%s.role is missing", param)
+		default:
+			return nil, badRequest(param+".role", "%s.role %q: want system, developer, user, assistant or tool", param, msg.Role)
+		}
+		text, err := parseContent(msg.Content)
+		if err != nil {
+			return nil, badRequest(param+".content", "%s.content: %s", param, err.Message)
+		}
+		out[i] = ChatMessage{Role: msg.Role, Content: text}
+	}
+	return out, nil
+}
+
+func parseContent(m json.RawMessage) (string, *apiError) {
+	if rawIsNull(m) {
+		return "", nil
+	}
+	var s string
+	if err := json.Unmarshal(m, &s); err == nil {
+		return s, nil
+	}
+	var parts []contentPart
+	if err := json.Unmarshal(m, &parts); err != nil {
+		return "", badRequest("", "want a string or a list of text parts")
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Type != "text" {
+			return "", badRequest("", "a part of type %q: this model reads text parts only", p.Type)
+		}
+		b.WriteString(p.Text)
+	}
+	return b.String(), nil
+}
+
+// seedZero stands for a client's seed 0: the engine reads a zero seed as
+// "random", and a client that asks for seed 0 wants it fixed.
+const seedZero = 0x9e3779b97f4a7c15
+
+// sampling checks the sampling fields and maps them to the engine's
+// settings (OpenAI's defaults: temperature 1, top_p 1).
+func (p *samplingParams) sampling() (Sampling, *apiError) {
+	var s Sampling
+	s.Temperature = 1
+	if p.Temperature != nil {
+		t := *p.Temperature
+		if t < 0 || t > 2 {
+			return s, badRequest("temperature", "temperature %g: want 0 (greedy) to 2", t)
+		}
+		s.Temperature = float32(t)
+	}
+	if p.TopP != nil {
+		t := *p.TopP
+		if t <= 0 || t > 1 {
+			return s, badRequest("top_p", "top_p %g: want more than 0 and at most 1", t)
+		}
+		if t < 1 {
+			s.TopP = float32(t)
+		}
+	}
+	if p.TopK != nil {
+		k := *p.TopK
+		if k < -1 {
+			return s, badRequest("top_k", "top_k %d: want a count ≥ 1, or 0 or -1 for off", k)
+		}
+		s.TopK = max(k, 0)
+	}
+	if p.MinP != nil {
+		m := *p.MinP
+		if m < 0 || m > 1 {
+			return s, badRequest("min_p", "min_p %g: want 0 (off) to 1", m)
+		}
+		s.MinP = float32(m)
+	}
+	if p.RepetitionPenalty != nil {
+		r := *p.RepetitionPenalty
+		if r <= 0 || r > 10 {
+			return s, badRequest("repetition_penalty", "repetition_penalty %g: want more than 0 and at most 10 (1 is off)", r)
+		}
+		if r != 1 {
+			s.RepetitionPenalty = float32(r)
+		}
+	}
+	if p.Seed != nil {
+		s.Seed = uint64(*p.Seed)
+		if s.Seed == 0 {
+			s.Seed = seedZero
+		}
+	}
+	return s, nil
+}
+
+// unsupported rejects the OpenAI fields this worker cannot honour, rather
+// than ignoring them and answering something else than was asked.
+func (p *samplingParams) unsupported() *apiError {
+	if p.N != nil && *p.N != 1 {
+		return badRequest("n", "n %d: this worker makes one choice per request (n 1)", *p.N)
+	}
+	if p.BestOf != nil && *p.BestOf != 1 {
+		return badRequest("best_of", "best_of %d is not supported (only 1)", *p.BestOf)
+	}
+	for name, v := range map[string]*float64{"presence_penalty": p.PresencePenalty, "frequency_penalty": p.FrequencyPenalty} {
+		if v != nil && *v != 0 {
+			return badRequest(name, "%s is not supported: use repetition_penalty", name)
+		}
+	}
+	if !rawIsNull(p.Logprobs) && !bytes.Equal(bytes.TrimSpace(p.Logprobs), []byte("false")) {
+		return badRequest("logprobs", "logprobs are not supported")
+	}
+	if p.TopLogprobs != nil && *p.TopLogprobs != 0 {
+		return badRequest("top_logprobs", "top_logprobs are not supported")
+	}
+	if p.Echo {
+		return badRequest("echo", "echo is not supported")
+	}
+	if p.Suffix != nil && *p.Suffix != "" {
+		return badRequest("suffix", "suffix is not supported")
+	}
+	if t := bytes.TrimSpace(p.Tools); len(t) > 0 && !bytes.Equal(t, []byte("null")) && !bytes.Equal(t, []byte("[]")) {
+		return badRequest("tools", "tools are not supported")
+	}
+	if p.ResponseFormat != nil && p.ResponseFormat.Type != "" && p.ResponseFormat.Type != "text" {
+		return badRequest("response_format", "response_format %q is not supported (only text)", p.ResponseFormat.Type)
+	}
+	if p.LogitBias != nil && !rawIsNull(*p.LogitBias) && !bytes.Equal(bytes.TrimSpace(*p.LogitBias), []byte("{}")) {
+		return badRequest("logit_bias", "logit_bias is not supported")
+	}
+	return nil
+}
+
+// maxTokens is the request's completion budget: max_completion_tokens,
+// else max_tokens, else def; none may exceed what the context leaves after
+// the prompt.
+func (p *samplingParams) maxTokens(promptLen, contextLen, def int) (int, *apiError) {
+	param, v := "max_tokens", p.MaxTokens
+	if p.MaxCompletionTokens != nil {
+		param, v = "max_completion_tokens", p.MaxCompletionTokens
+	}
+	if promptLen >= contextLen {
+		return 0, badRequest("prompt", "the prompt is %d tokens and this model's context is %d: shorten it", promptLen, contextLen).
+			withCode("context_length_exceeded")
+	}
+	room := contextLen - promptLen
+	if v == nil {
+		return min(def, room), nil
+	}
+	if *v <= 0 {
+		return 0, badRequest(param, "%s %d: want at least 1", param, *v)
+	}
+	if *v > room {
+		return 0, badRequest(param, "%s %d is more than the context leaves: the model's context is %d tokens and the prompt is %d, so at most %d",
+			param, *v, contextLen, promptLen, room).withCode("context_length_exceeded")
+	}
+	return *v, nil
+}
+
+// usage is the token counts of a response.
+type usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+// completionChoice is a choice of /v1/completions, whole or a chunk.
+type completionChoice struct {
+	Text         string  `json:"text"`
+	Index        int     `json:"index"`
+	Logprobs     any     `json:"logprobs"`
+	FinishReason *string `json:"finish_reason"`
+}
+
+// completionResponse is /v1/completions' response and its stream chunks
+// (the same object, "text_completion").
+type completionResponse struct {
+	ID      string             `json:"id"`
+	Object  string             `json:"object"`
+	Created int64              `json:"created"`
+	Model   string             `json:"model"`
+	Choices []completionChoice `json:"choices"`
+	Usage   *usage             `json:"usage,omitempty"`
+}
+
+// chatMessageOut is the assistant's message, whole or a delta.
+type chatMessageOut struct {
+	Role    string  `json:"role,omitempty"`
+	Content *string `json:"content,omitempty"`
+}
+
+type chatChoice struct {
+	Index        int             `json:"index"`
+	Message      *chatMessageOut `json:"message,omitempty"`
+	Delta        *chatMessageOut `json:"delta,omitempty"`
+	Logprobs     any             `json:"logprobs"`
+	FinishReason *string         `json:"finish_reason"`
+}
+
+// chatResponse is /v1/chat/completions' response ("chat.completion") and
+// its stream chunks ("chat.completion.chunk").
+type chatResponse struct {
+	ID      string       `json:"id"`
+	Object  string       `json:"object"`
+	Created int64        `json:"created"`
+	Model   string       `json:"model"`
+	Choices []chatChoice `json:"choices"`
+	Usage   *usage       `json:"usage,omitempty"`
+}
+
+// modelList is /v1/models' response.
+type modelList struct {
+	Object string      `json:"object"`
+	Data   []modelCard `json:"data"`
+}
+
+type modelCard struct {
+	ID          string `json:"id"`
+	Object      string `json:"object"`
+	Created     int64  `json:"created"`
+	OwnedBy     string `json:"owned_by"`
+	MaxModelLen int    `json:"max_model_len,omitempty"`
+}
