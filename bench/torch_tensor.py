@@ -29,6 +29,7 @@ def main():
     ap.add_argument("--scale", type=int, default=1)
     ap.add_argument("--checkpoint", help="a safetensors file to time loading onto the GPU")
     ap.add_argument("--convs", default="[]", help="JSON list of the conv2d rows (name, n, c, h, w, k, r, s, pad, stride, nhwc)")
+    ap.add_argument("--attention", default="[]", help="JSON list of the attention rows (name, dtype, b, hq, hkv, sq, s, d, causal)")
     a = ap.parse_args()
     out = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "cuda": torch.version.cuda or torch.version.hip}
 
@@ -116,6 +117,18 @@ def main():
         w = rand(c["k"], c["c"], c["r"], c["s"], dtype=torch.float16).contiguous(memory_format=fmt)
         measure(c["name"], lambda: F.conv2d(x, w, padding=c["pad"], stride=c["stride"]))
         del x, w
+
+    # The attention rows (bench.AttentionOps): scaled_dot_product_attention
+    # on (b, h, s, d) tensors with PyTorch's own choice of backend; GQA
+    # through enable_gqa. Decode rows have one query and no mask.
+    dts = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
+    for c in json.loads(a.attention):
+        dt = dts[c["dtype"]]
+        q = rand(c["b"], c["hq"], c["sq"], c["d"], dtype=dt)
+        k, v = rand(c["b"], c["hkv"], c["s"], c["d"], dtype=dt), rand(c["b"], c["hkv"], c["s"], c["d"], dtype=dt)
+        gqa = c["hq"] != c["hkv"]
+        measure(c["name"], lambda: F.scaled_dot_product_attention(q, k, v, is_causal=c["causal"], enable_gqa=gqa))
+        del q, k, v
 
     x, y = rand(1024), rand(1024)
     z = torch.empty_like(x)

@@ -9,6 +9,11 @@
 //                          64, 128, 256): dense, variable-length or paged
 //                          K/V, with split-KV partials when splits > 1
 //   attn_combine_<dt>      merges the split-KV partials into the output
+//   attn_decode_<dt>_d<DMAX>_r<RM>  flash-decoding: the keys spread over a
+//                          block's threads, for the few rows of a decode
+//                          step (RM 1 or 4 rows a block)
+//   attn_mma_<dt>_d<DMAX>  F16/BF16 on matrix cores where the arch has
+//                          them (NVIDIA sm_80+: mma.sync); absent elsewhere
 //
 // Layout of the work: a block takes BM rows of one (batch entry, KV head).
 // A row is one query position of one query head; the G = h_q / h_kv query
@@ -170,6 +175,23 @@ __device__ __forceinline__ i64 lse_index(const Params& p, int b, int h, int i, i
 	return ((i64)b * p.h_q + h) * p.s_q + i;
 }
 
+// alibi_slope is query head h's ALiBi slope, 0 without ALiBi.
+__device__ __forceinline__ float alibi_slope(const Params& p, int h) {
+	float slope = 0.0f;
+	if (p.flags & FA_ALIBI) {
+#if defined(__HIP_PLATFORM_NVIDIA__)
+		// By static indices: a dynamic index into a kernel argument would
+		// make NVIDIA's compiler copy the arguments to local memory.
+#pragma unroll
+		for (int x = 0; x < FA_MAX_ALIBI; x++)
+			if (x == h) slope = p.alibi[x];
+#else
+		slope = p.alibi[h]; // AMD's kernel arguments are memory
+#endif
+	}
+	return slope;
+}
+
 template <class T, int DMAX> __device__ __forceinline__ void attn_fwd(const Params& p) {
 	typedef Tiles<T, DMAX> Ti;
 	const int TPR = Ti::TPR, BM = Ti::BM, BN = Ti::BN;
@@ -187,18 +209,7 @@ template <class T, int DMAX> __device__ __forceinline__ void attn_fwd(const Para
 	const bool valid = i < s.sq;
 	const int off = s.sk - s.sq; // causal and windows align bottom-right
 	const int left = p.window_left, right = p.window_right;
-	float slope = 0.0f;
-	if (p.flags & FA_ALIBI) {
-#if defined(__HIP_PLATFORM_NVIDIA__)
-		// By static indices: a dynamic index into a kernel argument would
-		// make NVIDIA's compiler copy the arguments to local memory.
-#pragma unroll
-		for (int x = 0; x < FA_MAX_ALIBI; x++)
-			if (x == h) slope = p.alibi[x];
-#else
-		slope = p.alibi[h]; // AMD's kernel arguments are memory
-#endif
-	}
+	const float slope = alibi_slope(p, h);
 
 	// The keys any row of the block may see, in whole tiles, and this
 	// split's share of them.
@@ -370,8 +381,496 @@ template <class T> __device__ __forceinline__ void attn_combine(const Params& p)
 	}
 }
 
-#define FA_FWD(T, D) \
-	FA_KERNEL attn_fwd_##T##_d##D(Params p) { attn_fwd<T, D>(p); }
+// ---------------------------------------------------------------------
+// Flash-decoding: attn_decode_<dt>_d<DMAX>_r<RM> serves the few query rows
+// of a decode step (s_q·G at most 8 for a KV head): a block takes RM rows
+// of one (batch entry, KV head, split) and spreads the keys, not the rows,
+// over its threads. TPK = DMAX/8 neighbouring threads hold one key (8 head
+// dims each: one 16-byte load of K and one of V), the block's NG groups
+// take neighbouring keys, U keys a group in flight at once, so that a
+// block streams NG·U keys a step at the memory's bandwidth. Each group
+// keeps an online softmax of its own; the groups merge in shared memory at
+// the end, and the splits (blocks along z) in attn_combine.
+template <class T, int DMAX, int RM, int U> __device__ __forceinline__ void attn_decode(const Params& p) {
+	const int TPK = DMAX / 8, NG = FA_THREADS / TPK, STEP = NG * U;
+	__shared__ float sm_m[NG * RM], sm_l[NG * RM];
+	__shared__ float sm_o[NG * RM * DMAX];
+
+	const int tid = threadIdx.x, g = tid % TPK, grp = tid / TPK;
+	const int hk = blockIdx.y, b = blockIdx.z / p.splits, split = blockIdx.z % p.splits;
+	const int G = p.h_q / p.h_kv;
+	const Seq s = seq_of(p, b);
+	const int m0 = blockIdx.x * RM;
+	if (m0 >= s.sq * G) return;
+	const int nr = min(RM, s.sq * G - m0); // the block's rows: the same for every thread
+	const bool aligned = (p.flags & FA_ALIGNED) != 0;
+	const int off = s.sk - s.sq, left = p.window_left, right = p.window_right;
+	const int c0 = g * 8;
+	const bool cin = c0 < p.d;
+
+	int ri[RM];
+	float slope[RM], q[RM][8], m[RM], l[RM], o[RM][8];
+#pragma unroll
+	for (int rr = 0; rr < RM; rr++) {
+		const int r = m0 + min(rr, nr - 1), i = r / G, h = hk * G + r % G;
+		ri[rr] = i;
+		slope[rr] = alibi_slope(p, h);
+		const T* qp = (const T*)p.q + s.qbase + (i64)i * p.qs[1] + (i64)h * p.qs[2];
+		const Pack8<T> x = cin ? load8(qp + c0, aligned) : fill8<T>(0.0f);
+#pragma unroll
+		for (int e = 0; e < 8; e++) {
+			q[rr][e] = Tr<T>::load(x.v[e]) * p.scale;
+			o[rr][e] = 0.0f;
+		}
+		m[rr] = neg_inf();
+		l[rr] = 0.0f;
+	}
+
+	// The keys any row of the block may see, and this split's share of
+	// them in whole steps of NG keys.
+	const int ilo = m0 / G, ihi = (m0 + nr - 1) / G;
+	int lo = 0, hi = s.sk;
+	if (left >= 0) lo = max(0, ilo + off - left);
+	if (right >= 0) hi = min(s.sk, ihi + off + right + 1);
+	const int n = max(hi - lo, 0);
+	const int per = ((n + p.splits - 1) / p.splits + NG - 1) / NG * NG;
+	const int ja = min(hi, lo + split * per), jb = min(hi, ja + per);
+
+	const T* kg = (const T*)p.k + (i64)hk * p.ks[2] + c0;
+	const T* vg = (const T*)p.v + (i64)hk * p.vs[2] + c0;
+	for (int j0 = ja; j0 < jb; j0 += STEP) {
+		// Every load of the step first: U keys in flight.
+		Pack8<T> kx[U], vx[U];
+#pragma unroll
+		for (int u = 0; u < U; u++) {
+			const int j = j0 + u * NG + grp;
+			kx[u] = vx[u] = fill8<T>(0.0f);
+			if (j < jb && cin) {
+				i64 ko, vo;
+				bool ok = true;
+				if (p.flags & FA_PAGED) {
+					const int pg = p.block_table[(i64)b * p.bt_stride + j / p.page_size];
+					ok = pg >= 0 && pg < p.num_pages;
+					ko = (i64)pg * p.ks[0] + (i64)(j % p.page_size) * p.ks[1];
+					vo = (i64)pg * p.vs[0] + (i64)(j % p.page_size) * p.vs[1];
+				} else {
+					ko = s.kbase + (i64)j * p.ks[1];
+					vo = s.vbase + (i64)j * p.vs[1];
+				}
+				if (ok) {
+					kx[u] = load8(kg + ko, aligned);
+					vx[u] = load8(vg + vo, aligned);
+				} else {
+					kx[u] = vx[u] = fill8<T>(qnan()); // a page outside the cache: NaN
+				}
+			}
+		}
+		float sc[RM][U];
+#pragma unroll
+		for (int rr = 0; rr < RM; rr++) {
+			if (rr >= nr) break; // uniform: every thread has the block's rows
+#pragma unroll
+			for (int u = 0; u < U; u++) {
+				float a = 0.0f;
+#pragma unroll
+				for (int e = 0; e < 8; e++) a += q[rr][e] * Tr<T>::load(kx[u].v[e]);
+				for (int x = 1; x < TPK; x <<= 1) a += __shfl_xor(a, x);
+				const int j = j0 + u * NG + grp, i = ri[rr];
+				const bool vis = j < jb && (left < 0 || j >= i + off - left) && (right < 0 || j <= i + off + right);
+				if (p.softcap > 0.0f) a = p.softcap * tanhf(a / p.softcap);
+				a -= slope[rr] * fabsf((float)(i + off - j));
+				sc[rr][u] = vis ? a * FA_LOG2E : neg_inf();
+			}
+		}
+#pragma unroll
+		for (int rr = 0; rr < RM; rr++) {
+			if (rr >= nr) break;
+			float mt = neg_inf();
+#pragma unroll
+			for (int u = 0; u < U; u++) mt = nanmax(mt, sc[rr][u]);
+			const float mn = nanmax(m[rr], mt);
+			if (mn == neg_inf()) continue; // nothing visible yet
+			const float alpha = exp2f(m[rr] - mn);
+			l[rr] *= alpha;
+#pragma unroll
+			for (int e = 0; e < 8; e++) o[rr][e] *= alpha;
+#pragma unroll
+			for (int u = 0; u < U; u++) {
+				if (sc[rr][u] == neg_inf()) continue; // a hidden key's value is never read
+				const float pc = exp2f(sc[rr][u] - mn);
+				l[rr] += pc;
+#pragma unroll
+				for (int e = 0; e < 8; e++) o[rr][e] += pc * Tr<T>::load(vx[u].v[e]);
+			}
+			m[rr] = mn;
+		}
+	}
+
+	// Merge the groups: weights 2^(m_g - M).
+#pragma unroll
+	for (int rr = 0; rr < RM; rr++) {
+		if (g == 0) {
+			sm_m[grp * RM + rr] = m[rr];
+			sm_l[grp * RM + rr] = l[rr];
+		}
+#pragma unroll
+		for (int e = 0; e < 8; e++) sm_o[(grp * RM + rr) * DMAX + c0 + e] = o[rr][e];
+	}
+	__syncthreads();
+	for (int x = tid; x < nr * DMAX; x += FA_THREADS) {
+		const int rr = x / DMAX, c = x % DMAX;
+		if (c >= p.d) continue;
+		float M = neg_inf();
+		for (int gi = 0; gi < NG; gi++) M = nanmax(M, sm_m[gi * RM + rr]);
+		// A row that sees no key gets zeros and a log-sum-exp of -inf; a
+		// NaN stays NaN.
+		const bool any = M != neg_inf();
+		float L = 0.0f, O = 0.0f;
+		if (any) {
+			for (int gi = 0; gi < NG; gi++) {
+				const float w = exp2f(sm_m[gi * RM + rr] - M);
+				L += sm_l[gi * RM + rr] * w;
+				O += sm_o[(gi * RM + rr) * DMAX + c] * w;
+			}
+		}
+		const float val = any ? O / L : 0.0f;
+		const float lse = any ? (M + log2f(L)) * FA_LN2 : neg_inf();
+		const int r = m0 + rr, i = r / G, h = hk * G + r % G;
+		if (p.splits > 1) {
+			const i64 row = ((i64)split * p.h_q + h) * total_rows(p) + s.row0 + i;
+			p.opart[row * p.d + c] = val;
+			if (c == 0) p.lsepart[row] = lse;
+		} else {
+			((T*)p.o)[s.obase + (i64)i * p.os[1] + (i64)h * p.os[2] + c] = Tr<T>::store(val);
+			if ((p.flags & FA_LSE) && c == 0) p.lse[lse_index(p, b, h, i, s.row0)] = lse;
+		}
+	}
+}
+
+// ---------------------------------------------------------------------
+// Matrix cores on NVIDIA (sm_80 and later): attn_mma_<dt>_d<DMAX>, F16 and
+// BF16, FlashAttention-2's forward with both products on tensor cores
+// (mma.sync m16n8k16, f32 accumulators). Four warps take 16 rows each
+// (BM 64); Q's fragments stay in registers for the whole pass; K and V
+// tiles of BN keys come in with cp.async, V's while q·kᵀ runs, the next
+// K's while p·v runs; ldmatrix reads them (transposed for V) from rows
+// padded by 16 bytes, which keeps its eight row reads on distinct banks.
+// The online softmax runs on the accumulator fragments (each thread holds
+// two rows, four threads a row), in log2 units with the scale folded in,
+// and P becomes the A operand of p·v in registers. Tiles that some row
+// sees only partly (the causal diagonal, window edges, the last keys) are
+// the only ones masked; tiles no row sees are never loaded. The launch
+// needs 16-byte aligned rows (FA_ALIGNED); package flashattn checks.
+// Head dims below DMAX pad K and V with zeros in shared memory and skip
+// the chunks past d. Block index x runs backwards so that the longest
+// causal blocks start first.
+#if defined(__HIP_PLATFORM_NVIDIA__) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define FA_NV_MMA 1
+#define FA_MMA_THREADS 128
+#define FA_MMA_BM 64
+
+template <int DMAX> struct MmaTiles {
+	static const int BN = DMAX > 128 ? 32 : 64; // keys a tile
+	static const int LD = DMAX + 8;             // a shared row, in elements
+};
+
+__device__ __forceinline__ unsigned smem_addr(const void* ptr) {
+	unsigned r;
+	asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }\n" : "=r"(r) : "l"(ptr));
+	return r;
+}
+// cp16 copies 16 bytes from global to shared memory, asynchronously;
+// bytes < 16 reads only that many and fills the rest with zeros.
+__device__ __forceinline__ void cp16(unsigned dst, const void* src, int bytes) {
+	asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+__device__ __forceinline__ void cp_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+__device__ __forceinline__ void ldsm4(unsigned* r, unsigned addr) {
+	asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+	             : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+	             : "r"(addr)
+	             : "memory");
+}
+__device__ __forceinline__ void ldsm4t(unsigned* r, unsigned addr) {
+	asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+	             : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+	             : "r"(addr)
+	             : "memory");
+}
+__device__ __forceinline__ float ex2(float x) {
+	float y;
+	asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+	return y;
+}
+
+// Mma<T>: c += a·b on one m16n8k16 tile, and two floats packed as a
+// register of the A operand (the lower column in the low half).
+template <class T> struct Mma;
+template <> struct Mma<f16> {
+	static __device__ __forceinline__ void run(float* c, const unsigned* a, unsigned b0, unsigned b1) {
+		asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+		    : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+		    : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+	}
+	static __device__ __forceinline__ unsigned pack(float lo, float hi) {
+		unsigned r;
+		asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+		return r;
+	}
+};
+template <> struct Mma<bf16> {
+	static __device__ __forceinline__ void run(float* c, const unsigned* a, unsigned b0, unsigned b1) {
+		asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+		    : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+		    : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+	}
+	static __device__ __forceinline__ unsigned pack(float lo, float hi) {
+		unsigned r;
+		asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+		return r;
+	}
+};
+
+// mma_tile queues the copy of BN rows of K or V from row n0 (of s.sk)
+// into a shared tile: 16-byte chunks, the head dims below d only; rows
+// past the sequence are zeros.
+template <class T, int DMAX>
+__device__ __forceinline__ void mma_tile(unsigned dst, const T* src, i64 rs, int n0, int sk, int d, int tid) {
+	typedef MmaTiles<DMAX> Ti;
+	const int CPR = DMAX / 8; // chunks a row
+#pragma unroll
+	for (int it = 0; it < Ti::BN * CPR / FA_MMA_THREADS; it++) {
+		const int x = it * FA_MMA_THREADS + tid, row = x / CPR, c = (x % CPR) * 8;
+		if (c < d) {
+			const int j = n0 + row;
+			const bool ok = j < sk;
+			cp16(dst + (row * Ti::LD + c) * 2, src + (ok ? (i64)j * rs : 0) + c, ok ? 16 : 0);
+		}
+	}
+}
+
+template <class T, int DMAX> __device__ __forceinline__ void attn_mma(const Params& p) {
+	typedef MmaTiles<DMAX> Ti;
+	const int BN = Ti::BN, LD = Ti::LD, BM = FA_MMA_BM;
+	const int NK = DMAX / 16; // k chunks of q·kᵀ
+	const int NS = BN / 8;    // n tiles of a score tile
+	const int NO = DMAX / 8;  // n tiles of the output
+	__shared__ uint4 kbuf[BN * LD / 8];
+	__shared__ uint4 vbuf[BN * LD / 8];
+
+	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+	const int gq = lane >> 2, tq = lane & 3; // the fragments' row group and column pair
+	const int hk = blockIdx.y, b = blockIdx.z / p.splits, split = blockIdx.z % p.splits;
+	const int G = p.h_q / p.h_kv;
+	const Seq s = seq_of(p, b);
+	const int m0 = (gridDim.x - 1 - blockIdx.x) * BM;
+	if (m0 >= s.sq * G) return;
+	const int off = s.sk - s.sq, left = p.window_left, right = p.window_right;
+
+	const int ilo = m0 / G, ihi = min((m0 + BM - 1) / G, s.sq - 1);
+	int lo = 0, hi = s.sk;
+	if (left >= 0) lo = max(0, ilo + off - left);
+	if (right >= 0) hi = min(s.sk, ihi + off + right + 1);
+	const int t0 = lo / BN, t1 = hi > lo ? (hi + BN - 1) / BN : t0;
+	const int per = (t1 - t0 + p.splits - 1) / p.splits;
+	const int ta = min(t1, t0 + split * per), tb = min(t1, ta + per);
+
+	// This thread's two rows (gq and gq + 8 of its warp's 16): position,
+	// head, the keys they see, and their fragments of q.
+	int ri[2], rh[2], rlo[2], rhi[2];
+	bool rv[2];
+	float slope[2];
+	unsigned qa[NK][4];
+#pragma unroll
+	for (int rr = 0; rr < 2; rr++) {
+		const int r = m0 + warp * 16 + gq + rr * 8, i = r / G, h = hk * G + r % G;
+		ri[rr] = i;
+		rh[rr] = h;
+		rv[rr] = i < s.sq;
+		rlo[rr] = left >= 0 ? i + off - left : 0;
+		rhi[rr] = right >= 0 ? min(s.sk - 1, i + off + right) : s.sk - 1;
+		slope[rr] = alibi_slope(p, h);
+		const T* qp = (const T*)p.q + s.qbase + (i64)min(i, s.sq - 1) * p.qs[1] + (i64)h * p.qs[2];
+#pragma unroll
+		for (int kc = 0; kc < NK; kc++) {
+#pragma unroll
+			for (int hh = 0; hh < 2; hh++) {
+				const int c = kc * 16 + hh * 8 + tq * 2;
+				qa[kc][rr + 2 * hh] = rv[rr] && c < p.d ? *(const unsigned*)(qp + c) : 0u;
+			}
+		}
+	}
+
+	// Zeros in the head dims past d, which the last chunk may read; the
+	// copies never write there.
+	{
+		const int w = (DMAX - p.d) / 8;
+		unsigned short* kz = (unsigned short*)kbuf;
+		unsigned short* vz = (unsigned short*)vbuf;
+		for (int x = tid; x < BN * w; x += FA_MMA_THREADS) {
+			const int o = (x / w) * LD + p.d + (x % w) * 8;
+			*(uint4*)(kz + o) = make_uint4(0, 0, 0, 0);
+			*(uint4*)(vz + o) = make_uint4(0, 0, 0, 0);
+		}
+	}
+
+	float o[NO][4];
+#pragma unroll
+	for (int jn = 0; jn < NO; jn++) o[jn][0] = o[jn][1] = o[jn][2] = o[jn][3] = 0.0f;
+	float mrow[2] = {neg_inf(), neg_inf()}, lrow[2] = {0.0f, 0.0f};
+	const float sl2 = p.scale * FA_LOG2E;
+	const bool plain = !(p.softcap > 0.0f) && !(p.flags & FA_ALIBI);
+
+	const unsigned ks = smem_addr(kbuf), vs = smem_addr(vbuf);
+	const T* kg = (const T*)p.k + s.kbase + (i64)p.ks[2] * hk;
+	const T* vg = (const T*)p.v + s.vbase + (i64)p.vs[2] * hk;
+	// The lanes' rows and columns in ldmatrix's four 8×8 matrices: for K
+	// (x4: keys 0-7 and 8-15 of a pair of n tiles × dims 0-7, 8-15), for
+	// V (x4.trans: keys 0-7, 8-15 × dims 0-7 and 8-15 of a pair of n
+	// tiles).
+	const int krow = (lane & 7) + ((lane >> 4) << 3), kcol = ((lane >> 3) & 1) << 3;
+	const int vrow = (lane & 7) + (((lane >> 3) & 1) << 3), vcol = (lane >> 4) << 3;
+
+	if (ta < tb) {
+		mma_tile<T, DMAX>(ks, kg, p.ks[1], ta * BN, s.sk, p.d, tid);
+		cp_commit();
+	}
+	for (int t = ta; t < tb; t++) {
+		const int n0 = t * BN;
+		cp_wait_all();
+		__syncthreads(); // K(t) is in; every warp is done with V(t-1)
+		mma_tile<T, DMAX>(vs, vg, p.vs[1], n0, s.sk, p.d, tid);
+		cp_commit();
+
+		float sacc[NS][4];
+#pragma unroll
+		for (int jn = 0; jn < NS; jn++) sacc[jn][0] = sacc[jn][1] = sacc[jn][2] = sacc[jn][3] = 0.0f;
+#pragma unroll
+		for (int kc = 0; kc < NK; kc++) {
+			if (kc * 16 < p.d) {
+#pragma unroll
+				for (int jp = 0; jp < NS / 2; jp++) {
+					unsigned bk[4];
+					ldsm4(bk, ks + ((jp * 16 + krow) * LD + kc * 16 + kcol) * 2);
+					Mma<T>::run(sacc[2 * jp], qa[kc], bk[0], bk[1]);
+					Mma<T>::run(sacc[2 * jp + 1], qa[kc], bk[2], bk[3]);
+				}
+			}
+		}
+
+		// Logits in log2 units; masks only where some row sees part of
+		// the tile.
+		const bool masked = n0 + BN > s.sk || (right >= 0 && n0 + BN - 1 > ilo + off + right) ||
+		                    (left >= 0 && n0 < ihi + off - left);
+#pragma unroll
+		for (int jn = 0; jn < NS; jn++) {
+#pragma unroll
+			for (int c = 0; c < 4; c++) {
+				const int rr = c >> 1, j = n0 + jn * 8 + tq * 2 + (c & 1);
+				float x = sacc[jn][c];
+				if (plain) {
+					x *= sl2;
+				} else {
+					x *= p.scale;
+					if (p.softcap > 0.0f) x = p.softcap * tanhf(x / p.softcap);
+					x = (x - slope[rr] * fabsf((float)(ri[rr] + off - j))) * FA_LOG2E;
+				}
+				if (masked && (j < rlo[rr] || j > rhi[rr])) x = neg_inf();
+				sacc[jn][c] = x;
+			}
+		}
+		// The online softmax of the thread's two rows; a row's four
+		// threads are neighbouring lanes.
+#pragma unroll
+		for (int rr = 0; rr < 2; rr++) {
+			float mx = neg_inf();
+#pragma unroll
+			for (int jn = 0; jn < NS; jn++) mx = fmaxf(mx, fmaxf(sacc[jn][2 * rr], sacc[jn][2 * rr + 1]));
+			mx = fmaxf(mx, __shfl_xor(mx, 1));
+			mx = fmaxf(mx, __shfl_xor(mx, 2));
+			const float mn = fmaxf(mrow[rr], mx);
+			const float ms = mn == neg_inf() ? 0.0f : mn; // nothing seen yet: every p is 0
+			const float alpha = ex2(mrow[rr] - ms);
+			mrow[rr] = mn;
+			float sum = 0.0f;
+#pragma unroll
+			for (int jn = 0; jn < NS; jn++) {
+				sacc[jn][2 * rr] = ex2(sacc[jn][2 * rr] - ms);
+				sacc[jn][2 * rr + 1] = ex2(sacc[jn][2 * rr + 1] - ms);
+				sum += sacc[jn][2 * rr] + sacc[jn][2 * rr + 1];
+			}
+			lrow[rr] = lrow[rr] * alpha + sum;
+#pragma unroll
+			for (int jn = 0; jn < NO; jn++) {
+				o[jn][2 * rr] *= alpha;
+				o[jn][2 * rr + 1] *= alpha;
+			}
+		}
+
+		cp_wait_all();
+		__syncthreads(); // V(t) is in; every warp is done with K(t)
+		if (t + 1 < tb) {
+			mma_tile<T, DMAX>(ks, kg, p.ks[1], n0 + BN, s.sk, p.d, tid);
+			cp_commit();
+		}
+#pragma unroll
+		for (int kc = 0; kc < BN / 16; kc++) {
+			// P's A fragment: rows gq, gq+8 × keys 2tq, 2tq+1 and +8.
+			unsigned pa[4];
+			pa[0] = Mma<T>::pack(sacc[2 * kc][0], sacc[2 * kc][1]);
+			pa[1] = Mma<T>::pack(sacc[2 * kc][2], sacc[2 * kc][3]);
+			pa[2] = Mma<T>::pack(sacc[2 * kc + 1][0], sacc[2 * kc + 1][1]);
+			pa[3] = Mma<T>::pack(sacc[2 * kc + 1][2], sacc[2 * kc + 1][3]);
+#pragma unroll
+			for (int dp = 0; dp < NO / 2; dp++) {
+				if (dp * 16 < p.d) {
+					unsigned bv[4];
+					ldsm4t(bv, vs + ((kc * 16 + vrow) * LD + dp * 16 + vcol) * 2);
+					Mma<T>::run(o[2 * dp], pa, bv[0], bv[1]);
+					Mma<T>::run(o[2 * dp + 1], pa, bv[2], bv[3]);
+				}
+			}
+		}
+	}
+
+#pragma unroll
+	for (int rr = 0; rr < 2; rr++) {
+		float l = lrow[rr];
+		l += __shfl_xor(l, 1);
+		l += __shfl_xor(l, 2);
+		if (!rv[rr]) continue;
+		const int i = ri[rr], h = rh[rr];
+		// A row that sees no key gets zeros and a log-sum-exp of -inf.
+		const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+		const float lse = l > 0.0f ? (mrow[rr] + log2f(l)) * FA_LN2 : neg_inf();
+		if (p.splits > 1) {
+			const i64 row = ((i64)split * p.h_q + h) * total_rows(p) + s.row0 + i;
+			float* op = p.opart + row * p.d;
+#pragma unroll
+			for (int jn = 0; jn < NO; jn++) {
+				const int c = jn * 8 + tq * 2;
+				if (c < p.d) *(float2*)(op + c) = make_float2(o[jn][2 * rr] * inv, o[jn][2 * rr + 1] * inv);
+			}
+			if (tq == 0) p.lsepart[row] = lse;
+			continue;
+		}
+		T* op = (T*)p.o + s.obase + (i64)i * p.os[1] + (i64)h * p.os[2];
+#pragma unroll
+		for (int jn = 0; jn < NO; jn++) {
+			const int c = jn * 8 + tq * 2;
+			if (c < p.d) *(unsigned*)(op + c) = Mma<T>::pack(o[jn][2 * rr] * inv, o[jn][2 * rr + 1] * inv);
+		}
+		if ((p.flags & FA_LSE) && tq == 0) p.lse[lse_index(p, b, h, i, s.row0)] = lse;
+	}
+}
+#endif // NVIDIA sm_80+
+
+
+#define FA_FWD(T, D)                                                       \
+	FA_KERNEL attn_fwd_##T##_d##D(Params p) { attn_fwd<T, D>(p); }        \
+	FA_KERNEL attn_decode_##T##_d##D##_r1(Params p) { attn_decode<T, D, 1, 8>(p); } \
+	FA_KERNEL attn_decode_##T##_d##D##_r4(Params p) { attn_decode<T, D, 4, 4>(p); }
 #define FA_TYPE(T)                                                       \
 	FA_FWD(T, 32) FA_FWD(T, 64) FA_FWD(T, 128) FA_FWD(T, 256)           \
 	FA_KERNEL attn_combine_##T(Params p) { attn_combine<T>(p); }
@@ -379,3 +878,12 @@ template <class T> __device__ __forceinline__ void attn_combine(const Params& p)
 FA_TYPE(f16)
 FA_TYPE(bf16)
 FA_TYPE(f32)
+
+#if FA_NV_MMA
+#define FA_MMA_KERNEL extern "C" __global__ __launch_bounds__(FA_MMA_THREADS) void
+#define FA_MMA(T, D) \
+	FA_MMA_KERNEL attn_mma_##T##_d##D(Params p) { attn_mma<T, D>(p); }
+FA_MMA(f16, 32) FA_MMA(f16, 64) FA_MMA(f16, 128) FA_MMA(f16, 256)
+FA_MMA(bf16, 32) FA_MMA(bf16, 64) FA_MMA(bf16, 128) FA_MMA(bf16, 256)
+#endif
+

@@ -24,15 +24,27 @@
 //
 // # Backends
 //
-// Every call reports the path that ran (Backend). Today that is the
-// portable kernel (attention.hip): HIP C++ compiled at run time with
-// hipRTC (NVRTC on NVIDIA) for the device's exact architecture, through
-// package hiprtc's Kernels and Cache (the mechanism package candle's
-// KernelCache and package miopen's kernels use), kept on disk under
-// ROCM_GO_CACHE_DIR. Its inner products are plain float FMAs, correct on
-// any architecture and warp size. Faster backends (matrix-core variants,
-// Composable Kernel's FMHA on AMD, MIOpen's MHA) slot in behind the same
-// calls; the Handle chooses per call and Backend says which ran.
+// Every call reports the kernel that ran (Backend); Backend's godoc states
+// the rule that chooses. All are HIP C++ of attention.hip, compiled at run
+// time with hipRTC (NVRTC on NVIDIA) for the device's exact architecture,
+// through package hiprtc's Kernels and Cache (the mechanism package
+// candle's KernelCache and package miopen's kernels use), kept on disk
+// under ROCM_GO_CACHE_DIR:
+//
+//   - MatrixCore: FlashAttention-2 with q·kᵀ and p·v on the matrix cores,
+//     today on NVIDIA sm_80 and later (mma.sync m16n8k16 with float32
+//     accumulation, ldmatrix, cp.async), F16 and BF16, every head dim and
+//     feature, dense or variable-length.
+//   - FlashDecoding: for a decode step's few query rows, the keys spread
+//     over a block's threads and split across the device, each K and V row
+//     read once with 16-byte loads; any dtype and arch, paged caches too.
+//   - Portable: plain float FMAs, correct on any architecture and warp
+//     size; everything the others do not take (F32 prefill, paged caches
+//     with many rows, layouts not aligned to 16 bytes, devices without the
+//     matrix-core kernel: AMD's MFMA and WMMA variants are not written yet).
+//
+// Composable Kernel's FMHA on AMD and MIOpen's MHA would slot in behind the
+// same calls.
 //
 // Reference computes the same attention in float64 on the host, with every
 // feature: the oracle of the tests, and the CPU path of candle/nn.

@@ -258,7 +258,7 @@ func TestForwardChecks(t *testing.T) {
 			c.edit(&q, &k, &v, &out, &p)
 			pr, err := forwardProblem(op, q, k, v, out)
 			if err == nil {
-				_, err = newPlan(op, &pr, &p, 100)
+				_, err = newPlan(op, &pr, &p, target{cus: 100})
 			}
 			require.Error(t, err)
 			assert.ErrorIs(t, err, c.kind)
@@ -325,14 +325,24 @@ func TestVarlenAndPagedChecks(t *testing.T) {
 	}
 }
 
+// Devices for the plans: an H100 (sm_90, 132 SMs) and a device without
+// matrix-core kernels (an MI300X-sized gfx942 today).
+var (
+	h100  = newTarget("sm_90", 132)
+	plain = newTarget("gfx942:sramecc+:xnack-", 132)
+)
+
 func TestPlan(t *testing.T) {
-	// f16, d 128: 8 threads a row, 32 rows a block, 64 keys a tile.
+	// f16, d 128, no matrix cores: 8 threads a row, 32 rows a block, 64
+	// keys a tile.
 	q, k, v, out := operands(2, 100, 300, 8, 2, 128)
 	pr, err := forwardProblem("F", q, k, v, out)
 	require.NoError(t, err)
-	pl, err := newPlan("F", &pr, &Params{Splits: 1, Causal: true}, 132)
+	pl, err := newPlan("F", &pr, &Params{Splits: 1, Causal: true}, plain)
 	require.NoError(t, err)
+	assert.Equal(t, Portable, pl.backend)
 	assert.Equal(t, "attn_fwd_f16_d128", pl.kernel)
+	assert.Equal(t, threads, pl.threads)
 	assert.Equal(t, hip.Dim3{X: 13, Y: 2, Z: 2}, pl.grid, "400 rows (100 queries × 4 heads a KV head) in blocks of 32")
 	assert.Equal(t, 1, pl.splits)
 	assert.Zero(t, pl.workspace)
@@ -346,7 +356,7 @@ func TestPlan(t *testing.T) {
 	assert.Equal(t, int32(300), kp.SK)
 
 	// Automatic split-KV: 13·2·2 = 52 blocks on 132 compute units, 5 tiles.
-	pl, err = newPlan("F", &pr, &Params{}, 132)
+	pl, err = newPlan("F", &pr, &Params{}, plain)
 	require.NoError(t, err)
 	assert.Equal(t, 2, pl.splits, "min(ceil(264/52), 5/2)")
 	assert.Equal(t, uint32(4), pl.grid.Z)
@@ -355,62 +365,185 @@ func TestPlan(t *testing.T) {
 	assert.Equal(t, int(alignUp(int64(n*128*4), 256))+n*4, pl.workspace)
 	assert.Equal(t, int(alignUp(int64(n*128*4), 256)), pl.lsePartOff, "the partial LSEs after the partial outputs")
 
-	// Decode: b 8, h 32/8, one query, 4096 cached keys: 8·8 blocks.
+	// The same on an H100: matrix cores, 64 rows and 128 threads a block.
+	pl, err = newPlan("F", &pr, &Params{Causal: true}, h100)
+	require.NoError(t, err)
+	assert.Equal(t, MatrixCore, pl.backend)
+	assert.Equal(t, "attn_mma_f16_d128", pl.kernel)
+	assert.Equal(t, mmaThreads, pl.threads)
+	assert.Equal(t, hip.Dim3{X: 7, Y: 2, Z: 2 * 2}, pl.grid, "400 rows in blocks of 64; 28 blocks split min(ceil(264/28), 5/2) = 2 ways")
+
+	// GQA decode: b 8, h 32/8, one query, 4096 cached keys: 4 rows a KV
+	// head, 8·8 blocks of flash-decoding, split min(ceil(8·132/64),
+	// (4096/16)/(2·4)) = 17 ways.
 	q, k, v, out = operands(8, 1, 4096, 32, 8, 128)
 	pr, err = forwardProblem("F", q, k, v, out)
 	require.NoError(t, err)
-	pl, err = newPlan("F", &pr, &Params{LSE: dev, AlibiSlopes: make([]float32, 32)}, 132)
+	pl, err = newPlan("F", &pr, &Params{LSE: dev, AlibiSlopes: make([]float32, 32)}, h100)
 	require.NoError(t, err)
-	assert.Equal(t, hip.Dim3{X: 1, Y: 8, Z: 8 * 5}, pl.grid)
+	assert.Equal(t, FlashDecoding, pl.backend)
+	assert.Equal(t, "attn_decode_f16_d128_r4", pl.kernel)
+	assert.Equal(t, hip.Dim3{X: 1, Y: 8, Z: 8 * 17}, pl.grid)
 	assert.Equal(t, int32(flagAligned|flagLSE|flagAlibi), pl.kp.Flags)
+
+	// MHA decode: one row a KV head, 256 blocks, 5 splits (a few waves).
+	q, k, v, out = operands(8, 1, 4096, 32, 32, 128)
+	pr, err = forwardProblem("F", q, k, v, out)
+	require.NoError(t, err)
+	pl, err = newPlan("F", &pr, &Params{}, h100)
+	require.NoError(t, err)
+	assert.Equal(t, "attn_decode_f16_d128_r1", pl.kernel)
+	assert.Equal(t, hip.Dim3{X: 1, Y: 32, Z: 8 * 5}, pl.grid)
+	// Asked for more splits than groups of keys: one a group of 16.
+	pl, err = newPlan("F", &pr, &Params{Splits: MaxSplits}, h100)
+	require.NoError(t, err)
+	assert.Equal(t, MaxSplits, pl.splits)
+	q, k, v, out = operands(1, 1, 40, 2, 2, 128)
+	pr, err = forwardProblem("F", q, k, v, out)
+	require.NoError(t, err)
+	pl, err = newPlan("F", &pr, &Params{Splits: MaxSplits}, h100)
+	require.NoError(t, err)
+	assert.Equal(t, 3, pl.splits, "40 keys are 3 groups of 16")
 
 	// Head-dim buckets and tiles by dtype.
 	for _, c := range []struct {
-		dt     DType
-		d      int
-		kernel string
-		bm, bn int
+		dt           DType
+		d            int
+		kernel, mma  string
+		bm, bn, mmBN int
 	}{
-		{F16, 8, "attn_fwd_f16_d32", 128, 64},
-		{BF16, 64, "attn_fwd_bf16_d64", 64, 64},
-		{F16, 72, "attn_fwd_f16_d128", 32, 64},
-		{F32, 128, "attn_fwd_f32_d128", 32, 32},
-		{BF16, 256, "attn_fwd_bf16_d256", 16, 32},
-		{F32, 200, "attn_fwd_f32_d256", 16, 16},
+		{F16, 8, "attn_fwd_f16_d32", "attn_mma_f16_d32", 128, 64, 64},
+		{BF16, 64, "attn_fwd_bf16_d64", "attn_mma_bf16_d64", 64, 64, 64},
+		{F16, 72, "attn_fwd_f16_d128", "attn_mma_f16_d128", 32, 64, 64},
+		{F32, 128, "attn_fwd_f32_d128", "attn_fwd_f32_d128", 32, 32, 64},
+		{BF16, 256, "attn_fwd_bf16_d256", "attn_mma_bf16_d256", 16, 32, 32},
+		{F32, 200, "attn_fwd_f32_d256", "attn_fwd_f32_d256", 16, 16, 32},
 	} {
 		dmax := bucket(c.d)
 		bm, bn := tiles(c.dt, dmax)
 		assert.Equal(t, [2]int{c.bm, c.bn}, [2]int{bm, bn}, "%v d %d", c.dt, c.d)
-		q, k, v, out := operands(1, 3, 3, 1, 1, c.d)
+		bm, bn = mmaTiles(dmax)
+		assert.Equal(t, [2]int{mmaBM, c.mmBN}, [2]int{bm, bn}, "%v d %d", c.dt, c.d)
+		q, k, v, out := operands(1, 33, 3, 1, 1, c.d)
 		for _, x := range []*Tensor{&q, &k, &v, &out} {
 			x.DType = c.dt
 		}
 		pr, err := forwardProblem("F", q, k, v, out)
 		require.NoError(t, err)
-		pl, err := newPlan("F", &pr, &Params{}, 1)
+		pl, err := newPlan("F", &pr, &Params{}, plain)
 		require.NoError(t, err)
 		assert.Equal(t, c.kernel, pl.kernel)
-		assert.Contains(t, KernelNames(), pl.kernel)
+		assert.Contains(t, KernelNames("gfx942"), pl.kernel)
+		pl, err = newPlan("F", &pr, &Params{}, h100)
+		require.NoError(t, err)
+		assert.Equal(t, c.mma, pl.kernel)
+		assert.Contains(t, KernelNames("sm_90"), pl.kernel)
 	}
 
 	// Strided q (a slice of a fused qkv) that is not 16-byte aligned: no
-	// vector loads.
-	q, k, v, out = operands(1, 4, 4, 2, 2, 8)
-	q.Stride = [4]int{4 * 3 * 2 * 8, 3 * 2 * 8, 12, 1}
+	// vector loads, and no matrix cores.
+	q, k, v, out = operands(1, 40, 4, 2, 2, 8)
+	q.Stride = [4]int{40 * 3 * 2 * 8, 3 * 2 * 8, 12, 1}
 	pr, err = forwardProblem("F", q, k, v, out)
 	require.NoError(t, err)
-	pl, err = newPlan("F", &pr, &Params{}, 1)
+	pl, err = newPlan("F", &pr, &Params{}, h100)
 	require.NoError(t, err)
 	assert.Zero(t, pl.kp.Flags&flagAligned)
-	assert.Equal(t, [3]int64{192, 48, 12}, pl.kp.QS)
+	assert.Equal(t, Portable, pl.backend)
+	assert.Equal(t, [3]int64{1920, 48, 12}, pl.kp.QS)
+
+	// Windows wider than every sequence are unbounded.
+	q, k, v, out = operands(1, 40, 30, 2, 2, 8)
+	pr, err = forwardProblem("F", q, k, v, out)
+	require.NoError(t, err)
+	for _, c := range []struct {
+		w           Window
+		left, right int32
+	}{
+		{Window{Left: 29, Right: 39}, 29, 39},
+		{Window{Left: 30, Right: 40}, -1, -1},
+		{Window{Left: math.MaxInt32, Right: math.MaxInt32}, -1, -1},
+	} {
+		pl, err = newPlan("F", &pr, &Params{Window: &c.w}, h100)
+		require.NoError(t, err)
+		assert.Equal(t, [2]int32{c.left, c.right}, [2]int32{pl.kp.WindowLeft, pl.kp.WindowRight}, "%+v", c.w)
+	}
 
 	// Nothing to do: an empty batch or no queries.
 	q, k, v, out = operands(0, 4, 4, 2, 2, 8)
 	pr, err = forwardProblem("F", q, k, v, out)
 	require.NoError(t, err)
-	pl, err = newPlan("F", &pr, &Params{}, 1)
+	pl, err = newPlan("F", &pr, &Params{}, plain)
 	require.NoError(t, err)
 	assert.True(t, pl.empty)
+}
+
+// TestDispatch checks the rule of Backend's godoc.
+func TestDispatch(t *testing.T) {
+	for arch, want := range map[string]bool{
+		"sm_75": false, "sm_80": true, "sm_86": true, "sm_90": true, "sm_90a": true, "sm_120": true,
+		"gfx942": false, "gfx942:sramecc+:xnack-": false, "gfx1100": false, "": false, "sm_": false,
+	} {
+		assert.Equal(t, want, mmaArch(arch), arch)
+	}
+	assert.True(t, h100.mma)
+	assert.Equal(t, 132, h100.cus)
+
+	kc := Contiguous(dev+1<<30, F16, 10, 16, 2, 64)
+	vc := Contiguous(dev+2<<30, F16, 10, 16, 2, 64)
+	for _, c := range []struct {
+		name    string
+		dt      DType
+		sq, hq  int
+		paged   bool
+		varlen  bool
+		qStride int // q's head stride in elements; 0: contiguous
+		dev     target
+		want    Backend
+	}{
+		{"prefill f16", F16, 33, 4, false, false, 0, h100, MatrixCore},
+		{"prefill bf16", BF16, 9, 2, false, false, 0, h100, MatrixCore},
+		{"varlen", F16, 33, 4, false, true, 0, h100, MatrixCore},
+		{"padded heads", F16, 33, 4, false, false, 72, h100, MatrixCore},
+		{"f32", F32, 33, 4, false, false, 0, h100, Portable},
+		{"unaligned heads", F16, 33, 4, false, false, 68, h100, Portable},
+		{"paged prefill", F16, 33, 4, true, false, 0, h100, Portable},
+		{"no matrix cores", F16, 33, 4, false, false, 0, plain, Portable},
+		{"decode", F16, 1, 16, false, false, 0, h100, FlashDecoding},
+		{"decode rows 8", BF16, 4, 4, false, false, 0, h100, FlashDecoding},
+		{"paged decode", F16, 1, 2, true, false, 0, h100, FlashDecoding},
+		{"f32 decode", F32, 2, 4, false, false, 0, plain, FlashDecoding},
+		{"unaligned decode", F16, 1, 4, false, false, 68, h100, FlashDecoding},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			q, k, v, out := operands(2, c.sq, 16, c.hq, 2, 64)
+			for _, x := range []*Tensor{&q, &k, &v, &out} {
+				x.DType = c.dt
+			}
+			if c.qStride > 0 {
+				q.Stride = [4]int{c.sq * c.hq * c.qStride, c.hq * c.qStride, c.qStride, 1}
+			}
+			var pr problem
+			var err error
+			switch {
+			case c.paged:
+				kc.DType, vc.DType = c.dt, c.dt
+				kv := PagedKV{K: kc, V: vc, BlockTable: dev + 4096, BlockTableStride: 4, SeqLens: []int32{17, 64}, DevSeqLens: dev + 8192}
+				pr, err = pagedProblem("D", q, &kv, out)
+			case c.varlen:
+				q.Shape[0], out.Shape[0], k.Shape[0], v.Shape[0] = 1, 1, 1, 1
+				vl := Varlen{CuSeqlensQ: []int32{0, int32(c.sq)}, CuSeqlensK: []int32{0, 16}, DevCuSeqlensQ: dev, DevCuSeqlensK: dev}
+				pr, err = varlenProblem("V", q, k, v, out, &vl)
+			default:
+				pr, err = forwardProblem("F", q, k, v, out)
+			}
+			require.NoError(t, err)
+			pl, err := newPlan("F", &pr, &Params{}, c.dev)
+			require.NoError(t, err)
+			assert.Equal(t, c.want, pl.backend)
+			assert.Contains(t, KernelNames(map[bool]string{true: "sm_90", false: "gfx942"}[c.dev.mma]), pl.kernel)
+		})
+	}
 }
 
 func TestKernelParamsLayout(t *testing.T) {
@@ -421,7 +554,9 @@ func TestKernelParamsLayout(t *testing.T) {
 	assert.Equal(t, uintptr(192), unsafe.Offsetof(k.Batch))
 	assert.Equal(t, uintptr(244), unsafe.Offsetof(k.Scale))
 	assert.Equal(t, uintptr(252), unsafe.Offsetof(k.Alibi))
-	assert.Len(t, KernelNames(), 15)
+	assert.Len(t, KernelNames("gfx942"), 3*(4+8+1), "portable, decode r1 and r4 per bucket, combine; per dtype")
+	assert.Len(t, KernelNames("sm_90"), 3*(4+8+1)+2*4, "and attn_mma for f16 and bf16")
+	assert.Equal(t, KernelNames("gfx942"), KernelNames("sm_75"))
 }
 
 func TestHandleChecks(t *testing.T) {
@@ -433,6 +568,9 @@ func TestHandleChecks(t *testing.T) {
 	assert.ErrorContains(t, err, "nil handle")
 	assert.NoError(t, h.Close())
 	assert.Equal(t, "portable", Portable.String())
+	assert.Equal(t, "matrix-core", MatrixCore.String())
+	assert.Equal(t, "flash-decoding", FlashDecoding.String())
+	assert.Equal(t, "Backend(9)", Backend(9).String())
 	assert.Equal(t, "bf16", BF16.String())
 	assert.Equal(t, 4, F32.Size())
 }

@@ -26,6 +26,20 @@ type gpuEnv struct {
 	dev *hip.Device
 	s   *hip.Stream
 	h   *Handle
+	mma bool // the device has the matrix-core kernels
+}
+
+// expect is the backend that a call with rows query rows per KV head
+// runs on this device, every operand 16-byte aligned (as every layout of
+// these tests is): Backend's rule.
+func (g *gpuEnv) expect(dt DType, rows int, paged bool) Backend {
+	switch {
+	case rows <= 8:
+		return FlashDecoding
+	case g.mma && dt != F32 && !paged:
+		return MatrixCore
+	}
+	return Portable
 }
 
 func gpu(t *testing.T) *gpuEnv {
@@ -47,7 +61,10 @@ func gpu(t *testing.T) *gpuEnv {
 		assert.NoError(t, h.Close())
 		assert.NoError(t, s.Close())
 	})
-	return &gpuEnv{t: t, dev: dev, s: s, h: h}
+	props, err := dev.Properties()
+	require.NoError(t, err)
+	t.Logf("%s (%s): matrix-core kernels %v", props.Name, props.ArchName, mmaArch(props.ArchName))
+	return &gpuEnv{t: t, dev: dev, s: s, h: h, mma: mmaArch(props.ArchName)}
 }
 
 // buffer allocates n bytes filled with 0xFF (NaN in every float dtype).
@@ -284,7 +301,7 @@ func (g *gpuEnv) forward(t *testing.T, c fwdCase) {
 	p.LSE = lsePtr
 	be, err := g.h.Forward(gq, gk, gv, out, p)
 	require.NoError(t, err, c.String())
-	assert.Equal(t, Portable, be)
+	assert.Equal(t, g.expect(c.dt, c.sq*c.hq/c.hkv, false), be, c.String())
 	want, wantLSE, err := Reference(q, k, v, c.p)
 	require.NoError(t, err)
 	compare(t, c.dt, want, read(), wantLSE, readLSE(), c.String())
@@ -302,7 +319,10 @@ func TestGPUForwardHeadDims(t *testing.T) {
 	g := gpu(t)
 	for _, dt := range []DType{F16, BF16, F32} {
 		for _, d := range []int{8, 16, 40, 64, 72, 96, 128, 136, 200, 256} {
-			c := fwdCase{dt: dt, b: 2, sq: 129, sk: 129, hq: 4, hkv: 2, d: d, p: Params{Causal: true}}
+			// 258 rows a KV head: five blocks of 64 (matrix cores) over
+			// keys that end past a tile; causal with s_q < s_kv masks a
+			// diagonal that crosses tiles.
+			c := fwdCase{dt: dt, b: 2, sq: 129, sk: 200, hq: 4, hkv: 2, d: d, p: Params{Causal: true}}
 			t.Run(c.String(), func(t *testing.T) { g.forward(t, c) })
 		}
 	}
@@ -324,29 +344,52 @@ func TestGPUForwardLengths(t *testing.T) {
 	}
 }
 
+// features are the options that each kernel must honour, alone and
+// combined.
+var features = []Params{
+	{},
+	{Causal: true},
+	{Window: &Window{Left: 16, Right: 8}},
+	{Window: &Window{Left: -1, Right: 0}},
+	{Window: &Window{Left: 32, Right: -1}},
+	{Window: &Window{Left: 0, Right: 0}},
+	{Causal: true, Window: &Window{Left: 20, Right: -1}},
+	{AlibiSlopes: slopes(8)},
+	{Causal: true, AlibiSlopes: slopes(8)},
+	{SoftCap: 3},
+	{Scale: 0.3, SoftCap: 30},
+	{Causal: true, Window: &Window{Left: 40, Right: 3}, AlibiSlopes: slopes(8), SoftCap: 20, Scale: 0.2},
+	{Splits: 3},
+	{Causal: true, Splits: 7, AlibiSlopes: slopes(8)},
+	{Scale: -0.1},
+}
+
+// TestGPUForwardFeatures runs every feature with each dtype on each
+// head-dim bucket of the kernels (24 and 120 leave a half chunk of 8 dims
+// padded; 256 has the smaller key tiles), the shapes taking turns: s_q <
+// s_kv with GQA, s_q > s_kv with MHA (causal rows that see nothing), MQA.
 func TestGPUForwardFeatures(t *testing.T) {
 	g := gpu(t)
-	features := []Params{
-		{},
-		{Causal: true},
-		{Window: &Window{Left: 16, Right: 8}},
-		{Window: &Window{Left: -1, Right: 0}},
-		{Window: &Window{Left: 32, Right: -1}},
-		{Window: &Window{Left: 0, Right: 0}},
-		{Causal: true, Window: &Window{Left: 20, Right: -1}},
-		{AlibiSlopes: slopes(8)},
-		{Causal: true, AlibiSlopes: slopes(8)},
-		{SoftCap: 3},
-		{Scale: 0.3, SoftCap: 30},
-		{Causal: true, Window: &Window{Left: 40, Right: 3}, AlibiSlopes: slopes(8), SoftCap: 20, Scale: 0.2},
-		{Splits: 3},
-		{Causal: true, Splits: 7, AlibiSlopes: slopes(8)},
-		{Scale: -0.1},
-	}
+	shapes := [][3]int{{77, 200, 2}, {200, 77, 8}, {33, 33, 1}} // sq, sk, h_kv (8 query heads)
 	for _, dt := range []DType{F16, BF16} {
-		for _, layout := range []string{"contiguous", "padded", "bhsd"} {
-			for _, shape := range [][3]int{{77, 200, 2}, {200, 77, 8}, {33, 33, 1}} { // sq, sk, h_kv (8 query heads)
-				for _, p := range features {
+		for di, d := range []int{24, 64, 120, 256} {
+			for fi, p := range features {
+				shape := shapes[(fi+di)%len(shapes)]
+				c := fwdCase{dt: dt, b: 2, sq: shape[0], sk: shape[1], hq: 8, hkv: shape[2], d: d, p: p}
+				t.Run(c.String(), func(t *testing.T) { g.forward(t, c) })
+			}
+		}
+	}
+}
+
+// TestGPUForwardLayouts runs strided layouts: heads and rows with room to
+// spare (q sliced out of a fused qkv), and (b, h, s, d) tensors.
+func TestGPUForwardLayouts(t *testing.T) {
+	g := gpu(t)
+	for _, dt := range []DType{F16, BF16} {
+		for _, layout := range []string{"padded", "bhsd"} {
+			for _, shape := range [][3]int{{77, 200, 2}, {200, 77, 8}, {33, 33, 1}} {
+				for _, p := range []Params{{}, {Causal: true, Splits: 2}} {
 					c := fwdCase{dt: dt, b: 2, sq: shape[0], sk: shape[1], hq: 8, hkv: shape[2], d: 64, layout: layout, p: p}
 					t.Run(c.String(), func(t *testing.T) { g.forward(t, c) })
 				}
@@ -355,12 +398,30 @@ func TestGPUForwardFeatures(t *testing.T) {
 	}
 }
 
+// TestGPUForwardDecodeFeatures runs every feature through the
+// flash-decoding kernel on dense K and V: one query row a KV head (MHA),
+// and 8 (two blocks of 4 rows: GQA 4 × s_q 2).
+func TestGPUForwardDecodeFeatures(t *testing.T) {
+	g := gpu(t)
+	for _, dt := range []DType{F16, BF16, F32} {
+		for fi, p := range features {
+			c := fwdCase{dt: dt, b: 2, sq: 1, sk: 333, hq: 8, hkv: 8, d: []int{32, 64, 128, 256}[fi%4], p: p}
+			if fi%2 == 1 {
+				c.sq, c.hkv = 2, 2
+			}
+			t.Run(c.String(), func(t *testing.T) { g.forward(t, c) })
+		}
+	}
+}
+
 func TestGPUForwardLargeLogits(t *testing.T) {
 	g := gpu(t)
 	for _, dt := range []DType{F16, BF16, F32} {
 		for _, p := range []Params{{Scale: 1}, {Scale: 1, Causal: true}, {Scale: 1, SoftCap: 50}, {Scale: 1, Splits: 4}} {
-			c := fwdCase{dt: dt, b: 1, sq: 65, sk: 300, hq: 2, hkv: 2, d: 64, p: p, qScale: 30}
-			t.Run(c.String(), func(t *testing.T) { g.forward(t, c) })
+			for _, sq := range []int{1, 65} { // flash-decoding, and the others
+				c := fwdCase{dt: dt, b: 1, sq: sq, sk: 300, hq: 2, hkv: 2, d: 64, p: p, qScale: 30}
+				t.Run(c.String(), func(t *testing.T) { g.forward(t, c) })
+			}
 		}
 	}
 }
@@ -378,13 +439,15 @@ func TestGPUForwardSplitKV(t *testing.T) {
 func TestGPUForwardEmpty(t *testing.T) {
 	g := gpu(t)
 	// No keys: every row is zero with a log-sum-exp of -inf.
-	c := fwdCase{dt: F16, b: 2, sq: 5, sk: 0, hq: 2, hkv: 1, d: 32}
+	c := fwdCase{dt: F16, b: 2, sq: 3, sk: 0, hq: 2, hkv: 1, d: 32}
+	g.forward(t, c) // flash-decoding
+	c.sq = 50
 	g.forward(t, c)
 	// No queries, no batch: nothing to do, nothing launched.
-	q, k, v, out := Contiguous(8, F16, 0, 5, 2, 32), Contiguous(8, F16, 0, 5, 2, 32), Contiguous(8, F16, 0, 5, 2, 32), Contiguous(8, F16, 0, 5, 2, 32)
+	q, k, v, out := Contiguous(16, F16, 0, 5, 2, 32), Contiguous(16, F16, 0, 5, 2, 32), Contiguous(16, F16, 0, 5, 2, 32), Contiguous(16, F16, 0, 5, 2, 32)
 	be, err := g.h.Forward(q, k, v, out, Params{})
 	require.NoError(t, err)
-	assert.Equal(t, Portable, be)
+	assert.Equal(t, g.expect(F16, 10, false), be)
 }
 
 func TestGPUForwardVarlen(t *testing.T) {
@@ -419,8 +482,15 @@ func TestGPUForwardVarlen(t *testing.T) {
 				lsePtr, readLSE := g.lse(4 * tq)
 				p.LSE = lsePtr
 				vl := Varlen{CuSeqlensQ: cuQ, CuSeqlensK: cuK, DevCuSeqlensQ: g.int32s(cuQ), DevCuSeqlensK: g.int32s(cuK)}
-				_, err := g.h.ForwardVarlen(gq, gk, gv, out, vl, p)
+				be, err := g.h.ForwardVarlen(gq, gk, gv, out, vl, p)
 				require.NoError(t, err)
+				maxQ := 0
+				for _, n := range c.lq {
+					maxQ = max(maxQ, int(n))
+				}
+				if maxQ > 0 {
+					assert.Equal(t, g.expect(dt, maxQ*2, false), be)
+				}
 				want, wantLSE, err := ReferenceVarlen(q, k, v, cuQ, cuK, c.p)
 				require.NoError(t, err)
 				compare(t, dt, want, read(), wantLSE, readLSE(), name)
@@ -446,6 +516,9 @@ func TestGPUDecodePaged(t *testing.T) {
 		{BF16, 64, []int32{1000, 999}, 3, 16, 4, 256, Params{Causal: true, AlibiSlopes: slopes(16), SoftCap: 30, Splits: 9}},
 		{F16, 1, []int32{17, 3}, 1, 4, 4, 8, Params{Window: &Window{Left: 5, Right: -1}}},
 		{F32, 32, []int32{513, 1}, 2, 8, 2, 96, Params{Causal: true}},
+		{F16, 16, []int32{4096, 1000, 1}, 1, 8, 8, 128, Params{}},
+		{BF16, 32, []int32{2000, 77}, 1, 4, 4, 64, Params{Causal: true, AlibiSlopes: slopes(4), SoftCap: 20}},
+		{F16, 8, []int32{700, 0, 33}, 2, 8, 2, 32, Params{Window: &Window{Left: 100, Right: 0}}},
 	} {
 		name := fmt.Sprintf("%v page %d lens %v sq %d h %d/%d d %d %+v", c.dt, c.pageSize, c.lens, c.sq, c.hq, c.hkv, c.d, c.p)
 		t.Run(name, func(t *testing.T) {
@@ -486,7 +559,7 @@ func TestGPUDecodePaged(t *testing.T) {
 			kv := PagedKV{K: gk, V: gv, BlockTable: g.int32s(flat), BlockTableStride: stride, SeqLens: c.lens, DevSeqLens: g.int32s(c.lens)}
 			be, err := g.h.Decode(gq, kv, out, p)
 			require.NoError(t, err)
-			assert.Equal(t, Portable, be)
+			assert.Equal(t, g.expect(c.dt, c.sq*c.hq/c.hkv, true), be)
 			want, wantLSE, err := ReferencePaged(q, kc, vc, table, c.lens, c.p)
 			require.NoError(t, err)
 			compare(t, c.dt, want, read(), wantLSE, readLSE(), name)

@@ -13,7 +13,7 @@ import (
 type Handle struct {
 	dev    *hip.Device
 	stream *hip.Stream
-	cus    int // compute units, for split-KV
+	target target // the device, for the choice of kernels
 	closed atomic.Bool
 }
 
@@ -32,7 +32,7 @@ func NewHandle(s *hip.Stream) (*Handle, error) {
 	if err != nil {
 		return nil, wrap(op, err)
 	}
-	return &Handle{dev: dev, stream: s, cus: props.MultiProcessorCount}, nil
+	return &Handle{dev: dev, stream: s, target: newTarget(props.ArchName, props.MultiProcessorCount)}, nil
 }
 
 // Stream is the stream the handle queues its work on.
@@ -111,12 +111,12 @@ func (h *Handle) Decode(q Tensor, cache PagedKV, out Tensor, p Params) (Backend,
 var argsPool = sync.Pool{New: func() any { return new(hip.Args) }}
 
 func (h *Handle) run(op string, pr *problem, p *Params) (Backend, error) {
-	pl, err := newPlan(op, pr, p, h.cus)
+	pl, err := newPlan(op, pr, p, h.target)
 	if err != nil {
 		return 0, err
 	}
 	if pl.empty {
-		return Portable, nil
+		return pl.backend, nil
 	}
 	fn, err := kernels.Function(h.dev, pl.kernel)
 	if err != nil {
@@ -137,7 +137,7 @@ func (h *Handle) run(op string, pr *problem, p *Params) (Backend, error) {
 	a := argsPool.Get().(*hip.Args)
 	defer argsPool.Put(a)
 	hip.ArgValue(a.Reset(), pl.kp)
-	if err := fn.Launch(hip.LaunchConfig{Grid: pl.grid, Block: hip.Dim3{X: threads}, Stream: h.stream}, a); err != nil {
+	if err := fn.Launch(hip.LaunchConfig{Grid: pl.grid, Block: hip.Dim3{X: uint32(pl.threads)}, Stream: h.stream}, a); err != nil {
 		return 0, wrap(op, err)
 	}
 	if pl.splits > 1 {
@@ -151,5 +151,5 @@ func (h *Handle) run(op string, pr *problem, p *Params) (Backend, error) {
 			return 0, wrap(op, err)
 		}
 	}
-	return Portable, nil
+	return pl.backend, nil
 }

@@ -8,8 +8,9 @@ import (
 	"github.com/rocm-go/rocm/hiprtc"
 )
 
-// KernelSource is the HIP C++ of the portable kernels. It compiles with
-// hipRTC and with NVRTC.
+// KernelSource is the HIP C++ of the kernels. It compiles with hipRTC and
+// with NVRTC; the matrix-core kernels are compiled only for the archs
+// that have them (the arch macros guard them).
 //
 //go:embed attention.hip
 var KernelSource string
@@ -33,12 +34,22 @@ func Module(c *hiprtc.Cache) *hiprtc.Kernels {
 	return &hiprtc.Kernels{Name: ModuleName, Source: KernelSource, Options: kernelOptions, Cache: c}
 }
 
-// KernelNames lists the kernel symbols of KernelSource, sorted.
-func KernelNames() []string {
+// KernelNames lists the kernel symbols of KernelSource compiled for arch
+// ("sm_90", "gfx942"), sorted: the matrix-core kernels exist only for the
+// archs that have them.
+func KernelNames(arch string) []string {
 	var names []string
 	for _, dt := range dtypes {
 		names = append(names, fwdNames[dt][:]...)
+		for _, d := range decodeNames[dt] {
+			names = append(names, d[:]...)
+		}
 		names = append(names, combineNames[dt])
+	}
+	if mmaArch(arch) {
+		for _, dt := range mmaDTypes {
+			names = append(names, mmaNames[dt][:]...)
+		}
 	}
 	sort.Strings(names)
 	return names

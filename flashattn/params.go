@@ -3,6 +3,8 @@ package flashattn
 import (
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 
 	"github.com/rocm-go/rocm/hip"
 )
@@ -159,16 +161,35 @@ type PagedKV struct {
 // Backend names the implementation that ran a call.
 type Backend uint8
 
-// The backends.
+// The backends. A Handle chooses per call, in this order:
+//
+//   - FlashDecoding when a KV head has at most 8 query rows (s_q × h_q/h_kv
+//     ≤ 8: a decode step, or a few speculative tokens), any dtype, dense,
+//     variable-length or paged;
+//   - MatrixCore on a device whose arch has it (NVIDIA sm_80 and later)
+//     for F16 and BF16, dense or variable-length K and V (not paged), when
+//     q, k, v and out start on 16 bytes and every stride but the head
+//     dim's is a multiple of 16 bytes; every head dim and every feature;
+//   - Portable for everything else (F32, paged caches with more rows,
+//     unaligned layouts, devices without matrix cores).
 const (
-	// Portable is the portable kernel of attention.hip: HIP C++ compiled
-	// at run time for the device, plain float arithmetic.
+	// Portable is attn_fwd of attention.hip: HIP C++ compiled at run time
+	// for the device, plain float arithmetic, any arch and warp size.
 	Portable Backend = iota + 1
+	// MatrixCore is attn_mma: FlashAttention-2 with q·kᵀ and p·v on the
+	// matrix cores (NVIDIA: mma.sync, ldmatrix and cp.async).
+	MatrixCore
+	// FlashDecoding is attn_decode: the keys, not the query rows, spread
+	// over the threads of a block and over blocks (split-KV), for the
+	// few rows of a decode step.
+	FlashDecoding
 )
 
+var backendNames = map[Backend]string{Portable: "portable", MatrixCore: "matrix-core", FlashDecoding: "flash-decoding"}
+
 func (b Backend) String() string {
-	if b == Portable {
-		return "portable"
+	if s, ok := backendNames[b]; ok {
+		return s
 	}
 	return fmt.Sprintf("Backend(%d)", uint8(b))
 }
@@ -197,8 +218,17 @@ const (
 	flagLSE     = 16
 )
 
-// threads is the kernels' block size (FA_THREADS).
-const threads = 256
+// threads is the block size of the portable and decode kernels
+// (FA_THREADS); mmaThreads and mmaBM are attn_mma's (FA_MMA_THREADS,
+// FA_MMA_BM).
+const (
+	threads    = 256
+	mmaThreads = 128
+	mmaBM      = 64
+)
+
+// decodeRows is the most query rows a KV head may have for FlashDecoding.
+const decodeRows = 8
 
 // buckets are the head-dim buckets of the kernels: their DMAX.
 var buckets = [...]int{32, 64, 128, 256}
@@ -216,42 +246,104 @@ func bucketIndex(d int) int {
 // bucket is the head-dim bucket of the kernel that takes d: its DMAX.
 func bucket(d int) int { return buckets[bucketIndex(d)] }
 
-// dtypes are the dtypes the kernels take.
-var dtypes = [...]DType{F16, BF16, F32}
+// dtypes are the dtypes the kernels take; mmaDTypes attn_mma's.
+var (
+	dtypes    = [...]DType{F16, BF16, F32}
+	mmaDTypes = [...]DType{F16, BF16}
+)
 
 // The kernels' names, built once: fwdNames[dt][bucketIndex(d)] is
-// attn_fwd_<dt>_d<DMAX>, combineNames[dt] attn_combine_<dt>.
-var fwdNames, combineNames = kernelNameTables()
+// attn_fwd_<dt>_d<DMAX>, mmaNames the same of attn_mma, decodeNames[dt][bi][0]
+// attn_decode_<dt>_d<DMAX>_r1 and [1] its _r4, combineNames[dt]
+// attn_combine_<dt>.
+var fwdNames, mmaNames, decodeNames, combineNames = kernelNameTables()
 
-func kernelNameTables() (fwd [F32 + 1][len(buckets)]string, combine [F32 + 1]string) {
+func kernelNameTables() (fwd, mma [F32 + 1][len(buckets)]string, dec [F32 + 1][len(buckets)][2]string, combine [F32 + 1]string) {
 	for _, dt := range dtypes {
 		for i, d := range buckets {
 			fwd[dt][i] = fmt.Sprintf("attn_fwd_%s_d%d", dt, d)
+			mma[dt][i] = fmt.Sprintf("attn_mma_%s_d%d", dt, d)
+			dec[dt][i] = [2]string{fmt.Sprintf("attn_decode_%s_d%d_r1", dt, d), fmt.Sprintf("attn_decode_%s_d%d_r4", dt, d)}
 		}
 		combine[dt] = fmt.Sprintf("attn_combine_%s", dt)
 	}
-	return fwd, combine
+	return fwd, mma, dec, combine
 }
 
-// tiles are a kernel's rows per block and keys per tile (Tiles in
-// attention.hip).
+// tiles are the portable kernel's rows per block and keys per tile
+// (Tiles in attention.hip).
 func tiles(dt DType, dmax int) (bm, bn int) {
 	bm = threads / (dmax / 16)
 	bn = min(64, 16384/(dmax*dt.Size()))
 	return bm, bn
 }
 
+// mmaTiles are attn_mma's rows per block and keys per tile (MmaTiles).
+func mmaTiles(dmax int) (bm, bn int) {
+	if dmax > 128 {
+		return mmaBM, 32
+	}
+	return mmaBM, 64
+}
+
+// decodeTiles are attn_decode's rows per block (RM), key groups (NG: a
+// group of DMAX/8 threads holds a key) and keys a group loads at once (U),
+// for a KV head's rows.
+func decodeTiles(dmax, rows int) (rm, ng, u int) {
+	ng = threads / (dmax / 8)
+	if rows <= 1 {
+		return 1, ng, 8
+	}
+	return 4, ng, 4
+}
+
+// target is what the choice of kernels needs to know of a device.
+type target struct {
+	cus int  // compute units, for split-KV
+	mma bool // the kernels have attn_mma for the arch
+}
+
+// newTarget reads a device's arch name ("sm_90", "gfx942:sramecc+:xnack-").
+func newTarget(arch string, cus int) target {
+	return target{cus: cus, mma: mmaArch(arch)}
+}
+
+// mmaArch reports whether attention.hip has attn_mma for arch: NVIDIA
+// sm_80 and later.
+func mmaArch(arch string) bool {
+	arch, _, _ = strings.Cut(arch, ":")
+	if v, ok := strings.CutPrefix(arch, "sm_"); ok {
+		n, err := strconv.Atoi(strings.TrimRight(v, "abf"))
+		return err == nil && n >= 80
+	}
+	return false
+}
+
 // plan is one call, checked and ready to launch.
 type plan struct {
 	kp         kParams
-	kernel     string // attn_fwd_<dt>_d<DMAX>
+	backend    Backend
+	kernel     string // attn_fwd_, attn_mma_ or attn_decode_<dt>_d<DMAX>...
 	combine    string // attn_combine_<dt>, when split
 	grid       hip.Dim3
+	threads    int // the kernel's block size
 	splits     int
 	rows       int // rows of q over the batch (the LSE's and the partials')
 	workspace  int // bytes of split-KV partials: the outputs, then the LSEs
 	lsePartOff int // offset in the workspace of the partial LSEs
 	empty      bool
+}
+
+// choose is the dispatch rule of Backend's godoc.
+func choose(pr *problem, dev target, aligned bool) Backend {
+	g := pr.hq / pr.hkv
+	switch {
+	case int64(pr.maxSQ)*int64(g) <= decodeRows:
+		return FlashDecoding
+	case dev.mma && pr.q.DType != F32 && pr.paged == nil && aligned:
+		return MatrixCore
+	}
+	return Portable
 }
 
 // check of one operand: pointer, dtype, shape, strides.
@@ -350,17 +442,46 @@ type problem struct {
 	paged            *PagedKV
 }
 
-// newPlan builds the launch of a checked problem on a device with cus
-// compute units.
-func newPlan(op string, pr *problem, p *Params, cus int) (plan, error) {
+// newPlan builds the launch of a checked problem on a device.
+func newPlan(op string, pr *problem, p *Params, dev target) (plan, error) {
 	if err := checkParams(op, p, pr.hq); err != nil {
 		return plan{}, err
 	}
 	dt := pr.q.DType
 	bi := bucketIndex(pr.d)
-	bm, bn := tiles(dt, buckets[bi])
 	g := pr.hq / pr.hkv
-	pl := plan{kernel: fwdNames[dt][bi]}
+	q, kk, v, o := pr.q, pr.k, pr.v, pr.out
+	qs, ks, vs, os := q.strides(), kk.strides(), v.strides(), o.strides()
+	// Vector loads of 8 elements need 16-byte rows everywhere.
+	aligned := true
+	for _, t := range []struct {
+		p  hip.DevicePtr
+		st [4]int
+	}{{q.Ptr, qs}, {kk.Ptr, ks}, {v.Ptr, vs}, {o.Ptr, os}} {
+		if t.p%16 != 0 {
+			aligned = false
+		}
+		for _, s := range t.st[:3] {
+			if s*dt.Size()%16 != 0 {
+				aligned = false
+			}
+		}
+	}
+	pl := plan{backend: choose(pr, dev, aligned)}
+	// bm rows a block; a split takes whole units of unit keys; decode
+	// streams u units a step.
+	var bm, unit, u int
+	switch pl.backend {
+	case FlashDecoding:
+		bm, unit, u = decodeTiles(buckets[bi], pr.maxSQ*g)
+		pl.kernel, pl.threads = decodeNames[dt][bi][bm/4], threads
+	case MatrixCore:
+		bm, unit = mmaTiles(buckets[bi])
+		pl.kernel, pl.threads = mmaNames[dt][bi], mmaThreads
+	default:
+		bm, unit = tiles(dt, buckets[bi])
+		pl.kernel, pl.threads = fwdNames[dt][bi], threads
+	}
 	if pr.batch == 0 || pr.maxSQ == 0 {
 		pl.empty = true
 		return pl, nil
@@ -374,14 +495,21 @@ func newPlan(op string, pr *problem, p *Params, cus int) (plan, error) {
 	}
 	blocks := gx * pr.hkv * pr.batch
 	splits := p.Splits
-	tilesK := (pr.maxSK + bn - 1) / bn
+	units := (pr.maxSK + unit - 1) / unit
 	if splits == 0 {
 		splits = 1
-		if cus > 0 && blocks < cus && tilesK >= 4 {
-			splits = min((2*cus+blocks-1)/blocks, tilesK/2, 64)
+		switch {
+		case pl.backend == FlashDecoding:
+			// Decode streams the cache: blocks enough for a few waves,
+			// each with two steps of keys or more.
+			if dev.cus > 0 {
+				splits = min((8*dev.cus+blocks-1)/blocks, max(units/(2*u), 1))
+			}
+		case dev.cus > 0 && blocks < dev.cus && units >= 4:
+			splits = min((2*dev.cus+blocks-1)/blocks, units/2, 64)
 		}
 	}
-	splits = max(1, min(splits, max(tilesK, 1)))
+	splits = max(1, min(splits, max(units, 1), MaxSplits))
 	for splits > 1 && pr.batch*splits > 65535 {
 		splits--
 	}
@@ -402,9 +530,7 @@ func newPlan(op string, pr *problem, p *Params, cus int) (plan, error) {
 	}
 
 	k := &pl.kp
-	q, kk, v, o := pr.q, pr.k, pr.v, pr.out
 	k.Q, k.K, k.V, k.O, k.LSE = uint64(q.Ptr), uint64(kk.Ptr), uint64(v.Ptr), uint64(o.Ptr), uint64(p.LSE)
-	qs, ks, vs, os := q.strides(), kk.strides(), v.strides(), o.strides()
 	for i := range 3 {
 		k.QS[i], k.KS[i], k.VS[i], k.OS[i] = int64(qs[i]), int64(ks[i]), int64(vs[i]), int64(os[i])
 	}
@@ -413,6 +539,14 @@ func newPlan(op string, pr *problem, p *Params, cus int) (plan, error) {
 	k.MaxSQ = int32(pr.maxSQ)
 	k.Splits = int32(splits)
 	left, right := window(p)
+	// A side wider than every sequence hides nothing: unbounded, which
+	// also keeps the kernels' i + offset ± side within int32.
+	if left >= pr.maxSK {
+		left = -1
+	}
+	if right >= pr.maxSQ {
+		right = -1
+	}
 	k.WindowLeft, k.WindowRight = int32(left), int32(right)
 	scale := p.Scale
 	if scale == 0 {
@@ -436,21 +570,6 @@ func newPlan(op string, pr *problem, p *Params, cus int) (plan, error) {
 		k.BTStride = int64(pg.BlockTableStride)
 		k.PageSize, k.NumPages = int32(kk.Shape[1]), int32(kk.Shape[0])
 		k.SK = 0
-	}
-	// Vector loads of 8 elements need 16-byte rows everywhere.
-	aligned := true
-	for _, t := range []struct {
-		p  hip.DevicePtr
-		st [4]int
-	}{{q.Ptr, qs}, {kk.Ptr, ks}, {v.Ptr, vs}, {o.Ptr, os}} {
-		if t.p%16 != 0 {
-			aligned = false
-		}
-		for _, s := range t.st[:3] {
-			if s*dt.Size()%16 != 0 {
-				aligned = false
-			}
-		}
 	}
 	if aligned {
 		k.Flags |= flagAligned

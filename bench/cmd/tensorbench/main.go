@@ -4,6 +4,10 @@
 // the roofline: the device-to-device copy rate measured in the same run.
 //
 //	tensorbench [-torch bench/torch_tensor.py] [-json results.json]
+//
+// Its rows include attention (package flashattn through candle/nn) against
+// PyTorch's scaled_dot_product_attention, and against candle's unfused
+// attention for time and peak device memory.
 package main
 
 import (
@@ -66,6 +70,36 @@ func run(script, python, jsonOut string, reps, tinyOps, scale int) error {
 		ours[op.Name] = d
 		op.Close()
 	}
+	attn, err := b.AttentionOps(scale)
+	if err != nil {
+		return err
+	}
+	for _, op := range attn {
+		d, err := bench.Median(reps, func() (time.Duration, error) { return b.DeviceTime(op) })
+		if err != nil {
+			return err
+		}
+		ours[op.Name] = d
+		op.Close()
+	}
+	unf, err := b.UnfusedAttention(scale)
+	if err != nil {
+		return err
+	}
+	var unfTime, flashTime time.Duration
+	var unfPeak, flashPeak int64
+	for _, x := range []struct {
+		op   *bench.TensorOp
+		d    *time.Duration
+		peak *int64
+	}{{unf.Unfused, &unfTime, &unfPeak}, {unf.Flash, &flashTime, &flashPeak}} {
+		if *x.d, err = bench.Median(reps, func() (time.Duration, error) { return b.DeviceTime(x.op) }); err != nil {
+			unf.Close()
+			return err
+		}
+		*x.peak = unf.Peak()
+	}
+	unf.Close()
 	tiny, err := b.TinyAdd(1024)
 	if err != nil {
 		return err
@@ -108,7 +142,8 @@ func run(script, python, jsonOut string, reps, tinyOps, scale int) error {
 
 	var torch map[string]any
 	torchErr := bench.RunScript(python, script, "torch_tensor.py", []string{fmt.Sprint("--reps=", reps), fmt.Sprint("--ops=", tinyOps),
-		fmt.Sprint("--scale=", scale), "--checkpoint=" + ckpt.Path, "--convs=" + bench.TorchConvSpec(scale)}, &torch)
+		fmt.Sprint("--scale=", scale), "--checkpoint=" + ckpt.Path, "--convs=" + bench.TorchConvSpec(scale),
+		"--attention=" + bench.TorchAttentionSpec(scale)}, &torch)
 	if torchErr != nil {
 		fmt.Fprintln(os.Stderr, "tensorbench: no PyTorch reference:", torchErr)
 	} else {
@@ -136,6 +171,32 @@ func run(script, python, jsonOut string, reps, tinyOps, scale int) error {
 		}
 		rows = append(rows, r)
 	}
+	for _, op := range attn {
+		d := ours[op.Name]
+		if op.Flops > 0 {
+			rows = append(rows, flopsRow(op, d, torchErr == nil, tf(op.Name)))
+			continue
+		}
+		gbps := float64(op.Bytes) / d.Seconds() / 1e9
+		r := bench.Row{Name: op.Name + " (K and V read once), vs scaled_dot_product_attention", Ours: fmt.Sprintf("%s (%.0f GB/s)", us(d), gbps),
+			Target: fmt.Sprintf("≥ %.2f of PyTorch's bandwidth", op.Target)}
+		if torchErr == nil {
+			t := tf(op.Name)
+			r.Theirs = fmt.Sprintf("%s (%.0f GB/s)", usf(t), float64(op.Bytes)/t/1e9)
+			r.Ratio = t / d.Seconds()
+			r.Met = bench.Met(r.Ratio >= op.Target)
+		}
+		rows = append(rows, r)
+	}
+	tflops := func(d time.Duration) float64 { return float64(unf.Flops) / d.Seconds() / 1e12 }
+	rows = append(rows, bench.Row{Name: unf.Name + ": time (reference column: candle unfused)",
+		Ours: fmt.Sprintf("%s (%.1f TFLOP/s)", us(flashTime), tflops(flashTime)), Theirs: fmt.Sprintf("%s (%.1f TFLOP/s)", us(unfTime), tflops(unfTime)),
+		Ratio: unfTime.Seconds() / flashTime.Seconds(), Target: "≥ 3 (times faster)", Met: bench.Met(unfTime >= 3*flashTime)})
+	mib := func(n int64) string { return fmt.Sprintf("%.0f MiB", float64(n)/(1<<20)) }
+	peakOurs, peakTheirs := unf.Inputs+flashPeak, unf.Inputs+unfPeak
+	rows = append(rows, bench.Row{Name: unf.Name + ": peak device memory, inputs included (candle's MemoryStats; reference column: candle unfused)",
+		Ours: fmt.Sprintf("%s (%s beyond the inputs)", mib(peakOurs), mib(flashPeak)), Theirs: fmt.Sprintf("%s (%s beyond the inputs)", mib(peakTheirs), mib(unfPeak)),
+		Ratio: float64(peakOurs) / float64(peakTheirs), Target: "≤ 0.25 (75% less)", Met: bench.Met(4*peakOurs <= peakTheirs)})
 	// Like for like: PyTorch's x + y allocates its output too (from its
 	// caching allocator). Its torch.add(out=) allocates nothing; that row
 	// is reported for comparison.
