@@ -1,7 +1,8 @@
 # rocm-go. The README's two commands:
 #   make test   tier 0 (go test -race ./...) and tier 1 (the real ROCm 6.4
 #               userspace in a cached Debian sid root; root needed once)
-#   make demo   the flagship example: the GPUs, then a tour of candle
+#   make demo   the flagship example: the GPUs, then an LLM worker serving a
+#               small model on the GPU (else the CPU) and one streamed chat
 # and for developers:
 #   make generate   regenerate the z* bindings from the ROCm headers
 #   make gpu-test   build the tier-2 test binaries into gpu/ for a GPU machine
@@ -49,9 +50,7 @@ gpu-test:
 	@scripts/gpu-build.sh
 
 demo:
-	@$(GO) run ./examples/devinfo
-	@echo
-	@$(GO) run ./examples/tensors -n 1024
+	@GO=$(GO) scripts/demo.sh
 
 clean:
 	rm -rf gpu

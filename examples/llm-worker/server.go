@@ -418,6 +418,8 @@ func generateError(err error) *apiError {
 	case errors.Is(err, ErrQueueFull):
 		return &apiError{Status: http.StatusTooManyRequests, Type: "server_error", Code: strp("queue_full"),
 			Message: "the worker's queue is full: retry after a moment"}
+	case errors.Is(err, ErrBadRequest):
+		return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Message: err.Error()}
 	case errors.Is(err, ErrUnavailable):
 		return &apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: strp("unavailable"),
 			Message: fmt.Sprintf("the model is not serving: %v", err)}

@@ -371,6 +371,27 @@ func (c *Config) readBiasesAndWindow(r *rawConfig) error {
 	return nil
 }
 
+// Parameters is how many weights the model has (its embeddings counted
+// once when tied).
+func (c *Config) Parameters() int64 {
+	h, qd, kvd, in := int64(c.HiddenSize), int64(c.Heads*c.HeadDim), int64(c.KVHeads*c.HeadDim), int64(c.IntermediateSize)
+	layer := 2*h + h*(qd+2*kvd) + qd*h + 3*h*in
+	if c.QKVBias {
+		layer += qd + 2*kvd
+	}
+	if c.OutputBias {
+		layer += h
+	}
+	if c.MLPBias {
+		layer += 2*in + h
+	}
+	n := int64(c.VocabSize)*h + h + int64(c.Layers)*layer
+	if !c.TieEmbeddings {
+		n += int64(c.VocabSize) * h
+	}
+	return n
+}
+
 // Window is layer i's sliding window: 0 for full attention.
 func (c *Config) Window(i int) int {
 	if c.SlidingWindow <= 0 || (c.SlidingLayers != nil && !c.SlidingLayers[i]) {

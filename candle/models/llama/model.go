@@ -26,6 +26,9 @@ type Options struct {
 	PageSize int
 	// MaxBatch is the most sequences one Forward takes (default 64).
 	MaxBatch int
+	// Progress, when not nil, hears after each weight how many bytes of
+	// the weights (in the dtype loaded) are on the device, of the total.
+	Progress func(done, total int64)
 }
 
 // Defaults of Options.
@@ -123,7 +126,7 @@ func Load(dir string, dev candle.Device, dtype candle.DType, opts Options) (*Mod
 	}
 	defer vb.Close()
 	m := &Model{cfg: cfg, dev: dev, dtype: dtype}
-	if err := m.loadWeights(vb); err != nil {
+	if err := m.loadWeights(vb, opts.Progress); err != nil {
 		m.Close()
 		return nil, fmt.Errorf("llama: Load: %w", err)
 	}
@@ -137,8 +140,10 @@ func Load(dir string, dev candle.Device, dtype candle.DType, opts Options) (*Mod
 // loader loads tensors and remembers the first error, so that the list of
 // weights reads as a list.
 type loader struct {
-	vb  *nn.VarBuilder
-	err error
+	vb          *nn.VarBuilder
+	err         error
+	done, total int64
+	progress    func(done, total int64)
 }
 
 func (l *loader) get(name string, shape ...int) *candle.Tensor {
@@ -147,6 +152,10 @@ func (l *loader) get(name string, shape ...int) *candle.Tensor {
 	}
 	t, err := l.vb.Get(name, shape...)
 	l.err = err
+	if err == nil && l.progress != nil {
+		l.done += int64(t.Elems()) * int64(t.DType().Size())
+		l.progress(min(l.done, l.total), l.total)
+	}
 	return t
 }
 
@@ -170,10 +179,10 @@ func (l *loader) view(t *candle.Tensor, err error) *candle.Tensor {
 	return t
 }
 
-func (m *Model) loadWeights(vb *nn.VarBuilder) error {
+func (m *Model) loadWeights(vb *nn.VarBuilder, progress func(done, total int64)) error {
 	c := m.cfg
 	h, qd, kvd, in := c.HiddenSize, c.Heads*c.HeadDim, c.KVHeads*c.HeadDim, c.IntermediateSize
-	l := &loader{vb: vb}
+	l := &loader{vb: vb, progress: progress, total: c.Parameters() * int64(m.dtype.Size())}
 	m.embed = l.get("model.embed_tokens.weight", c.VocabSize, h)
 	m.norm = l.get("model.norm.weight", h)
 	if c.TieEmbeddings {

@@ -327,3 +327,25 @@ func TestDefaultCacheSize(t *testing.T) {
 	assert.Equal(t, "qwen2", m.Config().Family)
 	assert.Equal(t, candle.F32, m.DType())
 }
+
+// TestLoadProgress checks that Load's progress ends at the weights' size,
+// which Config.Parameters counts, for tied and untied models with biases.
+func TestLoadProgress(t *testing.T) {
+	for _, name := range []string{"llama biases linear untied", "qwen2 biases mqa tied"} {
+		s := tinySpecs[name]
+		dir := writeModel(t, s)
+		want, err := s.Bytes()
+		require.NoError(t, err)
+		var calls int
+		var last, total int64
+		m := load(t, dir, candle.CPU(), candle.F32, Options{CacheTokens: 64, Progress: func(d, tot int64) {
+			require.GreaterOrEqual(t, d, last, name)
+			calls++
+			last, total = d, tot
+		}})
+		require.Equal(t, want/int64(s.DType.Size())*4, total, "%s: total in f32 bytes", name)
+		require.Equal(t, total, last, name)
+		require.Greater(t, calls, 3, name)
+		require.Equal(t, want/int64(s.DType.Size()), m.Config().Parameters(), name)
+	}
+}
