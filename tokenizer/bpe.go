@@ -52,18 +52,21 @@ type jsonModel struct {
 }
 
 func buildBPE(raw json.RawMessage) (*bpe, error) {
+	var head struct {
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal(raw, &head); err != nil {
+		return nil, &fieldError{kind: ErrFormat, field: "model", detail: "not a valid model object", err: err}
+	}
+	if head.Type != "" && head.Type != "BPE" {
+		return nil, unsupported("model.type", "%q is not supported (only BPE is)", head.Type)
+	}
 	var jm jsonModel
 	if err := json.Unmarshal(raw, &jm); err != nil {
 		return nil, &fieldError{kind: ErrFormat, field: "model", detail: "not a valid model object", err: err}
 	}
-	switch jm.Type {
-	case "BPE":
-	case "":
-		if jm.Vocab == nil || isNull(jm.Merges) {
-			return nil, badField("model.type", "missing, and the model is not a BPE (it has no vocab and merges)")
-		}
-	default:
-		return nil, unsupported("model.type", "%q is not supported (only BPE is)", jm.Type)
+	if jm.Type == "" && (jm.Vocab == nil || isNull(jm.Merges)) {
+		return nil, badField("model.type", "missing, and the model is not a BPE (it has no vocab and merges)")
 	}
 	if jm.Vocab == nil {
 		return nil, badField("model.vocab", "missing")
