@@ -174,6 +174,34 @@ func parseMerges(raw json.RawMessage) ([][2]string, error) {
 	return pairs, nil
 }
 
+// tokenizeByteLevel appends the ids of word's byte-level form to dst,
+// mapping it into *buf, which it reuses.
+func (m *bpe) tokenizeByteLevel(dst []int32, word string, buf *[]byte) []int32 {
+	b := (*buf)[:0]
+	for i := 0; i < len(word); i++ {
+		b = append(b, byteChar[word[i]]...)
+	}
+	*buf = b
+	if len(b) == 0 {
+		return dst
+	}
+	// Map lookups with string(b) do not copy b.
+	if m.ignoreMerges {
+		if id, ok := m.vocab[string(b)]; ok {
+			return append(dst, id)
+		}
+	}
+	if len(b) <= cacheMaxWord {
+		m.cacheMu.RLock()
+		ids, ok := m.cache[string(b)]
+		m.cacheMu.RUnlock()
+		if ok {
+			return append(dst, ids...)
+		}
+	}
+	return m.tokenize(dst, string(b))
+}
+
 // tokenize appends the ids of word to dst.
 func (m *bpe) tokenize(dst []int32, word string) []int32 {
 	if word == "" {

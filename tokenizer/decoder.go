@@ -207,18 +207,3 @@ func buildDecoder(field string, raw json.RawMessage) (decoder, error) {
 	}
 	return nil, unsupported(field+".type", "decoder %q is not supported (Sequence, ByteLevel, ByteFallback, Fuse, Strip, Replace, Metaspace are)", c.Type)
 }
-
-// hasByteFallback reports whether d contains a ByteFallback stage.
-func hasByteFallback(d decoder) bool {
-	switch x := d.(type) {
-	case byteFallbackDec:
-		return true
-	case decoderSeq:
-		for _, y := range x {
-			if hasByteFallback(y) {
-				return true
-			}
-		}
-	}
-	return false
-}

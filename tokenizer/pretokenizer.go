@@ -17,6 +17,18 @@ type piece struct {
 	// first: the piece starts the input text (Metaspace's "first" scheme
 	// adds its prefix only there).
 	first bool
+	// byteLevel: s still needs its bytes mapped to byte-level characters.
+	// ByteLevel leaves that to the model, which maps into a reused buffer
+	// (no string per word); a later pre-tokenizer gets mapped text.
+	byteLevel bool
+}
+
+// mapped returns p with its byte-level mapping done.
+func (p piece) mapped() piece {
+	if p.byteLevel {
+		p.s, p.byteLevel = byteLevel(p.s), false
+	}
+	return p
 }
 
 // A preTokenizer breaks a piece into the pieces the model encodes one by
@@ -95,7 +107,7 @@ func splitSegments(dst []piece, p piece, segs []segment, b behavior) []piece {
 	}
 	for _, s := range out {
 		if s.end > s.start {
-			dst = append(dst, piece{s: p.s[s.start:s.end], first: p.first && s.start == 0})
+			dst = append(dst, piece{s: p.s[s.start:s.end], first: p.first && s.start == 0, byteLevel: p.byteLevel})
 		}
 	}
 	return dst
@@ -146,15 +158,28 @@ func charSegments(s string, is func(rune) bool) []segment {
 type preSeq []preTokenizer
 
 func (q preSeq) split(dst []piece, p piece) []piece {
+	if len(q) == 0 {
+		return append(dst, p)
+	}
 	cur := []piece{p}
-	for _, pt := range q {
-		var next []piece
+	var next []piece
+	for k, pt := range q {
+		if k == len(q)-1 {
+			for _, c := range cur {
+				dst = pt.split(dst, c)
+			}
+			break
+		}
+		next = next[:0]
 		for _, c := range cur {
 			next = pt.split(next, c)
 		}
-		cur = next
+		for i := range next {
+			next[i] = next[i].mapped()
+		}
+		cur, next = next, cur
 	}
-	return append(dst, cur...)
+	return dst
 }
 
 type splitPre struct {
@@ -164,29 +189,37 @@ type splitPre struct {
 }
 
 func (sp splitPre) split(dst []piece, p piece) []piece {
+	p = p.mapped()
+	if sp.b == isolated && sp.pat.fast != nil {
+		// Every match is a piece, and the matches tile the text.
+		sp.pat.matches(p.s, func(start, end int) {
+			dst = append(dst, piece{s: p.s[start:end], first: p.first && start == 0})
+		})
+		return dst
+	}
 	return splitSegments(dst, p, patternSegments(p.s, sp.pat, sp.invert), sp.b)
 }
 
 // gpt2Pattern is the ByteLevel pre-tokenizer's own split (use_regex).
 var gpt2Pattern = sync.OnceValue(func() *pattern {
-	re := regexp2.MustCompile(`'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`, regexp2.None)
-	return &pattern{re: re}
+	return &pattern{re: regexp2.MustCompile(gpt2Split, regexp2.None), fast: matchGPT2}
 })
 
 type byteLevelPre struct{ addPrefixSpace, useRegex bool }
 
 func (bl byteLevelPre) split(dst []piece, p piece) []piece {
+	p = p.mapped()
 	if bl.addPrefixSpace && p.s != "" && p.s[0] != ' ' {
 		p.s = " " + p.s
 	}
 	n := len(dst)
 	if bl.useRegex {
-		dst = splitSegments(dst, p, patternSegments(p.s, gpt2Pattern(), false), isolated)
+		dst = splitPre{gpt2Pattern(), isolated, false}.split(dst, p)
 	} else if p.s != "" {
 		dst = append(dst, p)
 	}
 	for i := n; i < len(dst); i++ {
-		dst[i].s = byteLevel(dst[i].s)
+		dst[i].byteLevel = true
 	}
 	return dst
 }
@@ -206,6 +239,7 @@ type metaspacePre struct {
 }
 
 func (m metaspacePre) split(dst []piece, p piece) []piece {
+	p = p.mapped()
 	s := strings.ReplaceAll(p.s, " ", m.rep)
 	if s != "" && !strings.HasPrefix(s, m.rep) &&
 		(m.scheme == prependAlways || m.scheme == prependFirst && p.first) {
@@ -224,6 +258,7 @@ func (m metaspacePre) split(dst []piece, p piece) []piece {
 type digitsPre struct{ individual bool }
 
 func (d digitsPre) split(dst []piece, p piece) []piece {
+	p = p.mapped()
 	b := contiguous
 	if d.individual {
 		b = isolated
@@ -234,6 +269,7 @@ func (d digitsPre) split(dst []piece, p piece) []piece {
 type whitespaceSplitPre struct{}
 
 func (whitespaceSplitPre) split(dst []piece, p piece) []piece {
+	p = p.mapped()
 	return splitSegments(dst, p, charSegments(p.s, unicode.IsSpace), removed)
 }
 

@@ -19,6 +19,9 @@ import (
 type pattern struct {
 	literal string // when re is nil
 	re      *regexp2.Regexp
+	// fast is the hand-written matcher of a well-known pattern: the end
+	// of the match at s[i:] (see fastsplit.go).
+	fast func(s string, i int) int
 }
 
 func compilePattern(field string, literal *string, re *string) (*pattern, error) {
@@ -28,7 +31,7 @@ func compilePattern(field string, literal *string, re *string) (*pattern, error)
 		if err != nil {
 			return nil, &fieldError{kind: ErrFormat, field: field + ".Regex", detail: "cannot compile " + quote(*re), err: err}
 		}
-		return &pattern{re: r}, nil
+		return &pattern{re: r, fast: fastSplits[*re]}, nil
 	case literal != nil:
 		return &pattern{literal: *literal}, nil
 	}
@@ -53,6 +56,18 @@ func (p *pattern) matches(s string, fn func(start, end int)) {
 			fn(off+i, off+i+len(p.literal))
 			off += i + len(p.literal)
 		}
+	}
+	if p.fast != nil {
+		for i := 0; i < len(s); {
+			e := p.fast(s, i)
+			if e <= i { // cannot happen; never loop forever
+				_, n := utf8.DecodeRuneInString(s[i:])
+				e = i + n
+			}
+			fn(i, e)
+			i = e
+		}
+		return
 	}
 	runes := []rune(s)
 	m, err := p.re.FindRunesMatch(runes)

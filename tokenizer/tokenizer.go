@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -188,7 +189,9 @@ func (t *Tokenizer) Encode(text string, addSpecial bool) ([]int32, error) {
 			Detail: fmt.Sprintf("text is not valid UTF-8 (byte %d is 0x%02X); convert it first, with strings.ToValidUTF8 for example", off, text[off])}
 	}
 	ids := make([]int32, 0, len(text)/4+4)
-	var pieces []piece
+	sc := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(sc)
+	pieces := sc.pieces[:0]
 	t.rawSet.split(text, func(span string, start int, id int32) {
 		if id >= 0 {
 			ids = append(ids, id)
@@ -209,15 +212,29 @@ func (t *Tokenizer) Encode(text string, addSpecial bool) ([]int32, error) {
 			}
 			pieces = t.pre.split(pieces[:0], piece{s: s, first: first && start2 == 0})
 			for _, p := range pieces {
-				ids = t.model.tokenize(ids, p.s)
+				if p.byteLevel {
+					ids = t.model.tokenizeByteLevel(ids, p.s, &sc.buf)
+				} else {
+					ids = t.model.tokenize(ids, p.s)
+				}
 			}
 		})
 	})
+	clear(pieces) // keep no reference to text in the pool
+	sc.pieces = pieces[:0]
 	if addSpecial && t.post != nil {
 		ids = t.post.process(ids)
 	}
 	return ids, nil
 }
+
+// scratch is the reusable memory of one Encode.
+type scratch struct {
+	pieces []piece
+	buf    []byte
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 
 // tokens returns the strings of ids: added tokens' contents, else the
 // model's tokens. Ids that are neither are left out, as in the Rust

@@ -225,11 +225,8 @@ func TestPreTokenizerPieces(t *testing.T) {
 	pieces := func(tk *Tokenizer, s string) []string {
 		var out []string
 		for _, p := range tk.pre.split(nil, piece{s: s, first: true}) {
-			b := []byte{}
-			for _, r := range p.s {
-				b = append(b, byte(charByte[r]))
-			}
-			out = append(out, string(b))
+			require.True(t, p.byteLevel) // mapped by the model
+			out = append(out, p.s)
 		}
 		return out
 	}
@@ -702,4 +699,61 @@ func BenchmarkDecodeStream(b *testing.B) {
 			d.Add(id)
 		}
 	}
+}
+
+// slowMatches lists the matches of a pattern with regexp2 alone.
+func slowMatches(p *pattern, s string) [][2]int {
+	slow := &pattern{re: p.re}
+	var out [][2]int
+	slow.matches(s, func(a, b int) { out = append(out, [2]int{a, b}) })
+	return out
+}
+
+func fastMatches(p *pattern, s string) [][2]int {
+	var out [][2]int
+	p.matches(s, func(a, b int) { out = append(out, [2]int{a, b}) })
+	return out
+}
+
+var splitAlphabet = []string{"a", "Z", "é", "ß", "你", "\u0301", "1", "٣", "½", "Ⅷ", " ", " ", "  ", "\t", "\n", "\r", "\v", "\f",
+	"\u0085", "\u00a0", "\u2028", "\u3000", "\u200b", ".", "!", "+", "'", "'s", "'S", "'t", "'re", "'RE", "'Ve", "'m", "'ll", "'lL", "'d", "'x",
+	"😀", "_", "-", "\x00", "ſ"}
+
+func TestFastSplitMatchesRegexp2(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, src := range []string{llama3Split, qwen2Split, gpt2Split} {
+		p, err := compilePattern("x", nil, &src)
+		require.NoError(t, err)
+		require.NotNil(t, p.fast)
+		for range 20000 {
+			var sb strings.Builder
+			for range rng.IntN(10) {
+				sb.WriteString(splitAlphabet[rng.IntN(len(splitAlphabet))])
+			}
+			s := sb.String()
+			require.Equal(t, slowMatches(p, s), fastMatches(p, s), "%q on %q", src, s)
+		}
+	}
+}
+
+func FuzzFastSplit(f *testing.F) {
+	for _, s := range []string{"he's  12345\n\n x", "'S'T\r\n \u00a0é", "😀 ٣½ '"} {
+		f.Add(s)
+	}
+	var pats []*pattern
+	for _, src := range []string{llama3Split, qwen2Split, gpt2Split} {
+		p, err := compilePattern("x", nil, &src)
+		require.NoError(f, err)
+		pats = append(pats, p)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if !utf8.ValidString(s) {
+			return
+		}
+		for _, p := range pats {
+			if a, b := slowMatches(p, s), fastMatches(p, s); !assert.Equal(t, a, b, "%q", s) {
+				return
+			}
+		}
+	})
 }
