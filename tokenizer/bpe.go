@@ -145,8 +145,11 @@ func parseMerges(raw json.RawMessage) ([][2]string, error) {
 	if isNull(raw) {
 		return nil, badField("model.merges", "missing")
 	}
+	// The first element's opening character tells the format apart,
+	// without decoding the list twice.
+	inner := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(raw)), "["))
 	var lists [][]string
-	if err := json.Unmarshal(raw, &lists); err == nil {
+	if strings.HasPrefix(inner, "[") && json.Unmarshal(raw, &lists) == nil {
 		pairs := make([][2]string, len(lists))
 		for i, l := range lists {
 			if len(l) != 2 {

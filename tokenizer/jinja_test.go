@@ -148,6 +148,7 @@ func TestJinjaErrors(t *testing.T) {
 		{"{{ raise_exception('boom') }}", "boom"},
 		{"{% include 'x' %}", "unsupported statement 'include'"},
 		{"{{ f(*a) }}", "*args and **kwargs are not supported"},
+		{"{% set ns = namespace() %}{% set ns.me = ns %}{{ ns|tojson }}", "nested more than 64 deep (or holding itself)"},
 	}
 	for _, c := range cases {
 		_, err := render(c.src, featureVars(t))
@@ -155,6 +156,12 @@ func TestJinjaErrors(t *testing.T) {
 			assert.Contains(t, err.Error(), c.want, c.src)
 		}
 	}
+}
+
+func TestJinjaSelfReference(t *testing.T) {
+	out, err := render("{% set ns = namespace(a=1) %}{% set ns.me = ns %}{{ ns.me.me.a }}|{{ ns == ns.me }}|{{ (ns|string)[:30] }}", nil)
+	require.NoError(t, err)
+	assert.Equal(t, "1|True|<Namespace {'a': 1, 'me': <Nam", out)
 }
 
 func TestStrftimeNow(t *testing.T) {

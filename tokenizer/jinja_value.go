@@ -98,8 +98,17 @@ func str(v value) string {
 	return repr(v)
 }
 
+// maxNesting bounds how deep repr and tojson go: a namespace can hold
+// itself.
+const maxNesting = 64
+
 // repr is Python's repr() of a value.
-func repr(v value) string {
+func repr(v value) string { return reprDepth(v, 0) }
+
+func reprDepth(v value, depth int) string {
+	if depth > maxNesting {
+		return "..."
+	}
 	switch x := v.(type) {
 	case nil:
 		return "None"
@@ -119,17 +128,17 @@ func repr(v value) string {
 	case []value:
 		parts := make([]string, len(x))
 		for i, e := range x {
-			parts[i] = repr(e)
+			parts[i] = reprDepth(e, depth+1)
 		}
 		return "[" + strings.Join(parts, ", ") + "]"
 	case *dict:
 		parts := make([]string, len(x.keys))
 		for i, k := range x.keys {
-			parts[i] = pyRepr(k) + ": " + repr(x.m[k])
+			parts[i] = pyRepr(k) + ": " + reprDepth(x.m[k], depth+1)
 		}
 		return "{" + strings.Join(parts, ", ") + "}"
 	case *namespace:
-		return "<Namespace " + repr(x.d) + ">"
+		return "<Namespace " + reprDepth(x.d, depth+1) + ">"
 	case *callable:
 		return "<function " + x.name + ">"
 	}
@@ -221,6 +230,9 @@ func toJSON(v value, indent int, itemSep, keySep string, sortKeys bool) (string,
 		}
 	}
 	enc = func(v value, depth int) error {
+		if depth > maxNesting {
+			return fmt.Errorf("tojson: a value nested more than %d deep (or holding itself)", maxNesting)
+		}
 		switch x := v.(type) {
 		case nil:
 			sb.WriteString("null")
