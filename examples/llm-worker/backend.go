@@ -1,17 +1,136 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+
+	"github.com/rocm-go/rocm/candle"
+	"github.com/rocm-go/rocm/candle/models/generate"
+	"github.com/rocm-go/rocm/candle/models/llama"
+	"github.com/rocm-go/rocm/tokenizer"
 )
 
-// errNoModelBackend is what openBackend says until the LLM packages
-// (tokenizer, candle/models/llama, candle/models/generate) are wired in:
-// this file is the adapter between them and the Backend interface.
-var errNoModelBackend = errors.New("this build of llm-worker has no model backend: backend.go must adapt the tokenizer, candle/models/llama and candle/models/generate packages to Backend")
+// modelBackend adapts the tokenizer, a llama.Model and its generate.Engine
+// to Backend.
+type modelBackend struct {
+	tok    *tokenizer.Tokenizer
+	model  *llama.Model
+	engine *generate.Engine
+	info   BackendInfo
+}
 
 // openBackend loads the model folder o.Dir on o.Device and starts its
 // generation engine.
 func openBackend(o LoadOptions) (Backend, error) {
-	return nil, fmt.Errorf("loading %s: %w", o.Dir, errNoModelBackend)
+	dev, err := candle.NewDevice(o.Device)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := llama.LoadConfig(o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	dt, err := chooseDType(o.DType, dev, cfg)
+	if err != nil {
+		return nil, err
+	}
+	tok, err := tokenizer.LoadDir(o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	m, err := llama.Load(o.Dir, dev, dt, llama.Options{MaxBatch: o.MaxBatch, Progress: o.Progress})
+	if err != nil {
+		return nil, err
+	}
+	eng, err := generate.NewEngine(m, generate.Config{MaxBatch: o.MaxBatch, MaxQueue: o.MaxQueue,
+		Decoder: func() generate.StreamDecoder { return tok.NewStreamDecoder(true) }})
+	if err != nil {
+		m.Close()
+		return nil, err
+	}
+	b := &modelBackend{tok: tok, model: m, engine: eng, info: BackendInfo{
+		Device: deviceName(dev), DType: dt.String(), CacheTokens: m.CacheTokensFree()}}
+	if d, ok := dev.(*candle.HIPDevice); ok {
+		b.info.DeviceMemory = d.MemoryStats().InUse
+	}
+	return b, nil
+}
+
+// chooseDType resolves -dtype: "auto" is the checkpoint's own dtype on a
+// GPU and f32 on the CPU (whose half-precision math is slow).
+func chooseDType(name string, dev candle.Device, cfg *llama.Config) (candle.DType, error) {
+	if name != "" && name != "auto" {
+		dt, err := candle.ParseDType(name)
+		if err != nil {
+			return 0, err
+		}
+		if dt != candle.F32 && dt != candle.F16 && dt != candle.BF16 {
+			return 0, fmt.Errorf("-dtype %s: the model runs in f32, f16 or bf16", name)
+		}
+		return dt, nil
+	}
+	if _, ok := dev.(*candle.HIPDevice); !ok {
+		return candle.F32, nil
+	}
+	switch cfg.DType {
+	case candle.F16, candle.BF16:
+		return cfg.DType, nil
+	}
+	return candle.BF16, nil
+}
+
+func deviceName(dev candle.Device) string {
+	if d, ok := dev.(*candle.HIPDevice); ok {
+		return fmt.Sprintf("hip:%d", d.Ordinal())
+	}
+	return "cpu"
+}
+
+func (b *modelBackend) ContextLength() int { return b.model.ContextLength() }
+func (b *modelBackend) VocabSize() int     { return b.model.VocabSize() }
+func (b *modelBackend) EOS() []int32       { return b.tok.EOS() }
+func (b *modelBackend) Info() BackendInfo  { return b.info }
+
+func (b *modelBackend) Encode(text string, addSpecial bool) ([]int32, error) {
+	return b.tok.Encode(text, addSpecial)
+}
+
+func (b *modelBackend) ApplyChatTemplate(msgs []ChatMessage, addGenerationPrompt bool) (string, error) {
+	tm := make([]tokenizer.Message, len(msgs))
+	for i, m := range msgs {
+		tm[i] = tokenizer.Message{Role: m.Role, Content: m.Content}
+	}
+	return b.tok.ApplyChatTemplate(tm, addGenerationPrompt)
+}
+
+func (b *modelBackend) Generate(ctx context.Context, r GenRequest) (<-chan GenEvent, error) {
+	in, err := b.engine.Submit(ctx, generate.Request{
+		Prompt: r.Prompt, MaxTokens: r.MaxTokens, StopTokens: r.StopTokens, StopStrings: r.StopStrings,
+		Sampling: generate.Sampling(r.Sampling),
+	})
+	switch {
+	case errors.Is(err, generate.ErrQueueFull):
+		return nil, fmt.Errorf("%w: %w", ErrQueueFull, err)
+	case errors.Is(err, generate.ErrInvalidRequest):
+		return nil, fmt.Errorf("%w: %w", ErrBadRequest, err)
+	case errors.Is(err, generate.ErrClosed):
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	case err != nil:
+		return nil, err
+	}
+	out := make(chan GenEvent, cap(in))
+	go func() {
+		defer close(out)
+		for ev := range in {
+			out <- GenEvent(ev)
+		}
+	}()
+	return out, nil
+}
+
+// Close stops the engine (every open request gets its final event), then
+// frees the model.
+func (b *modelBackend) Close() error {
+	return errors.Join(b.engine.Close(), b.model.Close())
 }
