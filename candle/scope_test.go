@@ -114,8 +114,19 @@ func memoryStaysFlat(t *testing.T, dev Device, n int) {
 	w := tensorOf(t, dev, F32, wv, 2, 3)
 	in := tensorOf(t, dev, F32, xv, 2, 3)
 	require.NoError(t, dev.Synchronize())
-	runtime.GC() // the cleanups of other tests' garbage, if any, run before we count
+	// The cleanups of other tests' garbage, if any, run before we count:
+	// they run after a GC, on a goroutine of their own, so wait until the
+	// count holds still.
 	base := dev.MemoryStats()
+	for range 20 {
+		runtime.GC()
+		time.Sleep(5 * time.Millisecond)
+		now := dev.MemoryStats()
+		if now.InUse == base.InUse {
+			break
+		}
+		base = now
+	}
 	var last []float64
 	for i := range n {
 		s := NewScope()

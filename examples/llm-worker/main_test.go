@@ -286,10 +286,11 @@ func TestWorkerLoadFailures(t *testing.T) {
 	assert.Contains(t, w.log.String(), "warm-up failed")
 	assert.Equal(t, int32(1), fake.closeCalls.Load())
 
-	// The real build without a model backend says so.
+	// The real backend says what is wrong with the folder.
 	w = startWorker(t, openBackend, nil, "-model", dir)
 	assert.Equal(t, 1, w.exit(t))
-	assert.Contains(t, w.log.String(), "no model backend")
+	assert.Contains(t, w.log.String(), "loading the model failed")
+	assert.Contains(t, w.log.String(), "config.json")
 
 	// A port in use.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rocm-go/rocm/candle/models/llama/mkmodel"
+)
+
+// TestRealBackendOnCPU runs the real backend on a small random model:
+// the chat template, encoding, a greedy generation (twice, the same),
+// the engine's refusals as the worker's errors, and Close.
+func TestRealBackendOnCPU(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, mkmodel.Write(dir, mkmodel.Tiny(), nil))
+	var done, total int64
+	b, err := openBackend(LoadOptions{Dir: dir, Device: "cpu", DType: "auto", MaxBatch: 4, MaxQueue: 4,
+		Progress: func(d, tot int64) { done, total = d, tot }})
+	require.NoError(t, err)
+	assert.Positive(t, total)
+	assert.Equal(t, total, done, "the progress reaches the total")
+	info := b.Info()
+	assert.Equal(t, "cpu", info.Device)
+	assert.Equal(t, "f32", info.DType)
+	assert.Positive(t, info.CacheTokens)
+	assert.NotEmpty(t, b.EOS())
+
+	text, err := b.ApplyChatTemplate([]ChatMessage{{Role: "user", Content: "Hello, GPU!"}}, true)
+	require.NoError(t, err)
+	ids, err := b.Encode(text, false)
+	require.NoError(t, err)
+	require.NotEmpty(t, ids)
+	for _, id := range ids {
+		require.Less(t, int(id), b.VocabSize())
+	}
+
+	run := func() ([]int32, string) {
+		ch, err := b.Generate(context.Background(), GenRequest{Prompt: ids, MaxTokens: 12})
+		require.NoError(t, err)
+		var toks []int32
+		var text string
+		var last GenEvent
+		for ev := range ch {
+			toks = append(toks, ev.Tokens...)
+			text += ev.Text
+			last = ev
+		}
+		require.True(t, last.Done)
+		require.NoError(t, last.Err)
+		assert.Contains(t, []string{"length", "stop"}, last.FinishReason)
+		assert.Equal(t, len(ids), last.PromptTokens)
+		return toks, text
+	}
+	t1, s1 := run()
+	t2, s2 := run()
+	require.NotEmpty(t, t1)
+	assert.Equal(t, t1, t2, "greedy is deterministic")
+	assert.Equal(t, s1, s2)
+
+	_, err = b.Generate(context.Background(), GenRequest{Prompt: nil, MaxTokens: 4})
+	assert.True(t, errors.Is(err, ErrBadRequest), "an empty prompt: %v", err)
+	require.NoError(t, b.Close())
+	_, err = b.Generate(context.Background(), GenRequest{Prompt: ids, MaxTokens: 4})
+	assert.True(t, errors.Is(err, ErrUnavailable), "after Close: %v", err)
+}
