@@ -1,0 +1,131 @@
+// Command llmbench measures candle/models/llama on a Llama-3.2-1B-shaped
+// model with random BF16 weights (written by mkmodel into -model, or
+// reused from there) and, in the same run, transformers on the same folder
+// (torch_llm.py, eager and sdpa attention): prefill of a 512-token prompt
+// at batch 1 and 8, time to first token, greedy decode at batch 1 and 8
+// (direct, and through generate.Engine), and peak device memory against
+// the weights and the KV cache. The batch-1 decode roofline is the device's
+// copy bandwidth, measured in the run, over the weights' bytes. It prints
+// one table of the figures, their ratios and the goals.
+//
+//	llmbench -model /tmp/llm1b [-steps 128] [-json out.json]
+//	llmbench -quick            # a tiny model in a temporary folder, in seconds
+//
+// Decode is counted after the first token on both sides: b·(steps−1) new
+// tokens over their time (transformers: generate of steps tokens less
+// generate of one).
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rocm-go/rocm/bench"
+	"github.com/rocm-go/rocm/candle"
+	"github.com/rocm-go/rocm/candle/models/llama/mkmodel"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run is the command: 2 for bad flags, 1 when the run failed, else 0.
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("llmbench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	model := fs.String("model", "", "the model folder: written if empty or absent, reused if it holds the model (required unless -quick)")
+	quick := fs.Bool("quick", false, "a tiny model (mkmodel's tiny preset in BF16), a short prompt and few steps: a check in seconds")
+	steps := fs.Int("steps", 0, "new tokens of each decode run (default 128; -quick 16)")
+	prompt := fs.Int("prompt", 0, "prompt tokens (default 512; -quick 64)")
+	batches := fs.String("batches", "1,8", "batch sizes, comma-separated")
+	reps := fs.Int("reps", 0, "repeats of prefill and time to first token, the median reported; decode runs half as many (default 5; -quick 2)")
+	python := fs.String("python", "python3", "Python with PyTorch and transformers (\"\" skips transformers)")
+	script := fs.String("torch", "", "torch_llm.py (default: next to this binary, then bench/torch_llm.py)")
+	jsonOut := fs.String("json", "", "also write the report as JSON to this file")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: llmbench -model DIR [flags] | llmbench -quick [flags]\n\n"+
+			"Measures candle/models/llama against transformers on a Llama-3.2-1B-shaped random model.\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	fail := func(code int, format string, a ...any) int {
+		fmt.Fprintf(stderr, "llmbench: "+format+"\n", a...)
+		return code
+	}
+	if fs.NArg() > 0 {
+		return fail(2, "unexpected argument %q: every setting is a flag (see -h)", fs.Arg(0))
+	}
+	c := bench.LLMBench{Model: *model, Python: *python, Script: *script, Spec: mkmodel.Llama32_1B(),
+		Settings: bench.LLMSettings{Prompt: 512, Steps: 128, Reps: 5, Seed: 1}}
+	if *quick {
+		c.Spec = mkmodel.Tiny()
+		c.Spec.DType = candle.BF16
+		c.Settings = bench.LLMSettings{Prompt: 64, Steps: 16, Reps: 2, Seed: 1}
+		c.CopyBytes = 64 << 20
+	}
+	if *steps != 0 {
+		c.Settings.Steps = *steps
+	}
+	if *prompt != 0 {
+		c.Settings.Prompt = *prompt
+	}
+	if *reps != 0 {
+		c.Settings.Reps = *reps
+	}
+	var err error
+	if c.Settings.Batches, err = parseBatches(*batches); err != nil {
+		return fail(2, "%v", err)
+	}
+	if c.Model == "" {
+		if !*quick {
+			return fail(2, "-model is required (a folder for the 2.5 GB model, kept for the next run); -quick needs none")
+		}
+		dir, err := os.MkdirTemp("", "llmbench-tiny")
+		if err != nil {
+			return fail(1, "%v", err)
+		}
+		defer os.RemoveAll(dir)
+		c.Model = dir + "/model"
+	}
+	start := time.Now()
+	rep, err := bench.RunLLMBench(c, stdout)
+	if err != nil {
+		return fail(1, "%v", err)
+	}
+	fmt.Fprintf(stdout, "\nllmbench: done in %.1f s\n", time.Since(start).Seconds())
+	if *jsonOut != "" {
+		b, err := json.MarshalIndent(map[string]any{"date": time.Now().UTC().Format(time.RFC3339), "report": rep}, "", "  ")
+		if err != nil {
+			return fail(1, "%v", err)
+		}
+		if err := os.WriteFile(*jsonOut, b, 0o644); err != nil {
+			return fail(1, "%v", err)
+		}
+	}
+	return 0
+}
+
+// parseBatches reads -batches.
+func parseBatches(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || n > 64 {
+			return nil, fmt.Errorf("-batches %q: want sizes from 1 to 64, comma-separated", s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}

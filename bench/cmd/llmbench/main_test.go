@@ -1,0 +1,38 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseBatches(t *testing.T) {
+	b, err := parseBatches("1, 8,32")
+	require.NoError(t, err)
+	assert.Equal(t, []int{1, 8, 32}, b)
+	for _, bad := range []string{"", "0", "1,x", "65"} {
+		_, err := parseBatches(bad)
+		assert.ErrorContains(t, err, "-batches", bad)
+	}
+}
+
+func TestCommandRefuses(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		msg  string
+	}{
+		{nil, "-model is required"},
+		{[]string{"-batches", "1,0", "-quick"}, "-batches \"1,0\""},
+		{[]string{"-model", "/tmp/x", "extra"}, "unexpected argument"},
+		{[]string{"-nope"}, "flag provided but not defined"},
+	} {
+		var out, errs strings.Builder
+		assert.Equal(t, 2, run(c.args, &out, &errs), c.args)
+		assert.Contains(t, errs.String(), c.msg, c.args)
+	}
+	var errs strings.Builder
+	assert.Equal(t, 0, run([]string{"-h"}, &errs, &errs))
+	assert.Contains(t, errs.String(), "usage: llmbench")
+}
