@@ -63,59 +63,46 @@ __device__ __forceinline__ float block_sum(float v, float* part) { return block_
 __device__ __forceinline__ float block_max(float v, float* part) { return block_reduce(Max{v}, Max{neg_inf()}, (Max*)part).v; }
 
 // A row in registers: slot j of a thread holds element col(j), valid when
-// bit j of mask is set. Vector rows (16-byte aligned, cols a multiple of N)
-// load N elements at a time: chunk c of a thread is elements
-// (c·blockDim.x + thread)·N onwards. Rows held here are shorter than 2³²:
-// 32-bit index math, and the valid slots known once per kernel (index and
-// bounds arithmetic a slot, measured on an H100, made softmax 2.5x slower).
+// bit j of mask is set. Only vector rows (16-byte aligned, cols a multiple of
+// N) are held: chunk c of a thread is the N elements from
+// (c·blockDim.x + thread)·N. Rows held here are shorter than 2³²: 32-bit
+// index math, and the valid slots known once per kernel. (An element-wise
+// path for other rows, in the same kernel, made the compiler keep its
+// addresses across rows: 146 registers a thread instead of 64 for
+// softmax_f16 on gfx942, 113 on sm_90, and a third of the occupancy; other
+// rows take the loop instead.)
 template <class T, int PER> struct Row {
 	static_assert(PER <= 32, "one bit of mask a slot");
 	static const int N = 16 / sizeof(T);
 	float v[PER];
-	bool vec;
 	u32 mask;
 
-	__device__ __forceinline__ u32 col(int j) const {
-		return vec ? ((u32)(j / N) * blockDim.x + threadIdx.x) * N + j % N : (u32)j * blockDim.x + threadIdx.x;
-	}
+	__device__ __forceinline__ u32 col(int j) const { return ((u32)(j / N) * blockDim.x + threadIdx.x) * N + j % N; }
 	__device__ __forceinline__ bool ok(int j) const { return (mask >> j) & 1; }
-	__device__ __forceinline__ void init(bool vec_, u32 cols) {
-		vec = vec_;
+	__device__ __forceinline__ void init(u32 cols) {
 		mask = 0;
 #pragma unroll
 		for (int j = 0; j < PER; j++)
 			if (col(j) < cols) mask |= 1u << j;
 	}
 	__device__ __forceinline__ void load(const T* p) {
-		if (vec) {
 #pragma unroll
-			for (int c = 0; c < PER / N; c++)
-				if (ok(c * N)) {
-					Vec<T> x = *(const Vec<T>*)(p + col(c * N));
+		for (int c = 0; c < PER / N; c++)
+			if (ok(c * N)) {
+				Vec<T> x = *(const Vec<T>*)(p + col(c * N));
 #pragma unroll
-					for (int e = 0; e < N; e++) v[c * N + e] = Traits<T>::load(x.v[e]);
-				}
-		} else {
-#pragma unroll
-			for (int j = 0; j < PER; j++)
-				if (ok(j)) v[j] = Traits<T>::load(p[col(j)]);
-		}
+				for (int e = 0; e < N; e++) v[c * N + e] = Traits<T>::load(x.v[e]);
+			}
 	}
 	__device__ __forceinline__ void store(T* p) const {
-		if (vec) {
 #pragma unroll
-			for (int c = 0; c < PER / N; c++)
-				if (ok(c * N)) {
-					Vec<T> x;
+		for (int c = 0; c < PER / N; c++)
+			if (ok(c * N)) {
+				Vec<T> x;
 #pragma unroll
-					for (int e = 0; e < N; e++) x.v[e] = Traits<T>::store(v[c * N + e]);
-					*(Vec<T>*)(p + col(c * N)) = x;
-				}
-		} else {
-#pragma unroll
-			for (int j = 0; j < PER; j++)
-				if (ok(j)) p[col(j)] = Traits<T>::store(v[j]);
-		}
+				for (int e = 0; e < N; e++) x.v[e] = Traits<T>::store(v[c * N + e]);
+				*(Vec<T>*)(p + col(c * N)) = x;
+			}
 	}
 };
 
@@ -127,9 +114,9 @@ template <class T> __device__ __forceinline__ bool vec_rows(u64 cols, const void
 
 template <class T> __device__ __forceinline__ void softmax(u64 rows, u64 cols, int log_, const T* x, T* y) {
 	__shared__ float pm[GN_BLOCK / 16], ps[GN_BLOCK / 16];
-	if (cols <= (u64)blockDim.x * NN_PER) {
+	if (cols <= (u64)blockDim.x * NN_PER && vec_rows<T>(cols, x, y, x, y)) {
 		Row<T, NN_PER> r;
-		r.init(vec_rows<T>(cols, x, y, x, y), (u32)cols);
+		r.init((u32)cols);
 		for (u64 i = blockIdx.x; i < rows; i += gridDim.x) {
 			r.load(x + i * cols);
 			float m = neg_inf();
@@ -185,12 +172,12 @@ __device__ __forceinline__ void norm(u64 rows, u64 cols, float eps, const T* x, 
 	__shared__ float p1[GN_BLOCK / 16], p2[GN_BLOCK / 16];
 	const float n = (float)cols;
 	const int PER = Group ? GN_PER : NN_PER;
-	if (cols <= (u64)blockDim.x * PER) {
+	if (cols <= (u64)blockDim.x * PER &&
+	    (Group ? vec_rows<T>(cols, x, y, x, y) : vec_rows<T>(cols, x, y, alpha, beta ? beta : alpha))) {
 		// alpha and beta stay in registers (group_norm's are a group's, read
 		// for each row).
 		Row<T, PER> r, a, b;
-		r.init(Group ? vec_rows<T>(cols, x, y, x, y) : vec_rows<T>(cols, x, y, alpha, beta ? beta : alpha), (u32)cols);
-		a.vec = b.vec = r.vec;
+		r.init((u32)cols);
 		a.mask = b.mask = r.mask;
 		if (!Group) a.load(alpha);
 		if (!Group && Layer && beta) b.load(beta);
