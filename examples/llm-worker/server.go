@@ -304,6 +304,11 @@ func (s *Server) checkModel(p *samplingParams) *apiError {
 
 // completions answers POST /v1/completions.
 func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
+	serveJob(s, w, r, s.completionJob)
+}
+
+// serveJob reads a POST body as a request R, makes its job and runs it.
+func serveJob[R any](s *Server, w http.ResponseWriter, r *http.Request, makeJob func(Backend, *R) (*job, *apiError)) {
 	if r.Method != http.MethodPost {
 		methodNotAllowed(w, r, "POST")
 		return
@@ -313,12 +318,12 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, aerr)
 		return
 	}
-	var req completionRequest
+	var req R
 	if aerr := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); aerr != nil {
 		writeError(w, aerr)
 		return
 	}
-	j, aerr := s.completionJob(b, &req)
+	j, aerr := makeJob(b, &req)
 	if aerr != nil {
 		writeError(w, aerr)
 		return
@@ -358,26 +363,7 @@ func (s *Server) completionJob(b Backend, req *completionRequest) (*job, *apiErr
 
 // chatCompletions answers POST /v1/chat/completions.
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		methodNotAllowed(w, r, "POST")
-		return
-	}
-	b, aerr := s.current()
-	if aerr != nil {
-		writeError(w, aerr)
-		return
-	}
-	var req chatRequest
-	if aerr := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); aerr != nil {
-		writeError(w, aerr)
-		return
-	}
-	j, aerr := s.chatJob(b, &req)
-	if aerr != nil {
-		writeError(w, aerr)
-		return
-	}
-	s.generate(w, r, b, j)
+	serveJob(s, w, r, s.chatJob)
 }
 
 func (s *Server) chatJob(b Backend, req *chatRequest) (*job, *apiError) {
