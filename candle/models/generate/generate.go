@@ -59,6 +59,11 @@ type Model interface {
 // satisfies it).
 type StreamDecoder interface{ Add(id int32) string }
 
+// flusher is a StreamDecoder that can hand over what it still holds when
+// the stream ends (*tokenizer.StreamDecoder's Flush): the engine appends it
+// to the last event of a request that ends by length or by a stop token.
+type flusher interface{ Flush() string }
+
 // Sampling are a request's sampling settings; the zero value is greedy
 // decoding. They apply as Hugging Face transformers applies them:
 // repetition penalty, temperature, top-k, top-p, min-p (candle's
@@ -575,6 +580,7 @@ func (e *Engine) advance(s *sequence, n int, id uint32) {
 	s.drawn++
 	for _, st := range s.stop {
 		if st == t {
+			s.flushDecoder()
 			e.end(s, "stop", nil)
 			return
 		}
@@ -595,11 +601,20 @@ func (e *Engine) advance(s *sequence, n int, id uint32) {
 			return
 		}
 		s.held = text + s.held
+		s.flushDecoder()
 	} else if s.drawn < s.maxTokens {
 		s.send(Event{Tokens: tokens})
 		return
 	}
 	e.end(s, "length", tokens)
+}
+
+// flushDecoder adds to the held text what the decoder still holds (the
+// bytes of a character the completion ends inside of), if it can say.
+func (s *sequence) flushDecoder() {
+	if f, ok := s.dec.(flusher); ok {
+		s.held += f.Flush()
+	}
 }
 
 // end finishes a sequence normally.

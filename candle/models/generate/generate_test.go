@@ -548,6 +548,36 @@ func TestUTF8Streaming(t *testing.T) {
 	assert.Equal(t, "€é😀"+piece(36), out.String())
 }
 
+// holdingDecoder gives no text until Flush, which gives it all.
+type holdingDecoder struct {
+	pieces [][]byte
+	buf    []byte
+}
+
+func (d *holdingDecoder) Add(id int32) string { d.buf = append(d.buf, d.pieces[id]...); return "" }
+func (d *holdingDecoder) Flush() string {
+	s := string(d.buf)
+	d.buf = nil
+	return s
+}
+
+// TestFlushAtTheEnd checks that what the decoder still holds when a
+// completion ends reaches its last event.
+func TestFlushAtTheEnd(t *testing.T) {
+	f := newFake()
+	pieces := make([][]byte, f.vocab)
+	for i := range pieces {
+		pieces[i] = []byte(piece(int32(i)))
+	}
+	e := engine(t, f, Config{Decoder: func() StreamDecoder { return &holdingDecoder{pieces: pieces} }})
+	ch, err := e.Submit(context.Background(), Request{Prompt: []int32{3}, MaxTokens: 7})
+	require.NoError(t, err)
+	txt, toks, last := collect(t, ch)
+	require.Len(t, toks, 7)
+	assert.Equal(t, "length", last.FinishReason)
+	assert.Equal(t, text(toks), txt)
+}
+
 func TestSubmitErrors(t *testing.T) {
 	f := newFake()
 	e := engine(t, f, Config{})
