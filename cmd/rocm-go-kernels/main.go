@@ -1,4 +1,4 @@
-// Command rocm-go-kernels compiles candle's kernels ahead of time into a
+// Command rocm-go-kernels compiles candle's and flashattn's kernels ahead of time into a
 // kernel cache, for images that run on GPUs but carry no hipRTC (or
 // NVRTC): every module for every architecture named, one progress line per
 // module, then a summary.
@@ -32,6 +32,7 @@ import (
 	"github.com/dustin/go-humanize"
 
 	"github.com/rocm-go/rocm/candle"
+	"github.com/rocm-go/rocm/flashattn"
 	"github.com/rocm-go/rocm/hip"
 	"github.com/rocm-go/rocm/hiprtc"
 )
@@ -62,7 +63,7 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 	jobs := fs.Int("j", runtime.NumCPU(), "architectures compiled at once, each in its own process")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: rocm-go-kernels -arch LIST [-dir DIR] [-j N]\n\n"+
-			"Compiles candle's kernels ahead of time into a kernel cache.\n\n")
+			"Compiles candle's and flashattn's kernels ahead of time into a kernel cache.\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -142,6 +143,21 @@ func run(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintln(stdout, progressLine(p))
 		}
 	})
+	if err == nil {
+		// flashattn's module shares the cache folder.
+		err = compileFlashattn(c, func(p candle.Progress) {
+			n++
+			bytes += int64(p.Bytes)
+			if p.Err != nil {
+				failed = append(failed, p.Module+" for "+p.Arch)
+				fmt.Fprintf(stdout, "%-8s %-11s failed: %v\n", p.Arch, p.Module, p.Err)
+				return
+			}
+			if !quiet {
+				fmt.Fprintln(stdout, progressLine(p))
+			}
+		})
+	}
 	if err != nil {
 		return fmt.Errorf("%d of %d modules failed (%s): %w", len(failed), n, strings.Join(failed, ", "), err)
 	}
@@ -152,6 +168,31 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "%d modules × %d %s (%s) ready in %s: %s of code, %s\n", n/len(c.archs), len(c.archs), targets,
 		strings.Join(c.archs, ","), c.dir, humanize.IBytes(uint64(bytes)), time.Since(start).Round(100*time.Millisecond))
 	return nil
+}
+
+// compileFlashattn compiles flashattn's kernels for each arch into c.dir,
+// reporting each as CompileAll reports candle's modules.
+func compileFlashattn(c *config, progress func(candle.Progress)) error {
+	cache, err := hiprtc.NewCache(c.dir)
+	if err != nil {
+		return err
+	}
+	k := flashattn.Module(cache)
+	defer k.Close()
+	var errs []error
+	for _, arch := range c.archs {
+		before := cache.Stats().Compiles
+		start := time.Now()
+		code, err := k.Compile(arch)
+		p := candle.Progress{Module: flashattn.ModuleName, Arch: arch, Took: time.Since(start), Err: err,
+			Compiled: cache.Stats().Compiles > before}
+		if code != nil {
+			p.Bytes = len(code.Image)
+		}
+		progress(p)
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
 
 func progressLine(p candle.Progress) string {
