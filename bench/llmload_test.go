@@ -41,7 +41,10 @@ func newSSEWorker(t *testing.T, ttft, itl time.Duration) *sseWorker {
 func (s *sseWorker) serve(w http.ResponseWriter, r *http.Request) {
 	n := s.served.Add(1)
 	a := s.active.Add(1)
-	defer s.active.Add(-1)
+	// The stream counts as over before its last line: the client may send
+	// its next request as soon as it reads it.
+	over := sync.OnceFunc(func() { s.active.Add(-1) })
+	defer over()
 	for m := s.maxActive.Load(); a > m && !s.maxActive.CompareAndSwap(m, a); m = s.maxActive.Load() {
 	}
 	if r.URL.Path != "/v1/chat/completions" || r.Method != http.MethodPost {
@@ -98,6 +101,7 @@ func (s *sseWorker) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	send(`{"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {}, "finish_reason": "length"}], "usage": {"prompt_tokens": 5, "completion_tokens": %d, "total_tokens": %d}}`, maxTokens, maxTokens+5)
 	send(`{"object": "chat.completion.chunk", "choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": %d, "total_tokens": %d}}`, maxTokens, maxTokens+5)
+	over()
 	send("[DONE]")
 }
 

@@ -341,13 +341,18 @@ func TestPrefillChunks(t *testing.T) {
 
 func TestCancelReleases(t *testing.T) {
 	f := newFake()
+	// The model waits for the test before each step until the cancel, so
+	// that the whole completion cannot finish first.
+	f.gate = make(chan struct{})
 	e := engine(t, f, Config{})
 	ctx, cancel := context.WithCancel(context.Background())
 	ch, err := e.Submit(ctx, Request{Prompt: []int32{1}, MaxTokens: 200})
 	require.NoError(t, err)
+	f.gate <- struct{}{} // the prompt's step
 	ev := <-ch
 	require.False(t, ev.Done)
 	cancel()
+	close(f.gate)
 	_, _, last := collect(t, ch)
 	assert.Equal(t, "cancelled", last.FinishReason)
 	assert.ErrorIs(t, last.Err, context.Canceled)
