@@ -75,26 +75,27 @@ func hexDigit(c byte) (byte, bool) {
 	return 0, false
 }
 
-// lossyString converts b to a string, replacing each maximal ill-formed
-// subsequence with one U+FFFD, as Rust's String::from_utf8_lossy does
-// (Go's strings.ToValidUTF8 would fold a run of them into one, and
-// utf8.DecodeRune splits them byte by byte).
-func lossyString(b []byte) string {
-	if utf8.Valid(b) {
-		return string(b)
+// lossyString returns s with each maximal ill-formed subsequence replaced
+// by one U+FFFD, as Rust's String::from_utf8_lossy does (Go's
+// strings.ToValidUTF8 would fold a run of them into one, and
+// utf8.DecodeRune splits them byte by byte). Valid s is returned as it is,
+// without a copy: the stream decoder calls this once or twice a token.
+func lossyString(s string) string {
+	if utf8.ValidString(s) {
+		return s
 	}
 	var sb strings.Builder
-	sb.Grow(len(b) + 8)
-	for i := 0; i < len(b); {
-		c := b[i]
+	sb.Grow(len(s) + 8)
+	for i := 0; i < len(s); {
+		c := s[i]
 		if c < 0x80 {
 			sb.WriteByte(c)
 			i++
 			continue
 		}
-		n := validPrefix(b[i:])
+		n := validPrefix(s[i:])
 		if n > 0 {
-			sb.Write(b[i : i+n])
+			sb.WriteString(s[i : i+n])
 			i += n
 			continue
 		}
@@ -107,7 +108,7 @@ func lossyString(b []byte) string {
 // validPrefix looks at the sequence that starts b (b[0] >= 0x80): it
 // returns its length if it is one well-formed character, else minus the
 // length of the maximal ill-formed subpart (at least 1).
-func validPrefix(b []byte) int {
+func validPrefix(b string) int {
 	c := b[0]
 	var size int
 	lo, hi := byte(0x80), byte(0xBF)
@@ -154,7 +155,7 @@ func incompleteTail(s string) bool {
 			return false
 		}
 		if c >= 0xC0 { // a lead byte: is it short of its continuation bytes?
-			n := validPrefix([]byte(s[len(s)-k:]))
+			n := validPrefix(s[len(s)-k:])
 			return n == -k && k < leadSize(c)
 		}
 	}

@@ -47,10 +47,11 @@ func (byteLevelDec) decodeChain(tokens []string, raw bool) []string {
 			break
 		}
 	}
-	if raw {
-		return []string{string(buf)}
+	s := string(buf)
+	if !raw {
+		s = lossyString(s)
 	}
-	return []string{lossyString(buf)}
+	return []string{s}
 }
 
 // byteFallbackDec turns runs of "<0xNN>" tokens into the text their bytes

@@ -38,7 +38,7 @@ func (d *StreamDecoder) Add(id int32) string {
 	if incompleteTail(raw) {
 		return ""
 	}
-	text := lossyString([]byte(raw))
+	text := lossyString(raw)
 	if len(text) <= len(d.prefix) || !strings.HasPrefix(text, d.prefix) {
 		return ""
 	}
@@ -46,14 +46,14 @@ func (d *StreamDecoder) Add(id int32) string {
 	n := copy(d.window, d.window[d.done:])
 	d.window = d.window[:n]
 	d.done = n
-	d.prefix = lossyString([]byte(d.t.decode(d.window, d.skipSpecial, true)))
+	d.prefix = lossyString(d.t.decode(d.window, d.skipSpecial, true))
 	return out
 }
 
 // Flush returns the text still held back (an unfinished character, as
 // U+FFFD) and resets the decoder for a new sequence.
 func (d *StreamDecoder) Flush() string {
-	text := lossyString([]byte(d.t.decode(d.window, d.skipSpecial, true)))
+	text := lossyString(d.t.decode(d.window, d.skipSpecial, true))
 	out := ""
 	if len(text) > len(d.prefix) && strings.HasPrefix(text, d.prefix) {
 		out = text[len(d.prefix):]
