@@ -2,7 +2,6 @@ package tokenizer
 
 import (
 	"encoding/json"
-	"fmt"
 	"strings"
 	"unicode/utf8"
 )
@@ -160,18 +159,11 @@ func buildDecoder(field string, raw json.RawMessage) (decoder, error) {
 	}
 	switch c.Type {
 	case "Sequence":
-		var seq decoderSeq
-		for i, r := range c.Decoders {
-			if isNull(r) {
-				continue
-			}
-			d, err := buildDecoder(fmt.Sprintf("%s.decoders[%d]", field, i), r)
-			if err != nil {
-				return nil, err
-			}
-			seq = append(seq, d)
+		seq, err := buildSeq(field+".decoders", c.Decoders, buildDecoder)
+		if err != nil {
+			return nil, err
 		}
-		return seq, nil
+		return decoderSeq(seq), nil
 	case "ByteLevel":
 		return byteLevelDec{}, nil
 	case "ByteFallback":

@@ -120,6 +120,23 @@ func isNull(raw json.RawMessage) bool {
 	return s == "" || s == "null"
 }
 
+// buildSeq builds the components of a Sequence's list (field names it),
+// skipping nulls.
+func buildSeq[T any](field string, raws []json.RawMessage, build func(string, json.RawMessage) (T, error)) ([]T, error) {
+	var seq []T
+	for i, r := range raws {
+		if isNull(r) {
+			continue
+		}
+		x, err := build(fmt.Sprintf("%s[%d]", field, i), r)
+		if err != nil {
+			return nil, err
+		}
+		seq = append(seq, x)
+	}
+	return seq, nil
+}
+
 func decodeComponent(field string, raw json.RawMessage) (*component, error) {
 	var c component
 	if err := json.Unmarshal(raw, &c); err != nil {
@@ -138,18 +155,11 @@ func buildNormalizer(field string, raw json.RawMessage) (normalizer, error) {
 	}
 	switch c.Type {
 	case "Sequence":
-		var seq normalizerSeq
-		for i, r := range c.Normalizers {
-			if isNull(r) {
-				continue
-			}
-			n, err := buildNormalizer(fmt.Sprintf("%s.normalizers[%d]", field, i), r)
-			if err != nil {
-				return nil, err
-			}
-			seq = append(seq, n)
+		seq, err := buildSeq(field+".normalizers", c.Normalizers, buildNormalizer)
+		if err != nil {
+			return nil, err
 		}
-		return seq, nil
+		return normalizerSeq(seq), nil
 	case "Prepend":
 		if c.Prepend == nil {
 			return nil, badField(field+".prepend", "missing")

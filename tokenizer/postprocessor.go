@@ -73,18 +73,11 @@ func buildPostProcessor(field string, raw json.RawMessage) (postProcessor, error
 	}
 	switch c.Type {
 	case "Sequence":
-		var seq postSeq
-		for i, r := range c.Processors {
-			if isNull(r) {
-				continue
-			}
-			p, err := buildPostProcessor(fmt.Sprintf("%s.processors[%d]", field, i), r)
-			if err != nil {
-				return nil, err
-			}
-			seq = append(seq, p)
+		seq, err := buildSeq(field+".processors", c.Processors, buildPostProcessor)
+		if err != nil {
+			return nil, err
 		}
-		return seq, nil
+		return postSeq(seq), nil
 	case "ByteLevel":
 		return identityPost{}, nil
 	case "TemplateProcessing":

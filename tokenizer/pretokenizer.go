@@ -2,7 +2,6 @@ package tokenizer
 
 import (
 	"encoding/json"
-	"fmt"
 	"strings"
 	"sync"
 	"unicode"
@@ -280,18 +279,11 @@ func buildPreTokenizer(field string, raw json.RawMessage) (preTokenizer, error) 
 	}
 	switch c.Type {
 	case "Sequence":
-		var seq preSeq
-		for i, r := range c.Pretokenizers {
-			if isNull(r) {
-				continue
-			}
-			p, err := buildPreTokenizer(fmt.Sprintf("%s.pretokenizers[%d]", field, i), r)
-			if err != nil {
-				return nil, err
-			}
-			seq = append(seq, p)
+		seq, err := buildSeq(field+".pretokenizers", c.Pretokenizers, buildPreTokenizer)
+		if err != nil {
+			return nil, err
 		}
-		return seq, nil
+		return preSeq(seq), nil
 	case "Split":
 		if c.Pattern == nil {
 			return nil, badField(field+".pattern", "missing")
