@@ -122,15 +122,13 @@ func (s stripDec) decodeChain(tokens []string, raw bool) []string {
 	return out
 }
 
-type replaceDec struct {
-	pat  *pattern
-	with string
-}
+// replaceDec applies a Replace to each token.
+type replaceDec struct{ r replaceNorm }
 
-func (r replaceDec) decodeChain(tokens []string, raw bool) []string {
+func (d replaceDec) decodeChain(tokens []string, raw bool) []string {
 	out := make([]string, len(tokens))
 	for i, t := range tokens {
-		out[i] = r.pat.replaceAll(t, r.with)
+		out[i] = d.r.normalize(t)
 	}
 	return out
 }
@@ -180,17 +178,11 @@ func buildDecoder(field string, raw json.RawMessage) (decoder, error) {
 		r, _ := utf8.DecodeRuneInString(*c.Content)
 		return stripDec{r, c.Start, c.Stop}, nil
 	case "Replace":
-		if c.Pattern == nil {
-			return nil, badField(field+".pattern", "missing")
-		}
-		p, err := compilePattern(field+".pattern", c.Pattern.String, c.Pattern.Regex)
+		r, err := replaceOf(field, c)
 		if err != nil {
 			return nil, err
 		}
-		if c.Content == nil {
-			return nil, badField(field+".content", "missing")
-		}
-		return replaceDec{p, *c.Content}, nil
+		return replaceDec{r}, nil
 	case "Metaspace":
 		m, err := metaspaceOf(field, c)
 		if err != nil {

@@ -137,6 +137,26 @@ func buildSeq[T any](field string, raws []json.RawMessage, build func(string, js
 	return seq, nil
 }
 
+// patternOf compiles the "pattern" of a Split or Replace component.
+func patternOf(field string, c *component) (*pattern, error) {
+	if c.Pattern == nil {
+		return nil, badField(field+".pattern", "missing")
+	}
+	return compilePattern(field+".pattern", c.Pattern.String, c.Pattern.Regex)
+}
+
+// replaceOf reads a Replace normalizer or decoder.
+func replaceOf(field string, c *component) (replaceNorm, error) {
+	p, err := patternOf(field, c)
+	if err != nil {
+		return replaceNorm{}, err
+	}
+	if c.Content == nil {
+		return replaceNorm{}, badField(field+".content", "missing")
+	}
+	return replaceNorm{p, *c.Content}, nil
+}
+
 func decodeComponent(field string, raw json.RawMessage) (*component, error) {
 	var c component
 	if err := json.Unmarshal(raw, &c); err != nil {
@@ -166,17 +186,11 @@ func buildNormalizer(field string, raw json.RawMessage) (normalizer, error) {
 		}
 		return prependNorm(*c.Prepend), nil
 	case "Replace":
-		if c.Pattern == nil {
-			return nil, badField(field+".pattern", "missing")
-		}
-		p, err := compilePattern(field+".pattern", c.Pattern.String, c.Pattern.Regex)
+		r, err := replaceOf(field, c)
 		if err != nil {
 			return nil, err
 		}
-		if c.Content == nil {
-			return nil, badField(field+".content", "missing")
-		}
-		return replaceNorm{p, *c.Content}, nil
+		return r, nil
 	case "NFC":
 		return unicodeNorm{norm.NFC}, nil
 	case "NFD":

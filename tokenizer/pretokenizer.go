@@ -285,10 +285,7 @@ func buildPreTokenizer(field string, raw json.RawMessage) (preTokenizer, error) 
 		}
 		return preSeq(seq), nil
 	case "Split":
-		if c.Pattern == nil {
-			return nil, badField(field+".pattern", "missing")
-		}
-		p, err := compilePattern(field+".pattern", c.Pattern.String, c.Pattern.Regex)
+		p, err := patternOf(field, c)
 		if err != nil {
 			return nil, err
 		}
