@@ -43,13 +43,9 @@ type jsonGenerationConfig struct {
 func LoadDir(dir string) (*Tokenizer, error) {
 	const op = "LoadDir"
 	path := filepath.Join(dir, "tokenizer.json")
-	data, err := os.ReadFile(path)
+	t, err := load(op, path)
 	if err != nil {
-		return nil, &Error{Op: op, Kind: ErrRead, Path: path, Err: err}
-	}
-	t, err := parse(data)
-	if err != nil {
-		return nil, fileError(op, path, err)
+		return nil, err
 	}
 	t.chatVar = map[string]string{}
 

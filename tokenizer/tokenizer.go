@@ -52,14 +52,17 @@ type jsonTokenizer struct {
 // Load reads a Hugging Face tokenizer.json. The tokenizer it returns has
 // the BOS its post-processor adds (if any), no EOS and no chat template:
 // LoadDir reads those from the model's other files.
-func Load(path string) (*Tokenizer, error) {
+func Load(path string) (*Tokenizer, error) { return load("Load", path) }
+
+// load reads and parses the tokenizer.json at path for op.
+func load(op, path string) (*Tokenizer, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, &Error{Op: "Load", Kind: ErrRead, Path: path, Err: err}
+		return nil, &Error{Op: op, Kind: ErrRead, Path: path, Err: err}
 	}
 	t, err := parse(data)
 	if err != nil {
-		return nil, fileError("Load", path, err)
+		return nil, fileError(op, path, err)
 	}
 	return t, nil
 }
