@@ -20,6 +20,7 @@ import (
 	"github.com/rocm-go/rocm/candle/models/generate"
 	"github.com/rocm-go/rocm/candle/models/llama"
 	"github.com/rocm-go/rocm/candle/models/llama/mkmodel"
+	"github.com/rocm-go/rocm/candle/nn"
 )
 
 // LLMSettings size the LLM benchmark (cmd/llmbench): the prompt's length,
@@ -75,7 +76,7 @@ func (s LLMSettings) CacheTokens(pageSize int) int {
 // tokens (whole pages): keys and values of every layer.
 func KVCacheBytes(c *llama.Config, dt candle.DType, tokens, pageSize int) int64 {
 	pages := int64((tokens + pageSize - 1) / pageSize)
-	return 2 * int64(c.Layers) * pages * int64(pageSize) * int64(c.KVHeads) * int64(c.HeadDim) * int64(dt.Size())
+	return pages * int64(pageSize) * int64(nn.PagedKVBytesPerToken(dt, c.Layers, c.KVHeads, c.HeadDim))
 }
 
 // Roofline is the batch-1 decode roofline in tokens/s: a decode step reads

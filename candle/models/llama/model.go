@@ -87,7 +87,7 @@ type layer struct {
 	gateUpBias       *candle.Tensor // (2·intermediate, 1) or nil
 	down, downT      *candle.Tensor // (hidden, intermediate)
 	downBias         *candle.Tensor
-	window           int
+	attn             flashattn.Params // the layer's sliding window, if any
 }
 
 func (l *layer) close() {
@@ -193,7 +193,10 @@ func (m *Model) loadWeights(vb *nn.VarBuilder, progress func(done, total int64))
 	}
 	for i := range c.Layers {
 		p := fmt.Sprintf("model.layers.%d.", i)
-		ly := &layer{window: c.Window(i)}
+		ly := &layer{}
+		if w := c.Window(i); w > 0 {
+			ly.attn.Window = &flashattn.Window{Left: w - 1, Right: 0}
+		}
 		m.layers = append(m.layers, ly)
 		ly.inNorm = l.get(p+"input_layernorm.weight", h)
 		ly.postNorm = l.get(p+"post_attention_layernorm.weight", h)
@@ -504,13 +507,9 @@ func (m *Model) forward(seqs []uint64, tokens [][]int32, all, commit bool) (*can
 		q := f.t(qk.Narrow(1, 0, hq))
 		k := f.t(qk.Narrow(1, hq, hkv))
 		v := f.t(heads.Narrow(1, hq+hkv, hkv))
-		p := flashattn.Params{}
-		if l.window > 0 {
-			p.Window = &flashattn.Window{Left: l.window - 1, Right: 0}
-		}
 		var att *candle.Tensor
 		if f.err == nil {
-			att = f.own(step.Attention(i, q, k, v, p)) // (T, hq, hd)
+			att = f.own(step.Attention(i, q, k, v, l.attn)) // (T, hq, hd)
 		}
 		att = f.t(att.Reshape(T, hq*hd))
 		o := f.t(att.Matmul(l.oT))

@@ -186,15 +186,17 @@ func (s Spec) Bytes() (int64, error) {
 	if s.Vocab == 0 {
 		s.Vocab = s.tokenizerSize()
 	}
+	return s.weightBytes(), nil
+}
+
+// weightBytes is the size of the weights of a checked spec whose Vocab is
+// set.
+func (s *Spec) weightBytes() int64 {
 	var n int64
 	for _, t := range s.tensors() {
-		e := int64(1)
-		for _, d := range t.shape {
-			e *= int64(d)
-		}
-		n += e
+		n += int64(elems(t.shape))
 	}
-	return n * int64(s.DType.Size()), nil
+	return n * int64(s.DType.Size())
 }
 
 // Write makes dir (if need be) and writes the model into it; progress, if
@@ -220,10 +222,7 @@ func Write(dir string, s Spec, progress func(Progress)) error {
 		return fmt.Errorf("mkmodel: %w", err)
 	}
 	specs := s.tensors()
-	var total int64
-	for _, t := range specs {
-		total += int64(elems(t.shape) * s.DType.Size())
-	}
+	total := s.weightBytes()
 	tensors := make(map[string]*candle.Tensor, len(specs))
 	defer func() {
 		for _, t := range tensors {
