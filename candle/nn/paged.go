@@ -510,26 +510,6 @@ func (s *PagedStep) attendOne(i, layer int, q, out *candle.Tensor, p flashattn.P
 	return out.SliceAssign(o3, 0, s.row[i])
 }
 
-// rows3 is a (n, h, d) tensor as flashattn reads it: its address and its
-// row and head strides, the head dim contiguous (a copy, tmp, when not).
-func rows3(t *candle.Tensor) (ptr hip.DevicePtr, rowStride, headStride int, tmp *candle.Tensor, err error) {
-	l := t.Layout()
-	if t.Dim(2) > 1 && l.Stride[2] != 1 {
-		if tmp, err = t.Copy(); err != nil {
-			return 0, 0, 0, nil, err
-		}
-		t, l = tmp, tmp.Layout()
-	}
-	p, err := t.DevicePtr()
-	if err != nil {
-		if tmp != nil {
-			tmp.Close()
-		}
-		return 0, 0, 0, nil, err
-	}
-	return p, l.Stride[0], l.Stride[1], tmp, nil
-}
-
 func (s *PagedStep) attentionHIP(op string, d *candle.HIPDevice, layer int, q, k, v *candle.Tensor, p flashattn.Params) (*candle.Tensor, error) {
 	c := s.c
 	dt := faDTypes[c.dtype]
@@ -552,14 +532,14 @@ func (s *PagedStep) attentionHIP(op string, d *candle.HIPDevice, layer int, q, k
 	}
 	var ops [4]operand
 	for j, t := range []*candle.Tensor{q, k, v, out} {
-		p, rs, hs, tmp, err := rows3(t)
+		p, l, tmp, err := headContiguous(t)
 		if err != nil {
 			return fail(err)
 		}
 		if tmp != nil {
 			defer tmp.Close() // after the calls are queued
 		}
-		ops[j] = operand{ptr: p, row: rs, head: hs, heads: t.Dim(1), size: c.dtype.Size()}
+		ops[j] = operand{ptr: p, row: l.Stride[0], head: l.Stride[1], heads: t.Dim(1), size: c.dtype.Size()}
 	}
 	hd := c.cfg.HeadDim
 	// tensor is rows [r0, r0+b·n) of an operand as (b, n, heads, d).
