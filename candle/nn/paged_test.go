@@ -209,22 +209,30 @@ func checkPaged(t *testing.T, run pagedRun, layers, hq, hkv, d int, p flashattn.
 	}
 }
 
+// pagedCase is a cache's shape, the query heads and a window, for
+// runPaged and checkPaged.
+type pagedCase struct {
+	name   string
+	cfg    PagedKVConfig
+	hq     int
+	window *flashattn.Window
+}
+
+// check runs the scenario on dev in dt and checks every output to tol.
+func (c pagedCase) check(t *testing.T, dev candle.Device, dt candle.DType, seed uint64, tol float64) {
+	t.Helper()
+	p := flashattn.Params{Window: c.window}
+	run := runPaged(t, dev, dt, c.cfg, c.hq, p, seed)
+	checkPaged(t, run, c.cfg.Layers, c.hq, c.cfg.KVHeads, c.cfg.HeadDim, p, tol)
+}
+
 func TestPagedKVCacheCPU(t *testing.T) {
-	for _, c := range []struct {
-		name   string
-		cfg    PagedKVConfig
-		hq     int
-		window *flashattn.Window
-	}{
+	for _, c := range []pagedCase{
 		{"gqa, pages of 4", PagedKVConfig{Layers: 2, Pages: 16, PageSize: 4, KVHeads: 2, HeadDim: 8}, 4, nil},
 		{"mha, pages of 1", PagedKVConfig{Layers: 1, Pages: 40, PageSize: 1, KVHeads: 2, HeadDim: 16}, 2, nil},
 		{"window of 3", PagedKVConfig{Layers: 2, Pages: 8, PageSize: 8, KVHeads: 1, HeadDim: 8}, 3, &flashattn.Window{Left: 2, Right: -1}},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			p := flashattn.Params{Window: c.window}
-			run := runPaged(t, candle.CPU(), candle.F32, c.cfg, c.hq, p, 7)
-			checkPaged(t, run, c.cfg.Layers, c.hq, c.cfg.KVHeads, c.cfg.HeadDim, p, 1e-5)
-		})
+		t.Run(c.name, func(t *testing.T) { c.check(t, candle.CPU(), candle.F32, 7, 1e-5) })
 	}
 }
 
@@ -333,21 +341,14 @@ func TestPagedKVCacheBookkeeping(t *testing.T) {
 func TestGPUPagedKVCache(t *testing.T) {
 	dev := hipDevice(t)
 	for _, dt := range []candle.DType{candle.F32, candle.BF16, candle.F16} {
-		for _, c := range []struct {
-			name   string
-			cfg    PagedKVConfig
-			hq     int
-			window *flashattn.Window
-		}{
+		for _, c := range []pagedCase{
 			{"gqa d64, pages of 16", PagedKVConfig{Layers: 2, Pages: 12, PageSize: 16, KVHeads: 2, HeadDim: 64}, 8, nil},
 			{"d16, pages of 4", PagedKVConfig{Layers: 2, Pages: 24, PageSize: 4, KVHeads: 1, HeadDim: 16}, 2, nil},
 			{"d128 window 5, pages of 3", PagedKVConfig{Layers: 1, Pages: 40, PageSize: 3, KVHeads: 2, HeadDim: 128}, 4, &flashattn.Window{Left: 4, Right: -1}},
 		} {
 			t.Run(fmt.Sprintf("%s %s", dt, c.name), func(t *testing.T) {
-				p := flashattn.Params{Window: c.window}
-				run := runPaged(t, dev, dt, c.cfg, c.hq, p, 11)
 				tol := map[candle.DType]float64{candle.F32: 1e-4, candle.BF16: 2e-2, candle.F16: 4e-3}[dt]
-				checkPaged(t, run, c.cfg.Layers, c.hq, c.cfg.KVHeads, c.cfg.HeadDim, p, tol)
+				c.check(t, dev, dt, 11, tol)
 			})
 		}
 	}
