@@ -266,16 +266,19 @@ func TestSampleGreedyIsArgmaxOnCPU(t *testing.T) {
 	for i := range vals {
 		vals[i] = float64(r.IntN(50)) // many ties
 	}
-	x := tensorOf(t, CPU(), F32, vals, rows, cols)
-	am, err := x.Argmax(false, 1)
+	greedyIsArgmax(t, tensorOf(t, CPU(), F32, vals, rows, cols), "the CPU's")
+}
+
+// greedyIsArgmax checks that greedy options (the zero value) draw each
+// row's Argmax from logits x (rows, vocab).
+func greedyIsArgmax(t *testing.T, x *Tensor, what string) {
+	t.Helper()
+	ok := keep(t)
+	want, err := ToSlice[uint32](ok(x.Argmax(false, 1)))
 	require.NoError(t, err)
-	want, err := ToSlice[uint32](am)
+	got, err := ToSlice[uint32](ok(x.Sample(make([]SampleOptions, x.Dim(0)))))
 	require.NoError(t, err)
-	ids, err := x.Sample(make([]SampleOptions, rows))
-	require.NoError(t, err)
-	got, err := ToSlice[uint32](ids)
-	require.NoError(t, err)
-	assert.Equal(t, want, got)
+	assert.Equal(t, want, got, what)
 }
 
 func TestSampleErrors(t *testing.T) {
@@ -410,18 +413,7 @@ func TestGPUSampleGreedyIsArgmax(t *testing.T) {
 			vals[i] = float64(r.IntN(200)) / 8 // ties
 		}
 		for _, dt := range []DType{F32, F16, BF16} {
-			x := tensorOf(t, d, dt, vals, rows, cols)
-			am, err := x.Argmax(false, 1)
-			require.NoError(t, err)
-			want, err := ToSlice[uint32](am)
-			require.NoError(t, err)
-			ids, err := x.Sample(make([]SampleOptions, rows))
-			require.NoError(t, err)
-			got, err := ToSlice[uint32](ids)
-			require.NoError(t, err)
-			assert.Equal(t, want, got, "%s × %d", dt, cols)
-			am.Close()
-			ids.Close()
+			greedyIsArgmax(t, tensorOf(t, d, dt, vals, rows, cols), fmt.Sprintf("%s × %d", dt, cols))
 		}
 	}
 }

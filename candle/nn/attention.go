@@ -8,6 +8,7 @@ import (
 
 	"github.com/rocm-go/rocm/candle"
 	"github.com/rocm-go/rocm/flashattn"
+	"github.com/rocm-go/rocm/hip"
 )
 
 // ScaledDotProductAttention is softmax(q·kᵀ·scale + masks)·v over BSHD
@@ -115,23 +116,30 @@ func handle(d *candle.HIPDevice) (*flashattn.Handle, error) {
 	return h, nil
 }
 
-// operand is a tensor as flashattn takes it: its head dim contiguous (a
-// copy when not, which the caller closes after queuing the call).
-func operand(t *candle.Tensor, dt flashattn.DType) (flashattn.Tensor, *candle.Tensor, error) {
-	var tmp *candle.Tensor
-	l := t.Layout()
-	if t.Dim(3) > 1 && l.Stride[3] != 1 {
-		c, err := t.Copy()
-		if err != nil {
-			return flashattn.Tensor{}, nil, err
+// headContiguous is t's device address and layout with its last (head)
+// dim contiguous: a copy, tmp, when it is not, which the caller closes
+// after queuing the call that reads it.
+func headContiguous(t *candle.Tensor) (ptr hip.DevicePtr, l candle.Layout, tmp *candle.Tensor, err error) {
+	l = t.Layout()
+	if last := t.Rank() - 1; t.Dim(last) > 1 && l.Stride[last] != 1 {
+		if tmp, err = t.Copy(); err != nil {
+			return 0, candle.Layout{}, nil, err
 		}
-		tmp, t, l = c, c, c.Layout()
+		t, l = tmp, tmp.Layout()
 	}
-	ptr, err := t.DevicePtr()
-	if err != nil {
+	if ptr, err = t.DevicePtr(); err != nil {
 		if tmp != nil {
 			tmp.Close()
 		}
+		return 0, candle.Layout{}, nil, err
+	}
+	return ptr, l, tmp, nil
+}
+
+// operand is a rank-4 tensor as flashattn takes it (headContiguous).
+func operand(t *candle.Tensor, dt flashattn.DType) (flashattn.Tensor, *candle.Tensor, error) {
+	ptr, l, tmp, err := headContiguous(t)
+	if err != nil {
 		return flashattn.Tensor{}, nil, err
 	}
 	s := l.Shape

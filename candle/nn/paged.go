@@ -282,13 +282,22 @@ func (c *PagedKVCache) Begin(seqs []uint64, tokens [][]int32) (*PagedStep, error
 	return s, nil
 }
 
-// pages is seqs[i]'s page list after the step.
-func (s *PagedStep) pages(i int) []int32 {
-	var held []int32
+// pages is seqs[i]'s page list after the step, in two parts: the pages it
+// held, then those the step reserved (no copy: upload runs every forward
+// pass).
+func (s *PagedStep) pages(i int) (held, added []int32) {
 	if q, ok := s.c.seqs[s.seqs[i]]; ok {
 		held = q.pages
 	}
-	return append(append([]int32(nil), held...), s.added[i]...)
+	return held, s.added[i]
+}
+
+// pageAt is page k of a list that pages returned.
+func pageAt(held, added []int32, k int) int32 {
+	if k < len(held) {
+		return held[k]
+	}
+	return added[k-len(held)]
 }
 
 // upload builds the step's indices and copies them to the device at once:
@@ -313,14 +322,15 @@ func (s *PagedStep) upload(tokens [][]int32) error {
 	sl := meta[off : off+len(cached)]
 	off += len(cached)
 	bt := meta[off:]
+	s.seqLensHost = make([]int32, 0, len(cached))
 	for r, i := range s.order {
-		pages := s.pages(i)
+		held, added := s.pages(i)
 		for j, id := range tokens[i] {
 			p := s.start[i] + j
 			row := s.row[i] + j
 			tok[row] = uint32(id)
 			pos[row] = uint32(p)
-			slot[row] = uint32(int(pages[p/P])*P + p%P)
+			slot[row] = uint32(int(pageAt(held, added, p/P))*P + p%P)
 		}
 		last[i] = uint32(s.row[i] + s.count[i] - 1)
 		if r < s.nFresh {
@@ -331,8 +341,8 @@ func (s *PagedStep) upload(tokens [][]int32) error {
 			n := s.start[i] + s.count[i]
 			s.seqLensHost = append(s.seqLensHost, int32(n))
 			sl[c] = uint32(n)
-			for k, pg := range pages {
-				bt[c*s.btStride+k] = uint32(pg)
+			for k := range len(held) + len(added) {
+				bt[c*s.btStride+k] = uint32(pageAt(held, added, k))
 			}
 		}
 	}
@@ -358,11 +368,11 @@ func (s *PagedStep) upload(tokens [][]int32) error {
 	// The CPU gathers each sequence's cache rows to attend over them.
 	s.gather = make([]*candle.Tensor, len(s.seqs))
 	for i := range s.seqs {
-		pages := s.pages(i)
+		held, added := s.pages(i)
 		n := s.start[i] + s.count[i]
 		rows := make([]uint32, n)
 		for p := range rows {
-			rows[p] = uint32(int(pages[p/P])*P + p%P)
+			rows[p] = uint32(int(pageAt(held, added, p/P))*P + p%P)
 		}
 		if s.gather[i], err = candle.FromSlice(dev, rows); err != nil {
 			return err
@@ -510,26 +520,6 @@ func (s *PagedStep) attendOne(i, layer int, q, out *candle.Tensor, p flashattn.P
 	return out.SliceAssign(o3, 0, s.row[i])
 }
 
-// rows3 is a (n, h, d) tensor as flashattn reads it: its address and its
-// row and head strides, the head dim contiguous (a copy, tmp, when not).
-func rows3(t *candle.Tensor) (ptr hip.DevicePtr, rowStride, headStride int, tmp *candle.Tensor, err error) {
-	l := t.Layout()
-	if t.Dim(2) > 1 && l.Stride[2] != 1 {
-		if tmp, err = t.Copy(); err != nil {
-			return 0, 0, 0, nil, err
-		}
-		t, l = tmp, tmp.Layout()
-	}
-	p, err := t.DevicePtr()
-	if err != nil {
-		if tmp != nil {
-			tmp.Close()
-		}
-		return 0, 0, 0, nil, err
-	}
-	return p, l.Stride[0], l.Stride[1], tmp, nil
-}
-
 func (s *PagedStep) attentionHIP(op string, d *candle.HIPDevice, layer int, q, k, v *candle.Tensor, p flashattn.Params) (*candle.Tensor, error) {
 	c := s.c
 	dt := faDTypes[c.dtype]
@@ -552,14 +542,14 @@ func (s *PagedStep) attentionHIP(op string, d *candle.HIPDevice, layer int, q, k
 	}
 	var ops [4]operand
 	for j, t := range []*candle.Tensor{q, k, v, out} {
-		p, rs, hs, tmp, err := rows3(t)
+		p, l, tmp, err := headContiguous(t)
 		if err != nil {
 			return fail(err)
 		}
 		if tmp != nil {
 			defer tmp.Close() // after the calls are queued
 		}
-		ops[j] = operand{ptr: p, row: rs, head: hs, heads: t.Dim(1), size: c.dtype.Size()}
+		ops[j] = operand{ptr: p, row: l.Stride[0], head: l.Stride[1], heads: t.Dim(1), size: c.dtype.Size()}
 	}
 	hd := c.cfg.HeadDim
 	// tensor is rows [r0, r0+b·n) of an operand as (b, n, heads, d).

@@ -36,11 +36,11 @@ var pagedScenario = []pagedStep{
 // attention output and the history of keys and values per sequence as
 // float64 host tensors, for a reference.
 type pagedRun struct {
-	outs [][]float32            // per step, (T, hq, d) in packed order
+	outs [][][]float32          // per step, per layer: (T, hq, d) in packed order
 	rows [][][2]int             // per step, per input sequence: packed start and count
 	k, v map[uint64][][]float64 // per sequence, per token: (hkv·d)
 	qs   [][][][]float64        // per step, per input sequence, per token: (hq·d)
-	ks   [][]map[uint64]int     // per step: each sequence's cached length after the step
+	lens []map[uint64]int       // per step: each sequence's cached length after the step
 }
 
 func runPaged(t *testing.T, dev candle.Device, dt candle.DType, cfg PagedKVConfig, hq int, p flashattn.Params, seed uint64) pagedRun {
@@ -126,7 +126,7 @@ func runPaged(t *testing.T, dev candle.Device, dt candle.DType, cfg PagedKVConfi
 			return y
 		}
 		q, k, v := mk(qh, T, hq, d), mk(kh, T, hkv, d), mk(vh, T, hkv, d)
-		var out []float32
+		var outs [][]float32
 		for layer := range cfg.Layers {
 			// Layer l attends over keys scaled by l+1: the layers' pools
 			// must stay apart.
@@ -136,9 +136,7 @@ func runPaged(t *testing.T, dev candle.Device, dt candle.DType, cfg PagedKVConfi
 			kl.Close()
 			require.NoError(t, err)
 			require.Equal(t, candle.Shape{T, hq, d}, o.Shape())
-			if layer == cfg.Layers-1 {
-				out = values(t, o)
-			}
+			outs = append(outs, values(t, o))
 			o.Close()
 		}
 		step.Commit()
@@ -150,10 +148,10 @@ func runPaged(t *testing.T, dev candle.Device, dt candle.DType, cfg PagedKVConfi
 			lens[id] = n
 			assert.Equal(t, len(run.k[id]), n)
 		}
-		run.outs = append(run.outs, out)
+		run.outs = append(run.outs, outs)
 		run.rows = append(run.rows, rows)
 		run.qs = append(run.qs, qsStep)
-		run.ks = append(run.ks, []map[uint64]int{lens})
+		run.lens = append(run.lens, lens)
 	}
 	return run
 }
@@ -172,55 +170,69 @@ func float32FromF16(x float64) float32 {
 }
 
 // checkPaged compares a run's outputs with flashattn's float64 reference
-// over each sequence's whole history (the last layer's keys scaled).
+// over each sequence's whole history, for every layer (layer l's keys
+// scaled by l+1: a layer that read another's pool would differ).
 func checkPaged(t *testing.T, run pagedRun, layers, hq, hkv, d int, p flashattn.Params, tol float64) {
 	t.Helper()
 	p.Causal = true
 	for si, st := range pagedScenario {
-		lens := run.ks[si][0]
+		require.Len(t, run.outs[si], layers, "step %d", si)
 		for i, id := range st.seqs {
-			L := lens[id]
+			L := run.lens[si][id]
 			n := run.rows[si][i][1]
 			q := flashattn.NewHostTensor(1, n, hq, d)
 			for j := range n {
 				copy(q.Data[j*hq*d:], run.qs[si][i][j])
 			}
-			k, v := flashattn.NewHostTensor(1, L, hkv, d), flashattn.NewHostTensor(1, L, hkv, d)
+			v := flashattn.NewHostTensor(1, L, hkv, d)
 			for j := range L {
-				for c, x := range run.k[id][j] {
-					k.Data[j*hkv*d+c] = x * float64(layers)
-				}
 				copy(v.Data[j*hkv*d:], run.v[id][j])
 			}
-			want, _, err := flashattn.Reference(q, k, v, p)
-			require.NoError(t, err)
-			r0 := run.rows[si][i][0]
-			got := run.outs[si][r0*hq*d : (r0+n)*hq*d]
-			for e, w := range want.Data {
-				if math.Abs(float64(got[e])-w) > tol*math.Max(1, math.Abs(w)) {
-					require.Failf(t, "attention differs", "step %d, sequence %d, element %d: want %v, got %v", si, id, e, w, got[e])
+			for layer := range layers {
+				k := flashattn.NewHostTensor(1, L, hkv, d)
+				for j := range L {
+					for c, x := range run.k[id][j] {
+						k.Data[j*hkv*d+c] = x * float64(layer+1)
+					}
+				}
+				want, _, err := flashattn.Reference(q, k, v, p)
+				require.NoError(t, err)
+				r0 := run.rows[si][i][0]
+				got := run.outs[si][layer][r0*hq*d : (r0+n)*hq*d]
+				for e, w := range want.Data {
+					if math.Abs(float64(got[e])-w) > tol*math.Max(1, math.Abs(w)) {
+						require.Failf(t, "attention differs", "step %d, layer %d, sequence %d, element %d: want %v, got %v", si, layer, id, e, w, got[e])
+					}
 				}
 			}
 		}
 	}
 }
 
+// pagedCase is a cache's shape, the query heads and a window, for
+// runPaged and checkPaged.
+type pagedCase struct {
+	name   string
+	cfg    PagedKVConfig
+	hq     int
+	window *flashattn.Window
+}
+
+// check runs the scenario on dev in dt and checks every output to tol.
+func (c pagedCase) check(t *testing.T, dev candle.Device, dt candle.DType, seed uint64, tol float64) {
+	t.Helper()
+	p := flashattn.Params{Window: c.window}
+	run := runPaged(t, dev, dt, c.cfg, c.hq, p, seed)
+	checkPaged(t, run, c.cfg.Layers, c.hq, c.cfg.KVHeads, c.cfg.HeadDim, p, tol)
+}
+
 func TestPagedKVCacheCPU(t *testing.T) {
-	for _, c := range []struct {
-		name   string
-		cfg    PagedKVConfig
-		hq     int
-		window *flashattn.Window
-	}{
+	for _, c := range []pagedCase{
 		{"gqa, pages of 4", PagedKVConfig{Layers: 2, Pages: 16, PageSize: 4, KVHeads: 2, HeadDim: 8}, 4, nil},
 		{"mha, pages of 1", PagedKVConfig{Layers: 1, Pages: 40, PageSize: 1, KVHeads: 2, HeadDim: 16}, 2, nil},
 		{"window of 3", PagedKVConfig{Layers: 2, Pages: 8, PageSize: 8, KVHeads: 1, HeadDim: 8}, 3, &flashattn.Window{Left: 2, Right: -1}},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			p := flashattn.Params{Window: c.window}
-			run := runPaged(t, candle.CPU(), candle.F32, c.cfg, c.hq, p, 7)
-			checkPaged(t, run, c.cfg.Layers, c.hq, c.cfg.KVHeads, c.cfg.HeadDim, p, 1e-5)
-		})
+		t.Run(c.name, func(t *testing.T) { c.check(t, candle.CPU(), candle.F32, 7, 1e-5) })
 	}
 }
 
@@ -329,21 +341,14 @@ func TestPagedKVCacheBookkeeping(t *testing.T) {
 func TestGPUPagedKVCache(t *testing.T) {
 	dev := hipDevice(t)
 	for _, dt := range []candle.DType{candle.F32, candle.BF16, candle.F16} {
-		for _, c := range []struct {
-			name   string
-			cfg    PagedKVConfig
-			hq     int
-			window *flashattn.Window
-		}{
+		for _, c := range []pagedCase{
 			{"gqa d64, pages of 16", PagedKVConfig{Layers: 2, Pages: 12, PageSize: 16, KVHeads: 2, HeadDim: 64}, 8, nil},
 			{"d16, pages of 4", PagedKVConfig{Layers: 2, Pages: 24, PageSize: 4, KVHeads: 1, HeadDim: 16}, 2, nil},
 			{"d128 window 5, pages of 3", PagedKVConfig{Layers: 1, Pages: 40, PageSize: 3, KVHeads: 2, HeadDim: 128}, 4, &flashattn.Window{Left: 4, Right: -1}},
 		} {
 			t.Run(fmt.Sprintf("%s %s", dt, c.name), func(t *testing.T) {
-				p := flashattn.Params{Window: c.window}
-				run := runPaged(t, dev, dt, c.cfg, c.hq, p, 11)
 				tol := map[candle.DType]float64{candle.F32: 1e-4, candle.BF16: 2e-2, candle.F16: 4e-3}[dt]
-				checkPaged(t, run, c.cfg.Layers, c.hq, c.cfg.KVHeads, c.cfg.HeadDim, p, tol)
+				c.check(t, dev, dt, 11, tol)
 			})
 		}
 	}
