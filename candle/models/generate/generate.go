@@ -54,6 +54,15 @@ type Model interface {
 	CacheTokensFree() int
 }
 
+// PagedModel is a Model whose KV cache hands out whole pages of
+// CachePageSize tokens (*llama.Model): the engine then reserves cache room
+// for each sequence in pages, so that the rows a sequence leaves unused in
+// its last page never make an admitted request run out of cache.
+type PagedModel interface {
+	Model
+	CachePageSize() int
+}
+
 // StreamDecoder turns token ids into text as they come: Add returns the
 // text that became complete, valid UTF-8 only (*tokenizer.StreamDecoder
 // satisfies it).
@@ -437,14 +446,21 @@ func (e *Engine) admit(active []*sequence) []*sequence {
 	}
 	clear(e.waiting[len(kept):])
 	e.waiting = kept
+	page := 1
+	if pm, ok := e.m.(PagedModel); ok {
+		page = max(pm.CachePageSize(), 1)
+	}
+	pages := func(tokens int) int { return (max(tokens, 0) + page - 1) / page }
 	for len(e.waiting) > 0 && len(active) < e.cfg.MaxBatch {
 		s := e.waiting[0]
+		// What each running sequence may still take: the pages of its bound
+		// beyond those of what it has fed (its last draw not fed yet).
 		reserved := 0
 		for _, a := range active {
-			reserved += a.need - a.fed - a.drawn
+			reserved += pages(a.need) - pages(a.fed+max(a.drawn-1, 0))
 		}
-		free := e.m.CacheTokensFree() - reserved
-		if s.need > free {
+		free := (e.m.CacheTokensFree()/page - reserved) * page
+		if pages(s.need)*page > free {
 			if len(active) > 0 {
 				break
 			}

@@ -324,6 +324,10 @@ func (m *Model) CacheTokensFree() int {
 	return m.cache.FreeTokens()
 }
 
+// CachePageSize is the tokens of one KV-cache page: a sequence takes cache
+// room a page at a time (generate.PagedModel).
+func (m *Model) CachePageSize() int { return m.cache.Config().PageSize }
+
 // Release forgets a sequence and frees its KV pages; an unknown id is a
 // no-op.
 func (m *Model) Release(seq uint64) {
