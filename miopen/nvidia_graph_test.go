@@ -260,6 +260,17 @@ func TestNVIDIAGraphFallsBackToLegacy(t *testing.T) {
 	require.NoError(t, e.h.ConvolutionForward(conv, x2, w, y2, WithAlgorithm(perfs[len(perfs)-1]), WithWorkspace(e.buffer(2500))))
 	assert.Equal(t, []string{"cudnnConvolutionForward x=2,4,8,8 w=8,4,3,3 y=2,8,8,8 algo=1 ws=2500 alpha=1 beta=0"},
 		filter(e.lines(), "cudnnBackendExecute", "cudnnConvolution"), "a workspace that holds algorithm 1's")
+
+	// An engine the heuristics give no plan of for a problem (they fail
+	// for a batch of 15): the class's legacy algorithm, the heuristics
+	// asked on the first call only.
+	for i := range 3 {
+		require.NoError(t, e.h.ConvolutionForward(conv, x, w, y, WithAlgorithm(perfs[0])))
+		lines := e.lines()
+		assert.Equal(t, []string{"cudnnConvolutionForward x=15,4,8,8 w=8,4,3,3 y=15,8,8,8 algo=1 ws=3000 alpha=1 beta=0"},
+			filter(lines, "cudnnBackendExecute", "cudnnConvolution"), "call %d", i)
+		assert.Len(t, filter(lines, "bcreate 4"), map[bool]int{true: 2, false: 0}[i == 0], "call %d: heuristics mode A and fallback once", i)
+	}
 }
 
 func TestNVIDIAGraphPlansByAlignment(t *testing.T) {
