@@ -8,8 +8,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/rocm-go/rocm/hip"
 )
 
 // Tier 0: convolutions through cuDNN's graph API (nvidia_graph.c) against
@@ -163,15 +161,6 @@ func TestNVIDIAGraphDataTypes(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, perfs, 2)
 	assert.Empty(t, e.grep("bcreate"))
-}
-
-// buffer allocates n bytes of the fake device's memory for the test.
-func (e *fakeEnv) buffer(n int) *hip.Buffer {
-	e.t.Helper()
-	b, err := e.dev.Malloc(n)
-	require.NoError(e.t, err)
-	e.t.Cleanup(func() { b.Close() })
-	return b
 }
 
 func TestNVIDIAGraphDirections(t *testing.T) {
