@@ -418,7 +418,7 @@ func window(p *Params) (left, right int) {
 	if p.Window != nil {
 		left, right = max(p.Window.Left, -1), max(p.Window.Right, -1)
 	}
-	if p.Causal && (right < 0 || right > 0) {
+	if p.Causal {
 		right = 0
 	}
 	return left, right
