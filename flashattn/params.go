@@ -509,10 +509,8 @@ func newPlan(op string, pr *problem, p *Params, dev target) (plan, error) {
 			splits = min((2*dev.cus+blocks-1)/blocks, units/2, 64)
 		}
 	}
-	splits = max(1, min(splits, max(units, 1), MaxSplits))
-	for splits > 1 && pr.batch*splits > 65535 {
-		splits--
-	}
+	// The grid's z holds batch × splits, at most 65535.
+	splits = max(1, min(splits, max(units, 1), MaxSplits, 65535/pr.batch))
 	if pr.batch*splits > 65535 {
 		return plan{}, errorf(op, ErrShape, "batch %d: the kernel takes at most 65535 batch entries; run the batch in parts", pr.batch)
 	}
