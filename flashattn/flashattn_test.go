@@ -433,7 +433,7 @@ func TestPlan(t *testing.T) {
 		{BF16, 256, "attn_fwd_bf16_d256", "attn_mma_bf16_d256", 16, 32, 32},
 		{F32, 200, "attn_fwd_f32_d256", "attn_fwd_f32_d256", 16, 16, 32},
 	} {
-		dmax := bucket(c.d)
+		dmax := buckets[bucketIndex(c.d)]
 		bm, bn := tiles(c.dt, dmax)
 		assert.Equal(t, [2]int{c.bm, c.bn}, [2]int{bm, bn}, "%v d %d", c.dt, c.d)
 		bm, bn = mmaTiles(dmax)

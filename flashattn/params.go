@@ -243,9 +243,6 @@ func bucketIndex(d int) int {
 	return len(buckets) - 1
 }
 
-// bucket is the head-dim bucket of the kernel that takes d: its DMAX.
-func bucket(d int) int { return buckets[bucketIndex(d)] }
-
 // dtypes are the dtypes the kernels take; mmaDTypes attn_mma's.
 var (
 	dtypes    = [...]DType{F16, BF16, F32}
