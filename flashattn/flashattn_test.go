@@ -404,6 +404,20 @@ func TestPlan(t *testing.T) {
 	pl, err = newPlan("F", &pr, &Params{Splits: MaxSplits}, h100)
 	require.NoError(t, err)
 	assert.Equal(t, 3, pl.splits, "40 keys are 3 groups of 16")
+	// The grid's z (batch × splits) holds at most 65535.
+	q, k, v, out = operands(1000, 1, 8192, 1, 1, 8)
+	pr, err = forwardProblem("F", q, k, v, out)
+	require.NoError(t, err)
+	pl, err = newPlan("F", &pr, &Params{Splits: MaxSplits}, h100)
+	require.NoError(t, err)
+	assert.Equal(t, 65, pl.splits, "65535 / 1000")
+	assert.Equal(t, uint32(65000), pl.grid.Z)
+	q, k, v, out = operands(70000, 1, 16, 1, 1, 8)
+	pr, err = forwardProblem("F", q, k, v, out)
+	require.NoError(t, err)
+	_, err = newPlan("F", &pr, &Params{Splits: 4}, h100)
+	assert.ErrorIs(t, err, ErrShape)
+	assert.ErrorContains(t, err, "batch 70000")
 
 	// Head-dim buckets and tiles by dtype.
 	for _, c := range []struct {
@@ -419,7 +433,7 @@ func TestPlan(t *testing.T) {
 		{BF16, 256, "attn_fwd_bf16_d256", "attn_mma_bf16_d256", 16, 32, 32},
 		{F32, 200, "attn_fwd_f32_d256", "attn_fwd_f32_d256", 16, 16, 32},
 	} {
-		dmax := bucket(c.d)
+		dmax := buckets[bucketIndex(c.d)]
 		bm, bn := tiles(c.dt, dmax)
 		assert.Equal(t, [2]int{c.bm, c.bn}, [2]int{bm, bn}, "%v d %d", c.dt, c.d)
 		bm, bn = mmaTiles(dmax)

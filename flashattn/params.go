@@ -243,9 +243,6 @@ func bucketIndex(d int) int {
 	return len(buckets) - 1
 }
 
-// bucket is the head-dim bucket of the kernel that takes d: its DMAX.
-func bucket(d int) int { return buckets[bucketIndex(d)] }
-
 // dtypes are the dtypes the kernels take; mmaDTypes attn_mma's.
 var (
 	dtypes    = [...]DType{F16, BF16, F32}
@@ -418,7 +415,7 @@ func window(p *Params) (left, right int) {
 	if p.Window != nil {
 		left, right = max(p.Window.Left, -1), max(p.Window.Right, -1)
 	}
-	if p.Causal && (right < 0 || right > 0) {
+	if p.Causal {
 		right = 0
 	}
 	return left, right
@@ -509,10 +506,8 @@ func newPlan(op string, pr *problem, p *Params, dev target) (plan, error) {
 			splits = min((2*dev.cus+blocks-1)/blocks, units/2, 64)
 		}
 	}
-	splits = max(1, min(splits, max(units, 1), MaxSplits))
-	for splits > 1 && pr.batch*splits > 65535 {
-		splits--
-	}
+	// The grid's z holds batch × splits, at most 65535.
+	splits = max(1, min(splits, max(units, 1), MaxSplits, 65535/pr.batch))
 	if pr.batch*splits > 65535 {
 		return plan{}, errorf(op, ErrShape, "batch %d: the kernel takes at most 65535 batch entries; run the batch in parts", pr.batch)
 	}

@@ -160,10 +160,16 @@ func (e *fakeEnv) tensor(dt DataType, dims ...int) Tensor {
 
 func (e *fakeEnv) tensorOf(d *TensorDescriptor) Tensor {
 	e.t.Helper()
-	b, err := e.dev.Malloc(d.Bytes())
+	return Tensor{Desc: d, Data: e.buffer(d.Bytes())}
+}
+
+// buffer allocates n bytes of the fake device's memory for the test.
+func (e *fakeEnv) buffer(n int) *hip.Buffer {
+	e.t.Helper()
+	b, err := e.dev.Malloc(n)
 	require.NoError(e.t, err)
 	e.t.Cleanup(func() { b.Close() })
-	return Tensor{Desc: d, Data: b}
+	return b
 }
 
 func (e *fakeEnv) conv(p ConvolutionParams) *ConvolutionDescriptor {

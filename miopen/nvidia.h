@@ -331,6 +331,11 @@ struct nvg_entry {
 	int n;
 	int searched; // the heuristics were asked for the Find's plans
 	struct nvg_plan plans[NVG_SLOTS];
+	// Engines asked for that the heuristics gave no plan of, so that a
+	// convolution with one falls back to a legacy algorithm without asking
+	// them again on every call.
+	int missing[NVG_SLOTS];
+	int nmissing;
 	unsigned long long used; // the cache's clock at the last use
 };
 

@@ -192,6 +192,15 @@ static int nvg_has(const struct nvg_entry* e, int engine) {
 	return -1;
 }
 
+// nvg_missing says whether the heuristics gave no plan of the engine when
+// asked for it.
+static int nvg_missing(const struct nvg_entry* e, int engine) {
+	for (int i = 0; i < e->nmissing; i++) {
+		if (e->missing[i] == engine) return 1;
+	}
+	return 0;
+}
+
 // nvg_configs asks the heuristics of a mode for the graph's engine
 // configurations and finalizes plans of those that pass the filter, one a
 // engine, until the entry has want plans (or, with engine >= 0, a plan of
@@ -297,8 +306,11 @@ struct nvg_entry* nv_graph_plans(struct rgnv_handle* h, int kind, const struct r
 		}
 		return e->n > 0 ? e : NULL;
 	}
-	if (nvg_has(e, engine) < 0) nvg_configs(h, e, CUDNN_HEUR_MODE_A, 0, engine);
-	if (nvg_has(e, engine) < 0) nvg_configs(h, e, CUDNN_HEUR_MODE_FALLBACK, 0, engine);
+	if (nvg_has(e, engine) < 0 && !nvg_missing(e, engine)) {
+		nvg_configs(h, e, CUDNN_HEUR_MODE_A, 0, engine);
+		if (nvg_has(e, engine) < 0) nvg_configs(h, e, CUDNN_HEUR_MODE_FALLBACK, 0, engine);
+		if (nvg_has(e, engine) < 0 && e->nmissing < NVG_SLOTS) e->missing[e->nmissing++] = engine;
+	}
 	return (*slot = nvg_has(e, engine)) < 0 ? NULL : e;
 }
 

@@ -8,8 +8,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/rocm-go/rocm/hip"
 )
 
 // Tier 0: convolutions through cuDNN's graph API (nvidia_graph.c) against
@@ -165,15 +163,6 @@ func TestNVIDIAGraphDataTypes(t *testing.T) {
 	assert.Empty(t, e.grep("bcreate"))
 }
 
-// buffer allocates n bytes of the fake device's memory for the test.
-func (e *fakeEnv) buffer(n int) *hip.Buffer {
-	e.t.Helper()
-	b, err := e.dev.Malloc(n)
-	require.NoError(e.t, err)
-	e.t.Cleanup(func() { b.Close() })
-	return b
-}
-
 func TestNVIDIAGraphDirections(t *testing.T) {
 	e := useFakeGraph(t)
 	conv, x, w, y := convFixture(e, DataTypeHalf)
@@ -260,6 +249,17 @@ func TestNVIDIAGraphFallsBackToLegacy(t *testing.T) {
 	require.NoError(t, e.h.ConvolutionForward(conv, x2, w, y2, WithAlgorithm(perfs[len(perfs)-1]), WithWorkspace(e.buffer(2500))))
 	assert.Equal(t, []string{"cudnnConvolutionForward x=2,4,8,8 w=8,4,3,3 y=2,8,8,8 algo=1 ws=2500 alpha=1 beta=0"},
 		filter(e.lines(), "cudnnBackendExecute", "cudnnConvolution"), "a workspace that holds algorithm 1's")
+
+	// An engine the heuristics give no plan of for a problem (they fail
+	// for a batch of 15): the class's legacy algorithm, the heuristics
+	// asked on the first call only.
+	for i := range 3 {
+		require.NoError(t, e.h.ConvolutionForward(conv, x, w, y, WithAlgorithm(perfs[0])))
+		lines := e.lines()
+		assert.Equal(t, []string{"cudnnConvolutionForward x=15,4,8,8 w=8,4,3,3 y=15,8,8,8 algo=1 ws=3000 alpha=1 beta=0"},
+			filter(lines, "cudnnBackendExecute", "cudnnConvolution"), "call %d", i)
+		assert.Len(t, filter(lines, "bcreate 4"), map[bool]int{true: 2, false: 0}[i == 0], "call %d: heuristics mode A and fallback once", i)
+	}
 }
 
 func TestNVIDIAGraphPlansByAlignment(t *testing.T) {

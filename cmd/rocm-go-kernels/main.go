@@ -1,7 +1,7 @@
-// Command rocm-go-kernels compiles candle's and flashattn's kernels ahead of time into a
-// kernel cache, for images that run on GPUs but carry no hipRTC (or
-// NVRTC): every module for every architecture named, one progress line per
-// module, then a summary.
+// Command rocm-go-kernels compiles candle's and flashattn's kernels ahead
+// of time into a kernel cache, for images that run on GPUs but carry no
+// hipRTC (or NVRTC): every module for every architecture named, one
+// progress line per module, then a summary.
 //
 //	go run ./cmd/rocm-go-kernels -arch gfx942,gfx90a,gfx1100,gfx1201 [-dir DIR] [-j N]
 //
@@ -131,7 +131,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	var n int
 	var bytes int64
 	var failed []string
-	err = kc.CompileAll(c.archs, func(p candle.Progress) {
+	report := func(p candle.Progress) {
 		n++
 		bytes += int64(p.Bytes)
 		if p.Err != nil {
@@ -142,21 +142,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 		if !quiet {
 			fmt.Fprintln(stdout, progressLine(p))
 		}
-	})
+	}
+	err = kc.CompileAll(c.archs, report)
 	if err == nil {
 		// flashattn's module shares the cache folder.
-		err = compileFlashattn(c, func(p candle.Progress) {
-			n++
-			bytes += int64(p.Bytes)
-			if p.Err != nil {
-				failed = append(failed, p.Module+" for "+p.Arch)
-				fmt.Fprintf(stdout, "%-8s %-11s failed: %v\n", p.Arch, p.Module, p.Err)
-				return
-			}
-			if !quiet {
-				fmt.Fprintln(stdout, progressLine(p))
-			}
-		})
+		err = compileFlashattn(c, report)
 	}
 	if err != nil {
 		return fmt.Errorf("%d of %d modules failed (%s): %w", len(failed), n, strings.Join(failed, ", "), err)

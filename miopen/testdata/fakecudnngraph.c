@@ -192,13 +192,10 @@ static int finalize_op(struct bd* d) {
 		if (d->arg[i] == NULL) return BAD;
 	}
 	if (d->scale == 0) return BAD;
-	struct bd *c = d->arg[0], *x, *w, *y;
-	const char* kind;
-	switch (d->type) {
-	case OP_FWD: w = d->arg[1], x = d->arg[2], y = d->arg[3], kind = "fwd"; break;        // W, X, Y
-	case OP_BWD_DATA: w = d->arg[1], x = d->arg[2], y = d->arg[3], kind = "data"; break;  // W, DX, DY
-	default: w = d->arg[1], x = d->arg[2], y = d->arg[3], kind = "filter";                // DW, X, DY
-	}
+	// Every kind's tensors come in the order of y = conv(x, w): forward W,
+	// X, Y; data gradient W, DX, DY; weights gradient DW, X, DY.
+	struct bd *c = d->arg[0], *w = d->arg[1], *x = d->arg[2], *y = d->arg[3];
+	const char* kind = d->type == OP_FWD ? "fwd" : d->type == OP_BWD_DATA ? "data" : "filter";
 	// Double data takes double scaling factors, the rest float.
 	if ((d->scale == T_DOUBLE) != (x->dtype == 1)) return BAD_TYPE;
 	if (x->nb != c->spatial + 2 || w->nb != x->nb || y->nb != x->nb || x->dims[1] % w->dims[1] != 0) return 2008;
