@@ -28,7 +28,12 @@
 
 __device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000); }
 // nanmax is fmaxf that keeps a NaN, as softmax of a row with one must.
-__device__ __forceinline__ float nanmax(float a, float b) { return a != a ? a : b != b ? b : fmaxf(a, b); }
+// (Selects, not branches: a branch around each element serialised the
+// row's loads.)
+__device__ __forceinline__ float nanmax(float a, float b) {
+	const float m = fmaxf(a, b);
+	return (a != a) | (b != b) ? a + b : m;
+}
 
 // The statistics that rows reduce to: sums, and maxima that keep a NaN.
 // (One reduction of softmax's max with its sum of exponentials, combined
@@ -85,14 +90,19 @@ template <class T, int PER> struct Row {
 		for (int j = 0; j < PER; j++)
 			if (col(j) < cols) mask |= 1u << j;
 	}
-	__device__ __forceinline__ void load(const T* p) {
+	// at is chunk c's column, or 0 for a chunk past the row's end, so that
+	// the loads need no branch around them (a branch around each made the
+	// compiler wait for each load in turn); the padding is chosen after.
+	__device__ __forceinline__ u32 at(int c) const { return ok(c * N) ? col(c * N) : 0; }
+	// load reads the row, pad in the slots past its end.
+	__device__ __forceinline__ void load(const T* p, float pad) {
+		Vec<T> x[PER / N];
+#pragma unroll
+		for (int c = 0; c < PER / N; c++) x[c] = *(const Vec<T>*)(p + at(c));
 #pragma unroll
 		for (int c = 0; c < PER / N; c++)
-			if (ok(c * N)) {
-				Vec<T> x = *(const Vec<T>*)(p + col(c * N));
 #pragma unroll
-				for (int e = 0; e < N; e++) v[c * N + e] = Traits<T>::load(x.v[e]);
-			}
+			for (int e = 0; e < N; e++) v[c * N + e] = ok(c * N) ? Traits<T>::load(x[c].v[e]) : pad;
 	}
 	__device__ __forceinline__ void store(T* p) const {
 #pragma unroll
@@ -118,23 +128,21 @@ template <class T> __device__ __forceinline__ void softmax(u64 rows, u64 cols, i
 		Row<T, NN_PER> r;
 		r.init((u32)cols);
 		for (u64 i = blockIdx.x; i < rows; i += gridDim.x) {
-			r.load(x + i * cols);
+			r.load(x + i * cols, neg_inf()); // exp(pad - m) is 0
 			float m = neg_inf();
 #pragma unroll
-			for (int j = 0; j < NN_PER; j++)
-				if (r.ok(j)) m = nanmax(m, r.v[j]);
+			for (int j = 0; j < NN_PER; j++) m = nanmax(m, r.v[j]);
 			m = block_max(m, pm);
 			// The exponentials stay in registers for the output: one expf
 			// an element.
 			float s = 0;
 #pragma unroll
-			for (int j = 0; j < NN_PER; j++)
-				if (r.ok(j)) {
-					r.v[j] -= m;
-					const float e = expf(r.v[j]);
-					s += e;
-					if (!log_) r.v[j] = e;
-				}
+			for (int j = 0; j < NN_PER; j++) {
+				r.v[j] -= m;
+				const float e = expf(r.v[j]);
+				s += e;
+				if (!log_) r.v[j] = e;
+			}
 			s = block_sum(s, ps);
 			const float ls = logf(s), inv = 1.0f / s;
 #pragma unroll
@@ -174,15 +182,13 @@ __device__ __forceinline__ void norm(u64 rows, u64 cols, float eps, const T* x, 
 	const int PER = Group ? GN_PER : NN_PER;
 	if (cols <= (u64)blockDim.x * PER &&
 	    (Group ? vec_rows<T>(cols, x, y, x, y) : vec_rows<T>(cols, x, y, alpha, beta ? beta : alpha))) {
-		// alpha and beta stay in registers (group_norm's are a group's, read
-		// for each row).
+		// group_norm's alpha and beta are a group's, gathered for each row
+		// into registers; the others are read from the cache for each row
+		// (held in registers they took a third of the occupancy).
 		Row<T, PER> r, a, b;
 		r.init((u32)cols);
-		a.mask = b.mask = r.mask;
-		if (!Group) a.load(alpha);
-		if (!Group && Layer && beta) b.load(beta);
 		for (u64 i = blockIdx.x; i < rows; i += gridDim.x) {
-			r.load(x + i * cols);
+			r.load(x + i * cols, 0.0f);
 			if (Group) {
 				const u32 c0 = (u32)(i % groups) * (u32)(cols / spatial), sp = (u32)spatial;
 #pragma unroll
@@ -197,18 +203,43 @@ __device__ __forceinline__ void norm(u64 rows, u64 cols, float eps, const T* x, 
 			if (Layer) {
 				float s = 0;
 #pragma unroll
-				for (int j = 0; j < PER; j++)
-					if (r.ok(j)) s += r.v[j];
+				for (int j = 0; j < PER; j++) s += r.v[j];
 				mean = block_sum(s, p1) / n;
 			}
 			float ss = 0;
 #pragma unroll
-			for (int j = 0; j < PER; j++)
-				if (r.ok(j)) ss += (r.v[j] - mean) * (r.v[j] - mean);
+			for (int j = 0; j < PER; j++) {
+				const float d = r.v[j] - mean;
+				ss += r.ok(j) ? d * d : 0.0f;
+			}
 			const float rs = rsqrtf(block_sum(ss, p2) / n + eps);
+			if (Group) {
 #pragma unroll
-			for (int j = 0; j < PER; j++) r.v[j] = (r.v[j] - mean) * rs * a.v[j] + (Layer && beta ? b.v[j] : 0.0f);
-			r.store(y + i * cols);
+				for (int j = 0; j < PER; j++) r.v[j] = (r.v[j] - mean) * rs * a.v[j] + b.v[j];
+				r.store(y + i * cols);
+			} else {
+				// Every chunk's alpha and beta loads are issued first (as
+				// the row's), then the outputs.
+				const int N = Row<T, PER>::N;
+				Vec<T> av[PER / N], bv[PER / N];
+#pragma unroll
+				for (int c = 0; c < PER / N; c++) {
+					av[c] = *(const Vec<T>*)(alpha + r.at(c));
+					if (Layer && beta) bv[c] = *(const Vec<T>*)(beta + r.at(c));
+				}
+#pragma unroll
+				for (int c = 0; c < PER / N; c++)
+					if (r.ok(c * N)) {
+						Vec<T> o;
+#pragma unroll
+						for (int e = 0; e < N; e++) {
+							float v = (r.v[c * N + e] - mean) * rs * Traits<T>::load(av[c].v[e]);
+							if (Layer && beta) v += Traits<T>::load(bv[c].v[e]);
+							o.v[e] = Traits<T>::store(v);
+						}
+						*(Vec<T>*)(y + i * cols + r.col(c * N)) = o;
+					}
+			}
 			if (i + gridDim.x < rows) __syncthreads(); // p1 and p2 are read no more
 		}
 		return;

@@ -27,10 +27,13 @@ __device__ __forceinline__ i64 highest_(i64) { return (i64)0x7fffffffffffffffULL
 __device__ __forceinline__ u64 highest_(u64) { return ~0ULL; }
 
 // The ops: an identity and a combination, which for min, max and the arg
-// ops keeps the earlier of two equal values (and the first NaN).
+// ops keeps the earlier of two equal values (and the first NaN); and step,
+// the combination with an element that comes after every one in a, as a
+// thread's own elements do (fewer tests in the loops over memory).
 struct Sum {
 	template <class C> static __device__ __forceinline__ Val<C> identity() { return {C(0), 0}; }
 	template <class C> static __device__ __forceinline__ Val<C> combine(Val<C> a, Val<C> b) { return {a.v + b.v, 0}; }
+	template <class C> static __device__ __forceinline__ void step(Val<C>& a, C x, u32) { a.v += x; }
 };
 template <bool Max> struct Extreme {
 	template <class C> static __device__ __forceinline__ Val<C> identity() {
@@ -43,6 +46,11 @@ template <bool Max> struct Extreme {
 		if (an || bn) return an && (!bn || a.i < b.i) ? a : b;
 		if (a.v == b.v) return a.i < b.i ? a : b;
 		return (Max ? a.v > b.v : a.v < b.v) ? a : b;
+	}
+	template <class C> static __device__ __forceinline__ void step(Val<C>& a, C x, u32 i) {
+		const bool take = (a.i == 0xffffffffu) | (!isnan_(a.v) & (isnan_(x) | (Max ? x > a.v : x < a.v)));
+		a.v = take ? x : a.v;
+		a.i = take ? i : a.i;
 	}
 };
 
@@ -90,14 +98,13 @@ __device__ __forceinline__ void reduce(const Index& outer, const Index& red, u64
 				for (u64 v = threadIdx.x; v < nv; v += blockDim.x) {
 					Vec<T> x = ((const Vec<T>*)row)[v];
 #pragma unroll
-					for (int k = 0; k < N; k++) acc = Op::combine(acc, Val<C>{Traits<T>::load(x.v[k]), (u32)(v * N + k)});
+					for (int k = 0; k < N; k++) Op::step(acc, Traits<T>::load(x.v[k]), (u32)(v * N + k));
 				}
-				for (u64 k = nv * N + threadIdx.x; k < inner; k += blockDim.x) acc = Op::combine(acc, Val<C>{Traits<T>::load(row[k]), (u32)k});
+				for (u64 k = nv * N + threadIdx.x; k < inner; k += blockDim.x) Op::step(acc, Traits<T>::load(row[k]), (u32)k);
 			} else if (red.rank == 0) {
-				for (u64 k = threadIdx.x; k < inner; k += blockDim.x) acc = Op::combine(acc, Val<C>{Traits<T>::load(row[k]), (u32)k});
+				for (u64 k = threadIdx.x; k < inner; k += blockDim.x) Op::step(acc, Traits<T>::load(row[k]), (u32)k);
 			} else {
-				for (u64 k = threadIdx.x; k < inner; k += blockDim.x)
-					acc = Op::combine(acc, Val<C>{Traits<T>::load(row[offset(red, 0, k)]), (u32)k});
+				for (u64 k = threadIdx.x; k < inner; k += blockDim.x) Op::step(acc, Traits<T>::load(row[offset(red, 0, k)]), (u32)k);
 			}
 			acc = block_reduce<Op>(acc);
 			if (threadIdx.x == 0) {
@@ -112,7 +119,7 @@ __device__ __forceinline__ void reduce(const Index& outer, const Index& red, u64
 			Val<C> acc = Op::template identity<C>();
 			for (u64 k = 0; k < inner; k++) {
 				i64 o = red.rank == 0 ? (i64)k : offset(red, 0, k);
-				acc = Op::combine(acc, Val<C>{Traits<T>::load(row[o]), (u32)k});
+				Op::step(acc, Traits<T>::load(row[o]), (u32)k);
 			}
 			if (Arg) ((u32*)out)[j] = acc.i;
 			else if (IsFloat<T>::value) ((T*)out)[j] = Traits<T>::store(acc.v * (C)scale);
