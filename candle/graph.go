@@ -3,6 +3,7 @@ package candle
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 
 	"github.com/dustin/go-humanize"
@@ -87,14 +88,19 @@ func (d *HIPDevice) Capture(fn func() error) (*Graph, error) {
 		return fail(fmt.Errorf("candle: %s: the rehearsal: %w", op, err))
 	}
 	gm.seal()
+	// A capture must end on the thread it began on (outside CUDA's
+	// relaxed mode), and the goroutine's cgo calls are on its thread.
+	runtime.LockOSThread()
 	d.capturing.Store(true)
 	if err := d.stream.BeginCapture(hip.StreamCaptureModeGlobal); err != nil {
 		d.capturing.Store(false)
+		runtime.UnlockOSThread()
 		return fail(wrap(op, err))
 	}
 	ferr := fn()
 	g, err := d.stream.EndCapture()
 	d.capturing.Store(false)
+	runtime.UnlockOSThread()
 	if ferr != nil || err != nil {
 		if g != nil {
 			g.Close()

@@ -3,6 +3,7 @@ package flashattn
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -86,9 +87,11 @@ func TestGPUDecodeFixedLaunch(t *testing.T) {
 			for _, lens := range steps {
 				check(lens, "eager", decode)
 			}
+			runtime.LockOSThread() // a capture ends on the thread it began on
 			require.NoError(t, g.s.BeginCapture(hip.StreamCaptureModeGlobal))
 			derr := decode()
 			graph, err := g.s.EndCapture()
+			runtime.UnlockOSThread()
 			require.NoError(t, derr)
 			require.NoError(t, err)
 			defer graph.Close()
