@@ -93,7 +93,10 @@ func (h *Handle) ForwardVarlen(q, k, v, out Tensor, seqs Varlen, p Params) (Back
 // Decode queues attention of q (batch, s_q, h_q, d) over a paged KV cache,
 // into out (like q): the decode step of a server (s_q 1, or a few
 // speculative tokens), whose keys are split across the device
-// (Params.Splits, automatic by default) and merged.
+// (Params.Splits, automatic by default) and merged. With
+// PagedKV.MaxSeqLen and Params.Workspace, the call reads its lengths and
+// pages from device memory only and allocates nothing, so that a graph
+// captured from it replays every later step of the same shapes.
 func (h *Handle) Decode(q Tensor, cache PagedKV, out Tensor, p Params) (Backend, error) {
 	const op = "Handle.Decode"
 	if err := h.alive(op); err != nil {
