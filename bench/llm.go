@@ -145,9 +145,15 @@ func PrepareLLMModel(dir string, spec mkmodel.Spec, w io.Writer) (reused bool, e
 type LLMFigures struct {
 	Prefill map[string]float64 `json:"prefill_tok_s"` // prompt tokens/s of one forward pass of the batch's prompts
 	Decode  map[string]float64 `json:"decode_tok_s"`  // new tokens/s after the first: b·(steps−1) / their time
-	Engine  map[string]float64 `json:"engine_tok_s,omitempty"`
-	TTFT    float64            `json:"ttft_s"` // a prompt's forward pass and one greedy token read on the host
-	Peak    int64              `json:"peak_bytes"`
+	// Ours: the same decode with each step run op by op instead of
+	// replayed as a HIP graph (llama.Model.SetGraphs(false)).
+	DecodeEager map[string]float64 `json:"decode_eager_tok_s,omitempty"`
+	Engine      map[string]float64 `json:"engine_tok_s,omitempty"`
+	TTFT        float64            `json:"ttft_s"` // a prompt's forward pass and one greedy token read on the host
+	Peak        int64              `json:"peak_bytes"`
+	// Ours: the private memory the decode graphs keep beside the peak of
+	// live tensors (candle.MemoryStats.Graphs), at the end of the run.
+	Graphs int64 `json:"graph_bytes,omitempty"`
 	// Ours: the weights and KV cache the peak is held against.
 	Weights int64 `json:"weights_bytes,omitempty"`
 	KV      int64 `json:"kv_bytes,omitempty"`
@@ -378,7 +384,7 @@ func RunLLMOurs(dev *candle.HIPDevice, dir string, s LLMSettings, w io.Writer) (
 	if err := dev.Synchronize(); err != nil {
 		return nil, err
 	}
-	f := &LLMFigures{Prefill: map[string]float64{}, Decode: map[string]float64{}, Engine: map[string]float64{},
+	f := &LLMFigures{Prefill: map[string]float64{}, Decode: map[string]float64{}, DecodeEager: map[string]float64{}, Engine: map[string]float64{},
 		Weights: cfg.Parameters() * int64(dt.Size()), KV: KVCacheBytes(cfg, dt, cacheTokens, llama.DefaultPageSize)}
 	fmt.Fprintf(w, "ours: loaded in %.2f s: %s of weights, a KV cache of %d tokens (%s)\n", time.Since(start).Seconds(),
 		humanize.IBytes(uint64(f.Weights)), cacheTokens, humanize.IBytes(uint64(f.KV)))
@@ -407,6 +413,19 @@ func RunLLMOurs(dev *candle.HIPDevice, dir string, s LLMSettings, w io.Writer) (
 		fmt.Fprintf(w, "ours: greedy decode, batch %d, %d steps: %s (%.1f tok/s, %s a step)\n", b, s.Steps-1, msf(d), f.Decode[key(b)],
 			msf(d/time.Duration(s.Steps-1)))
 	}
+	// The same without graphs: what replaying each step saves.
+	m.SetGraphs(false)
+	for _, b := range s.Batches {
+		d, err := Median(s.decodeReps(), func() (time.Duration, error) { return r.decode(b) })
+		if err != nil {
+			m.SetGraphs(true)
+			return nil, err
+		}
+		f.DecodeEager[key(b)] = float64(b*(s.Steps-1)) / d.Seconds()
+		fmt.Fprintf(w, "ours: greedy decode op by op (no graphs), batch %d: %.1f tok/s, %s a step (graphs: %.2f×)\n", b, f.DecodeEager[key(b)],
+			msf(d/time.Duration(s.Steps-1)), f.Decode[key(b)]/f.DecodeEager[key(b)])
+	}
+	m.SetGraphs(true)
 	for _, b := range s.Batches {
 		var rates []float64
 		for i := range s.decodeReps() + 1 {
@@ -423,8 +442,9 @@ func RunLLMOurs(dev *candle.HIPDevice, dir string, s LLMSettings, w io.Writer) (
 		fmt.Fprintf(w, "ours: generate.Engine decode, batch %d: %.1f tok/s\n", b, f.Engine[key(b)])
 	}
 	f.Peak = dev.MemoryStats().Peak - base
-	fmt.Fprintf(w, "ours: peak device memory %s (weights %s + KV cache %s = %s)\n", humanize.IBytes(uint64(f.Peak)),
-		humanize.IBytes(uint64(f.Weights)), humanize.IBytes(uint64(f.KV)), humanize.IBytes(uint64(f.Weights+f.KV)))
+	f.Graphs = dev.MemoryStats().Graphs
+	fmt.Fprintf(w, "ours: peak device memory %s (weights %s + KV cache %s = %s); the decode graphs %v keep %s more\n", humanize.IBytes(uint64(f.Peak)),
+		humanize.IBytes(uint64(f.Weights)), humanize.IBytes(uint64(f.KV)), humanize.IBytes(uint64(f.Weights+f.KV)), m.DecodeGraphs(), humanize.IBytes(uint64(f.Graphs)))
 	return f, nil
 }
 
@@ -546,6 +566,17 @@ func LLMRows(s LLMSettings, ours *LLMFigures, tf *TransformersLLM, ref string, r
 		if r.Theirs, t = theirsCell(get, rate); t > 0 {
 			r.Ratio = v / t
 			r.Met = Met(r.Ratio >= goal)
+		}
+		rows = append(rows, r)
+	}
+	for _, b := range s.Batches {
+		v, graphs := ours.DecodeEager[key(b)], ours.Decode[key(b)]
+		if v == 0 {
+			continue
+		}
+		r := Row{Name: fmt.Sprintf("the same op by op (no graphs), batch %d", b), Ours: rate(v), Theirs: "—", Target: "reported"}
+		if graphs > 0 {
+			r.Ours += fmt.Sprintf(" (graphs: %.2f×)", graphs/v)
 		}
 		rows = append(rows, r)
 	}

@@ -49,7 +49,8 @@ func TestLLMRooflineAndSizes(t *testing.T) {
 // figures are made-up measurements in the range.
 func figures() (*LLMFigures, *TransformersLLM) {
 	ours := &LLMFigures{Prefill: map[string]float64{"1": 40e3, "8": 150e3}, Decode: map[string]float64{"1": 800, "8": 2000},
-		Engine: map[string]float64{"1": 700, "8": 1900}, TTFT: 0.015, Peak: 3 << 30, Weights: 2 << 30, KV: 1 << 29}
+		DecodeEager: map[string]float64{"1": 400},
+		Engine:      map[string]float64{"1": 700, "8": 1900}, TTFT: 0.015, Peak: 3 << 30, Weights: 2 << 30, KV: 1 << 29}
 	tf := &TransformersLLM{Runs: map[string]*LLMFigures{
 		"eager": {Prefill: map[string]float64{"1": 36.2e3, "8": 160e3}, Decode: map[string]float64{"1": 49.4, "8": 352}, TTFT: 0.03, Peak: 3 << 30},
 		"sdpa":  {Prefill: map[string]float64{"1": 50e3, "8": 200e3}, Decode: map[string]float64{"1": 55, "8": 400}, TTFT: 0.025},
@@ -61,7 +62,7 @@ func TestLLMRows(t *testing.T) {
 	s := LLMSettings{Prompt: 512, Steps: 128, Batches: []int{1, 8}, Reps: 5}
 	ours, tf := figures()
 	rows := LLMRows(s, ours, tf, "eager", 1200)
-	require.Len(t, rows, 8)
+	require.Len(t, rows, 9)
 	byName := map[string]Row{}
 	for _, r := range rows {
 		byName[r.Name] = r
@@ -90,6 +91,11 @@ func TestLLMRows(t *testing.T) {
 	assert.InDelta(t, 2000/352.0, d8.Ratio, 1e-9)
 	assert.True(t, *d8.Met)
 
+	g1 := byName["the same op by op (no graphs), batch 1"]
+	assert.Equal(t, "400.0 tok/s (graphs: 2.00×)", g1.Ours)
+	assert.Equal(t, "—", g1.Theirs)
+	assert.Nil(t, g1.Met)
+
 	e1 := byName["the same through generate.Engine, batch 1"]
 	assert.Equal(t, "700.0 tok/s (0.88 of the direct loop)", e1.Ours)
 	assert.Nil(t, e1.Met)
@@ -114,7 +120,7 @@ func TestLLMRowsWithoutTransformers(t *testing.T) {
 	ours, _ := figures()
 	ours.TTFT = 0.025
 	rows := LLMRows(s, ours, nil, "eager", 0)
-	require.Len(t, rows, 5)
+	require.Len(t, rows, 6)
 	for _, r := range rows {
 		assert.Equal(t, "—", r.Theirs, r.Name)
 		switch {
@@ -212,6 +218,7 @@ func TestGPULLMBench(t *testing.T) {
 	for _, k := range []string{"1", "8"} {
 		assert.Positive(t, o.Prefill[k], k)
 		assert.Positive(t, o.Decode[k], k)
+		assert.Positive(t, o.DecodeEager[k], k)
 		assert.Positive(t, o.Engine[k], k)
 	}
 	assert.Positive(t, o.TTFT)

@@ -38,6 +38,7 @@ func (d *CPUDevice) backend() backend { return (*cpuBackend)(d) }
 // memStats counts a device's memory.
 type memStats struct {
 	inUse, cached, peak, allocs atomic.Int64
+	graphs                      atomic.Int64
 }
 
 func (m *memStats) add(n int64) {
@@ -47,7 +48,7 @@ func (m *memStats) add(n int64) {
 }
 
 func (m *memStats) read() MemoryStats {
-	return MemoryStats{InUse: m.inUse.Load(), Cached: m.cached.Load(), Peak: m.peak.Load(), Allocs: m.allocs.Load()}
+	return MemoryStats{InUse: m.inUse.Load(), Cached: m.cached.Load(), Peak: m.peak.Load(), Allocs: m.allocs.Load(), Graphs: m.graphs.Load()}
 }
 
 // rngState is a device's random-number state: a seed, and the offset of

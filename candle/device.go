@@ -34,6 +34,9 @@ type MemoryStats struct {
 	Cached int64 // bytes the pool keeps for reuse (HIP devices)
 	Peak   int64 // the most InUse has been
 	Allocs int64 // allocations from the device (not from the pool)
+	// Graphs is the private memory captured graphs keep for their
+	// replays and no tensor holds now (HIP devices; Graph.Close frees it).
+	Graphs int64
 }
 
 // NewDevice opens a device by name: "cpu", "hip:N" (also "cuda:N", "gpu:N"

@@ -67,6 +67,15 @@
 // then fails with ErrOutOfMemory naming the sizes. Garbage collection
 // frees forgotten storages only as a backstop.
 //
+// # Graphs
+//
+// HIPDevice.Capture records a step's work (ops, rocBLAS and flashattn
+// calls) into a Graph that Replay queues again with one launch, without
+// the host work of each op: a decode step of a language model, say. The
+// step reads its changing inputs from fixed storages written before each
+// replay; the graph's activations come from private memory that it keeps
+// until Close (MemoryStats.Graphs), so a replay allocates nothing.
+//
 // # Kernels
 //
 // The GPU ops are HIP C++ kernels embedded in the package, one module per

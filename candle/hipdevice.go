@@ -36,6 +36,11 @@ type HIPDevice struct {
 	dnn  *miopen.Handle
 
 	plans dnnPlans // MIOpen descriptors by problem (hipconv.go)
+
+	// capture is the private memory of the capture under way (graph.go),
+	// from its rehearsal on; capturing is set while the stream records.
+	capture   atomic.Pointer[graphMem]
+	capturing atomic.Bool
 }
 
 var hipDevices struct {
@@ -97,7 +102,13 @@ func (d *HIPDevice) Properties() *hip.DeviceProperties { return d.props }
 func (d *HIPDevice) KernelCache() *KernelCache { return d.kc }
 
 // Synchronize waits for every op queued on the device.
-func (d *HIPDevice) Synchronize() error { return wrap("HIPDevice.Synchronize", d.stream.Synchronize()) }
+func (d *HIPDevice) Synchronize() error {
+	const op = "HIPDevice.Synchronize"
+	if d.capturing.Load() {
+		return capturingError(op, d)
+	}
+	return wrap(op, d.stream.Synchronize())
+}
 
 // SetSeed restarts the device's random numbers.
 func (d *HIPDevice) SetSeed(seed uint64) { d.rng.set(seed) }
@@ -108,7 +119,13 @@ func (d *HIPDevice) MemoryStats() MemoryStats { return d.stats.read() }
 
 // ReleaseCache frees the memory the pool keeps for reuse, after the queued
 // work, and returns the bytes freed.
-func (d *HIPDevice) ReleaseCache() int64 { return d.pool.trim() }
+// It frees nothing while the device's stream is capturing a graph.
+func (d *HIPDevice) ReleaseCache() int64 {
+	if d.capturing.Load() {
+		return 0
+	}
+	return d.pool.trim()
+}
 
 // Warm loads every kernel module on the device (compiling those the cache
 // lacks), so that the first ops run at full speed.
@@ -193,6 +210,9 @@ func (s *staging) slot(k int) error {
 // write queues src into buf from byte off; it returns once src is copied
 // into pinned memory, before the transfers are done.
 func (s *staging) write(buf *hip.Buffer, off int, src []byte) error {
+	if s.dev.capturing.Load() {
+		return capturingError("upload", s.dev)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i, k := 0, s.next; i < len(src); i, k = i+stagingSize, (k+1)%stagingSlots {
@@ -221,6 +241,9 @@ func (s *staging) write(buf *hip.Buffer, off int, src []byte) error {
 // read copies bytes [off, off+len(dst)) of buf to dst, after the queued
 // work, with up to stagingSlots transfers in flight.
 func (s *staging) read(buf *hip.Buffer, off int, dst []byte) error {
+	if s.dev.capturing.Load() {
+		return capturingError("download", s.dev)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	queue := func(i int) error {

@@ -26,16 +26,22 @@ type pool struct {
 	stats *memStats
 }
 
-// block is a storage's memory on a HIP device.
+// block is a storage's memory on a HIP device: from the device's pool, or
+// from a graph's private memory (graph.go) when gm is set.
 type block struct {
 	buf      *hip.Buffer
 	class    int
 	pool     *pool
+	gm       *graphMem
 	released atomic.Bool
 }
 
 func (b *block) release() {
 	if b.released.CompareAndSwap(false, true) {
+		if b.gm != nil {
+			b.gm.put(b)
+			return
+		}
 		b.pool.put(b)
 	}
 }
@@ -51,18 +57,43 @@ func sizeClass(n int) int {
 	return (n + step - 1) / step * step
 }
 
+// get is a block of at least size bytes: from a capture's private memory
+// while one runs on the device (graph.go), else from the pool's free
+// blocks of the size class, else new.
 func (p *pool) get(size int) (*block, error) {
+	if gm := p.dev.capture.Load(); gm != nil {
+		return gm.get(size)
+	}
 	class := sizeClass(size)
-	p.mu.Lock()
-	if l := p.free[class]; len(l) > 0 {
-		buf := l[len(l)-1]
-		p.free[class] = l[:len(l)-1]
-		p.mu.Unlock()
-		p.stats.cached.Add(-int64(class))
+	if buf := p.take(class); buf != nil {
 		p.stats.add(int64(class))
 		return &block{buf: buf, class: class, pool: p}, nil
 	}
-	p.mu.Unlock()
+	buf, err := p.alloc(size, class)
+	if err != nil {
+		return nil, err
+	}
+	p.stats.add(int64(class))
+	return &block{buf: buf, class: class, pool: p}, nil
+}
+
+// take is a free block of a size class, if the pool keeps one.
+func (p *pool) take(class int) *hip.Buffer {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	l := p.free[class]
+	if len(l) == 0 {
+		return nil
+	}
+	buf := l[len(l)-1]
+	p.free[class] = l[:len(l)-1]
+	p.stats.cached.Add(-int64(class))
+	return buf
+}
+
+// alloc is new device memory of a size class, in stream order; on
+// out-of-memory the pool frees what it keeps and tries once more.
+func (p *pool) alloc(size, class int) (*hip.Buffer, error) {
 	buf, err := p.dev.stream.MallocAsync(class)
 	if errors.Is(err, hip.ErrOutOfMemory) {
 		released := p.trim()
@@ -75,11 +106,18 @@ func (p *pool) get(size int) (*block, error) {
 		return nil, err
 	}
 	p.stats.allocs.Add(1)
-	p.stats.add(int64(class))
-	return &block{buf: buf, class: class, pool: p}, nil
+	return buf, nil
 }
 
+// put keeps a block for reuse. While a capture runs on the device, the
+// capture's private memory takes it instead: the captured work may still
+// read it when the graph replays, so nothing else may get it.
 func (p *pool) put(b *block) {
+	if gm := p.dev.capture.Load(); gm != nil {
+		b.gm = gm
+		gm.put(b)
+		return
+	}
 	p.stats.add(-int64(b.class))
 	p.stats.cached.Add(int64(b.class))
 	p.mu.Lock()

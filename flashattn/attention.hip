@@ -342,29 +342,23 @@ template <class T, int DMAX> __device__ __forceinline__ void attn_fwd(const Para
 }
 
 // attn_combine merges the splits of each (row, head): weights exp(lse_s -
-// lse) where lse is the log-sum-exp over the splits. A thread takes one
-// element of the output.
+// lse) where lse is the log-sum-exp over the splits. A block takes one
+// (row, head) at a time: the splits' log-sum-exps come into shared memory
+// once, then each thread takes a head dim. A split whose log-sum-exp is
+// -inf saw no key (a split past a short sequence's end, in a launch sized
+// for longer ones): its weight is 0 and its partial output, which may be
+// unwritten, is never read.
 template <class T> __device__ __forceinline__ void attn_combine(const Params& p) {
-	const i64 rows = total_rows(p), n = rows * p.h_q * p.d;
-	for (i64 x = (i64)blockIdx.x * blockDim.x + threadIdx.x; x < n; x += (i64)gridDim.x * blockDim.x) {
-		const int c = (int)(x % p.d);
-		const i64 rh = x / p.d;
-		const int h = (int)(rh % p.h_q);
-		const i64 row = rh / p.h_q;
+	__shared__ float sl[FA_THREADS]; // the splits' log-sum-exps (splits <= FA_THREADS)
+	const int tid = threadIdx.x;
+	const i64 rows = total_rows(p), pairs = rows * p.h_q;
+	for (i64 x = blockIdx.x; x < pairs; x += gridDim.x) {
+		const int h = (int)(x % p.h_q);
+		const i64 row = x / p.h_q;
+		if (tid < p.splits) sl[tid] = p.lsepart[((i64)tid * p.h_q + h) * rows + row];
+		__syncthreads();
 		float mx = neg_inf();
-		for (int sp = 0; sp < p.splits; sp++) mx = nanmax(mx, p.lsepart[((i64)sp * p.h_q + h) * rows + row]);
-		float val = 0.0f, lse = neg_inf();
-		if (mx != neg_inf()) {
-			float sum = 0.0f, acc = 0.0f;
-			for (int sp = 0; sp < p.splits; sp++) {
-				const i64 pr = ((i64)sp * p.h_q + h) * rows + row;
-				const float w = expf(p.lsepart[pr] - mx);
-				sum += w;
-				acc += w * p.opart[pr * p.d + c];
-			}
-			val = acc / sum;
-			lse = mx + logf(sum);
-		}
+		for (int sp = 0; sp < p.splits; sp++) mx = nanmax(mx, sl[sp]);
 		int b, i;
 		i64 oo;
 		if (p.flags & FA_VARLEN) {
@@ -376,8 +370,24 @@ template <class T> __device__ __forceinline__ void attn_combine(const Params& p)
 			i = (int)(row % p.s_q);
 			oo = (i64)b * p.os[0] + (i64)i * p.os[1];
 		}
-		((T*)p.o)[oo + (i64)h * p.os[2] + c] = Tr<T>::store(val);
-		if ((p.flags & FA_LSE) && c == 0) p.lse[lse_index(p, b, h, i, 0)] = lse;
+		for (int c = tid; c < p.d; c += FA_THREADS) {
+			float val = 0.0f, lse = neg_inf();
+			if (mx != neg_inf()) {
+				float sum = 0.0f, acc = 0.0f;
+				for (int sp = 0; sp < p.splits; sp++) {
+					if (sl[sp] == neg_inf()) continue;
+					const i64 pr = ((i64)sp * p.h_q + h) * rows + row;
+					const float w = expf(sl[sp] - mx);
+					sum += w;
+					acc += w * p.opart[pr * p.d + c];
+				}
+				val = acc / sum;
+				lse = mx + logf(sum);
+			}
+			((T*)p.o)[oo + (i64)h * p.os[2] + c] = Tr<T>::store(val);
+			if ((p.flags & FA_LSE) && c == 0) p.lse[lse_index(p, b, h, i, 0)] = lse;
+		}
+		__syncthreads(); // every thread is done with sl
 	}
 }
 
@@ -399,7 +409,13 @@ template <class T, int DMAX, int RM, int U> __device__ __forceinline__ void attn
 	const int tid = threadIdx.x, g = tid % TPK, grp = tid / TPK;
 	const int hk = blockIdx.y, b = blockIdx.z / p.splits, split = blockIdx.z % p.splits;
 	const int G = p.h_q / p.h_kv;
-	const Seq s = seq_of(p, b);
+	Seq s = seq_of(p, b);
+	// A paged length is read from device memory: one past what the block
+	// table's row holds (a stale length) reads only the pages it names.
+	if (p.flags & FA_PAGED) {
+		const i64 cap = p.bt_stride * (i64)p.page_size;
+		if ((i64)s.sk > cap) s.sk = (int)cap;
+	}
 	const int m0 = blockIdx.x * RM;
 	if (m0 >= s.sq * G) return;
 	const int nr = min(RM, s.sq * G - m0); // the block's rows: the same for every thread
@@ -435,6 +451,16 @@ template <class T, int DMAX, int RM, int U> __device__ __forceinline__ void attn
 	const int n = max(hi - lo, 0);
 	const int per = ((n + p.splits - 1) / p.splits + NG - 1) / NG * NG;
 	const int ja = min(hi, lo + split * per), jb = min(hi, ja + per);
+	// A split with no keys (past a short sequence's end, when the launch
+	// is sized for longer ones) only says so: attn_combine skips a
+	// log-sum-exp of -inf without reading the partial output.
+	if (p.splits > 1 && ja >= jb) {
+		for (int rr = tid; rr < nr; rr += FA_THREADS) {
+			const int r = m0 + rr, i = r / G, h = hk * G + r % G;
+			p.lsepart[((i64)split * p.h_q + h) * total_rows(p) + s.row0 + i] = neg_inf();
+		}
+		return;
+	}
 
 	const T* kg = (const T*)p.k + (i64)hk * p.ks[2] + c0;
 	const T* vg = (const T*)p.v + (i64)hk * p.vs[2] + c0;

@@ -93,7 +93,10 @@ func (h *Handle) ForwardVarlen(q, k, v, out Tensor, seqs Varlen, p Params) (Back
 // Decode queues attention of q (batch, s_q, h_q, d) over a paged KV cache,
 // into out (like q): the decode step of a server (s_q 1, or a few
 // speculative tokens), whose keys are split across the device
-// (Params.Splits, automatic by default) and merged.
+// (Params.Splits, automatic by default) and merged. With
+// PagedKV.MaxSeqLen and Params.Workspace, the call reads its lengths and
+// pages from device memory only and allocates nothing, so that a graph
+// captured from it replays every later step of the same shapes.
 func (h *Handle) Decode(q Tensor, cache PagedKV, out Tensor, p Params) (Backend, error) {
 	const op = "Handle.Decode"
 	if err := h.alive(op); err != nil {
@@ -104,6 +107,26 @@ func (h *Handle) Decode(q Tensor, cache PagedKV, out Tensor, p Params) (Backend,
 		return 0, err
 	}
 	return h.run(op, &pr, &p)
+}
+
+// DecodeWorkspace is the bytes of device memory that the split-KV partials
+// of Decode(q, cache, out, p) take (0 when the call does not split): the
+// Params.WorkspaceBytes of a Decode that allocates nothing. With
+// PagedKV.MaxSeqLen it is the same for every step the launch serves.
+func (h *Handle) DecodeWorkspace(q Tensor, cache PagedKV, out Tensor, p Params) (int, error) {
+	const op = "Handle.DecodeWorkspace"
+	if err := h.alive(op); err != nil {
+		return 0, err
+	}
+	pr, err := pagedProblem(op, q, &cache, out)
+	if err != nil {
+		return 0, err
+	}
+	pl, err := newPlan(op, &pr, &p, h.target)
+	if err != nil || pl.empty || pl.splits <= 1 {
+		return 0, err
+	}
+	return pl.workspace, nil
 }
 
 // argsPool holds the launches' argument buffers, reused across calls and
@@ -122,15 +145,24 @@ func (h *Handle) run(op string, pr *problem, p *Params) (Backend, error) {
 	if err != nil {
 		return 0, wrap(op, err)
 	}
-	var ws *hip.Buffer
+	if p.Workspace%4 != 0 || p.WorkspaceBytes < 0 || (p.Workspace == 0) != (p.WorkspaceBytes == 0) {
+		return 0, errorf(op, ErrArgument, "Params.Workspace %#x of %d bytes: want both zero, or float32-aligned memory and its size", uint64(p.Workspace), p.WorkspaceBytes)
+	}
 	if pl.splits > 1 {
-		if ws, err = h.stream.MallocAsync(pl.workspace); err != nil {
-			return 0, wrap(op, err)
+		base := p.Workspace
+		if base == 0 {
+			ws, err := h.stream.MallocAsync(pl.workspace)
+			if err != nil {
+				return 0, wrap(op, err)
+			}
+			// Freed in stream order, after the kernels that use it.
+			defer ws.Close()
+			base = ws.Ptr()
+		} else if p.WorkspaceBytes < pl.workspace {
+			return 0, errorf(op, ErrArgument, "Params.WorkspaceBytes %d: the call's %d split-KV partials take %d bytes", p.WorkspaceBytes, pl.splits, pl.workspace)
 		}
-		// Freed in stream order, after the kernels that use it.
-		defer ws.Close()
-		pl.kp.OPart = uint64(ws.Ptr())
-		pl.kp.LSEPart = uint64(ws.Ptr().Add(pl.lsePartOff))
+		pl.kp.OPart = uint64(base)
+		pl.kp.LSEPart = uint64(base.Add(pl.lsePartOff))
 	}
 	// The launches copy the arguments: the buffer goes back to the pool
 	// when run returns.
@@ -145,8 +177,8 @@ func (h *Handle) run(op string, pr *problem, p *Params) (Backend, error) {
 		if err != nil {
 			return 0, wrap(op, err)
 		}
-		n := int64(pl.rows) * int64(pr.hq) * int64(pr.d)
-		grid := uint32(min((n+threads-1)/threads, 65535))
+		// A block per (row, head).
+		grid := uint32(min(int64(pl.rows)*int64(pr.hq), 65535))
 		if err := cf.Launch(hip.LaunchConfig{Grid: hip.Dim3{X: grid}, Block: hip.Dim3{X: threads}, Stream: h.stream}, a); err != nil {
 			return 0, wrap(op, err)
 		}

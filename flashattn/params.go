@@ -128,6 +128,13 @@ type Params struct {
 	// the device's size and the problem's, 1 never splits, at most
 	// MaxSplits.
 	Splits int
+	// Workspace, when not zero, is device memory of WorkspaceBytes that
+	// the call keeps its split-KV partials in instead of allocating them
+	// (Handle.DecodeWorkspace says how many bytes a Decode needs). It must
+	// stay allocated until the call's kernels are done. A call that
+	// allocates nothing can be captured into a graph.
+	Workspace      hip.DevicePtr
+	WorkspaceBytes int
 }
 
 // Varlen describes the sequences of a variable-length batch, packed along
@@ -150,12 +157,23 @@ type Varlen struct {
 // checked and size the launch; DevSeqLens (int32, the same values) is what
 // the kernel reads. A page index outside [0, pages) makes the rows that
 // read it NaN.
+//
+// MaxSeqLen, when positive, sizes the launch (its grid, its split-KV
+// splits and their workspace) for cache lengths up to MaxSeqLen instead of
+// for SeqLens, which may then be nil: the call depends on no length known
+// on the host, so that a graph that captured it serves every later step
+// whose lengths (written to DevSeqLens, with their pages in BlockTable)
+// stay within MaxSeqLen. It is at most BlockTableStride × page size; the
+// kernel never reads a block-table row past that, whatever DevSeqLens
+// holds. The splits past a short sequence's keys cost a block each that
+// does nothing.
 type PagedKV struct {
 	K, V             Tensor
 	BlockTable       hip.DevicePtr
 	BlockTableStride int
 	SeqLens          []int32
 	DevSeqLens       hip.DevicePtr
+	MaxSeqLen        int
 }
 
 // Backend names the implementation that ran a call.
@@ -690,9 +708,6 @@ func pagedProblem(op string, q Tensor, kv *PagedKV, out Tensor) (problem, error)
 	if pages == 0 || pageSize == 0 {
 		return problem{}, errorf(op, ErrShape, "the cache has shape %v: want (pages, page size, h_kv, d) with at least one page of one row", kv.K.Shape)
 	}
-	if len(kv.SeqLens) != b {
-		return problem{}, errorf(op, ErrArgument, "PagedKV.SeqLens has %d entries for a batch of %d: give each entry's cache length", len(kv.SeqLens), b)
-	}
 	if kv.DevSeqLens == 0 || kv.DevSeqLens%4 != 0 {
 		return problem{}, errorf(op, ErrArgument, "PagedKV.DevSeqLens at %#x: want the int32 copy of SeqLens on the device", uint64(kv.DevSeqLens))
 	}
@@ -702,12 +717,27 @@ func pagedProblem(op string, q Tensor, kv *PagedKV, out Tensor) (problem, error)
 	if kv.BlockTableStride <= 0 || kv.BlockTableStride > math.MaxInt32 {
 		return problem{}, errorf(op, ErrArgument, "PagedKV.BlockTableStride %d: want the entries per row of the block table", kv.BlockTableStride)
 	}
-	maxK := 0
+	room := int64(kv.BlockTableStride) * int64(pageSize)
+	if kv.MaxSeqLen < 0 || int64(kv.MaxSeqLen) > room || kv.MaxSeqLen > math.MaxInt32 {
+		return problem{}, errorf(op, ErrArgument, "PagedKV.MaxSeqLen %d: want 0 (the launch sized for SeqLens) or up to %d (BlockTableStride %d × page size %d)", kv.MaxSeqLen, room, kv.BlockTableStride, pageSize)
+	}
+	if kv.MaxSeqLen > 0 {
+		room = int64(kv.MaxSeqLen)
+	}
+	if len(kv.SeqLens) != b && !(kv.MaxSeqLen > 0 && kv.SeqLens == nil) {
+		return problem{}, errorf(op, ErrArgument, "PagedKV.SeqLens has %d entries for a batch of %d: give each entry's cache length (or nil with MaxSeqLen)", len(kv.SeqLens), b)
+	}
+	maxK := kv.MaxSeqLen
 	for i, n := range kv.SeqLens {
-		if n < 0 || int64(n) > int64(kv.BlockTableStride)*int64(pageSize) {
-			return problem{}, errorf(op, ErrArgument, "PagedKV.SeqLens[%d] is %d: want 0 to %d (BlockTableStride %d × page size %d)", i, n, int64(kv.BlockTableStride)*int64(pageSize), kv.BlockTableStride, pageSize)
+		if n < 0 || int64(n) > room {
+			if kv.MaxSeqLen > 0 {
+				return problem{}, errorf(op, ErrArgument, "PagedKV.SeqLens[%d] is %d: want 0 to MaxSeqLen %d", i, n, kv.MaxSeqLen)
+			}
+			return problem{}, errorf(op, ErrArgument, "PagedKV.SeqLens[%d] is %d: want 0 to %d (BlockTableStride %d × page size %d)", i, n, room, kv.BlockTableStride, pageSize)
 		}
-		maxK = max(maxK, int(n))
+		if kv.MaxSeqLen == 0 {
+			maxK = max(maxK, int(n))
+		}
 	}
 	return problem{q: q, k: kv.K, v: kv.V, out: out, batch: b, sq: q.Shape[1], maxSQ: q.Shape[1],
 		hq: q.Shape[2], hkv: kv.K.Shape[2], d: q.Shape[3], maxSK: maxK, paged: kv}, nil

@@ -197,6 +197,7 @@ type PagedStep struct {
 	cuHost, seqLensHost                                  []int32 // seqLensHost: the cached sequences in packed order
 	btStride                                             int
 	gather                                               []*candle.Tensor // CPU: by input index, every cache row of the sequence
+	fixed                                                *DecodeInputs    // BeginDecode's: the indices above are its views
 	committed, closed                                    bool
 }
 
@@ -365,7 +366,15 @@ func (s *PagedStep) upload(tokens [][]int32) error {
 	if _, ok := dev.(*candle.HIPDevice); ok {
 		return nil
 	}
-	// The CPU gathers each sequence's cache rows to attend over them.
+	return s.gatherRows()
+}
+
+// gatherRows lists each sequence's cache rows after the step, for the
+// CPU, which gathers them to attend over them.
+func (s *PagedStep) gatherRows() error {
+	P := s.c.cfg.PageSize
+	dev := s.c.dev
+	var err error
 	s.gather = make([]*candle.Tensor, len(s.seqs))
 	for i := range s.seqs {
 		held, added := s.pages(i)
@@ -571,6 +580,12 @@ func (s *PagedStep) attentionHIP(op string, d *candle.HIPDevice, layer int, q, k
 	if s.nFresh == len(s.seqs) {
 		return out, nil
 	}
+	if s.fixed != nil {
+		if err := s.decodeFixed(h, d, layer, tensor(ops[0], 0, s.total, 1), tensor(ops[3], 0, s.total, 1), p); err != nil {
+			return fail(attnErr(op, err))
+		}
+		return out, nil
+	}
 	bt, err := s.btTable.DevicePtr()
 	if err != nil {
 		return fail(err)
@@ -649,7 +664,9 @@ func (s *PagedStep) Close() error {
 	if s.c.step == s {
 		s.c.step = nil
 	}
-	closeAll(s.tokens, s.positions, s.slots, s.last, s.cu, s.seqLens, s.btTable, s.meta)
+	if s.fixed == nil { // else the inputs' own
+		closeAll(s.tokens, s.positions, s.slots, s.last, s.cu, s.seqLens, s.btTable, s.meta)
+	}
 	closeAll(s.gather...)
 	return nil
 }

@@ -29,12 +29,22 @@ type Options struct {
 	// Progress, when not nil, hears after each weight how many bytes of
 	// the weights (in the dtype loaded) are on the device, of the total.
 	Progress func(done, total int64)
+	// NoGraphs runs decode steps on a HIP device op by op instead of
+	// replaying a captured graph (for debugging and comparisons; SetGraphs
+	// switches later).
+	NoGraphs bool
+	// MaxGraphs is the most decode graphs the model keeps, one per batch
+	// size (default 16); a new batch size beyond it replaces the least
+	// recently used.
+	MaxGraphs int
 }
 
 // Defaults of Options.
 const (
 	DefaultPageSize = 16
 	DefaultMaxBatch = 64
+	// DefaultMaxGraphs is Options.MaxGraphs's default.
+	DefaultMaxGraphs = 16
 	// cpuCacheBytes bounds the default cache on the CPU device.
 	cpuCacheBytes = 1 << 30
 	// gpuCacheFraction of the free device memory is the default cache's
@@ -60,6 +70,19 @@ const (
 // one), o_proj, the residual; RMSNorm, the gate/up product, SiLU(gate) ·
 // up, down, the residual. The logits are those of the final RMSNorm and
 // lm_head (the embedding table when tied) on each sequence's last token.
+//
+// On a HIP device, a decode step (every sequence of the batch cached, one
+// new token each) replays a graph (candle.Graph) that holds the whole
+// forward pass: its inputs (tokens, positions, cache rows, lengths, block
+// table) go to one fixed device buffer with one copy (nn.DecodeInputs),
+// and one launch runs every kernel, with no host work between them. The
+// graph of a batch size is captured at its first decode step, which runs
+// the step three times (a rehearsal, the capture, a replay); no other
+// work may use the device during that step (it would be captured). Each
+// graph keeps private device memory for its activations and logits
+// (candle.MemoryStats.Graphs) until the model closes or a newer batch size
+// replaces it (Options.MaxGraphs). Prefills and mixed batches run op by
+// op; so does everything on the CPU device.
 type Model struct {
 	mu       sync.Mutex
 	cfg      *Config
@@ -75,6 +98,11 @@ type Model struct {
 	ctx      int
 	maxBatch int
 	closed   bool
+
+	graphsOn  bool                 // decode steps replay graphs
+	maxGraphs int                  // Options.MaxGraphs
+	graphs    map[int]*decodeGraph // by batch size (graph.go)
+	tick      uint64               // decode steps, for the graphs' last use
 }
 
 type layer struct {
@@ -125,7 +153,13 @@ func Load(dir string, dev candle.Device, dtype candle.DType, opts Options) (*Mod
 		return nil, fmt.Errorf("llama: Load: %w", err)
 	}
 	defer vb.Close()
-	m := &Model{cfg: cfg, dev: dev, dtype: dtype}
+	if opts.MaxGraphs < 0 {
+		return nil, fmt.Errorf("llama: Load: Options.MaxGraphs %d: want 0 (default %d) or more: %w", opts.MaxGraphs, DefaultMaxGraphs, candle.ErrArgument)
+	}
+	m := &Model{cfg: cfg, dev: dev, dtype: dtype, graphsOn: !opts.NoGraphs, maxGraphs: opts.MaxGraphs, graphs: map[int]*decodeGraph{}}
+	if m.maxGraphs == 0 {
+		m.maxGraphs = DefaultMaxGraphs
+	}
 	if err := m.loadWeights(vb, opts.Progress); err != nil {
 		m.Close()
 		return nil, fmt.Errorf("llama: Load: %w", err)
@@ -347,6 +381,10 @@ func (m *Model) Close() error {
 		return nil
 	}
 	m.closed = true
+	for b, g := range m.graphs {
+		g.close()
+		delete(m.graphs, b)
+	}
 	for _, l := range m.layers {
 		l.close()
 	}
@@ -363,9 +401,12 @@ func argErr(format string, args ...any) error {
 
 // Forward appends tokens[i] to sequence seqs[i]'s KV cache (created on
 // first use) and returns the logits of each sequence's last new token: F32
-// (len(seqs), VocabSize()) on Device(). A batch mixes prefills (new
+// (len(seqs), VocabSize()) on Device(), a tensor of the caller's own to
+// close (a replayed decode graph's output is copied into it, so the next
+// step never overwrites logits still in use). A batch mixes prefills (new
 // sequences, or several new tokens) and decode steps (one new token);
-// positions continue from each sequence's cached length.
+// positions continue from each sequence's cached length. A batch of decode
+// steps only replays a graph on a HIP device (see Model).
 //
 // Every argument is checked before any work: the batch (one non-empty
 // token list per sequence, distinct ids, at most Options.MaxBatch), the
@@ -377,6 +418,9 @@ func (m *Model) Forward(seqs []uint64, tokens [][]int32) (*candle.Tensor, error)
 	defer m.mu.Unlock()
 	if err := m.check(seqs, tokens); err != nil {
 		return nil, err
+	}
+	if d, ok := m.dev.(*candle.HIPDevice); ok && m.decodeOnly(seqs, tokens) {
+		return m.decode(d, seqs, tokens)
 	}
 	return m.forward(seqs, tokens, false, true)
 }
@@ -473,12 +517,25 @@ func (f *fwd) own(x *candle.Tensor, err error) *candle.Tensor {
 // sequence), else of each sequence's last; commit: keep the tokens in the
 // cache.
 func (m *Model) forward(seqs []uint64, tokens [][]int32, all, commit bool) (*candle.Tensor, error) {
-	c := m.cfg
 	step, err := m.cache.Begin(seqs, tokens)
 	if err != nil {
 		return nil, fmt.Errorf("llama: Forward: %w", err)
 	}
 	defer step.Close()
+	logits, err := m.run(step, all)
+	if err != nil {
+		return nil, fmt.Errorf("llama: Forward: %w", err)
+	}
+	if commit {
+		step.Commit()
+	}
+	return logits, nil
+}
+
+// run is the forward pass of a step: the logits of every new token (all)
+// or of each sequence's last, F32. It leaves the step uncommitted.
+func (m *Model) run(step *nn.PagedStep, all bool) (*candle.Tensor, error) {
+	c := m.cfg
 	sc := candle.NewScope()
 	defer sc.Close()
 	f := &fwd{s: sc}
@@ -564,10 +621,7 @@ func (m *Model) forward(seqs []uint64, tokens [][]int32, all, commit bool) (*can
 		logits = f.t(logits.ToDType(candle.F32))
 	}
 	if f.err != nil {
-		return nil, fmt.Errorf("llama: Forward: %w", f.err)
-	}
-	if commit {
-		step.Commit()
+		return nil, f.err
 	}
 	return sc.Keep(logits), nil
 }
