@@ -31,17 +31,23 @@
 // candle's KernelCache and package miopen's kernels use), kept on disk
 // under ROCM_GO_CACHE_DIR:
 //
-//   - MatrixCore: FlashAttention-2 with q·kᵀ and p·v on the matrix cores,
-//     today on NVIDIA sm_80 and later (mma.sync m16n8k16 with float32
+//   - MatrixCore: FlashAttention-2 with q·kᵀ and p·v on the matrix cores
+//     of NVIDIA sm_80 and later (mma.sync m16n8k16 with float32
 //     accumulation, ldmatrix, cp.async), F16 and BF16, every head dim and
 //     feature, dense or variable-length.
+//   - MFMA and WMMA: the same on AMD's matrix cores, MFMA on CDNA
+//     (gfx90a, gfx942, gfx950: v_mfma 32×32×8 and 16×16×16, wave64) and
+//     WMMA on RDNA3 and RDNA4 (gfx11xx, gfx12xx: v_wmma 16×16×16, wave32).
+//     They compile with hipRTC for those archs and their lane arithmetic
+//     is checked by emulation on the host, but no AMD GPU has run them
+//     yet.
 //   - FlashDecoding: for a decode step's few query rows, the keys spread
 //     over a block's threads and split across the device, each K and V row
 //     read once with 16-byte loads; any dtype and arch, paged caches too.
 //   - Portable: plain float FMAs, correct on any architecture and warp
 //     size; everything the others do not take (F32 prefill, paged caches
-//     with many rows, layouts not aligned to 16 bytes, devices without the
-//     matrix-core kernel: AMD's MFMA and WMMA variants are not written yet).
+//     with many rows, layouts not aligned to 16 bytes, archs without
+//     matrix-core kernels).
 //
 // Composable Kernel's FMHA on AMD and MIOpen's MHA would slot in behind the
 // same calls.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -329,7 +330,10 @@ func TestVarlenAndPagedChecks(t *testing.T) {
 // matrix-core kernels (an MI300X-sized gfx942 today).
 var (
 	h100  = newTarget("sm_90", 132)
-	plain = newTarget("gfx942:sramecc+:xnack-", 132)
+	plain = newTarget("gfx1030", 132) // RDNA2: no matrix cores
+	mi300 = newTarget("gfx942:sramecc+:xnack-", 304)
+	rdna3 = newTarget("gfx1100", 48)
+	rdna4 = newTarget("gfx1201", 32)
 )
 
 func TestPlan(t *testing.T) {
@@ -372,6 +376,30 @@ func TestPlan(t *testing.T) {
 	assert.Equal(t, "attn_mma_f16_d128", pl.kernel)
 	assert.Equal(t, mmaThreads, pl.threads)
 	assert.Equal(t, hip.Dim3{X: 7, Y: 2, Z: 2 * 2}, pl.grid, "400 rows in blocks of 64; 28 blocks split min(ceil(264/28), 5/2) = 2 ways")
+
+	// On an MI300X: MFMA 32×32×8 at d 128, four waves of 64 lanes and 32
+	// rows, 32 keys a tile; 400 rows are 4 blocks of 128, 16 blocks on
+	// 304 compute units split min(ceil(608/16), 10/2) = 5 ways.
+	pl, err = newPlan("F", &pr, &Params{Causal: true}, mi300)
+	require.NoError(t, err)
+	assert.Equal(t, MFMA, pl.backend)
+	assert.Equal(t, "attn_mfma_f16_d128", pl.kernel)
+	assert.Equal(t, 256, pl.threads)
+	assert.Equal(t, hip.Dim3{X: 4, Y: 2, Z: 2 * 5}, pl.grid)
+	// On RDNA3 and RDNA4: WMMA, four waves of 32 lanes and 16 rows; 7
+	// blocks of 64 a (batch, KV head), 28 in all, split min(ceil(96/28),
+	// 10/2) = 4 ways on 48 compute units, min(ceil(64/28), 5) = 3 on 32.
+	for _, c := range []struct {
+		dev    target
+		splits uint32
+	}{{rdna3, 4}, {rdna4, 3}} {
+		pl, err = newPlan("F", &pr, &Params{Causal: true}, c.dev)
+		require.NoError(t, err)
+		assert.Equal(t, WMMA, pl.backend)
+		assert.Equal(t, "attn_wmma_f16_d128", pl.kernel)
+		assert.Equal(t, 128, pl.threads)
+		assert.Equal(t, hip.Dim3{X: 7, Y: 2, Z: 2 * c.splits}, pl.grid)
+	}
 
 	// GQA decode: b 8, h 32/8, one query, 4096 cached keys: 4 rows a KV
 	// head, 8·8 blocks of flash-decoding, split min(ceil(8·132/64),
@@ -447,11 +475,38 @@ func TestPlan(t *testing.T) {
 		pl, err := newPlan("F", &pr, &Params{}, plain)
 		require.NoError(t, err)
 		assert.Equal(t, c.kernel, pl.kernel)
-		assert.Contains(t, KernelNames("gfx942"), pl.kernel)
+		assert.Contains(t, KernelNames("gfx1030"), pl.kernel)
 		pl, err = newPlan("F", &pr, &Params{}, h100)
 		require.NoError(t, err)
 		assert.Equal(t, c.mma, pl.kernel)
 		assert.Contains(t, KernelNames("sm_90"), pl.kernel)
+		for _, x := range []struct {
+			dev  target
+			arch string
+		}{{mi300, "gfx942"}, {rdna3, "gfx1100"}, {rdna4, "gfx1201"}} {
+			pl, err = newPlan("F", &pr, &Params{}, x.dev)
+			require.NoError(t, err)
+			assert.Contains(t, KernelNames(x.arch), pl.kernel)
+			if c.dt == F32 {
+				assert.Equal(t, c.kernel, pl.kernel)
+			} else {
+				assert.Equal(t, strings.Replace(c.mma, "mma", map[Backend]string{MFMA: "mfma", WMMA: "wmma"}[x.dev.mc], 1), pl.kernel)
+			}
+		}
+	}
+
+	// attn_mfma's and attn_wmma's tiles: four waves of M rows (MFMA 32 up
+	// to d 128, else 16), the most keys (64, 32, 16) whose K and Vᵀ
+	// tiles fit in 32 KiB.
+	for _, c := range []struct {
+		b                    Backend
+		dmax, bm, bn, thread int
+	}{
+		{MFMA, 32, 128, 64, 256}, {MFMA, 64, 128, 64, 256}, {MFMA, 128, 128, 32, 256}, {MFMA, 256, 64, 16, 256},
+		{WMMA, 32, 64, 64, 128}, {WMMA, 64, 64, 64, 128}, {WMMA, 128, 64, 32, 128}, {WMMA, 256, 64, 16, 128},
+	} {
+		bm, bn, th := amdTiles(c.b, c.dmax)
+		assert.Equal(t, [3]int{c.bm, c.bn, c.thread}, [3]int{bm, bn, th}, "%v d %d", c.b, c.dmax)
 	}
 
 	// Strided q (a slice of a fused qkv) that is not 16-byte aligned: no
@@ -494,14 +549,20 @@ func TestPlan(t *testing.T) {
 
 // TestDispatch checks the rule of Backend's godoc.
 func TestDispatch(t *testing.T) {
-	for arch, want := range map[string]bool{
-		"sm_75": false, "sm_80": true, "sm_86": true, "sm_90": true, "sm_90a": true, "sm_120": true,
-		"gfx942": false, "gfx942:sramecc+:xnack-": false, "gfx1100": false, "": false, "sm_": false,
+	for arch, want := range map[string]Backend{
+		"sm_75": 0, "sm_80": MatrixCore, "sm_86": MatrixCore, "sm_90": MatrixCore, "sm_90a": MatrixCore, "sm_120": MatrixCore,
+		"gfx942": MFMA, "gfx942:sramecc+:xnack-": MFMA, "gfx90a:xnack+": MFMA, "gfx950": MFMA, "gfx908": 0, "gfx906": 0,
+		"gfx1100": WMMA, "gfx1103": WMMA, "gfx1151": WMMA, "gfx1200": WMMA, "gfx1201:xnack-": WMMA,
+		"gfx1030": 0, "gfx1010": 0, "gfx11-generic": 0, "gfx1300": 0, "gfx110": 0, "": 0, "sm_": 0,
 	} {
-		assert.Equal(t, want, mmaArch(arch), arch)
+		assert.Equal(t, want, matrixBackend(arch), arch)
+		assert.Equal(t, want == MatrixCore, mmaArch(arch), arch)
+		assert.Equal(t, want == MFMA, mfmaArch(arch), arch)
+		assert.Equal(t, want == WMMA, wmmaArch(arch), arch)
 	}
-	assert.True(t, h100.mma)
+	assert.Equal(t, MatrixCore, h100.mc)
 	assert.Equal(t, 132, h100.cus)
+	assert.Zero(t, plain.mc)
 
 	kc := Contiguous(dev+1<<30, F16, 10, 16, 2, 64)
 	vc := Contiguous(dev+2<<30, F16, 10, 16, 2, 64)
@@ -523,6 +584,17 @@ func TestDispatch(t *testing.T) {
 		{"unaligned heads", F16, 33, 4, false, false, 68, h100, Portable},
 		{"paged prefill", F16, 33, 4, true, false, 0, h100, Portable},
 		{"no matrix cores", F16, 33, 4, false, false, 0, plain, Portable},
+		{"mi300 f16", F16, 33, 4, false, false, 0, mi300, MFMA},
+		{"mi300 bf16 varlen", BF16, 33, 4, false, true, 0, mi300, MFMA},
+		{"mi300 f32", F32, 33, 4, false, false, 0, mi300, Portable},
+		{"mi300 paged", F16, 33, 4, true, false, 0, mi300, Portable},
+		{"mi300 unaligned", BF16, 33, 4, false, false, 68, mi300, Portable},
+		{"mi300 decode", F16, 1, 16, false, false, 0, mi300, FlashDecoding},
+		{"rdna3 f16", F16, 33, 4, false, false, 0, rdna3, WMMA},
+		{"rdna3 padded heads", BF16, 33, 4, false, false, 72, rdna3, WMMA},
+		{"rdna4 bf16", BF16, 9, 2, false, false, 0, rdna4, WMMA},
+		{"rdna4 varlen", F16, 33, 4, false, true, 0, rdna4, WMMA},
+		{"rdna4 f32", F32, 33, 4, false, false, 0, rdna4, Portable},
 		{"decode", F16, 1, 16, false, false, 0, h100, FlashDecoding},
 		{"decode rows 8", BF16, 4, 4, false, false, 0, h100, FlashDecoding},
 		{"paged decode", F16, 1, 2, true, false, 0, h100, FlashDecoding},
@@ -555,7 +627,11 @@ func TestDispatch(t *testing.T) {
 			pl, err := newPlan("F", &pr, &Params{}, c.dev)
 			require.NoError(t, err)
 			assert.Equal(t, c.want, pl.backend)
-			assert.Contains(t, KernelNames(map[bool]string{true: "sm_90", false: "gfx942"}[c.dev.mma]), pl.kernel)
+			arch := map[Backend]string{MatrixCore: "sm_90", MFMA: "gfx942", WMMA: "gfx1100", 0: "gfx1030"}[c.dev.mc]
+			if c.dev == rdna4 {
+				arch = "gfx1201"
+			}
+			assert.Contains(t, KernelNames(arch), pl.kernel)
 		})
 	}
 }
@@ -568,9 +644,15 @@ func TestKernelParamsLayout(t *testing.T) {
 	assert.Equal(t, uintptr(192), unsafe.Offsetof(k.Batch))
 	assert.Equal(t, uintptr(244), unsafe.Offsetof(k.Scale))
 	assert.Equal(t, uintptr(252), unsafe.Offsetof(k.Alibi))
-	assert.Len(t, KernelNames("gfx942"), 3*(4+8+1), "portable, decode r1 and r4 per bucket, combine; per dtype")
-	assert.Len(t, KernelNames("sm_90"), 3*(4+8+1)+2*4, "and attn_mma for f16 and bf16")
-	assert.Equal(t, KernelNames("gfx942"), KernelNames("sm_75"))
+	assert.Len(t, KernelNames("gfx1030"), 3*(4+8+1), "portable, decode r1 and r4 per bucket, combine; per dtype")
+	for arch, kind := range map[string]string{"sm_90": "mma", "gfx90a": "mfma", "gfx942:sramecc+:xnack-": "mfma", "gfx950": "mfma", "gfx1100": "wmma", "gfx1201": "wmma"} {
+		names := KernelNames(arch)
+		assert.Len(t, names, 3*(4+8+1)+2*4, "%s: and attn_%s for f16 and bf16", arch, kind)
+		assert.Contains(t, names, "attn_"+kind+"_bf16_d256", arch)
+		assert.Contains(t, names, "attn_"+kind+"_f16_d32", arch)
+	}
+	assert.Equal(t, KernelNames("gfx1030"), KernelNames("sm_75"))
+	assert.Equal(t, KernelNames("gfx1030"), KernelNames("gfx908"))
 }
 
 func TestHandleChecks(t *testing.T) {
@@ -584,6 +666,8 @@ func TestHandleChecks(t *testing.T) {
 	assert.Equal(t, "portable", Portable.String())
 	assert.Equal(t, "matrix-core", MatrixCore.String())
 	assert.Equal(t, "flash-decoding", FlashDecoding.String())
+	assert.Equal(t, "mfma", MFMA.String())
+	assert.Equal(t, "wmma", WMMA.String())
 	assert.Equal(t, "Backend(9)", Backend(9).String())
 	assert.Equal(t, "bf16", BF16.String())
 	assert.Equal(t, 4, F32.Size())

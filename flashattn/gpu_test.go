@@ -26,7 +26,7 @@ type gpuEnv struct {
 	dev *hip.Device
 	s   *hip.Stream
 	h   *Handle
-	mma bool // the device has the matrix-core kernels
+	mc  Backend // the device's matrix-core kernels (MatrixCore, MFMA, WMMA), 0 if none
 }
 
 // expect is the backend that a call with rows query rows per KV head
@@ -36,8 +36,8 @@ func (g *gpuEnv) expect(dt DType, rows int, paged bool) Backend {
 	switch {
 	case rows <= 8:
 		return FlashDecoding
-	case g.mma && dt != F32 && !paged:
-		return MatrixCore
+	case g.mc != 0 && dt != F32 && !paged:
+		return g.mc
 	}
 	return Portable
 }
@@ -63,8 +63,9 @@ func gpu(t *testing.T) *gpuEnv {
 	})
 	props, err := dev.Properties()
 	require.NoError(t, err)
-	t.Logf("%s (%s): matrix-core kernels %v", props.Name, props.ArchName, mmaArch(props.ArchName))
-	return &gpuEnv{t: t, dev: dev, s: s, h: h, mma: mmaArch(props.ArchName)}
+	mc := matrixBackend(props.ArchName)
+	t.Logf("%s (%s): matrix-core kernels %v", props.Name, props.ArchName, mc)
+	return &gpuEnv{t: t, dev: dev, s: s, h: h, mc: mc}
 }
 
 // buffer allocates n bytes filled with 0xFF (NaN in every float dtype).

@@ -46,9 +46,14 @@ func KernelNames(arch string) []string {
 		}
 		names = append(names, combineNames[dt])
 	}
-	if mmaArch(arch) {
-		for _, dt := range mmaDTypes {
+	for _, dt := range mmaDTypes {
+		switch matrixBackend(arch) {
+		case MatrixCore:
 			names = append(names, mmaNames[dt][:]...)
+		case MFMA:
+			names = append(names, mfmaNames[dt][:]...)
+		case WMMA:
+			names = append(names, wmmaNames[dt][:]...)
 		}
 	}
 	sort.Strings(names)

@@ -184,10 +184,12 @@ type Backend uint8
 //   - FlashDecoding when a KV head has at most 8 query rows (s_q × h_q/h_kv
 //     ≤ 8: a decode step, or a few speculative tokens), any dtype, dense,
 //     variable-length or paged;
-//   - MatrixCore on a device whose arch has it (NVIDIA sm_80 and later)
-//     for F16 and BF16, dense or variable-length K and V (not paged), when
-//     q, k, v and out start on 16 bytes and every stride but the head
-//     dim's is a multiple of 16 bytes; every head dim and every feature;
+//   - a matrix-core backend where the device's arch has one: MatrixCore
+//     on NVIDIA sm_80 and later, MFMA on AMD CDNA (gfx90a, gfx942,
+//     gfx950), WMMA on AMD RDNA3 and RDNA4 (gfx11xx, gfx12xx); for F16
+//     and BF16, dense or variable-length K and V (not paged), when q, k,
+//     v and out start on 16 bytes and every stride but the head dim's is
+//     a multiple of 16 bytes; every head dim and every feature;
 //   - Portable for everything else (F32, paged caches with more rows,
 //     unaligned layouts, devices without matrix cores).
 const (
@@ -201,9 +203,17 @@ const (
 	// over the threads of a block and over blocks (split-KV), for the
 	// few rows of a decode step.
 	FlashDecoding
+	// MFMA is attn_mfma: attn_mma's algorithm on AMD CDNA's matrix cores
+	// (v_mfma 32×32×8 up to head dim 128, 16×16×16 at 256; wave64).
+	// Compiled and checked by emulation, but no AMD GPU has run it yet.
+	MFMA
+	// WMMA is attn_wmma: attn_mma's algorithm on AMD RDNA3 and RDNA4's
+	// matrix cores (v_wmma 16×16×16, wave32). Compiled and checked by
+	// emulation, but no AMD GPU has run it yet.
+	WMMA
 )
 
-var backendNames = map[Backend]string{Portable: "portable", MatrixCore: "matrix-core", FlashDecoding: "flash-decoding"}
+var backendNames = map[Backend]string{Portable: "portable", MatrixCore: "matrix-core", FlashDecoding: "flash-decoding", MFMA: "mfma", WMMA: "wmma"}
 
 func (b Backend) String() string {
 	if s, ok := backendNames[b]; ok {
@@ -238,11 +248,13 @@ const (
 
 // threads is the block size of the portable and decode kernels
 // (FA_THREADS); mmaThreads and mmaBM are attn_mma's (FA_MMA_THREADS,
-// FA_MMA_BM).
+// FA_MMA_BM); amdWaves is the waves of a block of attn_mfma and attn_wmma
+// (FA_AMD_WAVES).
 const (
 	threads    = 256
 	mmaThreads = 128
 	mmaBM      = 64
+	amdWaves   = 4
 )
 
 // decodeRows is the most query rows a KV head may have for FlashDecoding.
@@ -261,7 +273,8 @@ func bucketIndex(d int) int {
 	return len(buckets) - 1
 }
 
-// dtypes are the dtypes the kernels take; mmaDTypes attn_mma's.
+// dtypes are the dtypes the kernels take; mmaDTypes attn_mma's (and
+// attn_mfma's and attn_wmma's).
 var (
 	dtypes    = [...]DType{F16, BF16, F32}
 	mmaDTypes = [...]DType{F16, BF16}
@@ -270,8 +283,20 @@ var (
 // The kernels' names, built once: fwdNames[dt][bucketIndex(d)] is
 // attn_fwd_<dt>_d<DMAX>, mmaNames the same of attn_mma, decodeNames[dt][bi][0]
 // attn_decode_<dt>_d<DMAX>_r1 and [1] its _r4, combineNames[dt]
-// attn_combine_<dt>.
+// attn_combine_<dt>; mfmaNames and wmmaNames those of attn_mfma and
+// attn_wmma.
 var fwdNames, mmaNames, decodeNames, combineNames = kernelNameTables()
+var mfmaNames, wmmaNames = amdNameTables()
+
+func amdNameTables() (mfma, wmma [F32 + 1][len(buckets)]string) {
+	for _, dt := range mmaDTypes {
+		for i, d := range buckets {
+			mfma[dt][i] = fmt.Sprintf("attn_mfma_%s_d%d", dt, d)
+			wmma[dt][i] = fmt.Sprintf("attn_wmma_%s_d%d", dt, d)
+		}
+	}
+	return mfma, wmma
+}
 
 func kernelNameTables() (fwd, mma [F32 + 1][len(buckets)]string, dec [F32 + 1][len(buckets)][2]string, combine [F32 + 1]string) {
 	for _, dt := range dtypes {
@@ -301,6 +326,29 @@ func mmaTiles(dmax int) (bm, bn int) {
 	return mmaBM, 64
 }
 
+// amdTiles are attn_mfma's and attn_wmma's rows per block, keys per tile
+// and block size (AmdTiles): four waves of M rows, M being the fragments'
+// size (MFMA: 32 up to head dim 128, 16 at 256; WMMA: 16), and the most
+// of 64, 32, 16 keys whose K and Vᵀ tiles (rows padded by 8 elements)
+// take 32 KiB at most.
+func amdTiles(b Backend, dmax int) (bm, bn, nthreads int) {
+	m, wave := 16, 32
+	if b == MFMA {
+		wave = 64
+		if dmax <= 128 {
+			m = 32
+		}
+	}
+	bn = 16
+	for _, n := range []int{64, 32} {
+		if 2*(n*(dmax+8)+dmax*(n+8)) <= 32768 {
+			bn = n
+			break
+		}
+	}
+	return amdWaves * m, bn, amdWaves * wave
+}
+
 // decodeTiles are attn_decode's rows per block (RM), key groups (NG: a
 // group of DMAX/8 threads holds a key) and keys a group loads at once (U),
 // for a KV head's rows.
@@ -314,13 +362,48 @@ func decodeTiles(dmax, rows int) (rm, ng, u int) {
 
 // target is what the choice of kernels needs to know of a device.
 type target struct {
-	cus int  // compute units, for split-KV
-	mma bool // the kernels have attn_mma for the arch
+	cus int     // compute units, for split-KV
+	mc  Backend // the arch's matrix-core kernels: MatrixCore, MFMA, WMMA; 0 if none
 }
 
 // newTarget reads a device's arch name ("sm_90", "gfx942:sramecc+:xnack-").
 func newTarget(arch string, cus int) target {
-	return target{cus: cus, mma: mmaArch(arch)}
+	return target{cus: cus, mc: matrixBackend(arch)}
+}
+
+// matrixBackend is the matrix-core backend that attention.hip has for
+// arch, 0 if none: the arch macros that guard attn_mma, attn_mfma and
+// attn_wmma there.
+func matrixBackend(arch string) Backend {
+	switch {
+	case mmaArch(arch):
+		return MatrixCore
+	case mfmaArch(arch):
+		return MFMA
+	case wmmaArch(arch):
+		return WMMA
+	}
+	return 0
+}
+
+// mfmaArch reports whether attention.hip has attn_mfma for arch: AMD
+// CDNA2 and CDNA3 (gfx90a, gfx942, gfx950), whose MFMA take bf16 in the
+// _1k form.
+func mfmaArch(arch string) bool {
+	arch, _, _ = strings.Cut(arch, ":")
+	return arch == "gfx90a" || arch == "gfx942" || arch == "gfx950"
+}
+
+// wmmaArch reports whether attention.hip has attn_wmma for arch: AMD
+// RDNA3 (gfx11xx) and RDNA4 (gfx12xx), in wave32.
+func wmmaArch(arch string) bool {
+	arch, _, _ = strings.Cut(arch, ":")
+	v, ok := strings.CutPrefix(arch, "gfx")
+	if !ok || len(v) != 4 || (!strings.HasPrefix(v, "11") && !strings.HasPrefix(v, "12")) {
+		return false
+	}
+	_, err := strconv.ParseUint(v[2:], 16, 8)
+	return err == nil
 }
 
 // mmaArch reports whether attention.hip has attn_mma for arch: NVIDIA
@@ -338,7 +421,7 @@ func mmaArch(arch string) bool {
 type plan struct {
 	kp         kParams
 	backend    Backend
-	kernel     string // attn_fwd_, attn_mma_ or attn_decode_<dt>_d<DMAX>...
+	kernel     string // attn_fwd_, attn_mma_, attn_mfma_, attn_wmma_ or attn_decode_<dt>_d<DMAX>...
 	combine    string // attn_combine_<dt>, when split
 	grid       hip.Dim3
 	threads    int // the kernel's block size
@@ -355,8 +438,8 @@ func choose(pr *problem, dev target, aligned bool) Backend {
 	switch {
 	case int64(pr.maxSQ)*int64(g) <= decodeRows:
 		return FlashDecoding
-	case dev.mma && pr.q.DType != F32 && pr.paged == nil && aligned:
-		return MatrixCore
+	case dev.mc != 0 && pr.q.DType != F32 && pr.paged == nil && aligned:
+		return dev.mc
 	}
 	return Portable
 }
@@ -493,6 +576,12 @@ func newPlan(op string, pr *problem, p *Params, dev target) (plan, error) {
 	case MatrixCore:
 		bm, unit = mmaTiles(buckets[bi])
 		pl.kernel, pl.threads = mmaNames[dt][bi], mmaThreads
+	case MFMA:
+		bm, unit, pl.threads = amdTiles(MFMA, buckets[bi])
+		pl.kernel = mfmaNames[dt][bi]
+	case WMMA:
+		bm, unit, pl.threads = amdTiles(WMMA, buckets[bi])
+		pl.kernel = wmmaNames[dt][bi]
 	default:
 		bm, unit = tiles(dt, buckets[bi])
 		pl.kernel, pl.threads = fwdNames[dt][bi], threads

@@ -1,6 +1,10 @@
 package flashattn
 
 import (
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -17,9 +21,11 @@ import (
 // rocmTargets are the architectures tier 1 compiles the kernels for.
 var rocmTargets = []string{"gfx90a", "gfx942", "gfx1100", "gfx1201"}
 
-// TestROCmCompilesEveryKernel compiles the portable kernels with the real
-// hipRTC for each target, in a fresh cache, and checks that the code
-// object holds exactly the kernels the Go side launches.
+// TestROCmCompilesEveryKernel compiles the kernels with the real hipRTC
+// for each target, in a fresh cache, and checks that the code object holds
+// exactly the kernels the Go side launches: attn_mfma on gfx90a and
+// gfx942, attn_wmma on gfx1100 and gfx1201, and that those, and no other
+// kernel, hold the matrix instructions of their arch (matrixOps).
 func TestROCmCompilesEveryKernel(t *testing.T) {
 	err := hiprtc.Load(hiprtc.WithPlatform(hip.PlatformAMD))
 	testenv.Need(t, 1, "ROCm's hipRTC (libhiprtc)", err)
@@ -38,7 +44,88 @@ func TestROCmCompilesEveryKernel(t *testing.T) {
 		syms, err := hiprtc.KernelSymbols(code.Image)
 		require.NoError(t, err)
 		assert.ElementsMatch(t, KernelNames(arch), syms, "%s: the kernels are exactly those the Go side names", arch)
+		mc := matrixBackend(arch)
+		require.NotZero(t, mc, arch)
+		for _, name := range syms {
+			ops, err := matrixOps(code.Image, arch, name)
+			require.NoError(t, err)
+			if !strings.HasPrefix(name, "attn_mfma_") && !strings.HasPrefix(name, "attn_wmma_") {
+				assert.Empty(t, ops, "%s %s: a kernel without matrix cores", arch, name)
+				continue
+			}
+			// MFMA 32×32×8 up to head dim 128, 16×16×16 at 256; WMMA
+			// 16×16×16; of the kernel's dtype.
+			want := map[Backend]string{MFMA: "v_mfma_f32_32x32x8", WMMA: "v_wmma_f32_16x16x16"}[mc]
+			if mc == MFMA && strings.HasSuffix(name, "_d256") {
+				want = "v_mfma_f32_16x16x16"
+			}
+			want += "_" + strings.Split(name, "_")[2]
+			assert.NotZero(t, ops[want], "%s %s: %s in %v", arch, name, want, ops)
+			assert.Len(t, ops, 1, "%s %s: one kind of matrix instruction: %v", arch, name, ops)
+			if strings.HasSuffix(name, "_d128") {
+				t.Logf("%s %s: %v", arch, name, ops)
+			}
+		}
 	}
+}
+
+// matrixOpcodes are the matrix instructions of the kernels by arch, as
+// the bytes 2 and 3 of their first dword (LLVM's AMDGPU MC encodings:
+// VOP3P-MAI 0xd3 on gfx9 with the opcode in byte 2, VOP3P 0xcc on gfx11
+// and gfx12).
+var matrixOpcodes = map[string]map[[2]byte]string{
+	"gfx90a": {{0xcc, 0xd3}: "v_mfma_f32_32x32x8_f16", {0xcd, 0xd3}: "v_mfma_f32_16x16x16_f16",
+		{0xe6, 0xd3}: "v_mfma_f32_32x32x8_bf16", {0xe7, 0xd3}: "v_mfma_f32_16x16x16_bf16"},
+	"gfx942": {{0xcc, 0xd3}: "v_mfma_f32_32x32x8_f16", {0xcd, 0xd3}: "v_mfma_f32_16x16x16_f16",
+		{0xe0, 0xd3}: "v_mfma_f32_32x32x8_bf16", {0xe1, 0xd3}: "v_mfma_f32_16x16x16_bf16"},
+	"gfx1100": {{0x40, 0xcc}: "v_wmma_f32_16x16x16_f16", {0x41, 0xcc}: "v_wmma_f32_16x16x16_bf16"},
+	"gfx1201": {{0x40, 0xcc}: "v_wmma_f32_16x16x16_f16", {0x41, 0xcc}: "v_wmma_f32_16x16x16_bf16"},
+}
+
+// matrixOps counts the matrix instructions of arch in kernel's code in a
+// code object: each dword of the function whose top bytes match
+// matrixOpcodes (a scan, not a disassembly: tier 1 has no llvm-objdump;
+// the kernels without matrix cores having none checks it).
+func matrixOps(image []byte, arch, kernel string) (map[string]int, error) {
+	ops, ok := matrixOpcodes[arch]
+	if !ok {
+		return nil, fmt.Errorf("no opcodes for %s", arch)
+	}
+	f, err := elf.NewFile(bytes.NewReader(image))
+	if err != nil {
+		return nil, err
+	}
+	syms, err := f.Symbols()
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range syms {
+		if s.Name != kernel || elf.ST_TYPE(s.Info) != elf.STT_FUNC {
+			continue
+		}
+		if int(s.Section) >= len(f.Sections) {
+			return nil, fmt.Errorf("%s: section %d", kernel, s.Section)
+		}
+		sec := f.Sections[s.Section]
+		data, err := sec.Data()
+		if err != nil {
+			return nil, err
+		}
+		lo := s.Value - sec.Addr
+		if lo+s.Size > uint64(len(data)) || s.Size%4 != 0 {
+			return nil, fmt.Errorf("%s: code at %#x+%d outside %s", kernel, s.Value, s.Size, sec.Name)
+		}
+		found := map[string]int{}
+		code := data[lo : lo+s.Size]
+		for x := 0; x+4 <= len(code); x += 4 {
+			w := binary.LittleEndian.Uint32(code[x:])
+			if name, ok := ops[[2]byte{byte(w >> 16), byte(w >> 24)}]; ok {
+				found[name]++
+			}
+		}
+		return found, nil
+	}
+	return nil, fmt.Errorf("no function symbol %s", kernel)
 }
 
 // TestROCmTypeChecksNVIDIAKernels compiles the NVIDIA-only kernels
@@ -63,6 +150,12 @@ func TestROCmTypeChecksNVIDIAKernels(t *testing.T) {
 	var want []string
 	for _, s := range KernelNames("sm_90") {
 		if strings.HasPrefix(s, "attn_mma_") || strings.HasPrefix(s, "attn_combine_") {
+			want = append(want, s)
+		}
+	}
+	// And gfx942's own attn_mfma, which the NVIDIA guard leaves in.
+	for _, s := range KernelNames("gfx942") {
+		if strings.HasPrefix(s, "attn_mfma_") {
 			want = append(want, s)
 		}
 	}
