@@ -539,70 +539,28 @@ func (m *Model) run(step *nn.PagedStep, all bool) (*candle.Tensor, error) {
 	sc := candle.NewScope()
 	defer sc.Close()
 	f := &fwd{s: sc}
-	T := step.Len()
-	hq, hkv, hd := c.Heads, c.KVHeads, c.HeadDim
-
 	ids := f.t(sc.Adopt(step.Tokens()))
 	pos := f.t(sc.Adopt(step.Positions()))
 	cos := f.t(m.cos.IndexSelect(pos, 0))
 	sin := f.t(m.sin.IndexSelect(pos, 0))
 	x := f.t(m.embed.IndexSelect(ids, 0)) // (T, hidden)
-	// Each layer's intermediates are freed after it: a layer scope adopts
-	// the layer's input and keeps only its output (with one scope for the
-	// whole pass, a prefill of 8×512 tokens of a 1B model peaked at 3.2×
-	// the weights and cache).
+	// Each half layer (attention, MLP) frees its intermediates when it
+	// ends: its scope adopts the input and keeps only the output (with one
+	// scope for the whole pass, a prefill of 8×512 tokens of a 1B model
+	// peaked at 3.2× the weights and cache; a scope a layer, 1.17×).
+	half := func(x *candle.Tensor, body func(xl *candle.Tensor) *candle.Tensor) *candle.Tensor {
+		hs := candle.NewScope()
+		defer hs.Close()
+		f.s = hs
+		y := body(f.t(hs.Adopt(x)))
+		if f.err != nil {
+			return nil
+		}
+		return hs.Keep(y)
+	}
 	for i, l := range m.layers {
-		ls := candle.NewScope()
-		f.s = ls
-		xl := f.t(ls.Adopt(x))
-		h := f.t(xl.RMSNorm(l.inNorm, c.RMSNormEps))
-		qkv := f.t(h.Matmul(l.qkvT)) // (T, (hq+2hkv)·hd)
-		if l.qkvBias != nil {
-			qkv = f.t(qkv.Add(l.qkvBias))
-		}
-		heads := f.t(qkv.Reshape(T, hq+2*hkv, hd))
-		qk := f.t(heads.Narrow(1, 0, hq+hkv))
-		qk = f.t(qk.Unsqueeze(0))
-		qk = f.t(qk.RoPETHD(cos, sin)) // (1, T, hq+hkv, hd), contiguous
-		qk = f.t(qk.Squeeze(0))
-		q := f.t(qk.Narrow(1, 0, hq))
-		k := f.t(qk.Narrow(1, hq, hkv))
-		v := f.t(heads.Narrow(1, hq+hkv, hkv))
-		var att *candle.Tensor
-		if f.err == nil {
-			att = f.own(step.Attention(i, q, k, v, l.attn)) // (T, hq, hd)
-		}
-		att = f.t(att.Reshape(T, hq*hd))
-		o := f.t(att.Matmul(l.oT))
-		if l.oBias != nil {
-			o = f.t(o.Add(l.oBias))
-		}
-		xl = f.t(xl.Add(o))
-
-		h = f.t(xl.RMSNorm(l.postNorm, c.RMSNormEps))
-		ht := f.t(h.T())
-		gu := f.t(l.gateUp.Matmul(ht)) // (2·intermediate, T): gate and up are contiguous halves
-		if l.gateUpBias != nil {
-			gu = f.t(gu.Add(l.gateUpBias))
-		}
-		gate := f.t(gu.Narrow(0, 0, c.IntermediateSize))
-		up := f.t(gu.Narrow(0, c.IntermediateSize, c.IntermediateSize))
-		act := f.t(gate.SiLUMul(up)) // (intermediate, T)
-		act = f.t(act.T())
-		d := f.t(act.Matmul(l.downT))
-		if l.downBias != nil {
-			d = f.t(d.Add(l.downBias))
-		}
-		xl = f.t(xl.Add(d))
-		var out *candle.Tensor
-		if f.err == nil {
-			out = ls.Keep(xl)
-		}
-		ls.Close()
-		if i > 0 && x != nil {
-			x.Close() // the last layer's output, kept outside every scope
-		}
-		x = out
+		x = half(x, func(xl *candle.Tensor) *candle.Tensor { return m.attention(f, step, i, l, xl, cos, sin) })
+		x = half(x, func(xl *candle.Tensor) *candle.Tensor { return m.mlp(f, l, xl) })
 		if f.err != nil {
 			break
 		}
@@ -624,4 +582,55 @@ func (m *Model) run(step *nn.PagedStep, all bool) (*candle.Tensor, error) {
 		return nil, f.err
 	}
 	return sc.Keep(logits), nil
+}
+
+// attention is a layer's first half: xl plus attention over the cache of
+// RMSNorm(xl)'s projections.
+func (m *Model) attention(f *fwd, step *nn.PagedStep, i int, l *layer, xl, cos, sin *candle.Tensor) *candle.Tensor {
+	c := m.cfg
+	T := step.Len()
+	hq, hkv, hd := c.Heads, c.KVHeads, c.HeadDim
+	h := f.t(xl.RMSNorm(l.inNorm, c.RMSNormEps))
+	qkv := f.t(h.Matmul(l.qkvT)) // (T, (hq+2hkv)·hd)
+	if l.qkvBias != nil {
+		qkv = f.t(qkv.Add(l.qkvBias))
+	}
+	heads := f.t(qkv.Reshape(T, hq+2*hkv, hd))
+	qk := f.t(heads.Narrow(1, 0, hq+hkv))
+	qk = f.t(qk.Unsqueeze(0))
+	qk = f.t(qk.RoPETHD(cos, sin)) // (1, T, hq+hkv, hd), contiguous
+	qk = f.t(qk.Squeeze(0))
+	q := f.t(qk.Narrow(1, 0, hq))
+	k := f.t(qk.Narrow(1, hq, hkv))
+	v := f.t(heads.Narrow(1, hq+hkv, hkv))
+	var att *candle.Tensor
+	if f.err == nil {
+		att = f.own(step.Attention(i, q, k, v, l.attn)) // (T, hq, hd)
+	}
+	att = f.t(att.Reshape(T, hq*hd))
+	o := f.t(att.Matmul(l.oT))
+	if l.oBias != nil {
+		o = f.t(o.Add(l.oBias))
+	}
+	return f.t(xl.Add(o))
+}
+
+// mlp is a layer's second half: xl plus the gated MLP of RMSNorm(xl).
+func (m *Model) mlp(f *fwd, l *layer, xl *candle.Tensor) *candle.Tensor {
+	c := m.cfg
+	h := f.t(xl.RMSNorm(l.postNorm, c.RMSNormEps))
+	ht := f.t(h.T())
+	gu := f.t(l.gateUp.Matmul(ht)) // (2·intermediate, T): gate and up are contiguous halves
+	if l.gateUpBias != nil {
+		gu = f.t(gu.Add(l.gateUpBias))
+	}
+	gate := f.t(gu.Narrow(0, 0, c.IntermediateSize))
+	up := f.t(gu.Narrow(0, c.IntermediateSize, c.IntermediateSize))
+	act := f.t(gate.SiLUMul(up)) // (intermediate, T)
+	act = f.t(act.T())
+	d := f.t(act.Matmul(l.downT))
+	if l.downBias != nil {
+		d = f.t(d.Add(l.downBias))
+	}
+	return f.t(xl.Add(d))
 }
