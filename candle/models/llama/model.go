@@ -552,7 +552,9 @@ func (m *Model) run(step *nn.PagedStep, all bool) (*candle.Tensor, error) {
 		hs := candle.NewScope()
 		defer hs.Close()
 		f.s = hs
-		y := body(f.t(hs.Adopt(x)))
+		xl := f.t(hs.Adopt(x))
+		x.Close() // xl holds its storage now
+		y := body(xl)
 		if f.err != nil {
 			return nil
 		}

@@ -115,7 +115,9 @@ func TestIncrementalDecode(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			s := tinySpecs[name]
 			m := load(t, writeModel(t, s), candle.CPU(), candle.F32, Options{CacheTokens: 96, PageSize: 4})
+			before := candle.CPU().MemoryStats().InUse
 			incremental(t, m, s.Vocab, 1e-5)
+			assert.Equal(t, before, candle.CPU().MemoryStats().InUse, "forward passes leave no storage behind")
 		})
 	}
 }
