@@ -579,44 +579,29 @@ template <class T, int DMAX, int RM, int U> __device__ __forceinline__ void attn
 // ---------------------------------------------------------------------
 // Matrix cores on NVIDIA (sm_80 and later): attn_mma_<dt>_d<DMAX>, F16 and
 // BF16, FlashAttention-2's forward with both products on tensor cores
-// (mma.sync m16n8k16, f32 accumulators). NW warps take WM·16 rows each
-// (BM = NW·WM·16 rows a block): with WM 2 every K or V fragment that
-// ldmatrix reads feeds two MMAs, which halves the shared-memory traffic
-// per MMA (at WM 1 ldmatrix's bandwidth, not the tensor cores, bounds
-// the kernel). Q's fragments stay in registers (QSM 0) or, where the
-// registers are short, Q's tile stays in shared memory and its fragments
-// are read again for each tile of keys (QSM 1). K and V tiles of BN keys
-// come in with cp.async, V's while q·kᵀ runs, the next K's while p·v
-// runs. Shared rows are unpadded with their 16-byte chunks swizzled
-// (chunk ^ row bits), so that ldmatrix's eight row reads and cp.async's
-// writes land on distinct banks. The online softmax runs on the
-// accumulator fragments (each thread holds two rows of each of its m
-// tiles, four threads a row), in log2 units with the scale folded in,
-// and P becomes the A operand of p·v in registers; the output's rescale
-// is skipped where a row's maximum did not move. Tiles that some row sees
-// only partly (the causal diagonal, window edges, the last keys) are the
-// only ones masked; tiles no row sees are never loaded. The launch needs
-// 16-byte aligned rows (FA_ALIGNED); package flashattn checks. Head dims
-// below DMAX pad K and V with zeros in shared memory and skip the chunks
-// past d. Block index x runs backwards so that the longest causal blocks
-// start first. Static shared memory stays within 48 KiB.
+// (mma.sync m16n8k16, f32 accumulators). Four warps take 16 rows each
+// (BM 64); Q's fragments stay in registers for the whole pass; K and V
+// tiles of BN keys come in with cp.async, V's while q·kᵀ runs, the next
+// K's while p·v runs; ldmatrix reads them (transposed for V) from rows
+// padded by 16 bytes, which keeps its eight row reads on distinct banks.
+// The online softmax runs on the accumulator fragments (each thread holds
+// two rows, four threads a row), in log2 units with the scale folded in,
+// and P becomes the A operand of p·v in registers. Tiles that some row
+// sees only partly (the causal diagonal, window edges, the last keys) are
+// the only ones masked; tiles no row sees are never loaded. The launch
+// needs 16-byte aligned rows (FA_ALIGNED); package flashattn checks.
+// Head dims below DMAX pad K and V with zeros in shared memory and skip
+// the chunks past d. Block index x runs backwards so that the longest
+// causal blocks start first.
 #if defined(__HIP_PLATFORM_NVIDIA__) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 #define FA_NV_MMA 1
+#define FA_MMA_THREADS 128
+#define FA_MMA_BM 64
 
-// MmaCfg is attn_mma's shape for a head-dim bucket: NW warps of WM m
-// tiles, BN keys a tile, Q's tile in shared memory (QSM). Package
-// flashattn's mmaShapes is its twin (TestGPUMatrixCoreKernels compares
-// them on the device). Each shape fits 255 registers without spills: at
-// d ≤ 64 Q's fragments stay in registers beside two m tiles' output; at
-// d 128 two m tiles' output (128 floats a thread) leaves no room for Q's
-// 64 registers, so Q stays in shared memory (48 KiB with K and V tiles of
-// 32 keys); at d 256 one m tile's output is 128 floats and Q's fragments
-// 64 registers more, which leaves room for score tiles of 16 keys.
-template <int DMAX> struct MmaCfg;
-template <> struct MmaCfg<32> { static const int NW = 4, WM = 2, BN = 64, QSM = 0; };
-template <> struct MmaCfg<64> { static const int NW = 4, WM = 2, BN = 64, QSM = 0; };
-template <> struct MmaCfg<128> { static const int NW = 4, WM = 2, BN = 32, QSM = 1; };
-template <> struct MmaCfg<256> { static const int NW = 4, WM = 1, BN = 16, QSM = 0; };
+template <int DMAX> struct MmaTiles {
+	static const int BN = DMAX > 128 ? 32 : 64; // keys a tile
+	static const int LD = DMAX + 8;             // a shared row, in elements
+};
 
 __device__ __forceinline__ unsigned smem_addr(const void* ptr) {
 	unsigned r;
@@ -676,54 +661,32 @@ template <> struct Mma<bf16> {
 	}
 };
 
-// swz is the byte offset of 16-byte chunk c of row r in a swizzled tile
-// of DMAX-element rows: the chunk index is xor-ed with three bits of the
-// row (rows of 64 bytes: bits 1-2, two rows sharing 128 bytes), so that
-// eight consecutive rows at one logical chunk fall on eight distinct
-// 16-byte bank groups. Offsets that a warp's rows share modulo 16 keep
-// the swizzle: only the row's low four bits enter it.
-template <int DMAX> __device__ __forceinline__ int mma_sw(int r) { return DMAX >= 64 ? (r & 7) : ((r >> 1) & 3); }
-template <int DMAX> __device__ __forceinline__ int swz(int r, int c) { return (r * DMAX + ((c ^ mma_sw<DMAX>(r)) << 3)) * 2; }
-
 // mma_tile queues the copy of BN rows of K or V from row n0 (of s.sk)
 // into a shared tile: 16-byte chunks, the head dims below d only; rows
-// past the sequence are zeros. A thread copies the same chunk c of rows
-// r0, r0 + NT/CPR, ...: one pointer, stepped.
-template <class T, int DMAX, int BN, int NT>
+// past the sequence are zeros.
+template <class T, int DMAX>
 __device__ __forceinline__ void mma_tile(unsigned dst, const T* src, i64 rs, int n0, int sk, int d, int tid) {
-	const int CPR = DMAX / 8, RPI = NT / CPR; // chunks a row, rows an iteration
-	static_assert(NT % CPR == 0 && BN % RPI == 0, "whole rows an iteration, whole copies a thread");
-	const int r0 = tid / CPR, c = tid % CPR;
-	if (c * 8 >= d) return;
-	const T* g = src + (i64)(n0 + r0) * rs + c * 8;
+	typedef MmaTiles<DMAX> Ti;
+	const int CPR = DMAX / 8; // chunks a row
 #pragma unroll
-	for (int it = 0; it < BN / RPI; it++) {
-		const int row = r0 + it * RPI;
-		const bool ok = n0 + row < sk;
-		cp16(dst + swz<DMAX>(row, c), ok ? g + (i64)it * RPI * rs : src, ok ? 16 : 0);
+	for (int it = 0; it < Ti::BN * CPR / FA_MMA_THREADS; it++) {
+		const int x = it * FA_MMA_THREADS + tid, row = x / CPR, c = (x % CPR) * 8;
+		if (c < d) {
+			const int j = n0 + row;
+			const bool ok = j < sk;
+			cp16(dst + (row * Ti::LD + c) * 2, src + (ok ? (i64)j * rs : 0) + c, ok ? 16 : 0);
+		}
 	}
 }
 
-// mma_frag_offsets are a lane's byte offsets, within 128 bytes, of its
-// ldmatrix row for chunk pairs k = 0..3 (chunks 2k+hi, hi the lane's half),
-// after the swizzle of its row r (only r's low four bits count); chunk
-// pair k reads at offs[k % 4] + (k / 4)·128.
-template <int DMAX> __device__ __forceinline__ void mma_frag_offsets(unsigned* offs, int r, int hi) {
-	const int s = mma_sw<DMAX>(r);
-#pragma unroll
-	for (int k = 0; k < 4; k++) offs[k] = (((2 * k + hi) ^ s) & 7) << 4;
-}
-
-template <class T, int DMAX, int NW, int WM, int BN, int QSM, int LAZY> __device__ __forceinline__ void attn_mma(const Params& p) {
-	const int NT = NW * 32, BM = NW * WM * 16;
+template <class T, int DMAX> __device__ __forceinline__ void attn_mma(const Params& p) {
+	typedef MmaTiles<DMAX> Ti;
+	const int BN = Ti::BN, LD = Ti::LD, BM = FA_MMA_BM;
 	const int NK = DMAX / 16; // k chunks of q·kᵀ
 	const int NS = BN / 8;    // n tiles of a score tile
 	const int NO = DMAX / 8;  // n tiles of the output
-	const int NR = 2 * WM;    // rows a thread holds: two of each m tile
-	const int CPR = DMAX / 8;
-	static_assert(DMAX >= 64 || NK <= 2, "chunk pairs of a 64-byte row");
-	__shared__ uint4 smem[((QSM ? BM : 0) + 2 * BN) * DMAX / 8];
-	static_assert(sizeof(smem) <= 48 * 1024, "static shared memory");
+	__shared__ uint4 kbuf[BN * LD / 8];
+	__shared__ uint4 vbuf[BN * LD / 8];
 
 	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
 	const int gq = lane >> 2, tq = lane & 3; // the fragments' row group and column pair
@@ -742,239 +705,181 @@ template <class T, int DMAX, int NW, int WM, int BN, int QSM, int LAZY> __device
 	const int per = (t1 - t0 + p.splits - 1) / p.splits;
 	const int ta = min(t1, t0 + split * per), tb = min(t1, ta + per);
 
-	const unsigned ks = smem_addr(smem), vs = ks + BN * DMAX * 2, qsh = vs + BN * DMAX * 2;
-	const T* kg = (const T*)p.k + s.kbase + (i64)p.ks[2] * hk;
-	const T* vg = (const T*)p.v + s.vbase + (i64)p.vs[2] * hk;
-	const int wr0 = warp * WM * 16; // the warp's first row in the block
-
-	// This thread's rows (gq and gq + 8 of each of its warp's m tiles):
-	// position and ALiBi slope; and, with Q in registers, their
-	// fragments of q.
-	int ri[NR];
-	float slope[NR];
-	unsigned qa[QSM ? 1 : WM][QSM ? 1 : NK][4];
+	// This thread's two rows (gq and gq + 8 of its warp's 16): position,
+	// head, the keys they see, and their fragments of q.
+	int ri[2], rh[2], rlo[2], rhi[2];
+	bool rv[2];
+	float slope[2];
+	unsigned qa[NK][4];
 #pragma unroll
-	for (int x = 0; x < NR; x++) {
-		const int r = m0 + wr0 + (x >> 1) * 16 + gq + (x & 1) * 8, i = r / G, h = hk * G + r % G;
-		ri[x] = i;
-		slope[x] = alibi_slope(p, h);
-		if (!QSM) {
-			const bool v = i < s.sq;
-			const T* qp = (const T*)p.q + s.qbase + (i64)min(i, s.sq - 1) * p.qs[1] + (i64)h * p.qs[2];
+	for (int rr = 0; rr < 2; rr++) {
+		const int r = m0 + warp * 16 + gq + rr * 8, i = r / G, h = hk * G + r % G;
+		ri[rr] = i;
+		rh[rr] = h;
+		rv[rr] = i < s.sq;
+		rlo[rr] = left >= 0 ? i + off - left : 0;
+		rhi[rr] = right >= 0 ? min(s.sk - 1, i + off + right) : s.sk - 1;
+		slope[rr] = alibi_slope(p, h);
+		const T* qp = (const T*)p.q + s.qbase + (i64)min(i, s.sq - 1) * p.qs[1] + (i64)h * p.qs[2];
 #pragma unroll
-			for (int kc = 0; kc < NK; kc++) {
+		for (int kc = 0; kc < NK; kc++) {
 #pragma unroll
-				for (int hh = 0; hh < 2; hh++) {
-					const int c = kc * 16 + hh * 8 + tq * 2;
-					qa[QSM ? 0 : x >> 1][QSM ? 0 : kc][(x & 1) + 2 * hh] = v && c < p.d ? *(const unsigned*)(qp + c) : 0u;
-				}
+			for (int hh = 0; hh < 2; hh++) {
+				const int c = kc * 16 + hh * 8 + tq * 2;
+				qa[kc][rr + 2 * hh] = rv[rr] && c < p.d ? *(const unsigned*)(qp + c) : 0u;
 			}
-		}
-	}
-	if (QSM) {
-		// Q's tile, zeros past the sequence and past d: one copy for the
-		// whole pass.
-#pragma unroll
-		for (int it = 0; it < BM * CPR / NT; it++) {
-			const int x = it * NT + tid, row = x / CPR, c = x % CPR;
-			const int r = m0 + row, i = r / G, h = hk * G + r % G;
-			const T* qp = (const T*)p.q + s.qbase + (i64)min(i, s.sq - 1) * p.qs[1] + (i64)h * p.qs[2];
-			const bool ok = i < s.sq && c * 8 < p.d;
-			cp16(qsh + swz<DMAX>(row, c), qp + (ok ? c * 8 : 0), ok ? 16 : 0);
 		}
 	}
 
 	// Zeros in the head dims past d, which the last chunk may read; the
 	// copies never write there.
-	for (int x = tid; x < BN * (DMAX - p.d) / 8; x += NT) {
-		const int w = (DMAX - p.d) / 8, row = x / w, c = p.d / 8 + x % w;
-		*(uint4*)((char*)smem + swz<DMAX>(row, c)) = make_uint4(0, 0, 0, 0);
-		*(uint4*)((char*)smem + BN * DMAX * 2 + swz<DMAX>(row, c)) = make_uint4(0, 0, 0, 0);
+	{
+		const int w = (DMAX - p.d) / 8;
+		unsigned short* kz = (unsigned short*)kbuf;
+		unsigned short* vz = (unsigned short*)vbuf;
+		for (int x = tid; x < BN * w; x += FA_MMA_THREADS) {
+			const int o = (x / w) * LD + p.d + (x % w) * 8;
+			*(uint4*)(kz + o) = make_uint4(0, 0, 0, 0);
+			*(uint4*)(vz + o) = make_uint4(0, 0, 0, 0);
+		}
 	}
 
-	float o[WM][NO][4];
+	float o[NO][4];
 #pragma unroll
-	for (int mt = 0; mt < WM; mt++)
-#pragma unroll
-		for (int jn = 0; jn < NO; jn++) o[mt][jn][0] = o[mt][jn][1] = o[mt][jn][2] = o[mt][jn][3] = 0.0f;
-	float mrow[NR], lrow[NR];
-#pragma unroll
-	for (int x = 0; x < NR; x++) {
-		mrow[x] = neg_inf();
-		lrow[x] = 0.0f;
-	}
+	for (int jn = 0; jn < NO; jn++) o[jn][0] = o[jn][1] = o[jn][2] = o[jn][3] = 0.0f;
+	float mrow[2] = {neg_inf(), neg_inf()}, lrow[2] = {0.0f, 0.0f};
 	const float sl2 = p.scale * FA_LOG2E;
 	const bool plain = !(p.softcap > 0.0f) && !(p.flags & FA_ALIBI);
 
-	// The lanes' rows and chunks in ldmatrix's four 8×8 matrices: for K
+	const unsigned ks = smem_addr(kbuf), vs = smem_addr(vbuf);
+	const T* kg = (const T*)p.k + s.kbase + (i64)p.ks[2] * hk;
+	const T* vg = (const T*)p.v + s.vbase + (i64)p.vs[2] * hk;
+	// The lanes' rows and columns in ldmatrix's four 8×8 matrices: for K
 	// (x4: keys 0-7 and 8-15 of a pair of n tiles × dims 0-7, 8-15), for
 	// V (x4.trans: keys 0-7, 8-15 × dims 0-7 and 8-15 of a pair of n
-	// tiles) and Q (x4: rows 0-7, 8-15 × dims 0-7, 8-15), each as a row
-	// base and the swizzled offsets of the chunk pairs.
-	const int krow = (lane & 7) + ((lane >> 4) << 3), vrow = (lane & 7) + (((lane >> 3) & 1) << 3);
-	unsigned koff[4], voff[4];
-	mma_frag_offsets<DMAX>(koff, krow, (lane >> 3) & 1);
-	mma_frag_offsets<DMAX>(voff, vrow, lane >> 4); // Q's lanes read as V's
-	const unsigned kb = ks + krow * DMAX * 2, vb = vs + vrow * DMAX * 2, qb = qsh + (wr0 + vrow) * DMAX * 2;
+	// tiles).
+	const int krow = (lane & 7) + ((lane >> 4) << 3), kcol = ((lane >> 3) & 1) << 3;
+	const int vrow = (lane & 7) + (((lane >> 3) & 1) << 3), vcol = (lane >> 4) << 3;
 
 	if (ta < tb) {
-		mma_tile<T, DMAX, BN, NT>(ks, kg, p.ks[1], ta * BN, s.sk, p.d, tid);
+		mma_tile<T, DMAX>(ks, kg, p.ks[1], ta * BN, s.sk, p.d, tid);
+		cp_commit();
 	}
-	cp_commit();
 	for (int t = ta; t < tb; t++) {
 		const int n0 = t * BN;
 		cp_wait_all();
 		__syncthreads(); // K(t) is in; every warp is done with V(t-1)
-		mma_tile<T, DMAX, BN, NT>(vs, vg, p.vs[1], n0, s.sk, p.d, tid);
+		mma_tile<T, DMAX>(vs, vg, p.vs[1], n0, s.sk, p.d, tid);
 		cp_commit();
 
-		float sacc[WM][NS][4];
+		float sacc[NS][4];
 #pragma unroll
-		for (int mt = 0; mt < WM; mt++)
-#pragma unroll
-			for (int jn = 0; jn < NS; jn++) sacc[mt][jn][0] = sacc[mt][jn][1] = sacc[mt][jn][2] = sacc[mt][jn][3] = 0.0f;
+		for (int jn = 0; jn < NS; jn++) sacc[jn][0] = sacc[jn][1] = sacc[jn][2] = sacc[jn][3] = 0.0f;
 #pragma unroll
 		for (int kc = 0; kc < NK; kc++) {
 			if (kc * 16 < p.d) {
-				unsigned qf[WM][4];
-				if (QSM) {
-#pragma unroll
-					for (int mt = 0; mt < WM; mt++) ldsm4(qf[mt], qb + mt * 16 * DMAX * 2 + voff[kc % 4] + (kc / 4) * 128);
-				}
 #pragma unroll
 				for (int jp = 0; jp < NS / 2; jp++) {
 					unsigned bk[4];
-					ldsm4(bk, kb + jp * 16 * DMAX * 2 + koff[kc % 4] + (kc / 4) * 128);
-#pragma unroll
-					for (int mt = 0; mt < WM; mt++) {
-						const unsigned* a = QSM ? qf[mt] : qa[QSM ? 0 : mt][QSM ? 0 : kc];
-						Mma<T>::run(sacc[mt][2 * jp], a, bk[0], bk[1]);
-						Mma<T>::run(sacc[mt][2 * jp + 1], a, bk[2], bk[3]);
-					}
+					ldsm4(bk, ks + ((jp * 16 + krow) * LD + kc * 16 + kcol) * 2);
+					Mma<T>::run(sacc[2 * jp], qa[kc], bk[0], bk[1]);
+					Mma<T>::run(sacc[2 * jp + 1], qa[kc], bk[2], bk[3]);
 				}
 			}
 		}
 
 		// Logits in log2 units; masks only where some row sees part of
-		// the tile. Column bounds are per row, relative to the tile and to
-		// the lane's column pair, and made in the loop (n0 is opaque to
-		// the compiler): bounds hoisted per element would take registers
-		// by the hundred.
+		// the tile.
 		const bool masked = n0 + BN > s.sk || (right >= 0 && n0 + BN - 1 > ilo + off + right) ||
 		                    (left >= 0 && n0 < ihi + off - left);
-		int n0o;
-		asm("mov.b32 %0, %1;" : "=r"(n0o) : "r"(n0));
-		const int cend = s.sk - n0o - 2 * tq; // the columns past the sequence, from here
 #pragma unroll
-		for (int mt = 0; mt < WM; mt++) {
+		for (int jn = 0; jn < NS; jn++) {
 #pragma unroll
-			for (int rr = 0; rr < 2; rr++) {
-				const int x = mt * 2 + rr;
-				// Row i sees keys i+off-left ... i+off+right: as columns
-				// jn·8 + (c & 1) of this lane.
-				const int a = ri[x] + off - n0o - 2 * tq;
-				const int clo = left >= 0 ? a - left : -1;
-				const int chi = right >= 0 ? min(a + right, cend - 1) : cend - 1;
-#pragma unroll
-				for (int jn = 0; jn < NS; jn++) {
-#pragma unroll
-					for (int e = 0; e < 2; e++) {
-						const int col = jn * 8 + e;
-						float y = sacc[mt][jn][2 * rr + e];
-						if (plain) {
-							y *= sl2;
-						} else {
-							y *= p.scale;
-							if (p.softcap > 0.0f) y = p.softcap * tanhf(y / p.softcap);
-							y = (y - slope[x] * fabsf((float)(a - col))) * FA_LOG2E;
-						}
-						if (masked && (col < clo || col > chi)) y = neg_inf();
-						sacc[mt][jn][2 * rr + e] = y;
-					}
+			for (int c = 0; c < 4; c++) {
+				const int rr = c >> 1, j = n0 + jn * 8 + tq * 2 + (c & 1);
+				float x = sacc[jn][c];
+				if (plain) {
+					x *= sl2;
+				} else {
+					x *= p.scale;
+					if (p.softcap > 0.0f) x = p.softcap * tanhf(x / p.softcap);
+					x = (x - slope[rr] * fabsf((float)(ri[rr] + off - j))) * FA_LOG2E;
 				}
+				if (masked && (j < rlo[rr] || j > rhi[rr])) x = neg_inf();
+				sacc[jn][c] = x;
 			}
 		}
-		// The online softmax of the thread's rows; a row's four threads
-		// are neighbouring lanes.
+		// The online softmax of the thread's two rows; a row's four
+		// threads are neighbouring lanes.
 #pragma unroll
-		for (int x = 0; x < NR; x++) {
-			const int mt = x >> 1, rr = x & 1;
+		for (int rr = 0; rr < 2; rr++) {
 			float mx = neg_inf();
 #pragma unroll
-			for (int jn = 0; jn < NS; jn++) mx = fmaxf(mx, fmaxf(sacc[mt][jn][2 * rr], sacc[mt][jn][2 * rr + 1]));
+			for (int jn = 0; jn < NS; jn++) mx = fmaxf(mx, fmaxf(sacc[jn][2 * rr], sacc[jn][2 * rr + 1]));
 			mx = fmaxf(mx, __shfl_xor(mx, 1));
 			mx = fmaxf(mx, __shfl_xor(mx, 2));
-			const float mn = fmaxf(mrow[x], mx);
+			const float mn = fmaxf(mrow[rr], mx);
 			const float ms = mn == neg_inf() ? 0.0f : mn; // nothing seen yet: every p is 0
+			const float alpha = ex2(mrow[rr] - ms);
+			mrow[rr] = mn;
 			float sum = 0.0f;
 #pragma unroll
 			for (int jn = 0; jn < NS; jn++) {
-				sacc[mt][jn][2 * rr] = ex2(sacc[mt][jn][2 * rr] - ms);
-				sacc[mt][jn][2 * rr + 1] = ex2(sacc[mt][jn][2 * rr + 1] - ms);
-				sum += sacc[mt][jn][2 * rr] + sacc[mt][jn][2 * rr + 1];
+				sacc[jn][2 * rr] = ex2(sacc[jn][2 * rr] - ms);
+				sacc[jn][2 * rr + 1] = ex2(sacc[jn][2 * rr + 1] - ms);
+				sum += sacc[jn][2 * rr] + sacc[jn][2 * rr + 1];
 			}
-			if (!LAZY || mn != mrow[x]) {
-				const float alpha = ex2(mrow[x] - ms);
-				lrow[x] *= alpha;
+			lrow[rr] = lrow[rr] * alpha + sum;
 #pragma unroll
-				for (int jn = 0; jn < NO; jn++) {
-					o[mt][jn][2 * rr] *= alpha;
-					o[mt][jn][2 * rr + 1] *= alpha;
-				}
+			for (int jn = 0; jn < NO; jn++) {
+				o[jn][2 * rr] *= alpha;
+				o[jn][2 * rr + 1] *= alpha;
 			}
-			mrow[x] = mn;
-			lrow[x] += sum;
 		}
 
 		cp_wait_all();
 		__syncthreads(); // V(t) is in; every warp is done with K(t)
-		if (t + 1 < tb) mma_tile<T, DMAX, BN, NT>(ks, kg, p.ks[1], n0 + BN, s.sk, p.d, tid);
-		cp_commit();
+		if (t + 1 < tb) {
+			mma_tile<T, DMAX>(ks, kg, p.ks[1], n0 + BN, s.sk, p.d, tid);
+			cp_commit();
+		}
 #pragma unroll
 		for (int kc = 0; kc < BN / 16; kc++) {
-			// P's A fragments: rows gq, gq+8 × keys 2tq, 2tq+1 and +8.
-			unsigned pa[WM][4];
-#pragma unroll
-			for (int mt = 0; mt < WM; mt++) {
-				pa[mt][0] = Mma<T>::pack(sacc[mt][2 * kc][0], sacc[mt][2 * kc][1]);
-				pa[mt][1] = Mma<T>::pack(sacc[mt][2 * kc][2], sacc[mt][2 * kc][3]);
-				pa[mt][2] = Mma<T>::pack(sacc[mt][2 * kc + 1][0], sacc[mt][2 * kc + 1][1]);
-				pa[mt][3] = Mma<T>::pack(sacc[mt][2 * kc + 1][2], sacc[mt][2 * kc + 1][3]);
-			}
+			// P's A fragment: rows gq, gq+8 × keys 2tq, 2tq+1 and +8.
+			unsigned pa[4];
+			pa[0] = Mma<T>::pack(sacc[2 * kc][0], sacc[2 * kc][1]);
+			pa[1] = Mma<T>::pack(sacc[2 * kc][2], sacc[2 * kc][3]);
+			pa[2] = Mma<T>::pack(sacc[2 * kc + 1][0], sacc[2 * kc + 1][1]);
+			pa[3] = Mma<T>::pack(sacc[2 * kc + 1][2], sacc[2 * kc + 1][3]);
 #pragma unroll
 			for (int dp = 0; dp < NO / 2; dp++) {
 				if (dp * 16 < p.d) {
 					unsigned bv[4];
-					ldsm4t(bv, vb + kc * 16 * DMAX * 2 + voff[dp % 4] + (dp / 4) * 128);
-#pragma unroll
-					for (int mt = 0; mt < WM; mt++) {
-						Mma<T>::run(o[mt][2 * dp], pa[mt], bv[0], bv[1]);
-						Mma<T>::run(o[mt][2 * dp + 1], pa[mt], bv[2], bv[3]);
-					}
+					ldsm4t(bv, vs + ((kc * 16 + vrow) * LD + dp * 16 + vcol) * 2);
+					Mma<T>::run(o[2 * dp], pa, bv[0], bv[1]);
+					Mma<T>::run(o[2 * dp + 1], pa, bv[2], bv[3]);
 				}
 			}
 		}
 	}
-	cp_wait_all(); // nothing in flight at exit (Q's copy, when no tile ran)
 
 #pragma unroll
-	for (int x = 0; x < NR; x++) {
-		const int mt = x >> 1, rr = x & 1;
-		float l = lrow[x];
+	for (int rr = 0; rr < 2; rr++) {
+		float l = lrow[rr];
 		l += __shfl_xor(l, 1);
 		l += __shfl_xor(l, 2);
-		const int r = m0 + wr0 + mt * 16 + gq + rr * 8, i = ri[x], h = hk * G + r % G;
-		if (i >= s.sq) continue;
+		if (!rv[rr]) continue;
+		const int i = ri[rr], h = rh[rr];
 		// A row that sees no key gets zeros and a log-sum-exp of -inf.
 		const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-		const float lse = l > 0.0f ? (mrow[x] + log2f(l)) * FA_LN2 : neg_inf();
+		const float lse = l > 0.0f ? (mrow[rr] + log2f(l)) * FA_LN2 : neg_inf();
 		if (p.splits > 1) {
 			const i64 row = ((i64)split * p.h_q + h) * total_rows(p) + s.row0 + i;
 			float* op = p.opart + row * p.d;
 #pragma unroll
 			for (int jn = 0; jn < NO; jn++) {
 				const int c = jn * 8 + tq * 2;
-				if (c < p.d) *(float2*)(op + c) = make_float2(o[mt][jn][2 * rr] * inv, o[mt][jn][2 * rr + 1] * inv);
+				if (c < p.d) *(float2*)(op + c) = make_float2(o[jn][2 * rr] * inv, o[jn][2 * rr + 1] * inv);
 			}
 			if (tq == 0) p.lsepart[row] = lse;
 			continue;
@@ -983,7 +888,7 @@ template <class T, int DMAX, int NW, int WM, int BN, int QSM, int LAZY> __device
 #pragma unroll
 		for (int jn = 0; jn < NO; jn++) {
 			const int c = jn * 8 + tq * 2;
-			if (c < p.d) *(unsigned*)(op + c) = Mma<T>::pack(o[mt][jn][2 * rr] * inv, o[mt][jn][2 * rr + 1] * inv);
+			if (c < p.d) *(unsigned*)(op + c) = Mma<T>::pack(o[jn][2 * rr] * inv, o[jn][2 * rr + 1] * inv);
 		}
 		if ((p.flags & FA_LSE) && tq == 0) p.lse[lse_index(p, b, h, i, s.row0)] = lse;
 	}
@@ -1409,12 +1314,9 @@ FA_TYPE(bf16)
 FA_TYPE(f32)
 
 #if FA_NV_MMA
-// FA_MMA_KERNEL is an attn_mma kernel of a given shape (MmaCfg's, LAZY
-// the skipped rescale, MINB the blocks an SM of the launch bounds).
-#define FA_MMA_KERNEL(name, T, D, NW, WM, BN, QSM, LAZY, MINB) \
-	extern "C" __global__ __launch_bounds__(NW * 32, MINB) void name(Params p) { attn_mma<T, D, NW, WM, BN, QSM, LAZY>(p); }
+#define FA_MMA_KERNEL extern "C" __global__ __launch_bounds__(FA_MMA_THREADS) void
 #define FA_MMA(T, D) \
-	FA_MMA_KERNEL(attn_mma_##T##_d##D, T, D, MmaCfg<D>::NW, MmaCfg<D>::WM, MmaCfg<D>::BN, MmaCfg<D>::QSM, 1, 1)
+	FA_MMA_KERNEL attn_mma_##T##_d##D(Params p) { attn_mma<T, D>(p); }
 FA_MMA(f16, 32) FA_MMA(f16, 64) FA_MMA(f16, 128) FA_MMA(f16, 256)
 FA_MMA(bf16, 32) FA_MMA(bf16, 64) FA_MMA(bf16, 128) FA_MMA(bf16, 256)
 #endif

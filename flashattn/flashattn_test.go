@@ -369,14 +369,13 @@ func TestPlan(t *testing.T) {
 	assert.Equal(t, int(alignUp(int64(n*128*4), 256))+n*4, pl.workspace)
 	assert.Equal(t, int(alignUp(int64(n*128*4), 256)), pl.lsePartOff, "the partial LSEs after the partial outputs")
 
-	// The same on an H100: matrix cores, 128 rows and 128 threads a
-	// block, 32 keys a tile.
+	// The same on an H100: matrix cores, 64 rows and 128 threads a block.
 	pl, err = newPlan("F", &pr, &Params{Causal: true}, h100)
 	require.NoError(t, err)
 	assert.Equal(t, MatrixCore, pl.backend)
 	assert.Equal(t, "attn_mma_f16_d128", pl.kernel)
-	assert.Equal(t, 128, pl.threads)
-	assert.Equal(t, hip.Dim3{X: 4, Y: 2, Z: 2 * 5}, pl.grid, "400 rows in blocks of 128; 16 blocks split min(ceil(264/16), 10/2) = 5 ways")
+	assert.Equal(t, mmaThreads, pl.threads)
+	assert.Equal(t, hip.Dim3{X: 7, Y: 2, Z: 2 * 2}, pl.grid, "400 rows in blocks of 64; 28 blocks split min(ceil(264/28), 5/2) = 2 ways")
 
 	// On an MI300X: MFMA 32×32×8 at d 128, four waves of 64 lanes and 32
 	// rows, 32 keys a tile; 400 rows are 4 blocks of 128, 16 blocks on
@@ -450,24 +449,23 @@ func TestPlan(t *testing.T) {
 
 	// Head-dim buckets and tiles by dtype.
 	for _, c := range []struct {
-		dt          DType
-		d           int
-		kernel, mmk string
-		bm, bn      int
-		mma         [4]int // attn_mma's rows a block, keys a tile, threads, shared bytes
+		dt           DType
+		d            int
+		kernel, mma  string
+		bm, bn, mmBN int
 	}{
-		{F16, 8, "attn_fwd_f16_d32", "attn_mma_f16_d32", 128, 64, [4]int{128, 64, 128, 8192}},
-		{BF16, 64, "attn_fwd_bf16_d64", "attn_mma_bf16_d64", 64, 64, [4]int{128, 64, 128, 16384}},
-		{F16, 72, "attn_fwd_f16_d128", "attn_mma_f16_d128", 32, 64, [4]int{128, 32, 128, 49152}},
-		{F32, 128, "attn_fwd_f32_d128", "attn_fwd_f32_d128", 32, 32, [4]int{128, 32, 128, 49152}},
-		{BF16, 256, "attn_fwd_bf16_d256", "attn_mma_bf16_d256", 16, 32, [4]int{64, 16, 128, 16384}},
-		{F32, 200, "attn_fwd_f32_d256", "attn_fwd_f32_d256", 16, 16, [4]int{64, 16, 128, 16384}},
+		{F16, 8, "attn_fwd_f16_d32", "attn_mma_f16_d32", 128, 64, 64},
+		{BF16, 64, "attn_fwd_bf16_d64", "attn_mma_bf16_d64", 64, 64, 64},
+		{F16, 72, "attn_fwd_f16_d128", "attn_mma_f16_d128", 32, 64, 64},
+		{F32, 128, "attn_fwd_f32_d128", "attn_fwd_f32_d128", 32, 32, 64},
+		{BF16, 256, "attn_fwd_bf16_d256", "attn_mma_bf16_d256", 16, 32, 32},
+		{F32, 200, "attn_fwd_f32_d256", "attn_fwd_f32_d256", 16, 16, 32},
 	} {
 		dmax := buckets[bucketIndex(c.d)]
 		bm, bn := tiles(c.dt, dmax)
 		assert.Equal(t, [2]int{c.bm, c.bn}, [2]int{bm, bn}, "%v d %d", c.dt, c.d)
-		bm, bn, nt := mmaTiles(dmax)
-		assert.Equal(t, c.mma, [4]int{bm, bn, nt, mmaShared(dmax)}, "%v d %d", c.dt, c.d)
+		bm, bn = mmaTiles(dmax)
+		assert.Equal(t, [2]int{mmaBM, c.mmBN}, [2]int{bm, bn}, "%v d %d", c.dt, c.d)
 		q, k, v, out := operands(1, 33, 3, 1, 1, c.d)
 		for _, x := range []*Tensor{&q, &k, &v, &out} {
 			x.DType = c.dt
@@ -480,7 +478,7 @@ func TestPlan(t *testing.T) {
 		assert.Contains(t, KernelNames("gfx1030"), pl.kernel)
 		pl, err = newPlan("F", &pr, &Params{}, h100)
 		require.NoError(t, err)
-		assert.Equal(t, c.mmk, pl.kernel)
+		assert.Equal(t, c.mma, pl.kernel)
 		assert.Contains(t, KernelNames("sm_90"), pl.kernel)
 		for _, x := range []struct {
 			dev  target
@@ -492,7 +490,7 @@ func TestPlan(t *testing.T) {
 			if c.dt == F32 {
 				assert.Equal(t, c.kernel, pl.kernel)
 			} else {
-				assert.Equal(t, strings.Replace(c.mmk, "mma", map[Backend]string{MFMA: "mfma", WMMA: "wmma"}[x.dev.mc], 1), pl.kernel)
+				assert.Equal(t, strings.Replace(c.mma, "mma", map[Backend]string{MFMA: "mfma", WMMA: "wmma"}[x.dev.mc], 1), pl.kernel)
 			}
 		}
 	}

@@ -587,30 +587,3 @@ func TestGPUDecodePaged(t *testing.T) {
 		compare(t, F16, want, HostTensor{Data: got.Data[64:], Shape: want.Shape}, nil, nil, "entry 1")
 	})
 }
-
-// TestGPUMatrixCoreKernels checks each attn_mma kernel as the device
-// compiled it against the host's view of its shape (mmaTiles, mmaShared:
-// MmaCfg's twin), and that none spills registers to local memory.
-func TestGPUMatrixCoreKernels(t *testing.T) {
-	g := gpu(t)
-	if g.mc != MatrixCore {
-		t.Skip("no attn_mma kernels on this device (NVIDIA sm_80+ only)")
-	}
-	for _, dt := range mmaDTypes {
-		for bi, dmax := range buckets {
-			name := mmaNames[dt][bi]
-			fn, err := kernels.Function(g.dev, name)
-			require.NoError(t, err, name)
-			attr := func(a hip.FunctionAttribute) int {
-				v, err := fn.Attribute(a)
-				require.NoError(t, err, name)
-				return v
-			}
-			_, _, nt := mmaTiles(dmax)
-			assert.Equal(t, nt, attr(hip.FuncAttributeMaxThreadsPerBlock), "%s: the launch bounds are the host's block size", name)
-			assert.Equal(t, mmaShared(dmax), attr(hip.FuncAttributeSharedSizeBytes), "%s: the tiles are the host's", name)
-			assert.Zero(t, attr(hip.FuncAttributeLocalSizeBytes), "%s spills registers to local memory", name)
-			t.Logf("%s: %d registers", name, attr(hip.FuncAttributeNumRegs))
-		}
-	}
-}

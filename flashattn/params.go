@@ -247,11 +247,14 @@ const (
 )
 
 // threads is the block size of the portable and decode kernels
-// (FA_THREADS); amdWaves is the waves of a block of attn_mfma and
-// attn_wmma (FA_AMD_WAVES).
+// (FA_THREADS); mmaThreads and mmaBM are attn_mma's (FA_MMA_THREADS,
+// FA_MMA_BM); amdWaves is the waves of a block of attn_mfma and attn_wmma
+// (FA_AMD_WAVES).
 const (
-	threads  = 256
-	amdWaves = 4
+	threads    = 256
+	mmaThreads = 128
+	mmaBM      = 64
+	amdWaves   = 4
 )
 
 // decodeRows is the most query rows a KV head may have for FlashDecoding.
@@ -315,32 +318,12 @@ func tiles(dt DType, dmax int) (bm, bn int) {
 	return bm, bn
 }
 
-// mmaShape is attn_mma's shape for a head-dim bucket (MmaCfg in
-// attention.hip): nw warps of wm m tiles (16 rows each), bn keys a tile,
-// Q's tile in shared memory (qsm) or its fragments in registers.
-type mmaShape struct {
-	nw, wm, bn int
-	qsm        bool
-}
-
-// mmaShapes are MmaCfg's, by bucket (buckets).
-var mmaShapes = [len(buckets)]mmaShape{{4, 2, 64, false}, {4, 2, 64, false}, {4, 2, 32, true}, {4, 1, 16, false}}
-
-// mmaTiles are attn_mma's rows per block, keys per tile and block size.
-func mmaTiles(dmax int) (bm, bn, nthreads int) {
-	c := mmaShapes[bucketIndex(dmax)]
-	return c.nw * c.wm * 16, c.bn, c.nw * 32
-}
-
-// mmaShared is attn_mma's static shared memory in bytes: K and V tiles
-// (and Q's) of 2-byte elements.
-func mmaShared(dmax int) int {
-	c := mmaShapes[bucketIndex(dmax)]
-	rows := 2 * c.bn
-	if c.qsm {
-		rows += c.nw * c.wm * 16
+// mmaTiles are attn_mma's rows per block and keys per tile (MmaTiles).
+func mmaTiles(dmax int) (bm, bn int) {
+	if dmax > 128 {
+		return mmaBM, 32
 	}
-	return rows * dmax * 2
+	return mmaBM, 64
 }
 
 // amdTiles are attn_mfma's and attn_wmma's rows per block, keys per tile
@@ -591,8 +574,8 @@ func newPlan(op string, pr *problem, p *Params, dev target) (plan, error) {
 		bm, unit, u = decodeTiles(buckets[bi], pr.maxSQ*g)
 		pl.kernel, pl.threads = decodeNames[dt][bi][bm/4], threads
 	case MatrixCore:
-		bm, unit, pl.threads = mmaTiles(buckets[bi])
-		pl.kernel = mmaNames[dt][bi]
+		bm, unit = mmaTiles(buckets[bi])
+		pl.kernel, pl.threads = mmaNames[dt][bi], mmaThreads
 	case MFMA:
 		bm, unit, pl.threads = amdTiles(MFMA, buckets[bi])
 		pl.kernel = mfmaNames[dt][bi]
