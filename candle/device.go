@@ -125,8 +125,9 @@ type backend interface {
 	topk(x view, dst *Storage, rows, cols, k int) error
 	// sample writes a token id (U32) of each contiguous row of logits,
 	// drawn with the row's settings (sample.go); prev holds the rows'
-	// previous tokens.
-	sample(x view, dst *Storage, rows, cols int, ps []sampleRow, prev []int32) error
+	// previous tokens, hist (nil when no row has one) each row's token
+	// history, which the token drawn joins.
+	sample(x view, dst *Storage, rows, cols int, ps []sampleRow, prev []int32, hist []sampleHist) error
 }
 
 // memory is a storage's bytes on its device.

@@ -116,7 +116,7 @@ func ExampleKernelCache() {
 	// reduce.hip: 35 kernels
 	// nn.hip: 26 kernels
 	// sort.hip: 14 kernels
-	// sample.hip: 3 kernels
+	// sample.hip: 10 kernels
 }
 
 // NewDevice names a device; "auto" is the GPU when HIP loads and finds

@@ -164,7 +164,7 @@ var kernelNames = func() (k struct {
 	softmax, rmsNorm, layerNorm, rope, siluMul [numDTypes]string
 	groupNorm                                  [numDTypes]string
 	argsort, topk                              [numDTypes]string    // sort.hip
-	sample                                     [numDTypes]string    // sample.hip
+	sampleMax, sampleHist, sampleDraw          [numDTypes]string    // sample.hip
 	upsample                                   [2][numDTypes]string // nn.hip, [bilinear][dtype]
 }) {
 	for _, sz := range []int{1, 2, 4, 8} {
@@ -181,7 +181,7 @@ var kernelNames = func() (k struct {
 		k.softmax[dt], k.rmsNorm[dt], k.layerNorm[dt], k.rope[dt], k.siluMul[dt] = "softmax_"+d, "rms_norm_"+d, "layer_norm_"+d, "rope_"+d, "silu_mul_"+d
 		k.groupNorm[dt] = "group_norm_" + d
 		k.argsort[dt], k.topk[dt] = "argsort_"+d, "topk_"+d
-		k.sample[dt] = "sample_" + d
+		k.sampleMax[dt], k.sampleHist[dt], k.sampleDraw[dt] = "sample_max_"+d, "sample_hist_"+d, "sample_draw_"+d
 		k.upsample[0][dt], k.upsample[1][dt] = "upsample_nearest_"+d, "upsample_bilinear_"+d
 		for v := range numDTypes {
 			k.putAdd[dt][v] = "put_add_" + d + "_" + dtypeNames[v]

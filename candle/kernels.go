@@ -282,8 +282,11 @@ func KernelNames(module string) []string {
 			add("topk_%s", dt)
 		}
 	case "sample.hip":
+		add("sample_prev")
 		for _, dt := range []DType{F32, F16, BF16} {
-			add("sample_%s", dt)
+			add("sample_max_%s", dt)
+			add("sample_hist_%s", dt)
+			add("sample_draw_%s", dt)
 		}
 	case "reduce.hip":
 		for op := range numReduce {

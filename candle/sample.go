@@ -2,7 +2,9 @@ package candle
 
 import (
 	"cmp"
+	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 	"sync"
 	"unsafe"
@@ -38,12 +40,21 @@ import (
 // largest); a row whose largest logit is infinite, or that has no number,
 // gives its first largest.
 //
-// On the GPU (kernels/sample.hip) one launch does every row, a block a
-// row: a pass for the maximum, the selections of top-k and top-p as radix
-// selects over the values' bits (three passes of 11, 11 and 10 bits with
-// histograms in shared memory; top-p weighs each value by its
-// probability in 40-bit fixed point, so that the sums are exact and the
-// result deterministic), and a pass for the draw. No row is sorted.
+// On the GPU (kernels/sample.hip) each row is cut into spans, a block a
+// span, so that one row of a large vocabulary keeps dozens of compute
+// units busy, and the last block of a row to finish a pass combines the
+// row: a pass for the maximum (where greedy rows and rows with only a
+// temperature end, their blocks drawing in the same pass), for top-k and
+// top-p a pass for a histogram of the values' top 12 bits, and a pass for
+// the draw, whose last block finds the thresholds among the values of
+// their bins (a radix select; top-p weighs each value by its probability
+// in 40-bit fixed point, so that the sums are exact and the result
+// deterministic). No row is sorted; at most four launches a call.
+//
+// The repetition penalty reads the previous tokens either from a list per
+// call (SampleOptions.Previous, uploaded each time) or from a TokenHistory
+// on the device, which the draw extends (SampleOptions.History): with it,
+// a step of a generation loop uploads only its rows' settings.
 
 // SampleOptions are one row's settings for Tensor.Sample. The zero value
 // is greedy decoding.
@@ -59,12 +70,19 @@ type SampleOptions struct {
 	// MinP drops the tokens whose probability is below MinP times the
 	// largest, in [0, 1]; 0 is off.
 	MinP float32
-	// RepetitionPenalty penalises the Previous tokens (> 0; 0 and 1 are
-	// off).
+	// RepetitionPenalty penalises the Previous tokens, or those of the
+	// History slot (> 0; 0 and 1 are off).
 	RepetitionPenalty float32
 	// Previous are the token ids the penalty applies to (a token listed
 	// twice is penalised once).
 	Previous []int32
+	// History, when set, holds the row's previous tokens on the device in
+	// place of Previous (a row takes one or the other): the penalty
+	// applies to the tokens of its slot HistorySlot, and the token drawn
+	// joins the slot (whether or not the penalty is on), so that the next
+	// call sees it. The rows of one call name distinct slots.
+	History     *TokenHistory
+	HistorySlot int
 	// Seed keys the row's random numbers and Step counts its draws: the
 	// same seed, step, settings and logits draw the same token.
 	Seed, Step uint64
@@ -75,17 +93,20 @@ func (o *SampleOptions) greedy() bool { return o.Temperature == 0 || o.TopK == 1
 
 // sampleRow is one row's settings as the kernel reads them (sample.hip's
 // SampleRow), with the filters that are off normalised away: topK 0, topP
-// 0, minP 0, penalty 1 with no previous tokens.
+// 0, minP 0, penalty 1 with no previous tokens. Bits and Record are device
+// addresses the GPU's backend sets: the penalised tokens' bitmap and the
+// history slot the draw joins (0 for none).
 type sampleRow struct {
 	Temperature, TopP, MinP, Penalty float32
 	TopK, PrevCount                  uint32
 	PrevOffset, Seed, Step           uint64
+	Bits, Record                     uint64
 }
 
 // sampleRow is sample.hip's SampleRow byte for byte (a static_assert there).
 var (
-	_ [unsafe.Sizeof(sampleRow{}) - 48]struct{}
-	_ [48 - unsafe.Sizeof(sampleRow{})]struct{}
+	_ [unsafe.Sizeof(sampleRow{}) - 64]struct{}
+	_ [64 - unsafe.Sizeof(sampleRow{})]struct{}
 )
 
 // sampleMaxCols bounds the vocabulary: top-p's 40-bit fixed-point masses
@@ -115,7 +136,7 @@ func (t *Tensor) Sample(opts []SampleOptions) (*Tensor, error) {
 	if rows > 0 && (cols < 1 || cols > sampleMaxCols) {
 		return nil, errorf(op, ErrShape, "a vocabulary of %d: want 1 to %d", cols, sampleMaxCols)
 	}
-	ps, prev, err := sampleParams(op, opts, cols)
+	ps, prev, hist, err := sampleParams(op, t.st.dev, opts, cols)
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +152,7 @@ func (t *Tensor) Sample(opts []SampleOptions) (*Tensor, error) {
 		}
 		defer x.Close()
 	}
-	if err := t.st.dev.backend().sample(x.v(), out.st, rows, cols, ps, prev); err != nil {
+	if err := t.st.dev.backend().sample(x.v(), out.st, rows, cols, ps, prev, hist); err != nil {
 		out.Close()
 		return nil, wrap(op, err)
 	}
@@ -139,28 +160,31 @@ func (t *Tensor) Sample(opts []SampleOptions) (*Tensor, error) {
 }
 
 // sampleParams checks the options and returns them as the kernel reads
-// them, with every row's previous tokens in one slice.
-func sampleParams(op string, opts []SampleOptions, cols int) ([]sampleRow, []int32, error) {
+// them, with every row's previous tokens in one slice, and each row's
+// history (nil when no row has one).
+func sampleParams(op string, dev Device, opts []SampleOptions, cols int) ([]sampleRow, []int32, []sampleHist, error) {
 	ps := make([]sampleRow, len(opts))
 	n := 0
 	for i := range opts {
 		n += len(opts[i].Previous)
 	}
 	var prev []int32
+	var hist []sampleHist
+	var slots map[sampleHist]int // the row of each history slot in use
 	for i := range opts {
 		o := &opts[i]
 		finite := func(v float32) bool { return !math.IsNaN(float64(v)) && !math.IsInf(float64(v), 0) }
 		switch {
 		case !finite(o.Temperature) || o.Temperature < 0:
-			return nil, nil, errorf(op, ErrArgument, "row %d: temperature %v: want a finite value ≥ 0 (0 is greedy)", i, o.Temperature)
+			return nil, nil, nil, errorf(op, ErrArgument, "row %d: temperature %v: want a finite value ≥ 0 (0 is greedy)", i, o.Temperature)
 		case o.TopK < 0:
-			return nil, nil, errorf(op, ErrArgument, "row %d: top-k %d: want ≥ 0 (0 is off)", i, o.TopK)
+			return nil, nil, nil, errorf(op, ErrArgument, "row %d: top-k %d: want ≥ 0 (0 is off)", i, o.TopK)
 		case !(o.TopP >= 0 && o.TopP <= 1):
-			return nil, nil, errorf(op, ErrArgument, "row %d: top-p %v: want 0 to 1 (0 and 1 are off)", i, o.TopP)
+			return nil, nil, nil, errorf(op, ErrArgument, "row %d: top-p %v: want 0 to 1 (0 and 1 are off)", i, o.TopP)
 		case !(o.MinP >= 0 && o.MinP <= 1):
-			return nil, nil, errorf(op, ErrArgument, "row %d: min-p %v: want 0 to 1 (0 is off)", i, o.MinP)
+			return nil, nil, nil, errorf(op, ErrArgument, "row %d: min-p %v: want 0 to 1 (0 is off)", i, o.MinP)
 		case !finite(o.RepetitionPenalty) || o.RepetitionPenalty < 0:
-			return nil, nil, errorf(op, ErrArgument, "row %d: repetition penalty %v: want a finite value > 0 (0 and 1 are off)", i, o.RepetitionPenalty)
+			return nil, nil, nil, errorf(op, ErrArgument, "row %d: repetition penalty %v: want a finite value > 0 (0 and 1 are off)", i, o.RepetitionPenalty)
 		}
 		p := sampleRow{Temperature: o.Temperature, TopP: o.TopP, MinP: o.MinP, Penalty: 1, Seed: o.Seed, Step: o.Step}
 		if o.greedy() {
@@ -172,10 +196,37 @@ func sampleParams(op string, opts []SampleOptions, cols int) ([]sampleRow, []int
 		if p.TopP >= 1 {
 			p.TopP = 0
 		}
-		if o.RepetitionPenalty != 0 && o.RepetitionPenalty != 1 && len(o.Previous) > 0 {
+		penalty := o.RepetitionPenalty != 0 && o.RepetitionPenalty != 1
+		if h := o.History; h != nil {
+			if err := h.check(op, o.HistorySlot); err != nil {
+				e := err.(*Error)
+				e.Detail = fmt.Sprintf("row %d: %s", i, e.Detail)
+				return nil, nil, nil, e
+			}
+			switch {
+			case len(o.Previous) > 0:
+				return nil, nil, nil, errorf(op, ErrArgument, "row %d: both Previous and History: give the previous tokens one way", i)
+			case h.st.dev != dev:
+				return nil, nil, nil, errorf(op, ErrDevice, "row %d: a token history on %s for logits on %s: make it on the logits' device", i, h.st.dev, dev)
+			case h.vocab != cols:
+				return nil, nil, nil, errorf(op, ErrShape, "row %d: a token history of a vocabulary of %d for logits of %d", i, h.vocab, cols)
+			}
+			r := sampleHist{h.st, o.HistorySlot * historyWords(cols)}
+			if slots == nil {
+				slots = map[sampleHist]int{}
+				hist = make([]sampleHist, len(opts))
+			}
+			if j, dup := slots[r]; dup {
+				return nil, nil, nil, errorf(op, ErrArgument, "rows %d and %d name history slot %d: each row draws into its own slot", j, i, o.HistorySlot)
+			}
+			slots[r], hist[i] = i, r
+			if penalty {
+				p.Penalty = o.RepetitionPenalty
+			}
+		} else if penalty && len(o.Previous) > 0 {
 			for _, id := range o.Previous {
 				if id < 0 || int(id) >= cols {
-					return nil, nil, errorf(op, ErrIndex, "row %d: previous token %d: want 0 to %d (the vocabulary)", i, id, cols-1)
+					return nil, nil, nil, errorf(op, ErrIndex, "row %d: previous token %d: want 0 to %d (the vocabulary)", i, id, cols-1)
 				}
 			}
 			if prev == nil {
@@ -187,7 +238,7 @@ func sampleParams(op string, opts []SampleOptions, cols int) ([]sampleRow, []int
 		}
 		ps[i] = p
 	}
-	return ps, prev, nil
+	return ps, prev, hist, nil
 }
 
 // The row's random numbers and keys, shared by both devices.
@@ -243,7 +294,7 @@ type sampleScratch struct {
 
 var sampleScratchPool = sync.Pool{New: func() any { return new(sampleScratch) }}
 
-func (c *cpuBackend) sample(x view, dst *Storage, rows, cols int, ps []sampleRow, prev []int32) error {
+func (c *cpuBackend) sample(x view, dst *Storage, rows, cols int, ps []sampleRow, prev []int32, hist []sampleHist) error {
 	s := sampleScratchPool.Get().(*sampleScratch)
 	defer sampleScratchPool.Put(s)
 	if cap(s.z) < cols {
@@ -251,22 +302,41 @@ func (c *cpuBackend) sample(x view, dst *Storage, rows, cols int, ps []sampleRow
 	}
 	z, keys, idx := s.z[:cols], s.keys[:cols], s.idx[:cols]
 	in, out := dataOf(x.st), dataOf(dst)
+	words := historyWords(cols)
 	for r := range rows {
 		p := &ps[r]
 		base := x.l.Offset + r*cols
 		for i := range z {
 			z[i] = float32(in.f(base + i))
 		}
-		for _, id := range prev[p.PrevOffset : p.PrevOffset+uint64(p.PrevCount)] {
-			v := float32(in.f(base + int(id))) // from the logit, so that a repeated id is penalised once
-			if v < 0 {
-				v *= p.Penalty
+		penalise := func(id int) {
+			if v := z[id]; v < 0 {
+				z[id] = v * p.Penalty
 			} else {
-				v /= p.Penalty
+				z[id] = v / p.Penalty
 			}
-			z[id] = v
 		}
-		out.setI(r, int64(cpuSampleRow(p, z, keys, idx)))
+		var slot []uint32
+		if hist != nil && hist[r].st != nil {
+			slot = hist[r].cpuWords(words)
+			if p.Penalty != 1 {
+				for w, v := range slot {
+					for ; v != 0; v &= v - 1 {
+						penalise(w*32 + bits.TrailingZeros32(v))
+					}
+				}
+			}
+		} else {
+			for _, id := range prev[p.PrevOffset : p.PrevOffset+uint64(p.PrevCount)] {
+				z[id] = float32(in.f(base + int(id))) // from the logit, so that a repeated id is penalised once
+				penalise(int(id))
+			}
+		}
+		id := cpuSampleRow(p, z, keys, idx)
+		out.setI(r, int64(id))
+		if slot != nil {
+			slot[id>>5] |= 1 << (id & 31)
+		}
 	}
 	return nil
 }
@@ -358,12 +428,69 @@ func cpuSampleRow(p *sampleRow, z []float32, keys []uint32, idx []int32) int {
 
 // The GPU's sampling (kernels/sample.hip).
 
-func (b *hipBackend) sample(x view, dst *Storage, rows, cols int, ps []sampleRow, prev []int32) error {
-	// The settings and the previous tokens go to the device in one copy.
-	pb := len(ps) * int(unsafe.Sizeof(sampleRow{}))
-	buf := make([]byte, pb+4*len(prev))
+// The sizes of sample.hip: SAMPLE_BLOCK, SampleState, SAMPLE_BINS and
+// SAMPLE_CAND.
+const (
+	sampleBlock     = 512
+	sampleStateSize = 72
+	sampleBins      = 4096
+	sampleCand      = 8192
+)
+
+// sampleMaxGrid bounds a sampling grid's blocks (AMD refuses grids of 2³²
+// threads or more); the kernels loop over the units a grid does not cover.
+const sampleMaxGrid = 1<<32/sampleBlock - 1
+
+func (b *hipBackend) sample(x view, dst *Storage, rows, cols int, ps []sampleRow, prev []int32, hist []sampleHist) error {
+	// Which passes the rows need: the histogram for top-k and top-p, the
+	// draw for any filter (greedy rows and rows with only a temperature
+	// are done after the first).
+	hists, draws := false, false
+	for i := range ps {
+		if p := &ps[i]; p.Temperature > 0 {
+			hists = hists || p.TopK > 0 || p.TopP > 0
+			draws = draws || p.TopK > 0 || p.TopP > 0 || p.MinP > 0
+		}
+	}
+	words := historyWords(cols)
+	var scratch, bitmaps hip.DevicePtr
+	if hists {
+		// Each row's histogram and candidates.
+		sc, err := b.pool.get(rows * (sampleBins + sampleCand) * 8)
+		if err != nil {
+			return err
+		}
+		defer sc.release()
+		scratch = sc.buf.Ptr()
+	}
+	if len(prev) > 0 {
+		// The bitmaps of the rows with a list of previous tokens, which
+		// sample_prev clears and fills.
+		bm, err := b.pool.get(rows * words * 4)
+		if err != nil {
+			return err
+		}
+		defer bm.release()
+		bitmaps = bm.buf.Ptr()
+	}
+	for i := range ps {
+		p := &ps[i]
+		if hist != nil && hist[i].st != nil {
+			slot := uint64(storagePtr(hist[i].st).Add(4 * hist[i].word))
+			p.Record = slot
+			if p.Penalty != 1 {
+				p.Bits = slot
+			}
+		} else if p.PrevCount > 0 {
+			p.Bits = uint64(bitmaps.Add(4 * i * words))
+		}
+	}
+	// One copy to the device: the settings, the rows' states (zeros) and
+	// the previous tokens.
+	pb, sb := len(ps)*int(unsafe.Sizeof(sampleRow{})), rows*sampleStateSize
+	buf := make([]byte, pb+sb+4*len(prev))
 	copy(buf, unsafe.Slice((*byte)(unsafe.Pointer(&ps[0])), pb))
-	copy(buf[pb:], hip.AsBytes(prev))
+	copy(buf[pb+sb:], hip.AsBytes(prev))
 	blk, err := b.pool.get(len(buf))
 	if err != nil {
 		return err
@@ -373,23 +500,52 @@ func (b *hipBackend) sample(x view, dst *Storage, rows, cols int, ps []sampleRow
 		return err
 	}
 	params := blk.buf.Ptr()
-	var prevPtr, bitmap hip.DevicePtr
+	state, prevPtr := params.Add(pb), params.Add(pb+sb)
+	var hist0, cand hip.DevicePtr
+	if hists {
+		hist0, cand = scratch, scratch.Add(rows*sampleBins*8)
+	}
+	blockDim := hip.Dim3{X: sampleBlock}
 	if len(prev) > 0 {
-		prevPtr = params.Add(pb)
-		// A bitmap of each row's penalised tokens, which the kernel clears
-		// and fills.
-		bm, err := b.pool.get(rows * ((cols + 31) / 32) * 4)
+		err := b.launch(famSample, "sample_prev", hip.Dim3{X: uint32(min(rows, sampleMaxGrid))}, blockDim, func(a *hip.Args) {
+			a.Uint64(uint64(rows)).Uint64(uint64(words)).Ptr(params).Ptr(prevPtr)
+		})
 		if err != nil {
 			return err
 		}
-		defer bm.release()
-		bitmap = bm.buf.Ptr()
 	}
+	span, parts := b.sampleSpan(rows, cols)
+	grid := hip.Dim3{X: uint32(min(rows*parts, sampleMaxGrid))}
 	in, out := ptr(x), storagePtr(dst)
-	return b.launch(famSample, kernelNames.sample[x.st.dtype], hip.Dim3{X: uint32(min(rows, maxBlocks))}, hip.Dim3{X: sampleBlock}, func(a *hip.Args) {
-		a.Uint64(uint64(rows)).Uint64(uint64(cols)).Ptr(in).Ptr(params).Ptr(prevPtr).Ptr(bitmap).Ptr(out)
-	})
+	args := func(a *hip.Args) {
+		a.Uint64(uint64(rows)).Uint64(uint64(cols)).Uint64(uint64(span)).Uint32(uint32(parts))
+		a.Ptr(in).Ptr(params).Ptr(state).Ptr(hist0).Ptr(cand).Ptr(out)
+	}
+	dt := x.st.dtype
+	if err := b.launch(famSample, kernelNames.sampleMax[dt], grid, blockDim, args); err != nil {
+		return err
+	}
+	if hists {
+		if err := b.launch(famSample, kernelNames.sampleHist[dt], grid, blockDim, args); err != nil {
+			return err
+		}
+	}
+	if draws {
+		return b.launch(famSample, kernelNames.sampleDraw[dt], grid, blockDim, args)
+	}
+	return nil
 }
 
-// sampleBlock is sample.hip's SAMPLE_BLOCK.
-const sampleBlock = 1024
+// sampleSpan chooses the logits a block takes (a multiple of four) and so
+// the blocks a row has: 2048, four a thread, so that one row of a large
+// vocabulary spreads over dozens of compute units, and longer spans when
+// the rows alone would make several blocks for each of the device's
+// slots, so that the fixed costs of a block (a histogram's) stay small.
+func (b *hipBackend) sampleSpan(rows, cols int) (span, parts int) {
+	slots := max(b.props.MultiProcessorCount, 1) * 8
+	span = 2048
+	for span < 1<<16 && rows*((cols+span-1)/span) > slots {
+		span *= 2
+	}
+	return span, (cols + span - 1) / span
+}

@@ -315,61 +315,402 @@ func TestSampleErrors(t *testing.T) {
 	assert.ErrorIs(t, err, ErrClosed)
 }
 
-// sampleSettings are the settings the GPU tests compare.
-var sampleSettings = []SampleOptions{
-	{},
-	{Temperature: 1},
-	{Temperature: 0.7},
-	{Temperature: 1.5, TopK: 50},
-	{Temperature: 1, TopK: 1000},
-	{Temperature: 1, TopP: 0.9},
-	{Temperature: 0.6, TopP: 0.5},
-	{Temperature: 1, MinP: 0.05},
-	{Temperature: 0.8, TopK: 40, TopP: 0.95, MinP: 0.02},
-	{Temperature: 1, TopK: 100, TopP: 0.8, RepetitionPenalty: 1.3},
-	{RepetitionPenalty: 1.5},
-	{Temperature: 1.2, RepetitionPenalty: 0.8},
+func TestTokenHistoryOnCPU(t *testing.T) {
+	cpu := CPU()
+	h, err := NewTokenHistory(cpu, 3, 70)
+	require.NoError(t, err)
+	defer h.Close()
+	assert.Equal(t, 3, h.Slots())
+	assert.Equal(t, 70, h.Vocab())
+	assert.Equal(t, Device(cpu), h.Device())
+	got, err := h.Tokens(1)
+	require.NoError(t, err)
+	assert.Empty(t, got, "a new slot is empty")
+	require.NoError(t, h.Set(1, []int32{69, 3, 3, 31, 32, 0}))
+	got, err = h.Tokens(1)
+	require.NoError(t, err)
+	assert.Equal(t, []int32{0, 3, 31, 32, 69}, got, "once each, in order")
+	for _, s := range []int{0, 2} {
+		got, err = h.Tokens(s)
+		require.NoError(t, err)
+		assert.Empty(t, got, "slot %d is untouched", s)
+	}
+	require.NoError(t, h.Set(1, nil))
+	got, err = h.Tokens(1)
+	require.NoError(t, err)
+	assert.Empty(t, got, "Set replaces")
+
+	for _, c := range []struct {
+		err  error
+		kind error
+		msg  string
+	}{
+		{h.Set(3, nil), ErrIndex, "slot 3: want 0 to 2"},
+		{h.Set(-1, nil), ErrIndex, "slot -1"},
+		{h.Set(0, []int32{70}), ErrIndex, "token 70: want 0 to 69"},
+		{h.Set(0, []int32{-1}), ErrIndex, "token -1"},
+		{func() error { _, err := NewTokenHistory(cpu, 0, 5); return err }(), ErrArgument, "0 slots"},
+		{func() error { _, err := NewTokenHistory(cpu, 2, 0); return err }(), ErrArgument, "a vocabulary of 0"},
+		{func() error { _, err := NewTokenHistory(nil, 2, 5); return err }(), ErrDevice, "nil device"},
+	} {
+		require.Error(t, c.err, c.msg)
+		assert.ErrorIs(t, c.err, c.kind, c.msg)
+		assert.Contains(t, c.err.Error(), c.msg)
+	}
+	require.NoError(t, h.Close())
+	require.NoError(t, h.Close(), "closing twice")
+	assert.ErrorIs(t, h.Set(0, nil), ErrClosed)
+	_, err = h.Tokens(0)
+	assert.ErrorIs(t, err, ErrClosed)
 }
 
+// randomLogits are rows × cols logits of scale·N(0, 1).
+func randomLogits(r *rand.Rand, rows, cols int, scale float64) [][]float64 {
+	out := make([][]float64, rows)
+	for i := range out {
+		out[i] = make([]float64, cols)
+		for j := range out[i] {
+			out[i][j] = scale * r.NormFloat64()
+		}
+	}
+	return out
+}
+
+// historyLoop runs steps of a generation loop on dev: each row's logits
+// are its base row shifted by the step, and its previous tokens are its
+// prompt and its draws, given through a history (hist) or as lists. It
+// returns each row's tokens.
+func historyLoop(t *testing.T, dev Device, dt DType, base [][]float64, opts []SampleOptions, prompts [][]int32, steps int, hist bool) [][]int32 {
+	t.Helper()
+	rows, cols := len(base), len(base[0])
+	var h *TokenHistory
+	if hist {
+		var err error
+		h, err = NewTokenHistory(dev, rows+2, cols)
+		require.NoError(t, err)
+		defer h.Close()
+	}
+	seqs := make([][]int32, rows)
+	for i := range seqs {
+		seqs[i] = slices.Clone(prompts[i])
+		if hist {
+			require.NoError(t, h.Set(rows+1-i, prompts[i])) // slots out of row order
+		}
+	}
+	logits := make([][]float64, rows)
+	for step := range steps {
+		o := slices.Clone(opts)
+		for i := range o {
+			o[i].Step = uint64(step)
+			if hist {
+				o[i].History, o[i].HistorySlot = h, rows+1-i
+			} else {
+				o[i].Previous = seqs[i]
+			}
+			logits[i] = make([]float64, cols)
+			for j := range logits[i] {
+				logits[i][j] = base[i][(j+step)%cols]
+			}
+		}
+		for i, id := range sampleIDs(t, dev, dt, logits, o) {
+			seqs[i] = append(seqs[i], int32(id))
+		}
+	}
+	if hist {
+		for i := range seqs {
+			got, err := h.Tokens(rows + 1 - i)
+			require.NoError(t, err)
+			want := slices.Clone(seqs[i])
+			slices.Sort(want)
+			assert.Equal(t, slices.Compact(want), got, "row %d: the history holds the prompt and the draws", i)
+		}
+	}
+	return seqs
+}
+
+func TestSampleHistoryOnCPU(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	base := randomLogits(r, 6, 50, 2)
+	opts := []SampleOptions{
+		{RepetitionPenalty: 1.5},
+		{Temperature: 0.8, RepetitionPenalty: 1.3, Seed: 1},
+		{Temperature: 1, TopK: 5, RepetitionPenalty: 2, Seed: 2},
+		{Temperature: 0.9, TopP: 0.8, MinP: 0.05, RepetitionPenalty: 0.7, Seed: 3},
+		{Temperature: 1, Seed: 4}, // no penalty: the history only records
+		{TopK: 1, RepetitionPenalty: 100, Seed: 5},
+	}
+	prompts := [][]int32{{1, 2, 3}, {}, {49, 49}, {0}, {7}, {10, 11, 12, 13}}
+	withHist := historyLoop(t, CPU(), F32, base, opts, prompts, 30, true)
+	withLists := historyLoop(t, CPU(), F32, base, opts, prompts, 30, false)
+	assert.Equal(t, withLists, withHist, "a history draws what the lists draw")
+	// A strong penalty, greedy: no token comes twice.
+	seen := map[int32]bool{}
+	for _, id := range withHist[5] {
+		assert.False(t, seen[id], "token %d repeated in %v", id, withHist[5])
+		seen[id] = true
+	}
+}
+
+func TestSampleHistoryErrors(t *testing.T) {
+	cpu := CPU()
+	x := tensorOf(t, cpu, F32, []float64{1, 2, 3, 4, 5, 6}, 2, 3)
+	h, err := NewTokenHistory(cpu, 2, 3)
+	require.NoError(t, err)
+	defer h.Close()
+	other, err := NewTokenHistory(cpu, 2, 4)
+	require.NoError(t, err)
+	defer other.Close()
+	closed, err := NewTokenHistory(cpu, 2, 3)
+	require.NoError(t, err)
+	closed.Close()
+	for _, c := range []struct {
+		opts []SampleOptions
+		kind error
+		msg  string
+	}{
+		{[]SampleOptions{{}, {History: h, HistorySlot: 2}}, ErrIndex, "row 1: slot 2: want 0 to 1"},
+		{[]SampleOptions{{History: h}, {History: h}}, ErrArgument, "rows 0 and 1 name history slot 0"},
+		{[]SampleOptions{{History: h, Previous: []int32{1}, RepetitionPenalty: 2}, {}}, ErrArgument, "row 0: both Previous and History"},
+		{[]SampleOptions{{History: other}, {}}, ErrShape, "a token history of a vocabulary of 4 for logits of 3"},
+		{[]SampleOptions{{}, {History: closed}}, ErrClosed, "row 1: use of a closed token history"},
+	} {
+		_, err := x.Sample(c.opts)
+		require.Error(t, err, c.msg)
+		assert.ErrorIs(t, err, c.kind, c.msg)
+		assert.Contains(t, err.Error(), c.msg)
+		assert.Contains(t, err.Error(), "Tensor.Sample")
+	}
+	// Two histories may share a slot number.
+	h2, err := NewTokenHistory(cpu, 1, 3)
+	require.NoError(t, err)
+	defer h2.Close()
+	_, err = x.Sample([]SampleOptions{{History: h}, {History: h2}})
+	assert.NoError(t, err)
+}
+
+// sampleCombo is a setting the GPU tests compare, with its penalty's
+// previous tokens given through a history (pen 1) or a list (pen 2).
+type sampleCombo struct {
+	o   SampleOptions
+	pen int
+}
+
+// sampleCombos is every combination of greedy and a few temperatures,
+// top-k, top-p, min-p and penalties.
+func sampleCombos() []sampleCombo {
+	var out []sampleCombo
+	for _, temp := range []float32{0, 0.7, 1.3} {
+		for _, k := range []int{0, 1, 50, 1000} {
+			for _, p := range []float32{0, 0.5, 0.9} {
+				for _, mp := range []float32{0, 0.05} {
+					for pen, rp := range []float32{1, 1.3, 0.8} {
+						out = append(out, sampleCombo{SampleOptions{Temperature: temp, TopK: k, TopP: p, MinP: mp, RepetitionPenalty: rp}, pen})
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// compareSample draws from rows of logits with one combination a row, on
+// the CPU and on the GPU d, and checks that they agree: the same tokens,
+// but for draws decided within float rounding (a few rows), the same
+// histories after, and the GPU the same again.
+func compareSample(t *testing.T, d Device, dt DType, logits [][]float64, combos []sampleCombo, r *rand.Rand, name string) {
+	t.Helper()
+	rows, cols := len(logits), len(logits[0])
+	var flat []float64
+	for _, row := range logits {
+		flat = append(flat, row...)
+	}
+	hc, err := NewTokenHistory(CPU(), rows, cols)
+	require.NoError(t, err)
+	defer hc.Close()
+	hg, err := NewTokenHistory(d, rows, cols)
+	require.NoError(t, err)
+	defer hg.Close()
+	opts := make([]SampleOptions, rows)
+	prompts := make([][]int32, rows)
+	for i := range opts {
+		c := combos[i%len(combos)]
+		opts[i] = c.o
+		opts[i].Seed, opts[i].Step = r.Uint64(), r.Uint64N(1000)
+		if c.pen != 0 {
+			for range 1 + r.IntN(300) {
+				prompts[i] = append(prompts[i], int32(r.IntN(cols)))
+			}
+		}
+		switch c.pen {
+		case 1:
+			opts[i].HistorySlot = rows - 1 - i
+			require.NoError(t, hc.Set(rows-1-i, prompts[i]))
+			require.NoError(t, hg.Set(rows-1-i, prompts[i]))
+		case 2:
+			opts[i].Previous = prompts[i]
+		}
+	}
+	run := func(dev Device, h *TokenHistory) []uint32 {
+		o := slices.Clone(opts)
+		for i := range o {
+			if combos[i%len(combos)].pen == 1 {
+				o[i].History = h
+			}
+		}
+		x := tensorOf(t, dev, dt, flat, rows, cols)
+		defer x.Close()
+		ids, err := x.Sample(o)
+		require.NoError(t, err, name)
+		defer ids.Close()
+		out, err := ToSlice[uint32](ids)
+		require.NoError(t, err)
+		return out
+	}
+	c := run(CPU(), hc)
+	g := run(d, hg)
+	diff := 0
+	for i := range c {
+		if c[i] != g[i] {
+			diff++
+			t.Logf("%s row %d (%+v): cpu %d, gpu %d", name, i, combos[i%len(combos)], c[i], g[i])
+			continue
+		}
+		if combos[i%len(combos)].pen == 1 {
+			a, err := hc.Tokens(rows - 1 - i)
+			require.NoError(t, err)
+			b, err := hg.Tokens(rows - 1 - i)
+			require.NoError(t, err)
+			assert.Equal(t, a, b, "%s row %d: the histories after the draw", name, i)
+			assert.Contains(t, b, int32(g[i]), "%s row %d: the draw joined the history", name, i)
+		}
+	}
+	assert.LessOrEqual(t, diff, max(1, rows/16), "%s: rows that differ", name)
+	for i := range opts {
+		if combos[i%len(combos)].pen == 1 {
+			require.NoError(t, hg.Set(rows-1-i, prompts[i]))
+		}
+	}
+	assert.Equal(t, g, run(d, hg), "%s: the GPU draws the same again", name)
+}
+
+// TestGPUSample compares the GPU's draws with the CPU's for every
+// combination of settings, vocabularies from 1 to 152064 tokens, batches of
+// one row and of 64, each dtype.
 func TestGPUSample(t *testing.T) {
 	d := gpu(t)
 	r := rand.New(rand.NewPCG(11, 12))
+	combos := sampleCombos()
 	for _, dt := range []DType{F32, F16, BF16} {
-		for _, cols := range []int{1, 7, 1000, 4099, 32000, 128256} {
-			rows := 8
-			logits := make([][]float64, rows)
-			for i := range logits {
-				logits[i] = make([]float64, cols)
-				for j := range logits[i] {
-					logits[i][j] = 3 * r.NormFloat64()
-				}
-			}
-			for si, s := range sampleSettings {
-				opts := make([]SampleOptions, rows)
-				for i := range opts {
-					opts[i] = s
-					opts[i].Seed, opts[i].Step = uint64(si*100+i), uint64(i)
-					if s.RepetitionPenalty != 0 {
-						for range 1 + r.IntN(200) {
-							opts[i].Previous = append(opts[i].Previous, int32(r.IntN(cols)))
-						}
+		for _, cols := range []int{1, 7, 1000, 4099, 32000, 128256, 152064} {
+			// Spread logits, and peaked ones (a few tokens far above the rest,
+			// as a language model's).
+			peaked := func(n int) [][]float64 {
+				l := randomLogits(r, n, cols, 2)
+				for i := range l {
+					for range 1 + r.IntN(5) {
+						l[i][r.IntN(cols)] += 8 + 4*r.Float64()
 					}
 				}
-				name := fmt.Sprintf("%s × %d, %+v", dt, cols, s)
-				c := sampleIDs(t, CPU(), dt, logits, opts)
-				g := sampleIDs(t, d, dt, logits, opts)
-				// Identical, but where a boundary is within rounding: at most
-				// one row of the eight.
-				diff := 0
-				for i := range c {
-					if c[i] != g[i] {
-						diff++
-						t.Logf("%s row %d: cpu %d, gpu %d", name, i, c[i], g[i])
+				return l
+			}
+			for start := 0; start < len(combos); start += 64 {
+				cs := combos[start:min(start+64, len(combos))]
+				compareSample(t, d, dt, randomLogits(r, len(cs), cols, 3), cs, r, fmt.Sprintf("%s × %d, 64 rows from %d", dt, cols, start))
+				compareSample(t, d, dt, peaked(len(cs)), cs, r, fmt.Sprintf("%s × %d, peaked, 64 rows from %d", dt, cols, start))
+			}
+			for k := 0; k < len(combos); k += 11 {
+				compareSample(t, d, dt, randomLogits(r, 1, cols, 3), combos[k:k+1], r, fmt.Sprintf("%s × %d, one row, %+v", dt, cols, combos[k]))
+			}
+		}
+	}
+}
+
+// TestGPUSampleExtremes compares the GPU's draws with the CPU's on logits
+// the filters find hard: ties (whole bins of equal values, more than the
+// kernels gather), infinities, NaN, the largest and the smallest floats.
+func TestGPUSampleExtremes(t *testing.T) {
+	d := gpu(t)
+	r := rand.New(rand.NewPCG(31, 32))
+	inf, nan := math.Inf(1), math.NaN()
+	patterns := []struct {
+		name string
+		f    func(j, cols int) float64
+	}{
+		{"all equal", func(int, int) float64 { return 1.5 }},
+		{"five values", func(int, int) float64 { return float64(r.IntN(5)) }},
+		{"a +Inf", func(j, cols int) float64 { return cond(j == cols/2, inf, r.NormFloat64()) }},
+		{"-Inf but one", func(j, cols int) float64 { return cond(j == cols-1, 0.5, -inf) }},
+		{"all -Inf", func(int, int) float64 { return -inf }},
+		{"NaN sprinkled", func(int, int) float64 { return cond(r.IntN(3) == 0, nan, 3*r.NormFloat64()) }},
+		{"all NaN", func(int, int) float64 { return nan }},
+		{"±3e38", func(int, int) float64 { return cond(r.IntN(2) == 0, 3e38, -3e38) * r.Float64() }},
+		{"1e30 apart", func(int, int) float64 { return 1e30 * r.NormFloat64() }},
+		{"subnormal", func(int, int) float64 { return 1e-40 * r.NormFloat64() }},
+		{"±0", func(int, int) float64 { return cond(r.IntN(2) == 0, 0.0, math.Copysign(0, -1)) }},
+		{"a huge gap", func(j, _ int) float64 { return cond(j%1000 == 7, 50+r.Float64(), r.NormFloat64()) }},
+	}
+	combos := sampleCombos()
+	for _, dt := range []DType{F32, BF16} {
+		for _, cols := range []int{7, 4099, 128256} {
+			for _, p := range patterns {
+				rows := 16
+				logits := make([][]float64, rows)
+				for i := range logits {
+					logits[i] = make([]float64, cols)
+					for j := range logits[i] {
+						logits[i][j] = p.f(j, cols)
 					}
 				}
-				assert.LessOrEqual(t, diff, 1, name)
-				assert.Equal(t, g, sampleIDs(t, d, dt, logits, opts), "%s: the GPU draws the same again", name)
+				start := r.IntN(len(combos) - rows)
+				compareSample(t, d, dt, logits, combos[start:start+rows], r, fmt.Sprintf("%s × %d, %s", dt, cols, p.name))
 			}
+		}
+	}
+}
+
+func cond(c bool, a, b float64) float64 {
+	if c {
+		return a
+	}
+	return b
+}
+
+// TestGPUSampleHistory runs a generation loop on the GPU and on the CPU
+// with histories, and with lists: the same tokens (a row may part where a
+// draw is decided within rounding) and the same histories.
+func TestGPUSampleHistory(t *testing.T) {
+	d := gpu(t)
+	r := rand.New(rand.NewPCG(33, 34))
+	opts := []SampleOptions{
+		{RepetitionPenalty: 1.5},
+		{Temperature: 0.8, RepetitionPenalty: 1.3, Seed: 1},
+		{Temperature: 1, TopK: 50, RepetitionPenalty: 2, Seed: 2},
+		{Temperature: 0.9, TopP: 0.9, MinP: 0.05, RepetitionPenalty: 0.7, Seed: 3},
+		{Temperature: 1, Seed: 4},
+		{TopK: 1, RepetitionPenalty: 100, Seed: 5},
+		{Temperature: 0.7, TopK: 40, TopP: 0.95, RepetitionPenalty: 1.1, Seed: 6},
+		{Temperature: 1.2, MinP: 0.1, RepetitionPenalty: 1.2, Seed: 7},
+	}
+	for _, cols := range []int{100, 32000, 128256} {
+		base := randomLogits(r, len(opts), cols, 3)
+		prompts := make([][]int32, len(opts))
+		for i := range prompts {
+			for range r.IntN(100) {
+				prompts[i] = append(prompts[i], int32(r.IntN(cols)))
+			}
+		}
+		cpu := historyLoop(t, CPU(), F32, base, opts, prompts, 40, true)
+		for _, hist := range []bool{true, false} {
+			g := historyLoop(t, d, F32, base, opts, prompts, 40, hist)
+			same := 0
+			for i := range g {
+				if slices.Equal(cpu[i], g[i]) {
+					same++
+				} else {
+					t.Logf("%d tokens, history %v, row %d: cpu %v, gpu %v", cols, hist, i, cpu[i], g[i])
+				}
+			}
+			assert.GreaterOrEqual(t, same, len(opts)-1, "%d tokens, history %v: rows drawn alike", cols, hist)
 		}
 	}
 }
@@ -418,8 +759,10 @@ func TestGPUSampleGreedyIsArgmax(t *testing.T) {
 	}
 }
 
-// TestGPUSampleSpeed prints the time of a step (sample, read the ids) for
-// 1 and 32 rows of a 128256-token vocabulary.
+// TestGPUSampleSpeed prints the time of a decoding step's sampling (the
+// draw and the read of the ids) for 1, 8 and 64 rows of a 128256-token
+// vocabulary, and the time of a draw queued behind others (the device's
+// time, with a wait every 100 draws).
 func TestGPUSampleSpeed(t *testing.T) {
 	d := gpu(t)
 	poisonAllocs.Store(false)
@@ -429,45 +772,71 @@ func TestGPUSampleSpeed(t *testing.T) {
 	for i := range prev {
 		prev[i] = int32(r.IntN(cols))
 	}
-	for _, rows := range []int{1, 32} {
+	for _, rows := range []int{1, 8, 64} {
 		vals := make([]float32, rows*cols)
 		for i := range vals {
 			vals[i] = float32(3 * r.NormFloat64())
 		}
 		x, err := FromSlice(d, vals, rows, cols)
 		require.NoError(t, err)
+		h, err := NewTokenHistory(d, rows, cols)
+		require.NoError(t, err)
+		for i := range rows {
+			require.NoError(t, h.Set(i, prev))
+		}
 		for _, c := range []struct {
 			name string
 			o    SampleOptions
+			hist bool
 		}{
-			{"greedy", SampleOptions{}},
-			{"temperature 0.8", SampleOptions{Temperature: 0.8}},
-			{"top-k 50, top-p 0.9", SampleOptions{Temperature: 0.8, TopK: 50, TopP: 0.9}},
-			{"top-p 0.95", SampleOptions{Temperature: 1, TopP: 0.95}},
-			{"min-p 0.05", SampleOptions{Temperature: 1, MinP: 0.05}},
-			{"all, penalty of 512 tokens", SampleOptions{Temperature: 0.8, TopK: 50, TopP: 0.9, MinP: 0.02, RepetitionPenalty: 1.1, Previous: prev}},
+			{"greedy", SampleOptions{}, false},
+			{"temperature 0.8", SampleOptions{Temperature: 0.8}, false},
+			{"top-k 50", SampleOptions{Temperature: 0.8, TopK: 50}, false},
+			{"top-p 0.9", SampleOptions{Temperature: 1, TopP: 0.9}, false},
+			{"min-p 0.05", SampleOptions{Temperature: 1, MinP: 0.05}, false},
+			{"penalty 1.1, history", SampleOptions{Temperature: 0.8, RepetitionPenalty: 1.1}, true},
+			{"penalty 1.1, 512 previous", SampleOptions{Temperature: 0.8, RepetitionPenalty: 1.1, Previous: prev}, false},
+			{"top-k 50, top-p 0.9", SampleOptions{Temperature: 0.8, TopK: 50, TopP: 0.9}, false},
+			{"all, history", SampleOptions{Temperature: 0.8, TopK: 50, TopP: 0.9, MinP: 0.02, RepetitionPenalty: 1.1}, true},
 		} {
 			opts := make([]SampleOptions, rows)
 			for i := range opts {
 				opts[i] = c.o
-			}
-			const steps = 100
-			var start time.Time
-			for s := -5; s < steps; s++ {
-				if s == 0 {
-					start = time.Now()
+				if c.hist {
+					opts[i].History, opts[i].HistorySlot = h, i
 				}
+			}
+			step := func(s int, read bool) {
 				for i := range opts {
-					opts[i].Step = uint64(s + 5)
+					opts[i].Step = uint64(s)
 				}
 				ids, err := x.Sample(opts)
 				require.NoError(t, err)
-				_, err = ToSlice[uint32](ids)
-				require.NoError(t, err)
+				if read {
+					_, err = ToSlice[uint32](ids)
+					require.NoError(t, err)
+				}
 				ids.Close()
 			}
-			t.Logf("%2d × %d, %-28s %7.1f µs a step", rows, cols, c.name, float64(time.Since(start).Microseconds())/steps)
+			const steps = 100
+			for s := range 5 {
+				step(s, true)
+			}
+			start := time.Now()
+			for s := range steps {
+				step(s, true)
+			}
+			perStep := float64(time.Since(start).Microseconds()) / steps
+			require.NoError(t, d.Synchronize())
+			start = time.Now()
+			for s := range steps {
+				step(s, false)
+			}
+			require.NoError(t, d.Synchronize())
+			queued := float64(time.Since(start).Microseconds()) / steps
+			t.Logf("%2d × %d, %-28s %7.1f µs a step, %7.1f µs queued", rows, cols, c.name, perStep, queued)
 		}
+		h.Close()
 		x.Close()
 	}
 }

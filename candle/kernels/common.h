@@ -178,3 +178,14 @@ template <> struct Bytes<8> { typedef u64 T; };
 #define RG_ALL_TYPES(X) RG_FLOAT_TYPES(X) RG_INT_TYPES(X)
 #define RG_SIZES(X) X(b1, 1) X(b2, 2) X(b4, 4) X(b8, 8)
 #define RG_INDEX_TYPES(X) X(u8, u8) X(u32, u32) X(i64, i64)
+
+// philox is Philox4x32-10 (Salmon et al., SC11): counter c becomes four
+// random words under key (k0, k1). Package candle's philox is the CPU's.
+__device__ __forceinline__ void philox(u32 c[4], u32 k0, u32 k1) {
+	for (int r = 0; r < 10; r++) {
+		u64 p0 = (u64)0xD2511F53u * c[0], p1 = (u64)0xCD9E8D57u * c[2];
+		u32 n0 = (u32)(p1 >> 32) ^ c[1] ^ k0, n2 = (u32)(p0 >> 32) ^ c[3] ^ k1;
+		c[0] = n0, c[1] = (u32)p1, c[2] = n2, c[3] = (u32)p0;
+		k0 += 0x9E3779B9u, k1 += 0xBB67AE85u;
+	}
+}

@@ -25,16 +25,6 @@ RG_SIZES(RG_FILL)
 	}
 RG_ALL_TYPES(RG_ARANGE)
 
-// philox is Philox4x32-10 (Salmon et al., SC11).
-__device__ __forceinline__ void philox(u32 c[4], u32 k0, u32 k1) {
-	for (int r = 0; r < 10; r++) {
-		u64 p0 = (u64)0xD2511F53u * c[0], p1 = (u64)0xCD9E8D57u * c[2];
-		u32 n0 = (u32)(p1 >> 32) ^ c[1] ^ k0, n2 = (u32)(p0 >> 32) ^ c[3] ^ k1;
-		c[0] = n0, c[1] = (u32)p1, c[2] = n2, c[3] = (u32)p0;
-		k0 += 0x9E3779B9u, k1 += 0xBB67AE85u;
-	}
-}
-
 // random is element counter of seed's stream: uniform in [a, b), or normal
 // (Box-Muller) with mean a and deviation b, in double.
 template <bool Double>

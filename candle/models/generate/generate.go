@@ -1,7 +1,8 @@
 // Package generate runs text generation on a language model: a scheduler
 // with continuous batching in front of a Model (candle/models/llama's
-// satisfies it), sampling on the model's device (candle's Tensor.Sample),
-// and streaming of each request's tokens and text.
+// satisfies it), sampling on the model's device (candle's Tensor.Sample,
+// the repetition penalty's tokens kept there in a candle.TokenHistory), and
+// streaming of each request's tokens and text.
 //
 // One goroutine runs the scheduler. Each step it admits waiting requests
 // into the running batch (up to Config.MaxBatch sequences, while the
@@ -177,6 +178,13 @@ type Engine struct {
 	wake    chan struct{} // a request arrived, or Close
 	done    chan struct{} // the scheduler has stopped
 	nextID  uint64
+
+	// The tokens of the running sequences with a repetition penalty, on
+	// the model's device, a slot each (owners[i] has slot i), made on
+	// first use: a step uploads no token lists, the draws join their
+	// slots on the device. Only the scheduler touches them.
+	hist   *candle.TokenHistory
+	owners []*sequence
 }
 
 // NewEngine starts an engine on m.
@@ -209,13 +217,14 @@ type sequence struct {
 	id        uint64
 	ctx       context.Context
 	req       Request
-	opts      candle.SampleOptions // the step and previous tokens change
+	opts      candle.SampleOptions // the step and the history slot change
 	need      int                  // KV-cache tokens reserved: prompt + completion bound
 	maxTokens int
 	fed       int     // prompt tokens fed to the model
 	last      int32   // the token to feed next, once the prompt is fed
 	drawn     int     // completion tokens drawn
-	seen      []bool  // tokens in Previous (with a repetition penalty), by id
+	penalty   bool    // the draws are penalised: the sequence has a history slot
+	slot      int     // its slot in Engine.hist, once it draws (-1 before)
 	stop      []int32 // sorted copy of StopTokens
 	dec       StreamDecoder
 	held      string // text held back: it may start a stop string
@@ -249,12 +258,7 @@ func (e *Engine) Submit(ctx context.Context, r Request) (<-chan Event, error) {
 	if s.opts.Seed == 0 {
 		s.opts.Seed = rand.Uint64()
 	}
-	if sp.RepetitionPenalty != 0 && sp.RepetitionPenalty != 1 {
-		s.seen = make([]bool, e.m.VocabSize())
-		for _, t := range r.Prompt {
-			s.addPrevious(t)
-		}
-	}
+	s.penalty, s.slot = sp.RepetitionPenalty != 0 && sp.RepetitionPenalty != 1, -1
 	s.stop = append([]int32(nil), r.StopTokens...)
 	if e.cfg.Decoder != nil {
 		s.dec = e.cfg.Decoder()
@@ -338,13 +342,6 @@ func (e *Engine) Close() error {
 	return nil
 }
 
-func (s *sequence) addPrevious(t int32) {
-	if s.seen != nil && !s.seen[t] {
-		s.seen[t] = true
-		s.opts.Previous = append(s.opts.Previous, t)
-	}
-}
-
 // send queues an event, merging it with those the consumer has not taken;
 // a final event always fits (one slot stays free for it), after which
 // the channel is closed.
@@ -391,6 +388,7 @@ func (s *sequence) finish(reason string, err error, tokens []int32) {
 // run is the scheduler.
 func (e *Engine) run() {
 	defer close(e.done)
+	defer func() { e.hist.Close() }() // made while running, if at all
 	var active []*sequence
 	var b batch
 	for {
@@ -563,6 +561,12 @@ func (e *Engine) forward(ids []uint64, tokens [][]int32, seqs []*sequence) (_ []
 		if s.fed+len(tokens[i]) == len(s.req.Prompt) || s.fed == len(s.req.Prompt) {
 			opts[i] = s.opts
 			opts[i].Step = uint64(s.drawn)
+			if s.penalty {
+				if err := e.historySlot(s); err != nil {
+					return nil, true, fmt.Errorf("generate: sampling: %w", err)
+				}
+				opts[i].History, opts[i].HistorySlot = e.hist, s.slot
+			}
 		} // else mid-prompt: a greedy row, its token unused
 	}
 	out, err := logits.Sample(opts)
@@ -575,6 +579,32 @@ func (e *Engine) forward(ids []uint64, tokens [][]int32, seqs []*sequence) (_ []
 		return nil, true, fmt.Errorf("generate: sampling: %w", err)
 	}
 	return drawn, true, nil
+}
+
+// historySlot gives a penalised sequence its history slot before its
+// first draw, holding its prompt: a slot of a finished sequence, or a new
+// one (the running sequences never outnumber MaxBatch, the slots).
+func (e *Engine) historySlot(s *sequence) error {
+	if s.slot >= 0 {
+		return nil
+	}
+	if e.hist == nil {
+		h, err := candle.NewTokenHistory(e.m.Device(), e.cfg.MaxBatch, e.m.VocabSize())
+		if err != nil {
+			return err
+		}
+		e.hist, e.owners = h, make([]*sequence, e.cfg.MaxBatch)
+	}
+	for i, o := range e.owners {
+		if o == nil || o.finished {
+			if err := e.hist.Set(i, s.req.Prompt); err != nil {
+				return err
+			}
+			e.owners[i], s.slot = s, i
+			return nil
+		}
+	}
+	return fmt.Errorf("no free history slot among %d", len(e.owners))
 }
 
 // fail ends a sequence with an error.
@@ -602,7 +632,6 @@ func (e *Engine) advance(s *sequence, n int, id uint32) {
 		}
 	}
 	s.last = t
-	s.addPrevious(t)
 	tokens := []int32{t}
 	if s.dec != nil {
 		s.held += s.dec.Add(t)

@@ -649,3 +649,58 @@ func TestSampledThroughEngine(t *testing.T) {
 		seen[tk] = true
 	}
 }
+
+// TestPenaltyThroughHistory checks the engine's repetition penalty, whose
+// tokens it keeps in a candle.TokenHistory, against a loop that gives
+// Sample the prompt and the draws as a list each step: the same tokens,
+// alone and batched with other penalised requests (each its own slot,
+// slots reused once requests end).
+func TestPenaltyThroughHistory(t *testing.T) {
+	const vocab = 40
+	reference := func(prompt []int32, sp Sampling, n int) []int32 {
+		prev := append([]int32(nil), prompt...)
+		last, length := prompt[len(prompt)-1], len(prompt)
+		var out []int32
+		for step := range n {
+			tgt := target(vocab, last, length)
+			row := make([]float32, vocab)
+			for j := range row {
+				d := (j - int(tgt) + vocab) % vocab
+				row[j] = 31 - float32(min(d, vocab-d))*1.5
+			}
+			x, err := candle.FromSlice(candle.CPU(), row, 1, vocab)
+			require.NoError(t, err)
+			ids, err := x.Sample([]candle.SampleOptions{{Temperature: sp.Temperature, TopK: sp.TopK, TopP: sp.TopP, MinP: sp.MinP,
+				RepetitionPenalty: sp.RepetitionPenalty, Previous: prev, Seed: sp.Seed, Step: uint64(step)}})
+			require.NoError(t, err)
+			got, err := candle.ToSlice[uint32](ids)
+			require.NoError(t, err)
+			tok := int32(got[0])
+			out = append(out, tok)
+			prev = append(prev, tok)
+			last, length = tok, length+1
+		}
+		return out
+	}
+	reqs := []Request{
+		{Prompt: []int32{5, 6, 7}, MaxTokens: 25, Sampling: Sampling{Temperature: 0.5, RepetitionPenalty: 1.8, Seed: 11}},
+		{Prompt: []int32{1}, MaxTokens: 30, Sampling: Sampling{RepetitionPenalty: 3}},
+		{Prompt: []int32{9, 9, 2}, MaxTokens: 12, Sampling: Sampling{Temperature: 1, TopK: 6, TopP: 0.9, RepetitionPenalty: 0.7, Seed: 12}},
+		{Prompt: []int32{3, 4}, MaxTokens: 20, Sampling: Sampling{Temperature: 0.8, MinP: 0.05, RepetitionPenalty: 1.2, Seed: 13}},
+		{Prompt: []int32{8}, MaxTokens: 20, Sampling: Sampling{Temperature: 0.9, Seed: 14}},
+	}
+	for _, maxBatch := range []int{1, 2, 8} {
+		e := engine(t, newFake(), Config{MaxBatch: maxBatch})
+		chans := make([]<-chan Event, len(reqs))
+		for i, r := range reqs {
+			var err error
+			chans[i], err = e.Submit(context.Background(), r)
+			require.NoError(t, err)
+		}
+		for i, r := range reqs {
+			_, toks, last := collect(t, chans[i])
+			require.NoError(t, last.Err)
+			assert.Equal(t, reference(r.Prompt, r.Sampling, r.MaxTokens), toks, "batch %d, request %d", maxBatch, i)
+		}
+	}
+}
