@@ -35,6 +35,10 @@ type Transfer struct {
 	// Ahead is how many chunks are registered beyond the furthest one a
 	// load has used (default 8).
 	Ahead int
+	// Keep keeps every chunk registered until Close, instead of
+	// unregistering each once its tensors are loaded: no unregistering
+	// while copies run, at the cost of the whole file pinned meanwhile.
+	Keep bool
 }
 
 // The defaults of Transfer: what measured best on an H100 (bench/RESULTS.md).
@@ -65,7 +69,11 @@ func (t Transfer) String() string {
 		return "staging"
 	}
 	t = t.resolved()
-	return fmt.Sprintf("registered in %s chunks by %d goroutines, %d ahead", humanize.IBytes(uint64(t.Chunk)), t.Workers, t.Ahead)
+	s := fmt.Sprintf("registered in %s chunks by %d goroutines, %d ahead", humanize.IBytes(uint64(t.Chunk)), t.Workers, t.Ahead)
+	if t.Keep {
+		s += ", kept until Close"
+	}
+	return s
 }
 
 // LoadOption configures OpenSafetensors and OpenVarBuilder.
@@ -138,6 +146,7 @@ type window[H any] struct {
 	chunk    int
 	ahead    int
 	workers  int
+	keep     bool
 	register func(b []byte) (H, error)
 	release  func(h H, done func()) // hands a registration over; done, once unregistered
 
@@ -160,7 +169,7 @@ type span struct{ lo, hi int }
 
 func newWindow[H any](mapped []byte, t Transfer, tensors []span, register func([]byte) (H, error), release func(H, func())) *window[H] {
 	t = t.resolved()
-	w := &window[H]{mapped: mapped, chunk: t.Chunk, ahead: t.Ahead, workers: t.Workers, register: register, release: release,
+	w := &window[H]{mapped: mapped, chunk: t.Chunk, ahead: t.Ahead, workers: t.Workers, keep: t.Keep, register: register, release: release,
 		cs: make([]chunkState[H], (len(mapped)+t.Chunk-1)/t.Chunk), loaded: map[string]bool{}}
 	w.cond.L = &w.mu
 	for _, s := range tensors {
@@ -296,7 +305,7 @@ func (w *window[H]) load(name string, s span, copy func(h H, off, n, at int) err
 	for k := first; k <= last; k++ {
 		c := &w.cs[k]
 		c.users--
-		if c.users == 0 && c.left <= 0 && c.state == chunkReady {
+		if c.users == 0 && c.left <= 0 && c.state == chunkReady && !w.keep {
 			free = append(free, freed{k, c.h})
 			var zero H
 			c.state, c.h = chunkReleasing, zero

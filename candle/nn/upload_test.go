@@ -154,6 +154,16 @@ func TestWindowInFileOrder(t *testing.T) {
 	assert.NoError(t, st.Fallback)
 }
 
+func TestWindowKeepsUntilClose(t *testing.T) {
+	mapped, spans, chunk := testFile(t)
+	f := newFakeDevice(t, mapped)
+	w := newWindow(mapped, Transfer{Chunk: chunk, Keep: true}, spans, f.register, f.release)
+	loadAll(t, w, f, spans, []int{2, 0, 1, 3, 4, 5, 6, 7, 8, 9, 2, 9})
+	assert.Len(t, w.close(), 11, "every chunk that holds tensors, registered once and kept")
+	assert.Zero(t, f.frees)
+	assert.Equal(t, 11, f.regs)
+}
+
 func TestWindowAheadIsBounded(t *testing.T) {
 	mapped, spans, chunk := testFile(t)
 	f := newFakeDevice(t, mapped)
@@ -253,6 +263,7 @@ func TestTransferOptions(t *testing.T) {
 	assert.Equal(t, 2*page, Transfer{Chunk: page + 1}.resolved().Chunk, "rounded up to pages")
 	assert.Equal(t, "registered in 32 MiB chunks by 2 goroutines, 8 ahead", Transfer{}.String())
 	assert.Equal(t, "staging", Transfer{Staging: true}.String())
+	assert.Equal(t, "registered in 8.0 MiB chunks by 2 goroutines, 8 ahead, kept until Close", Transfer{Chunk: 8 << 20, Keep: true}.String())
 	var o Transfer
 	WithTransfer(Transfer{Workers: 4})(&o)
 	assert.Equal(t, 4, o.Workers)
