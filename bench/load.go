@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -80,10 +81,20 @@ func (b *Tensors) WriteCheckpoint(dir string, scale int) (*Checkpoint, error) {
 	return c, nil
 }
 
-// LoadTime is the time from opening the checkpoint to having every tensor
-// on the device: nn.VarBuilder's Get of each, in the file's order, and
-// the device synchronized. The tensors are closed after.
-func (b *Tensors) LoadTime(c *Checkpoint) (time.Duration, error) {
+// Load is one load of the checkpoint: nn.VarBuilder's Get of each tensor,
+// in the file's order, moved as t says.
+type Load struct {
+	// OnDevice is the time from opening the checkpoint to having every
+	// tensor on the device (the device synchronized); Closed adds the
+	// VarBuilder's Close (the file unregistered and unmapped): what a
+	// program waits for before its model runs.
+	OnDevice, Closed time.Duration
+	Stats            nn.TransferStats
+}
+
+// Load loads the checkpoint onto the device once, with t's transfer; the
+// tensors are closed after.
+func (b *Tensors) Load(c *Checkpoint, t nn.Transfer) (Load, error) {
 	names := make([]string, 0, len(c.shapes))
 	for n := range c.shapes {
 		names = append(names, n)
@@ -96,22 +107,122 @@ func (b *Tensors) LoadTime(c *Checkpoint) (time.Duration, error) {
 		}
 	}()
 	start := time.Now()
-	vb, err := nn.OpenVarBuilder(c.Path, b.Dev, candle.BF16)
+	vb, err := nn.OpenVarBuilder(c.Path, b.Dev, candle.BF16, nn.WithTransfer(t))
 	if err != nil {
-		return 0, err
+		return Load{}, err
 	}
-	defer vb.Close()
 	for _, n := range names {
 		t, err := vb.Get(n, c.shapes[n]...)
 		if err != nil {
-			return 0, err
+			vb.Close()
+			return Load{}, err
 		}
 		loaded = append(loaded, t)
 	}
 	if err := b.Dev.Synchronize(); err != nil {
-		return 0, err
+		vb.Close()
+		return Load{}, err
 	}
-	return time.Since(start), nil
+	l := Load{OnDevice: time.Since(start)}
+	if err := vb.Close(); err != nil {
+		return Load{}, err
+	}
+	l.Closed = time.Since(start)
+	l.Stats = vb.TransferStats()
+	return l, nil
+}
+
+// MedianLoad is the load of median Closed time of reps loads, after one
+// more (the first of the process, returned too: it fills the pool).
+func (b *Tensors) MedianLoad(c *Checkpoint, t nn.Transfer, reps int) (first, median Load, err error) {
+	if first, err = b.Load(c, t); err != nil {
+		return
+	}
+	ls := make([]Load, reps)
+	for i := range ls {
+		if ls[i], err = b.Load(c, t); err != nil {
+			return
+		}
+	}
+	slices.SortFunc(ls, func(x, y Load) int { return int(x.Closed - y.Closed) })
+	return first, ls[reps/2], nil
+}
+
+// Registration is the cost of registering the checkpoint's mapping with
+// the device alone, no copies: a fresh read-only mapping (as loading
+// makes) registered in chunks by goroutines, then unregistered, in GB/s.
+type Registration struct {
+	Chunk, Goroutines    int
+	Register, Unregister float64 // GB/s
+}
+
+// RegisterRate registers the whole checkpoint in chunks of chunk bytes
+// (rounded to pages; the file's size: at once) with goroutines taking them
+// in turn, then unregisters them all.
+func (b *Tensors) RegisterRate(c *Checkpoint, chunk, goroutines int) (Registration, error) {
+	r := Registration{Chunk: chunk, Goroutines: goroutines}
+	f, err := os.Open(c.Path)
+	if err != nil {
+		return r, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return r, err
+	}
+	size := int(st.Size())
+	page := os.Getpagesize()
+	chunk = min((chunk+page-1)/page*page, size)
+	m, err := syscall.Mmap(int(f.Fd()), 0, size, syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		return r, err
+	}
+	defer syscall.Munmap(m)
+	pins := make([]*hip.PinnedBuffer, (size+chunk-1)/chunk)
+	defer func() {
+		for _, p := range pins {
+			p.Close()
+		}
+	}()
+	each := func(f func(k int) error) error {
+		var next atomic.Int64
+		errs := make(chan error, goroutines)
+		for range goroutines {
+			go func() {
+				for k := int(next.Add(1) - 1); k < len(pins); k = int(next.Add(1) - 1) {
+					if err := f(k); err != nil {
+						errs <- err
+						return
+					}
+				}
+				errs <- nil
+			}()
+		}
+		var first error
+		for range goroutines {
+			if err := <-errs; err != nil && first == nil {
+				first = err
+			}
+		}
+		return first
+	}
+	start := time.Now()
+	err = each(func(k int) (err error) {
+		pins[k], err = b.Dev.HIP().RegisterHost(m[k*chunk:min((k+1)*chunk, size)], hip.HostRegisterReadOnly)
+		return err
+	})
+	if err != nil {
+		return r, err
+	}
+	r.Register = float64(size) / time.Since(start).Seconds() / 1e9
+	start = time.Now()
+	// Nothing is queued: unregistering waits for an idle device.
+	err = each(func(k int) error { return pins[k].Close() })
+	if err != nil {
+		return r, err
+	}
+	r.Unregister = float64(size) / time.Since(start).Seconds() / 1e9
+	return r, nil
 }
 
 // PinnedRate is the host-to-device copy rate from pinned host memory in

@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rocm-go/rocm/candle"
+	"github.com/rocm-go/rocm/candle/nn"
+	"github.com/rocm-go/rocm/hip"
 	"github.com/rocm-go/rocm/internal/testenv"
 )
 
@@ -48,8 +50,16 @@ func TestTensorBenchmarksRun(t *testing.T) {
 	// One layer and a 16th of the vocabulary, in BF16.
 	embed, norms, attn, mlp := 8016*2048, 3*2048, 2*2048*2048+2*512*2048, 3*8192*2048
 	assert.Equal(t, int64(2*(embed+norms+attn+mlp)), ckpt.Bytes)
-	load, err := b.LoadTime(ckpt)
-	require.NoError(t, err)
+	for _, tr := range []nn.Transfer{{}, {Staging: true}, {Chunk: 1 << 40}} {
+		first, again, err := b.MedianLoad(ckpt, tr, 1)
+		require.NoError(t, err, tr.String())
+		for _, l := range []Load{first, again} {
+			assert.Positive(t, l.OnDevice)
+			assert.GreaterOrEqual(t, l.Closed, l.OnDevice)
+			assert.Equal(t, ckpt.Bytes, l.Stats.Registered+l.Stats.Staged, "every byte went one way or the other")
+		}
+		t.Logf("%s: a %d-byte checkpoint on the device in %v, closed in %v; %+v", tr, ckpt.Bytes, again.OnDevice, again.Closed, again.Stats)
+	}
 	pinned, err := b.PinnedRate(1 << 24)
 	require.NoError(t, err)
 	assert.Positive(t, pinned)
@@ -57,7 +67,18 @@ func TestTensorBenchmarksRun(t *testing.T) {
 	require.NoError(t, err)
 	assert.Positive(t, mapped)
 	assert.Positive(t, pread)
-	t.Logf("a %d-byte checkpoint loaded in %v; pinned host→device at %.1f GB/s", ckpt.Bytes, load, pinned)
+	for _, chunk := range []int{1 << 20, 1 << 40} {
+		r, err := b.RegisterRate(ckpt, chunk, 2)
+		if err != nil && hip.LoadedPlatform() == hip.PlatformAMD {
+			t.Logf("this AMD runtime refuses to register the read-only mapping: %v", err)
+			break
+		}
+		require.NoError(t, err)
+		assert.Positive(t, r.Register)
+		assert.Positive(t, r.Unregister)
+		t.Logf("registering in %d-byte chunks: %+v", chunk, r)
+	}
+	t.Logf("pinned host→device at %.1f GB/s", pinned)
 }
 
 // TestTensorConvRows: the conv2d rows are convbench's shapes in both

@@ -115,8 +115,13 @@ type DeviceProperties struct {
 	CooperativeLaunch         bool
 	StreamPrioritiesSupported bool
 	MemoryPoolsSupported      bool
-	IsLargeBar                bool // AMD: the host can map all of the device's memory
-	AsicRevision              int  // AMD only
+	// HostRegisterSupported says RegisterHost can work; on NVIDIA,
+	// HostRegisterReadOnlySupported says it can register read-only memory
+	// (a file mapped PROT_READ) with HostRegisterReadOnly.
+	HostRegisterSupported         bool
+	HostRegisterReadOnlySupported bool
+	IsLargeBar                    bool // AMD: the host can map all of the device's memory
+	AsicRevision                  int  // AMD only
 }
 
 // Arch is ArchName without feature flags: "gfx942", "sm_90".
@@ -143,39 +148,41 @@ func (d *Device) Properties() (*DeviceProperties, error) {
 		return nil, err
 	}
 	p := &DeviceProperties{
-		Name:                        C.GoString(&cp.name[0]),
-		ArchName:                    C.GoString(&cp.gcnArchName[0]),
-		Major:                       int(cp.major),
-		Minor:                       int(cp.minor),
-		TotalMemory:                 int64(cp.totalGlobalMem),
-		TotalConstMemory:            int64(cp.totalConstMem),
-		SharedMemPerBlock:           int64(cp.sharedMemPerBlock),
-		SharedMemPerBlockOptin:      int64(cp.sharedMemPerBlockOptin),
-		SharedMemPerMultiprocessor:  int64(cp.sharedMemPerMultiprocessor),
-		L2CacheSize:                 int64(cp.l2CacheSize),
-		RegsPerBlock:                int(cp.regsPerBlock),
-		WarpSize:                    int(cp.warpSize),
-		MaxThreadsPerBlock:          int(cp.maxThreadsPerBlock),
-		MultiProcessorCount:         int(cp.multiProcessorCount),
-		MaxThreadsPerMultiProcessor: int(cp.maxThreadsPerMultiProcessor),
-		ClockRateKHz:                int(cp.clockRate),
-		MemoryClockRateKHz:          int(cp.memoryClockRate),
-		MemoryBusWidth:              int(cp.memoryBusWidth),
-		AsyncEngineCount:            int(cp.asyncEngineCount),
-		PCIDomainID:                 int(cp.pciDomainID),
-		PCIBusID:                    int(cp.pciBusID),
-		PCIDeviceID:                 int(cp.pciDeviceID),
-		Integrated:                  cp.integrated != 0,
-		CanMapHostMemory:            cp.canMapHostMemory != 0,
-		ConcurrentKernels:           cp.concurrentKernels != 0,
-		ECCEnabled:                  cp.ECCEnabled != 0,
-		ManagedMemory:               cp.managedMemory != 0,
-		UnifiedAddressing:           cp.unifiedAddressing != 0,
-		CooperativeLaunch:           cp.cooperativeLaunch != 0,
-		StreamPrioritiesSupported:   cp.streamPrioritiesSupported != 0,
-		MemoryPoolsSupported:        cp.memoryPoolsSupported != 0,
-		IsLargeBar:                  cp.isLargeBar != 0,
-		AsicRevision:                int(cp.asicRevision),
+		Name:                          C.GoString(&cp.name[0]),
+		ArchName:                      C.GoString(&cp.gcnArchName[0]),
+		Major:                         int(cp.major),
+		Minor:                         int(cp.minor),
+		TotalMemory:                   int64(cp.totalGlobalMem),
+		TotalConstMemory:              int64(cp.totalConstMem),
+		SharedMemPerBlock:             int64(cp.sharedMemPerBlock),
+		SharedMemPerBlockOptin:        int64(cp.sharedMemPerBlockOptin),
+		SharedMemPerMultiprocessor:    int64(cp.sharedMemPerMultiprocessor),
+		L2CacheSize:                   int64(cp.l2CacheSize),
+		RegsPerBlock:                  int(cp.regsPerBlock),
+		WarpSize:                      int(cp.warpSize),
+		MaxThreadsPerBlock:            int(cp.maxThreadsPerBlock),
+		MultiProcessorCount:           int(cp.multiProcessorCount),
+		MaxThreadsPerMultiProcessor:   int(cp.maxThreadsPerMultiProcessor),
+		ClockRateKHz:                  int(cp.clockRate),
+		MemoryClockRateKHz:            int(cp.memoryClockRate),
+		MemoryBusWidth:                int(cp.memoryBusWidth),
+		AsyncEngineCount:              int(cp.asyncEngineCount),
+		PCIDomainID:                   int(cp.pciDomainID),
+		PCIBusID:                      int(cp.pciBusID),
+		PCIDeviceID:                   int(cp.pciDeviceID),
+		Integrated:                    cp.integrated != 0,
+		CanMapHostMemory:              cp.canMapHostMemory != 0,
+		ConcurrentKernels:             cp.concurrentKernels != 0,
+		ECCEnabled:                    cp.ECCEnabled != 0,
+		ManagedMemory:                 cp.managedMemory != 0,
+		UnifiedAddressing:             cp.unifiedAddressing != 0,
+		CooperativeLaunch:             cp.cooperativeLaunch != 0,
+		StreamPrioritiesSupported:     cp.streamPrioritiesSupported != 0,
+		MemoryPoolsSupported:          cp.memoryPoolsSupported != 0,
+		HostRegisterSupported:         cp.hostRegisterSupported != 0,
+		HostRegisterReadOnlySupported: cp.hostRegisterReadOnlySupported != 0,
+		IsLargeBar:                    cp.isLargeBar != 0,
+		AsicRevision:                  int(cp.asicRevision),
 	}
 	for i := range 3 {
 		p.MaxThreadsDim[i] = int(cp.maxThreadsDim[i])

@@ -1,6 +1,7 @@
 // Package hip binds the HIP runtime: devices and their properties, device,
-// pinned and stream-ordered memory, streams, events, modules, kernel
-// launches, graphs through stream capture and peer copies.
+// pinned and stream-ordered memory, host memory registered with a device
+// (a mapped file copied by DMA, RegisterHost), streams, events, modules,
+// kernel launches, graphs through stream capture and peer copies.
 //
 // # Loading
 //

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log"
 	"math/rand/v2"
+	"os"
+	"syscall"
 
 	"github.com/rocm-go/rocm/hip"
 )
@@ -141,6 +143,45 @@ func ExampleFunction_Launch() {
 	args.Ptr(x.Ptr()).Float32(2).Int32(n)
 	cfg := hip.LaunchConfig{Grid: hip.Dim3{X: (n + 255) / 256}, Block: hip.Dim3{X: 256}}
 	if err := scale.Launch(cfg, &args); err != nil {
+		log.Fatal(err)
+	}
+	if err := dev.Synchronize(); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// A file's bytes go from the page cache to the device with no staging
+// copy: its read-only mapping is registered, then copied from by DMA.
+func ExampleDevice_RegisterHost() {
+	dev, err := hip.GetDevice(0)
+	if err != nil {
+		log.Fatal(err)
+	}
+	f, err := os.Open("weights.bin")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		log.Fatal(err)
+	}
+	m, err := syscall.Mmap(int(f.Fd()), 0, int(st.Size()), syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer syscall.Munmap(m) // after the registration's Close
+	reg, err := dev.RegisterHost(m, hip.HostRegisterReadOnly)
+	if err != nil {
+		log.Fatal(err) // a loader copies through MallocHost's memory instead
+	}
+	defer reg.Close()
+	buf, err := dev.Malloc(len(m))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer buf.Close()
+	if err := buf.CopyFromHostAsync(reg, nil); err != nil {
 		log.Fatal(err)
 	}
 	if err := dev.Synchronize(); err != nil {

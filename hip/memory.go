@@ -6,6 +6,7 @@ package hip
 import "C"
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"unsafe"
@@ -385,11 +386,12 @@ func (b *Buffer) MemsetD32Async(v uint32, s *Stream) error {
 // PinnedBuffer is page-locked host memory, the source and destination of
 // asynchronous copies. Bytes views it; the view is valid until Close.
 type PinnedBuffer struct {
-	dev   *Device
-	ptr   unsafe.Pointer
-	size  int
-	mem   *bind.Lifetime // the allocation's, shared with its views
-	owner bool
+	dev        *Device
+	ptr        unsafe.Pointer
+	size       int
+	mem        *bind.Lifetime // the allocation's, shared with its views
+	owner      bool
+	registered bool // RegisterHost's: Close unregisters instead of freeing
 }
 
 // MallocHost allocates size bytes of pinned host memory. flags are
@@ -440,14 +442,50 @@ func (p *PinnedBuffer) Slice(off, n int) (*PinnedBuffer, error) {
 	if off < 0 || n <= 0 || off > p.size-n {
 		return nil, invalid("PinnedBuffer.Slice", "[%d, %d) is not inside a buffer of %d bytes", off, off+n, p.size)
 	}
-	return &PinnedBuffer{dev: p.dev, ptr: unsafe.Add(p.ptr, off), size: n, mem: p.mem}, nil
+	return &PinnedBuffer{dev: p.dev, ptr: unsafe.Add(p.ptr, off), size: n, mem: p.mem, registered: p.registered}, nil
 }
 
-// Close frees the memory (hipHostFree waits for the device first). Closing
-// twice, or closing a view, does nothing.
+// Registered reports whether the memory is RegisterHost's (the caller's
+// memory, registered) rather than MallocHost's.
+func (p *PinnedBuffer) Registered() bool { return p != nil && p.registered }
+
+// Close frees the memory (hipHostFree waits for the device first), or, for
+// RegisterHost's, waits for the device's queued work and unregisters it.
+// Closing twice, or closing a view, does nothing.
 func (p *PinnedBuffer) Close() error {
 	if p == nil || !p.owner || !p.mem.End() {
 		return nil
+	}
+	if p.registered {
+		// hipHostUnregister does not promise to wait for the copies that
+		// read the memory; a failed wait (a device fault) still unregisters.
+		return errors.Join(p.dev.Synchronize(), p.release())
+	}
+	return p.release()
+}
+
+// CloseAfter is Close that waits only for e, an event recorded after the
+// last queued work that uses the memory, instead of for the whole device:
+// a loader unregisters one piece of a file while copies from the next are
+// queued. The memory is released even when the wait fails.
+func (p *PinnedBuffer) CloseAfter(e *Event) error {
+	const op = "PinnedBuffer.CloseAfter"
+	if p == nil || !p.owner || p.mem.Closed() {
+		return nil
+	}
+	if err := e.alive(op); err != nil {
+		return err
+	}
+	if !p.mem.End() {
+		return nil
+	}
+	return errors.Join(e.Synchronize(), p.release())
+}
+
+// release frees or unregisters the memory, once its lifetime has ended.
+func (p *PinnedBuffer) release() error {
+	if p.registered {
+		return check("hipHostUnregister", C.rg_hipHostUnregister_on(p.dev.c(), p.ptr))
 	}
 	return check("hipHostFree", C.rg_hipHostFree_on(p.dev.c(), p.ptr))
 }

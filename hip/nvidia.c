@@ -288,6 +288,12 @@ static hipError_t rgnv_hipHostMalloc(void** p, size_t n, unsigned flags) {
 	return NV(cudaHostAlloc, p, n, flags & (hipHostMallocPortable | hipHostMallocMapped | hipHostMallocWriteCombined));
 }
 static hipError_t rgnv_hipHostFree(void* p) { return NV(cudaFreeHost, p); }
+// hipHostRegister's flags are CUDA's cudaHostRegister ones, bit for bit
+// (Portable 1, Mapped 2, IoMemory 4, ReadOnly 8); AMD-only bits are dropped.
+static hipError_t rgnv_hipHostRegister(void* p, size_t n, unsigned flags) {
+	return NV(cudaHostRegister, p, n, flags & (hipHostRegisterPortable | hipHostRegisterMapped | hipHostRegisterIoMemory | hipHostRegisterReadOnly));
+}
+static hipError_t rgnv_hipHostUnregister(void* p) { return NV(cudaHostUnregister, p); }
 
 // hipMemcpyKind 0-4 equal CUDA's; AMD's DeviceToDeviceNoCU is a plain device copy.
 static int nv_kind(hipMemcpyKind k) { return k == hipMemcpyDeviceToDeviceNoCU ? 3 : (int)k; }
@@ -433,6 +439,8 @@ void rg_hip_install_nvidia(void* cudart, void* cuda) {
 	SET(hipFreeAsync);
 	SET(hipHostMalloc);
 	SET(hipHostFree);
+	SET(hipHostRegister);
+	SET(hipHostUnregister);
 	SET(hipMemcpy);
 	SET(hipMemcpyAsync);
 	SET(hipMemset);

@@ -3,6 +3,7 @@ package hip
 import (
 	"errors"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -88,11 +89,18 @@ func TestROCmNoDeviceFromEveryDeviceCall(t *testing.T) {
 		"StreamPriorityRange": func() error { _, _, err := d.StreamPriorityRange(); return err },
 		"Malloc":              func() error { _, err := d.Malloc(1 << 20); return err },
 		"MallocHost":          func() error { _, err := d.MallocHost(4096, HostMallocDefault); return err },
-		"NewStream":           func() error { _, err := d.NewStream(); return err },
-		"NewEvent":            func() error { _, err := d.NewEvent(EventDefault); return err },
-		"LoadModule":          func() error { _, err := d.LoadModule([]byte("not a code object")); return err },
-		"CanAccessPeer":       func() error { _, err := d.CanAccessPeer(&Device{ordinal: 1}); return err },
-		"EnablePeerAccess":    func() error { return d.EnablePeerAccess(&Device{ordinal: 1}) },
+		"RegisterHost": func() error {
+			m, err := syscall.Mmap(-1, 0, 4096, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANONYMOUS)
+			require.NoError(t, err)
+			defer syscall.Munmap(m)
+			_, err = d.RegisterHost(m, HostRegisterReadOnly)
+			return err
+		},
+		"NewStream":        func() error { _, err := d.NewStream(); return err },
+		"NewEvent":         func() error { _, err := d.NewEvent(EventDefault); return err },
+		"LoadModule":       func() error { _, err := d.LoadModule([]byte("not a code object")); return err },
+		"CanAccessPeer":    func() error { _, err := d.CanAccessPeer(&Device{ordinal: 1}); return err },
+		"EnablePeerAccess": func() error { return d.EnablePeerAccess(&Device{ordinal: 1}) },
 	}
 	for name, call := range calls {
 		err := call()

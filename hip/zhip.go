@@ -1167,6 +1167,40 @@ func (v HostMallocFlags) String() string {
 	return "HostMallocFlags(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
+// HostRegisterFlags holds the values of the hipHostRegister* macros.
+type HostRegisterFlags uint32
+
+// Values of HostRegisterFlags.
+const (
+	// HostRegisterDefault is hipHostRegisterDefault: Memory is Mapped and Portable.
+	HostRegisterDefault HostRegisterFlags = 0
+	// HostRegisterPortable is hipHostRegisterPortable: Memory is considered registered by all contexts.
+	HostRegisterPortable HostRegisterFlags = 1
+	// HostRegisterMapped is hipHostRegisterMapped: Map the allocation into the address space for the current device. The device pointer can be obtained with #hipHostGetDevicePointer.
+	HostRegisterMapped HostRegisterFlags = 2
+	// HostRegisterIoMemory is hipHostRegisterIoMemory: Not supported.
+	HostRegisterIoMemory HostRegisterFlags = 4
+	// HostRegisterReadOnly is hipHostRegisterReadOnly: This flag is ignored On AMD devices.
+	HostRegisterReadOnly HostRegisterFlags = 8
+)
+
+// String returns the C name of the value.
+func (v HostRegisterFlags) String() string {
+	switch v {
+	case HostRegisterDefault:
+		return "hipHostRegisterDefault"
+	case HostRegisterPortable:
+		return "hipHostRegisterPortable"
+	case HostRegisterMapped:
+		return "hipHostRegisterMapped"
+	case HostRegisterIoMemory:
+		return "hipHostRegisterIoMemory"
+	case HostRegisterReadOnly:
+		return "hipHostRegisterReadOnly"
+	}
+	return "HostRegisterFlags(" + strconv.FormatInt(int64(v), 10) + ")"
+}
+
 // StreamFlags holds the values of the hipStream* macros.
 type StreamFlags uint32
 

@@ -429,6 +429,13 @@ typedef struct hipGraphNode* hipGraphNode_t;
 #define hipHostMallocCoherent 1073741824
 #define hipHostMallocNonCoherent 2147483648u
 
+// HostRegisterFlags
+#define hipHostRegisterDefault 0
+#define hipHostRegisterPortable 1
+#define hipHostRegisterMapped 2
+#define hipHostRegisterIoMemory 4
+#define hipHostRegisterReadOnly 8
+
 // StreamFlags
 #define hipStreamDefault 0
 #define hipStreamNonBlocking 1
@@ -465,6 +472,8 @@ hipError_t hipMallocAsync(void** dev_ptr, size_t size, hipStream_t stream);
 hipError_t hipFreeAsync(void* dev_ptr, hipStream_t stream);
 hipError_t hipHostMalloc(void** ptr, size_t size, unsigned flags);
 hipError_t hipHostFree(void* ptr);
+hipError_t hipHostRegister(void* hostPtr, size_t sizeBytes, unsigned flags);
+hipError_t hipHostUnregister(void* hostPtr);
 hipError_t hipMemcpy(void* dst, const void* src, size_t sizeBytes, hipMemcpyKind kind);
 hipError_t hipMemcpyAsync(void* dst, const void* src, size_t sizeBytes, hipMemcpyKind kind, hipStream_t stream);
 hipError_t hipMemset(void* dst, int value, size_t sizeBytes);
@@ -840,6 +849,11 @@ _Static_assert((hipHostMallocWriteCombined) == 4, "hipHostMallocWriteCombined: v
 _Static_assert((hipHostMallocNumaUser) == 536870912, "hipHostMallocNumaUser: value");
 _Static_assert((hipHostMallocCoherent) == 1073741824, "hipHostMallocCoherent: value");
 _Static_assert((hipHostMallocNonCoherent) == 2147483648u, "hipHostMallocNonCoherent: value");
+_Static_assert((hipHostRegisterDefault) == 0, "hipHostRegisterDefault: value");
+_Static_assert((hipHostRegisterPortable) == 1, "hipHostRegisterPortable: value");
+_Static_assert((hipHostRegisterMapped) == 2, "hipHostRegisterMapped: value");
+_Static_assert((hipHostRegisterIoMemory) == 4, "hipHostRegisterIoMemory: value");
+_Static_assert((hipHostRegisterReadOnly) == 8, "hipHostRegisterReadOnly: value");
 _Static_assert((hipStreamDefault) == 0, "hipStreamDefault: value");
 _Static_assert((hipStreamNonBlocking) == 1, "hipStreamNonBlocking: value");
 _Static_assert((hipEventDefault) == 0, "hipEventDefault: value");
@@ -877,45 +891,47 @@ enum {
 	rg_hip_idx_hipFreeAsync = 18,
 	rg_hip_idx_hipHostMalloc = 19,
 	rg_hip_idx_hipHostFree = 20,
-	rg_hip_idx_hipMemcpy = 21,
-	rg_hip_idx_hipMemcpyAsync = 22,
-	rg_hip_idx_hipMemset = 23,
-	rg_hip_idx_hipMemsetAsync = 24,
-	rg_hip_idx_hipMemsetD32 = 25,
-	rg_hip_idx_hipMemsetD32Async = 26,
-	rg_hip_idx_hipStreamCreateWithPriority = 27,
-	rg_hip_idx_hipStreamDestroy = 28,
-	rg_hip_idx_hipStreamSynchronize = 29,
-	rg_hip_idx_hipStreamQuery = 30,
-	rg_hip_idx_hipStreamWaitEvent = 31,
-	rg_hip_idx_hipStreamGetFlags = 32,
-	rg_hip_idx_hipStreamGetPriority = 33,
-	rg_hip_idx_hipEventCreateWithFlags = 34,
-	rg_hip_idx_hipEventDestroy = 35,
-	rg_hip_idx_hipEventRecord = 36,
-	rg_hip_idx_hipEventSynchronize = 37,
-	rg_hip_idx_hipEventQuery = 38,
-	rg_hip_idx_hipEventElapsedTime = 39,
-	rg_hip_idx_hipModuleLoadData = 40,
-	rg_hip_idx_hipModuleUnload = 41,
-	rg_hip_idx_hipModuleGetFunction = 42,
-	rg_hip_idx_hipModuleGetGlobal = 43,
-	rg_hip_idx_hipModuleLaunchKernel = 44,
-	rg_hip_idx_hipFuncGetAttribute = 45,
-	rg_hip_idx_hipModuleOccupancyMaxPotentialBlockSize = 46,
-	rg_hip_idx_hipStreamBeginCapture = 47,
-	rg_hip_idx_hipStreamEndCapture = 48,
-	rg_hip_idx_hipStreamIsCapturing = 49,
-	rg_hip_idx_hipGraphInstantiate = 50,
-	rg_hip_idx_hipGraphLaunch = 51,
-	rg_hip_idx_hipGraphGetNodes = 52,
-	rg_hip_idx_hipGraphExecDestroy = 53,
-	rg_hip_idx_hipGraphDestroy = 54,
-	rg_hip_idx_hipDeviceCanAccessPeer = 55,
-	rg_hip_idx_hipDeviceEnablePeerAccess = 56,
-	rg_hip_idx_hipDeviceDisablePeerAccess = 57,
-	rg_hip_idx_hipMemcpyPeerAsync = 58,
-	rg_hip_count = 59
+	rg_hip_idx_hipHostRegister = 21,
+	rg_hip_idx_hipHostUnregister = 22,
+	rg_hip_idx_hipMemcpy = 23,
+	rg_hip_idx_hipMemcpyAsync = 24,
+	rg_hip_idx_hipMemset = 25,
+	rg_hip_idx_hipMemsetAsync = 26,
+	rg_hip_idx_hipMemsetD32 = 27,
+	rg_hip_idx_hipMemsetD32Async = 28,
+	rg_hip_idx_hipStreamCreateWithPriority = 29,
+	rg_hip_idx_hipStreamDestroy = 30,
+	rg_hip_idx_hipStreamSynchronize = 31,
+	rg_hip_idx_hipStreamQuery = 32,
+	rg_hip_idx_hipStreamWaitEvent = 33,
+	rg_hip_idx_hipStreamGetFlags = 34,
+	rg_hip_idx_hipStreamGetPriority = 35,
+	rg_hip_idx_hipEventCreateWithFlags = 36,
+	rg_hip_idx_hipEventDestroy = 37,
+	rg_hip_idx_hipEventRecord = 38,
+	rg_hip_idx_hipEventSynchronize = 39,
+	rg_hip_idx_hipEventQuery = 40,
+	rg_hip_idx_hipEventElapsedTime = 41,
+	rg_hip_idx_hipModuleLoadData = 42,
+	rg_hip_idx_hipModuleUnload = 43,
+	rg_hip_idx_hipModuleGetFunction = 44,
+	rg_hip_idx_hipModuleGetGlobal = 45,
+	rg_hip_idx_hipModuleLaunchKernel = 46,
+	rg_hip_idx_hipFuncGetAttribute = 47,
+	rg_hip_idx_hipModuleOccupancyMaxPotentialBlockSize = 48,
+	rg_hip_idx_hipStreamBeginCapture = 49,
+	rg_hip_idx_hipStreamEndCapture = 50,
+	rg_hip_idx_hipStreamIsCapturing = 51,
+	rg_hip_idx_hipGraphInstantiate = 52,
+	rg_hip_idx_hipGraphLaunch = 53,
+	rg_hip_idx_hipGraphGetNodes = 54,
+	rg_hip_idx_hipGraphExecDestroy = 55,
+	rg_hip_idx_hipGraphDestroy = 56,
+	rg_hip_idx_hipDeviceCanAccessPeer = 57,
+	rg_hip_idx_hipDeviceEnablePeerAccess = 58,
+	rg_hip_idx_hipDeviceDisablePeerAccess = 59,
+	rg_hip_idx_hipMemcpyPeerAsync = 60,
+	rg_hip_count = 61
 };
 
 typedef const char* (*rg_hip_fn_hipGetErrorName)(hipError_t hip_error);
@@ -939,6 +955,8 @@ typedef hipError_t (*rg_hip_fn_hipMallocAsync)(void** dev_ptr, size_t size, hipS
 typedef hipError_t (*rg_hip_fn_hipFreeAsync)(void* dev_ptr, hipStream_t stream);
 typedef hipError_t (*rg_hip_fn_hipHostMalloc)(void** ptr, size_t size, unsigned flags);
 typedef hipError_t (*rg_hip_fn_hipHostFree)(void* ptr);
+typedef hipError_t (*rg_hip_fn_hipHostRegister)(void* hostPtr, size_t sizeBytes, unsigned flags);
+typedef hipError_t (*rg_hip_fn_hipHostUnregister)(void* hostPtr);
 typedef hipError_t (*rg_hip_fn_hipMemcpy)(void* dst, const void* src, size_t sizeBytes, hipMemcpyKind kind);
 typedef hipError_t (*rg_hip_fn_hipMemcpyAsync)(void* dst, const void* src, size_t sizeBytes, hipMemcpyKind kind, hipStream_t stream);
 typedef hipError_t (*rg_hip_fn_hipMemset)(void* dst, int value, size_t sizeBytes);
@@ -1032,50 +1050,52 @@ enum {
 	rg_hip_cu_idx_cudaFreeAsync = 16,
 	rg_hip_cu_idx_cudaHostAlloc = 17,
 	rg_hip_cu_idx_cudaFreeHost = 18,
-	rg_hip_cu_idx_cudaMemcpy = 19,
-	rg_hip_cu_idx_cudaMemcpyAsync = 20,
-	rg_hip_cu_idx_cudaMemset = 21,
-	rg_hip_cu_idx_cudaMemsetAsync = 22,
-	rg_hip_cu_idx_cudaStreamCreateWithPriority = 23,
-	rg_hip_cu_idx_cudaStreamDestroy = 24,
-	rg_hip_cu_idx_cudaStreamSynchronize = 25,
-	rg_hip_cu_idx_cudaStreamQuery = 26,
-	rg_hip_cu_idx_cudaStreamWaitEvent = 27,
-	rg_hip_cu_idx_cudaStreamGetFlags = 28,
-	rg_hip_cu_idx_cudaStreamGetPriority = 29,
-	rg_hip_cu_idx_cudaEventCreateWithFlags = 30,
-	rg_hip_cu_idx_cudaEventDestroy = 31,
-	rg_hip_cu_idx_cudaEventRecord = 32,
-	rg_hip_cu_idx_cudaEventSynchronize = 33,
-	rg_hip_cu_idx_cudaEventQuery = 34,
-	rg_hip_cu_idx_cudaEventElapsedTime = 35,
-	rg_hip_cu_idx_cudaStreamBeginCapture = 36,
-	rg_hip_cu_idx_cudaStreamEndCapture = 37,
-	rg_hip_cu_idx_cudaStreamIsCapturing = 38,
-	rg_hip_cu_idx_cudaGraphInstantiate = 39,
-	rg_hip_cu_idx_cudaGraphLaunch = 40,
-	rg_hip_cu_idx_cudaGraphGetNodes = 41,
-	rg_hip_cu_idx_cudaGraphExecDestroy = 42,
-	rg_hip_cu_idx_cudaGraphDestroy = 43,
-	rg_hip_cu_idx_cudaDeviceCanAccessPeer = 44,
-	rg_hip_cu_idx_cudaDeviceEnablePeerAccess = 45,
-	rg_hip_cu_idx_cudaDeviceDisablePeerAccess = 46,
-	rg_hip_cu_idx_cudaMemcpyPeerAsync = 47,
-	rg_hip_cu_idx_cuInit = 48,
-	rg_hip_cu_idx_cuDeviceGetName = 49,
-	rg_hip_cu_idx_cuDeviceTotalMem_v2 = 50,
-	rg_hip_cu_idx_cuDeviceGetUuid_v2 = 51,
-	rg_hip_cu_idx_cuDeviceGetAttribute = 52,
-	rg_hip_cu_idx_cuModuleLoadData = 53,
-	rg_hip_cu_idx_cuModuleUnload = 54,
-	rg_hip_cu_idx_cuModuleGetFunction = 55,
-	rg_hip_cu_idx_cuModuleGetGlobal_v2 = 56,
-	rg_hip_cu_idx_cuLaunchKernel = 57,
-	rg_hip_cu_idx_cuFuncGetAttribute = 58,
-	rg_hip_cu_idx_cuOccupancyMaxPotentialBlockSize = 59,
-	rg_hip_cu_idx_cuMemsetD32_v2 = 60,
-	rg_hip_cu_idx_cuMemsetD32Async = 61,
-	rg_hip_cu_count = 62
+	rg_hip_cu_idx_cudaHostRegister = 19,
+	rg_hip_cu_idx_cudaHostUnregister = 20,
+	rg_hip_cu_idx_cudaMemcpy = 21,
+	rg_hip_cu_idx_cudaMemcpyAsync = 22,
+	rg_hip_cu_idx_cudaMemset = 23,
+	rg_hip_cu_idx_cudaMemsetAsync = 24,
+	rg_hip_cu_idx_cudaStreamCreateWithPriority = 25,
+	rg_hip_cu_idx_cudaStreamDestroy = 26,
+	rg_hip_cu_idx_cudaStreamSynchronize = 27,
+	rg_hip_cu_idx_cudaStreamQuery = 28,
+	rg_hip_cu_idx_cudaStreamWaitEvent = 29,
+	rg_hip_cu_idx_cudaStreamGetFlags = 30,
+	rg_hip_cu_idx_cudaStreamGetPriority = 31,
+	rg_hip_cu_idx_cudaEventCreateWithFlags = 32,
+	rg_hip_cu_idx_cudaEventDestroy = 33,
+	rg_hip_cu_idx_cudaEventRecord = 34,
+	rg_hip_cu_idx_cudaEventSynchronize = 35,
+	rg_hip_cu_idx_cudaEventQuery = 36,
+	rg_hip_cu_idx_cudaEventElapsedTime = 37,
+	rg_hip_cu_idx_cudaStreamBeginCapture = 38,
+	rg_hip_cu_idx_cudaStreamEndCapture = 39,
+	rg_hip_cu_idx_cudaStreamIsCapturing = 40,
+	rg_hip_cu_idx_cudaGraphInstantiate = 41,
+	rg_hip_cu_idx_cudaGraphLaunch = 42,
+	rg_hip_cu_idx_cudaGraphGetNodes = 43,
+	rg_hip_cu_idx_cudaGraphExecDestroy = 44,
+	rg_hip_cu_idx_cudaGraphDestroy = 45,
+	rg_hip_cu_idx_cudaDeviceCanAccessPeer = 46,
+	rg_hip_cu_idx_cudaDeviceEnablePeerAccess = 47,
+	rg_hip_cu_idx_cudaDeviceDisablePeerAccess = 48,
+	rg_hip_cu_idx_cudaMemcpyPeerAsync = 49,
+	rg_hip_cu_idx_cuInit = 50,
+	rg_hip_cu_idx_cuDeviceGetName = 51,
+	rg_hip_cu_idx_cuDeviceTotalMem_v2 = 52,
+	rg_hip_cu_idx_cuDeviceGetUuid_v2 = 53,
+	rg_hip_cu_idx_cuDeviceGetAttribute = 54,
+	rg_hip_cu_idx_cuModuleLoadData = 55,
+	rg_hip_cu_idx_cuModuleUnload = 56,
+	rg_hip_cu_idx_cuModuleGetFunction = 57,
+	rg_hip_cu_idx_cuModuleGetGlobal_v2 = 58,
+	rg_hip_cu_idx_cuLaunchKernel = 59,
+	rg_hip_cu_idx_cuFuncGetAttribute = 60,
+	rg_hip_cu_idx_cuOccupancyMaxPotentialBlockSize = 61,
+	rg_hip_cu_idx_cuMemsetD32_v2 = 62,
+	rg_hip_cu_idx_cuMemsetD32Async = 63,
+	rg_hip_cu_count = 64
 };
 
 typedef int (*rg_hip_cu_fn_cudaGetDeviceCount)(int*);
@@ -1097,6 +1117,8 @@ typedef int (*rg_hip_cu_fn_cudaMallocAsync)(void**, size_t, void*);
 typedef int (*rg_hip_cu_fn_cudaFreeAsync)(void*, void*);
 typedef int (*rg_hip_cu_fn_cudaHostAlloc)(void**, size_t, unsigned);
 typedef int (*rg_hip_cu_fn_cudaFreeHost)(void*);
+typedef int (*rg_hip_cu_fn_cudaHostRegister)(void*, size_t, unsigned);
+typedef int (*rg_hip_cu_fn_cudaHostUnregister)(void*);
 typedef int (*rg_hip_cu_fn_cudaMemcpy)(void*, const void*, size_t, int);
 typedef int (*rg_hip_cu_fn_cudaMemcpyAsync)(void*, const void*, size_t, int, void*);
 typedef int (*rg_hip_cu_fn_cudaMemset)(void*, int, size_t);
@@ -1371,6 +1393,34 @@ static inline hipError_t rg_hipHostFree_on(int rg_device, void* ptr) {
 	int rg_status = rg_hip_setdev(rg_device);
 	if (rg_status != 0) return (hipError_t)rg_status;
 	return rg_hipHostFree(ptr);
+}
+
+static inline hipError_t rg_hipHostRegister(void* hostPtr, size_t sizeBytes, unsigned flags) {
+	rg_hip_fn_hipHostRegister rg_f = (rg_hip_fn_hipHostRegister)rg_hip_sym(rg_hip_idx_hipHostRegister);
+	if (rg_f == NULL) return RG_HIP_MISSING;
+	return rg_f(hostPtr, sizeBytes, flags);
+}
+
+// rg_hipHostRegister_on makes the device current, then calls hipHostRegister, in one C call.
+static inline hipError_t rg_hipHostRegister_on(int rg_device, void* hostPtr, size_t sizeBytes, unsigned flags) {
+	if (rg_hip_setdev == NULL) return RG_HIP_NODEVICE;
+	int rg_status = rg_hip_setdev(rg_device);
+	if (rg_status != 0) return (hipError_t)rg_status;
+	return rg_hipHostRegister(hostPtr, sizeBytes, flags);
+}
+
+static inline hipError_t rg_hipHostUnregister(void* hostPtr) {
+	rg_hip_fn_hipHostUnregister rg_f = (rg_hip_fn_hipHostUnregister)rg_hip_sym(rg_hip_idx_hipHostUnregister);
+	if (rg_f == NULL) return RG_HIP_MISSING;
+	return rg_f(hostPtr);
+}
+
+// rg_hipHostUnregister_on makes the device current, then calls hipHostUnregister, in one C call.
+static inline hipError_t rg_hipHostUnregister_on(int rg_device, void* hostPtr) {
+	if (rg_hip_setdev == NULL) return RG_HIP_NODEVICE;
+	int rg_status = rg_hip_setdev(rg_device);
+	if (rg_status != 0) return (hipError_t)rg_status;
+	return rg_hipHostUnregister(hostPtr);
 }
 
 static inline hipError_t rg_hipMemcpy(void* dst, const void* src, size_t sizeBytes, hipMemcpyKind kind) {

@@ -1,7 +1,10 @@
 // Package nn is the layers of neural networks on package candle, and the
 // loading of their weights: safetensors files (one, or a sharded model's
 // index) memory-mapped and copied to the device once, through a
-// VarBuilder that checks each parameter's name, shape and dtype.
+// VarBuilder that checks each parameter's name, shape and dtype. On a HIP
+// device the mapping is registered with the device, a chunk at a time
+// ahead of the copies, and tensors go by DMA straight from the page cache
+// (Transfer says how, and falls back to staging where registration fails).
 //
 //	vb, err := nn.OpenVarBuilder("/models/Llama-3.2-1B", dev, candle.BF16)
 //	defer vb.Close()

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/rocm-go/rocm/candle"
@@ -40,20 +41,27 @@ type TensorInfo struct {
 }
 
 // Safetensors is a safetensors file mapped into memory: tensors load from
-// the page cache straight to a device, with one copy.
+// the page cache straight to a device, with one copy (see Transfer).
 type Safetensors struct {
 	path     string
 	mapped   []byte // the whole file; nil when closed
 	data     []byte // what follows the header
+	base     int    // where data starts in mapped
 	tensors  map[string]TensorInfo
 	metadata map[string]string
+	transfer Transfer
+
+	mu     sync.Mutex // guards ups, staged and closed
+	ups    map[*candle.HIPDevice]*uploader
+	staged int64
+	closed bool
 }
 
 // OpenSafetensors maps a safetensors file and checks its header: every
 // tensor's dtype, shape and byte range (within the file, of the size its
 // shape and dtype give). It is read-only and safe for many goroutines;
-// Close unmaps it.
-func OpenSafetensors(path string) (*Safetensors, error) {
+// Close unmaps it. opts say how tensors move to a HIP device (WithTransfer).
+func OpenSafetensors(path string, opts ...LoadOption) (*Safetensors, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("nn: %w", err)
@@ -82,6 +90,9 @@ func OpenSafetensors(path string) (*Safetensors, error) {
 		return nil, fmt.Errorf("nn: %s: %w", path, err)
 	}
 	s.path, s.mapped = path, mapped
+	for _, o := range opts {
+		o(&s.transfer)
+	}
 	return s, nil
 }
 
@@ -98,7 +109,7 @@ func parseSafetensors(b []byte) (*Safetensors, error) {
 	if err := json.Unmarshal(b[8:8+n], &raw); err != nil {
 		return nil, fmt.Errorf("the header is not a JSON object: %v: %w", err, ErrFormat)
 	}
-	s := &Safetensors{data: b[8+n:], tensors: make(map[string]TensorInfo, len(raw))}
+	s := &Safetensors{data: b[8+n:], base: 8 + int(n), tensors: make(map[string]TensorInfo, len(raw))}
 	for name, msg := range raw {
 		if name == "__metadata__" {
 			if err := json.Unmarshal(msg, &s.metadata); err != nil {
@@ -189,17 +200,85 @@ func (s *Safetensors) Load(name string, dev candle.Device) (*candle.Tensor, erro
 	if err != nil {
 		return nil, fmt.Errorf("nn: %s: tensor %q is %s, a dtype candle does not hold: %w", s.path, name, info.DType, candle.ErrDType)
 	}
-	return candle.FromBytes(dev, dt, s.data[info.Begin:info.End], info.Shape...)
+	if hd, ok := dev.(*candle.HIPDevice); ok && !s.transfer.Staging {
+		up := s.uploader(hd)
+		if up == nil {
+			return nil, fmt.Errorf("nn: %s: the file is closed", s.path)
+		}
+		t, err := up.load(name, dt, span{s.base + info.Begin, s.base + info.End}, info.Shape)
+		switch {
+		case err == nil:
+			return t, nil
+		case errors.Is(err, errClosing):
+			return nil, fmt.Errorf("nn: %s: the file is closed", s.path)
+		case !errors.Is(err, errStage):
+			return nil, fmt.Errorf("nn: %s: tensor %q: %w", s.path, name, err)
+		}
+		// Registration failed: stage this tensor and the rest.
+	}
+	t, err := candle.FromBytes(dev, dt, s.data[info.Begin:info.End], info.Shape...)
+	if _, ok := dev.(*candle.HIPDevice); ok && err == nil {
+		s.mu.Lock()
+		s.staged += int64(info.End - info.Begin)
+		s.mu.Unlock()
+	}
+	return t, err
 }
 
-// Close unmaps the file; the tensors loaded from it stay valid.
-func (s *Safetensors) Close() error {
-	if s.mapped == nil {
+// uploader is the file's uploader to dev, made on first use; nil once the
+// file is closed.
+func (s *Safetensors) uploader(dev *candle.HIPDevice) *uploader {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
 		return nil
 	}
-	err := syscall.Munmap(s.mapped)
+	if up := s.ups[dev]; up != nil {
+		return up
+	}
+	var spans []span
+	for _, info := range s.tensors {
+		if _, err := candle.ParseDType(info.DType); err == nil {
+			spans = append(spans, span{s.base + info.Begin, s.base + info.End})
+		}
+	}
+	if s.ups == nil {
+		s.ups = map[*candle.HIPDevice]*uploader{}
+	}
+	up := newUploader(dev, s.mapped, s.transfer, spans)
+	s.ups[dev] = up
+	return up
+}
+
+// TransferStats says how the tensors loaded so far reached HIP devices.
+func (s *Safetensors) TransferStats() TransferStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := TransferStats{Staged: s.staged}
+	for _, up := range s.ups {
+		st.add(up.readStats())
+	}
+	return st
+}
+
+// Close waits for the copies still reading the file, unregisters it from
+// the devices, and unmaps it; the tensors loaded from it stay valid.
+func (s *Safetensors) Close() error {
+	s.mu.Lock()
+	if s.closed || s.mapped == nil {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	ups := s.ups
+	s.mu.Unlock()
+	var errs []error
+	for _, up := range ups {
+		errs = append(errs, up.close())
+	}
+	errs = append(errs, syscall.Munmap(s.mapped))
 	s.mapped, s.data = nil, nil
-	return err
+	return errors.Join(errs...)
 }
 
 // SaveSafetensors writes tensors to a safetensors file at path, sorted by

@@ -32,8 +32,10 @@ type weights struct {
 // OpenVarBuilder opens a model's weights for dev, converted to dtype
 // where a file holds another float dtype: one .safetensors file, a
 // sharded model's index (model.safetensors.index.json, whose weight_map
-// names each tensor's file), or a folder holding either.
-func OpenVarBuilder(path string, dev candle.Device, dtype candle.DType) (*VarBuilder, error) {
+// names each tensor's file), or a folder holding either. opts say how
+// tensors move to a HIP device (WithTransfer; the default registers the
+// files' mappings with the device and copies from the page cache).
+func OpenVarBuilder(path string, dev candle.Device, dtype candle.DType, opts ...LoadOption) (*VarBuilder, error) {
 	if dev == nil {
 		return nil, fmt.Errorf("nn: OpenVarBuilder: nil device: %w", candle.ErrDevice)
 	}
@@ -46,7 +48,7 @@ func OpenVarBuilder(path string, dev candle.Device, dtype candle.DType) (*VarBui
 	}
 	w := &weights{where: map[string]*Safetensors{}}
 	for _, f := range files {
-		s, err := OpenSafetensors(f)
+		s, err := OpenSafetensors(f, opts...)
 		if err != nil {
 			w.close()
 			return nil, err
@@ -118,9 +120,20 @@ func (w *weights) close() error {
 	return errors.Join(errs...)
 }
 
-// Close unmaps the files; the tensors loaded stay valid. Close it once,
-// on the builder OpenVarBuilder returned.
+// Close waits for the copies still reading the files and unmaps them; the
+// tensors loaded stay valid. Close it once, on the builder OpenVarBuilder
+// returned.
 func (vb *VarBuilder) Close() error { return vb.files.close() }
+
+// TransferStats says how the tensors loaded so far reached HIP devices,
+// summed over the files.
+func (vb *VarBuilder) TransferStats() TransferStats {
+	var st TransferStats
+	for _, f := range vb.files.files {
+		st.add(f.TransferStats())
+	}
+	return st
+}
 
 // Prefix is a builder whose names start with prefix and a dot.
 func (vb *VarBuilder) Prefix(prefix string) *VarBuilder {

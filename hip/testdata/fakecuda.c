@@ -39,13 +39,30 @@ int cudaHostAlloc(void** p, size_t n, unsigned flags) {
 	return 0;
 }
 int cudaFreeHost(void* p) { free(p); return 0; }
+// Registration knows CUDA's four flags only (AMD-only bits must not reach
+// it) and needs the device made current.
+static void* registered;
+int cudaHostRegister(void* p, size_t n, unsigned flags) {
+	if (current != 0) return 201;
+	if (flags & ~15u || p == NULL || n == 0) return 1;
+	if (registered != NULL) return 712;
+	registered = p;
+	return 0;
+}
+int cudaHostUnregister(void* p) {
+	if (p == NULL || p != registered) return 713;
+	registered = NULL;
+	return 0;
+}
 int cudaMemcpy(void* d, const void* s, size_t n, int kind) {
 	if (kind < 0 || kind > 4) return 21;
 	memmove(d, s, n);
 	return 0;
 }
+int cudaMemcpyAsync(void* d, const void* s, size_t n, int kind, void* st) { return cudaMemcpy(d, s, n, kind); }
 int cudaMemGetInfo(size_t* f, size_t* t) { *f = 1; *t = 2; return 0; }
 int cudaStreamSynchronize(void* s) { return 0; }
+int cudaDeviceSynchronize(void) { return 0; }
 int cudaEventCreateWithFlags(void** e, unsigned flags) {
 	if (flags & ~0xFu) return 1;
 	*e = malloc(1);
@@ -71,6 +88,8 @@ int cuDeviceGetAttribute(int* v, int a, int d) {
 	case 75: *v = 9; return 0;    // compute capability
 	case 76: *v = 0; return 0;
 	case 38: *v = 60 << 20; return 0; // L2
+	case 99: *v = 1; return 0;    // host register supported
+	case 113: *v = 1; return 0;   // read-only host register supported
 	}
 	return 1;
 }

@@ -39,6 +39,7 @@ hipError_t hipGetDevicePropertiesR0600(hipDeviceProp_tR0600* p, int d) {
 	p->pciBusID = 0xc1 + d;
 	p->uuid.bytes[0] = 0x42;
 	p->isLargeBar = 1;
+	p->hostRegisterSupported = 1;
 	return hipSuccess;
 }
 
@@ -66,6 +67,36 @@ hipError_t hipMallocAsync(void** p, size_t n, hipStream_t s) { return hipMalloc(
 hipError_t hipFreeAsync(void* p, hipStream_t s) { return hipFree(p); }
 hipError_t hipHostMalloc(void** p, size_t n, unsigned flags) { return hipMalloc(p, n); }
 hipError_t hipHostFree(void* p) { return hipFree(p); }
+// Registrations are remembered, so that overlapping ones and unknown
+// pointers are refused as HIP refuses them; I/O memory is not supported.
+static struct { char* p; size_t n; } regs[64];
+hipError_t hipHostRegister(void* p, size_t n, unsigned flags) {
+	if (p == NULL || n == 0) return hipErrorInvalidValue;
+	if (flags & hipHostRegisterIoMemory) return hipErrorNotSupported;
+	int slot = -1;
+	for (int i = 0; i < 64; i++) {
+		if (regs[i].p == NULL) {
+			if (slot < 0) slot = i;
+		} else if ((char*)p < regs[i].p + regs[i].n && regs[i].p < (char*)p + n) {
+			return hipErrorHostMemoryAlreadyRegistered;
+		}
+	}
+	if (slot < 0) return hipErrorOutOfMemory;
+	regs[slot].p = p;
+	regs[slot].n = n;
+	live_allocs++;
+	return hipSuccess;
+}
+hipError_t hipHostUnregister(void* p) {
+	for (int i = 0; i < 64; i++) {
+		if (p != NULL && regs[i].p == p) {
+			regs[i].p = NULL;
+			live_allocs--;
+			return hipSuccess;
+		}
+	}
+	return hipErrorHostMemoryNotRegistered;
+}
 hipError_t hipMemcpy(void* d, const void* s, size_t n, hipMemcpyKind k) { memmove(d, s, n); return hipSuccess; }
 hipError_t hipMemcpyAsync(void* d, const void* s, size_t n, hipMemcpyKind k, hipStream_t st) { memmove(d, s, n); return hipSuccess; }
 hipError_t hipMemset(void* d, int v, size_t n) { memset(d, v, n); return hipSuccess; }

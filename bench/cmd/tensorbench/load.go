@@ -1,0 +1,174 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/rocm-go/rocm/bench"
+	"github.com/rocm-go/rocm/candle/nn"
+	"github.com/rocm-go/rocm/hip"
+)
+
+// loadStrategies are the transfers compared with the default on the same
+// checkpoint: smaller and larger chunks, fewer and more registering
+// goroutines, and the whole file registered before any copy.
+var loadStrategies = []struct {
+	name string
+	t    nn.Transfer
+}{
+	{"registered, 2 MiB chunks by 4 goroutines, 128 ahead", nn.Transfer{Chunk: 2 << 20, Workers: 4, Ahead: 128}},
+	{"registered, 8 MiB chunks by 2 goroutines, 32 ahead", nn.Transfer{Chunk: 8 << 20, Workers: 2, Ahead: 32}},
+	{"registered, 32 MiB chunks by 1 goroutine, 8 ahead", nn.Transfer{Chunk: 32 << 20, Workers: 1, Ahead: 8}},
+	{"registered, 32 MiB chunks by 4 goroutines, 16 ahead", nn.Transfer{Chunk: 32 << 20, Workers: 4, Ahead: 16}},
+	{"registered, 128 MiB chunks by 2 goroutines, 4 ahead", nn.Transfer{Chunk: 128 << 20, Workers: 2, Ahead: 4}},
+	{"registered, 32 MiB chunks by 2 goroutines, 8 ahead, kept until Close (no unregistering while copying)", nn.Transfer{Chunk: 32 << 20, Workers: 2, Ahead: 8, Keep: true}},
+	{"registered, 32 MiB chunks by 8 goroutines, all ahead, kept until Close", nn.Transfer{Chunk: 32 << 20, Workers: 8, Ahead: 1 << 20, Keep: true}},
+	{"registered, the whole file at once, then the copies (no pipeline)", nn.Transfer{Chunk: 1 << 40, Workers: 1, Ahead: 1}},
+}
+
+// loadResults is the loading section of the report.
+type loadResults struct {
+	ckpt        *bench.Checkpoint
+	pinned      float64 // GB/s
+	first, def  bench.Load
+	staging     bench.Load
+	strategies  []bench.Load
+	regs        []bench.Registration
+	whole       bench.Registration
+	regErr      error
+	hostRates   [2][]string // mapped, pread: by goroutines
+	regThreads  []int
+	hostThreads []int
+}
+
+// measureLoad writes the checkpoint into dir and measures every way of
+// loading it, and the parts of loading.
+func measureLoad(b *bench.Tensors, dir string, scale int) (*loadResults, error) {
+	r := &loadResults{regThreads: []int{1, 2, 4, 8}, hostThreads: []int{1, 8, 16}}
+	var err error
+	if r.ckpt, err = b.WriteCheckpoint(dir, scale); err != nil {
+		return nil, err
+	}
+	if r.pinned, err = b.PinnedRate(256 << 20); err != nil {
+		return nil, err
+	}
+	if r.first, r.def, err = b.MedianLoad(r.ckpt, nn.Transfer{}, 3); err != nil {
+		return nil, err
+	}
+	if _, r.staging, err = b.MedianLoad(r.ckpt, nn.Transfer{Staging: true}, 3); err != nil {
+		return nil, err
+	}
+	for _, s := range loadStrategies {
+		_, l, err := b.MedianLoad(r.ckpt, s.t, 3)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", s.name, err)
+		}
+		r.strategies = append(r.strategies, l)
+	}
+	for _, n := range r.regThreads {
+		g, err := b.RegisterRate(r.ckpt, 32<<20, n)
+		if err != nil {
+			r.regErr = err
+			break
+		}
+		r.regs = append(r.regs, g)
+	}
+	if r.regErr == nil {
+		r.whole, r.regErr = b.RegisterRate(r.ckpt, int(r.ckpt.Bytes)+1<<20, 1)
+	}
+	for _, n := range r.hostThreads {
+		m, p, err := b.HostRates(r.ckpt, n)
+		if err != nil {
+			return nil, err
+		}
+		r.hostRates[0], r.hostRates[1] = append(r.hostRates[0], fmt.Sprintf("%.1f", m)), append(r.hostRates[1], fmt.Sprintf("%.1f", p))
+	}
+	return r, nil
+}
+
+// rows are the loading rows; torch gives PyTorch's figures by key (0:
+// none).
+func (r *loadResults) rows(torch func(string) float64) []bench.Row {
+	gb := float64(r.ckpt.Bytes) / 1e9
+	rate := func(d time.Duration) float64 { return gb / d.Seconds() }
+	desc := func(l bench.Load) string {
+		return fmt.Sprintf("%s to closed (%.1f GB/s, %.2f of pinned host→device); on the device at %s", ms(l.Closed), rate(l.Closed),
+			rate(l.Closed)/r.pinned, ms(l.OnDevice))
+	}
+	target := fmt.Sprintf("≥ 0.8 of pinned host→device (%.1f GB/s)", r.pinned)
+	var rows []bench.Row
+	for i, l := range []bench.Load{r.first, r.def} {
+		name := fmt.Sprintf("load a %.2f GB BF16 safetensors checkpoint (Llama-3.2-1B shapes) from the page cache to the GPU, "+
+			"open to VarBuilder closed: %s (the default), first load", gb, nn.Transfer{})
+		key := "load_first_s"
+		if i == 1 {
+			name, key = "the same, loaded again (device memory from the pool; median of 3)", "load_s"
+		}
+		row := bench.Row{Name: name, Ours: desc(l), Target: target, Met: bench.Met(rate(l.Closed) >= 0.8*r.pinned)}
+		if t := torch(key); t > 0 {
+			row.Theirs, row.Ratio = fmt.Sprintf("%.1f ms (%.1f GB/s), safetensors' load_file", t*1e3, gb/t), t/l.Closed.Seconds()
+		}
+		rows = append(rows, row)
+	}
+	st := r.def.Stats
+	how := fmt.Sprintf("%.2f GB registered in %d chunks, %.2f GB staged; in hipHostRegister %s, in hipHostUnregister %s (summed over goroutines)",
+		float64(st.Registered)/1e9, st.Chunks, float64(st.Staged)/1e9, ms(st.RegisterTime), ms(st.UnregisterTime))
+	if st.Fallback != nil {
+		how += "; registration was refused, so the load staged: " + st.Fallback.Error()
+	}
+	rows = append(rows, bench.Row{Name: "how the default load's bytes went (TransferStats)", Ours: how, Theirs: "—", Target: "nothing staged"})
+	rows = append(rows, bench.Row{Name: "the same load through the pinned staging ring (Transfer{Staging: true}: the path before), median of 3",
+		Ours: desc(r.staging), Theirs: "—", Ratio: r.staging.Closed.Seconds() / r.def.Closed.Seconds(), Target: "reported (ratio: its time over the default's)"})
+	for i, l := range r.strategies {
+		rows = append(rows, bench.Row{Name: "strategy: " + loadStrategies[i].name + ", median of 3", Ours: desc(l), Theirs: "—",
+			Ratio: l.Closed.Seconds() / r.def.Closed.Seconds(), Target: "reported (ratio: its time over the default's)"})
+	}
+	reg := bench.Row{Name: fmt.Sprintf("registering alone (no copies): a fresh read-only mapping in 32 MiB chunks by %s goroutines, then unregistering",
+		strings.Trim(strings.Join(strings.Fields(fmt.Sprint(r.regThreads)), "/"), "[]")), Theirs: "—", Target: "reported"}
+	whole := bench.Row{Name: "registering alone: the whole file in one call, then unregistering", Theirs: "—", Target: "reported"}
+	if r.regErr != nil {
+		reg.Ours = "refused: " + r.regErr.Error()
+		whole.Ours = reg.Ours
+	} else {
+		var in, out []string
+		for _, g := range r.regs {
+			in, out = append(in, fmt.Sprintf("%.1f", g.Register)), append(out, fmt.Sprintf("%.1f", g.Unregister))
+		}
+		reg.Ours = fmt.Sprintf("register %s GB/s; unregister %s GB/s", strings.Join(in, "/"), strings.Join(out, "/"))
+		whole.Ours = fmt.Sprintf("register %.1f GB/s (%s); unregister %.1f GB/s (%s)", r.whole.Register, ms(secs(gb/r.whole.Register)),
+			r.whole.Unregister, ms(secs(gb/r.whole.Unregister)))
+	}
+	rows = append(rows, reg, whole,
+		bench.Row{Name: "pinned host→device copy rate (256 MiB from MallocHost's memory): the ceiling", Ours: fmt.Sprintf("%.1f GB/s", r.pinned), Theirs: "—", Target: "reported"},
+		bench.Row{Name: "page cache → pinned memory (the staging path's host half) with 1/8/16 goroutines", Theirs: "—", Target: "reported",
+			Ours: fmt.Sprintf("mapped file: %s GB/s; pread: %s GB/s", strings.Join(r.hostRates[0], "/"), strings.Join(r.hostRates[1], "/"))})
+	return rows
+}
+
+func secs(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// runLoad is tensorbench -load: the loading rows alone.
+func runLoad(scale int) error {
+	b, err := bench.OpenTensors()
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	props := b.Dev.Properties()
+	rt, _ := hip.RuntimeVersion()
+	fmt.Printf("device: %s (%s), %s platform, runtime %s; host register supported %v, read-only %v\n", props.Name, props.ArchName,
+		hip.LoadedPlatform(), rt, props.HostRegisterSupported, props.HostRegisterReadOnlySupported)
+	dir, err := os.MkdirTemp("", "rocm-go-bench-load")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	r, err := measureLoad(b, dir, scale)
+	if err != nil {
+		return err
+	}
+	bench.PrintTable(os.Stdout, "PyTorch (not run with -load)", r.rows(func(string) float64 { return 0 }))
+	return nil
+}

@@ -1,0 +1,142 @@
+package nn
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rocm-go/rocm/candle"
+	"github.com/rocm-go/rocm/hip"
+)
+
+// TestGPULoadRegistered loads a file of tensors of every size class (one
+// element, odd sizes across many chunks, empty) byte for byte onto the
+// GPU, one goroutine and eight at once, each tensor more than once, with
+// chunks down to one page and through staging, and checks how the bytes
+// went (TransferStats).
+func TestGPULoadRegistered(t *testing.T) {
+	dev := hipDevice(t)
+	rng := rand.New(rand.NewPCG(5, 6))
+	random := func(n int) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(rng.Uint32())
+		}
+		return b
+	}
+	es := map[string]entry{
+		"a.f32":   {"F32", []int{300, 257}, random(300 * 257 * 4)},
+		"b.bf16":  {"BF16", []int{1000, 333}, random(1000 * 333 * 2)},
+		"c.f16":   {"F16", []int{7}, random(14)},
+		"d.empty": {"F32", []int{0, 5}, nil},
+		"e.u8":    {"U8", []int{12345}, random(12345)},
+		"f.i64":   {"I64", []int{999}, random(999 * 8)},
+		"g.bf16":  {"BF16", []int{2048, 1024}, random(2048 * 1024 * 2)},
+		"h.i32":   {"I32", []int{5}, random(20)},
+		"i.f64":   {"F64", []int{1}, random(8)},
+	}
+	names := []string{"c.f16", "a.f32", "h.i32", "b.bf16", "d.empty", "e.u8", "g.bf16", "f.i64", "i.f64"}
+	path := writeFile(t, filepath.Join(t.TempDir(), "model.safetensors"), safetensorsBytes(t, names, es, nil))
+	loadable := []string{"a.f32", "b.bf16", "c.f16", "d.empty", "e.u8", "f.i64", "g.bf16", "i.f64"}
+
+	for _, tr := range []Transfer{{}, {Chunk: 64 << 10, Workers: 3, Ahead: 2}, {Chunk: 1, Workers: 1, Ahead: 1}, {Staging: true}} {
+		t.Run(tr.String(), func(t *testing.T) {
+			s, err := OpenSafetensors(path, WithTransfer(tr))
+			require.NoError(t, err)
+			var (
+				mu     sync.Mutex
+				loaded []*candle.Tensor
+				bytes  int64
+			)
+			check := func(name string) error {
+				x, err := s.Load(name, dev)
+				if err != nil {
+					return err
+				}
+				mu.Lock()
+				loaded = append(loaded, x)
+				bytes += int64(len(es[name].data))
+				mu.Unlock()
+				got, err := candle.ToBytes(x)
+				if err != nil {
+					return err
+				}
+				if string(got) != string(es[name].data) {
+					return fmt.Errorf("%s: the device's bytes differ from the file's", name)
+				}
+				return nil
+			}
+			for _, n := range loadable {
+				require.NoError(t, check(n))
+			}
+			_, err = s.Load("h.i32", dev)
+			assert.ErrorIs(t, err, candle.ErrDType, "I32 is not a candle dtype")
+			var wg sync.WaitGroup
+			errs := make(chan error, 8*len(loadable))
+			for range 8 {
+				wg.Go(func() {
+					for _, i := range rand.Perm(len(loadable)) {
+						errs <- check(loadable[i])
+					}
+				})
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				require.NoError(t, err)
+			}
+
+			st := s.TransferStats()
+			t.Logf("%+v", st)
+			require.NoError(t, s.Close(), "waits for the copies, unregisters, unmaps")
+			assert.Equal(t, bytes, st.Registered+st.Staged, "every byte went one way or the other")
+			switch {
+			case tr.Staging:
+				assert.Zero(t, st.Registered)
+			case st.Fallback != nil && hip.LoadedPlatform() == hip.PlatformAMD:
+				t.Logf("this AMD runtime refuses to register the mapping, so loads staged: %v", st.Fallback)
+			default:
+				require.NoError(t, st.Fallback)
+				assert.Zero(t, st.Staged, "nothing staged")
+				assert.Positive(t, st.Chunks)
+			}
+			// The tensors stay valid once the file is closed.
+			for _, x := range loaded {
+				_, err := candle.ToBytes(x)
+				require.NoError(t, err)
+				x.Close()
+			}
+			_, err = s.Load("a.f32", dev)
+			assert.ErrorContains(t, err, "closed")
+		})
+	}
+
+	// Through a VarBuilder, converting: the same values as on the CPU.
+	var got [2][]float32
+	var stats TransferStats
+	for i, d := range []candle.Device{candle.CPU(), dev} {
+		vb, err := OpenVarBuilder(path, d, candle.F32, WithTransfer(Transfer{Chunk: 64 << 10}))
+		require.NoError(t, err)
+		x, err := vb.Get("b.bf16", 1000, 333)
+		require.NoError(t, err)
+		got[i] = values(t, x)
+		x.Close()
+		if i == 1 {
+			stats = vb.TransferStats()
+		}
+		require.NoError(t, vb.Close())
+	}
+	require.Len(t, got[1], len(got[0]))
+	for i := range got[0] {
+		if math.Float32bits(got[0][i]) != math.Float32bits(got[1][i]) {
+			t.Fatalf("element %d: %v on the CPU, %v on the GPU", i, got[0][i], got[1][i])
+		}
+	}
+	assert.Equal(t, int64(1000*333*2), stats.Registered+stats.Staged)
+}

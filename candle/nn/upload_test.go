@@ -1,0 +1,287 @@
+package nn
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rocm-go/rocm/candle"
+)
+
+// The window's scheduling in tier 0, with a fake registration that checks
+// what the HIP runtime would: no range registered twice at once, and no
+// copy from a range that is not registered.
+
+type fakeReg struct{ lo, hi int }
+
+type fakeDevice struct {
+	t       *testing.T
+	mapped  []byte
+	mu      sync.Mutex
+	live    map[int]fakeReg // by lo
+	regs    int
+	frees   int
+	failAt  int // the chunk start whose registration fails; -1: none
+	delay   time.Duration
+	maxLive int
+	async   bool           // release later, in a goroutine
+	pending sync.WaitGroup // releases under way
+}
+
+func newFakeDevice(t *testing.T, mapped []byte) *fakeDevice {
+	return &fakeDevice{t: t, mapped: mapped, live: map[int]fakeReg{}, failAt: -1}
+}
+
+var errFakeRefused = errors.New("the fake refuses this range")
+
+func (f *fakeDevice) register(b []byte) (*fakeReg, error) {
+	lo := len(f.mapped) - cap(b) // b is a slice of mapped: its offset
+	hi := lo + len(b)
+	time.Sleep(f.delay)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if lo == f.failAt {
+		return nil, errFakeRefused
+	}
+	for _, r := range f.live {
+		if lo < r.hi && r.lo < hi {
+			f.t.Errorf("[%d, %d) registered while [%d, %d) is", lo, hi, r.lo, r.hi)
+		}
+	}
+	f.live[lo] = fakeReg{lo, hi}
+	f.regs++
+	f.maxLive = max(f.maxLive, len(f.live))
+	r := f.live[lo]
+	return &r, nil
+}
+
+// release unregisters r later, as the uploader does after the chunk's
+// copies, and then calls done.
+func (f *fakeDevice) release(r *fakeReg, done func()) {
+	if !f.async {
+		f.unregister(r)
+		done()
+		return
+	}
+	f.pending.Go(func() {
+		time.Sleep(f.delay)
+		f.unregister(r)
+		done()
+	})
+}
+
+func (f *fakeDevice) unregister(r *fakeReg) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.live[r.lo]; !ok {
+		f.t.Errorf("[%d, %d) released but not registered", r.lo, r.hi)
+	}
+	delete(f.live, r.lo)
+	f.frees++
+}
+
+func (f *fakeDevice) copier(dst []byte) func(r *fakeReg, off, n, at int) error {
+	return func(r *fakeReg, off, n, at int) error {
+		f.mu.Lock()
+		live, ok := f.live[r.lo]
+		f.mu.Unlock()
+		if !ok || live != *r || off < 0 || off+n > r.hi-r.lo {
+			return fmt.Errorf("copy of [%d, %d) from %v, which is not registered", off, off+n, *r)
+		}
+		copy(dst[at:at+n], f.mapped[r.lo+off:r.lo+off+n])
+		return nil
+	}
+}
+
+// testFile is a mapping of random bytes and tensors laid over it: some
+// inside a chunk, some across two or three, a gap with no tensor.
+func testFile(t *testing.T) (mapped []byte, spans []span, chunk int) {
+	chunk = os.Getpagesize()
+	mapped = make([]byte, 12*chunk+100)
+	for i := range mapped {
+		mapped[i] = byte(rand.IntN(256))
+	}
+	cuts := []int{40, 100, chunk - 8, chunk + 50, 3*chunk + 7, 3*chunk + 9, 4 * chunk, 5*chunk - 1}
+	for i := 1; i < len(cuts); i++ {
+		spans = append(spans, span{cuts[i-1], cuts[i]})
+	}
+	// Chunks 5 and 6 hold no tensor; then tensors to the end.
+	spans = append(spans, span{7 * chunk, 7*chunk + 1}, span{7*chunk + 1, 10*chunk + 3}, span{10*chunk + 3, len(mapped)})
+	return mapped, spans, chunk
+}
+
+func loadAll(t *testing.T, w *window[*fakeReg], f *fakeDevice, spans []span, order []int) {
+	t.Helper()
+	for _, i := range order {
+		s := spans[i]
+		dst := make([]byte, s.hi-s.lo)
+		require.NoError(t, w.load(fmt.Sprint(i), s, f.copier(dst)))
+		require.Equal(t, f.mapped[s.lo:s.hi], dst, "tensor %d", i)
+	}
+}
+
+func TestWindowInFileOrder(t *testing.T) {
+	mapped, spans, chunk := testFile(t)
+	f := newFakeDevice(t, mapped)
+	w := newWindow(mapped, Transfer{Chunk: chunk, Workers: 2, Ahead: 2}, spans, f.register, f.release)
+	order := make([]int, len(spans))
+	for i := range order {
+		order[i] = i
+	}
+	loadAll(t, w, f, spans, order)
+	assert.Empty(t, w.close(), "every chunk was released as its last tensor loaded")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	assert.Empty(t, f.live)
+	assert.Equal(t, 11, f.regs, "each chunk that holds tensors registered once; the two empty ones never")
+	assert.Equal(t, f.regs, f.frees, "close waited for the releases")
+	assert.LessOrEqual(t, f.maxLive, 6, "at most the four chunks of the largest tensor and two ahead")
+	st := w.readStats()
+	total := 0
+	for _, s := range spans {
+		total += s.hi - s.lo
+	}
+	assert.Equal(t, int64(total), st.Registered, "every tensor's bytes")
+	assert.Equal(t, 11, st.Chunks)
+	assert.NoError(t, st.Fallback)
+}
+
+func TestWindowKeepsUntilClose(t *testing.T) {
+	mapped, spans, chunk := testFile(t)
+	f := newFakeDevice(t, mapped)
+	w := newWindow(mapped, Transfer{Chunk: chunk, Keep: true}, spans, f.register, f.release)
+	loadAll(t, w, f, spans, []int{2, 0, 1, 3, 4, 5, 6, 7, 8, 9, 2, 9})
+	assert.Len(t, w.close(), 11, "every chunk that holds tensors, registered once and kept")
+	assert.Zero(t, f.frees)
+	assert.Equal(t, 11, f.regs)
+}
+
+func TestWindowAheadIsBounded(t *testing.T) {
+	mapped, spans, chunk := testFile(t)
+	f := newFakeDevice(t, mapped)
+	w := newWindow(mapped, Transfer{Chunk: chunk, Workers: 3, Ahead: 2}, spans, f.register, f.release)
+	loadAll(t, w, f, spans, []int{0})
+	// The workers stop at the limit: chunks 1 and 2 (chunk 0 was in use,
+	// and stays: tensors 1 and 2 are still to load from it).
+	require.Eventually(t, func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.next >= w.limit && w.cs[1].state == chunkReady && w.cs[2].state == chunkReady
+	}, 5*time.Second, time.Millisecond)
+	f.mu.Lock()
+	var los []int
+	for lo := range f.live {
+		los = append(los, lo/chunk)
+	}
+	f.mu.Unlock()
+	slices.Sort(los)
+	assert.Equal(t, []int{0, 1, 2}, los)
+	held := w.close()
+	assert.Len(t, held, 3, "close hands back what is still registered")
+	for _, r := range held {
+		f.unregister(r)
+	}
+	assert.ErrorIs(t, w.load("1", spans[1], f.copier(make([]byte, 100))), errClosing)
+}
+
+func TestWindowConcurrentAndRepeated(t *testing.T) {
+	mapped, spans, chunk := testFile(t)
+	f := newFakeDevice(t, mapped)
+	f.delay, f.async = 200*time.Microsecond, true
+	w := newWindow(mapped, Transfer{Chunk: chunk, Workers: 2, Ahead: 1}, spans, f.register, f.release)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for _, i := range rand.Perm(len(spans)) {
+				if (i+g)%3 == 0 {
+					continue
+				}
+				s := spans[i]
+				dst := make([]byte, s.hi-s.lo)
+				if err := w.load(fmt.Sprint(i), s, f.copier(dst)); err != nil {
+					t.Error(err)
+					return
+				}
+				if !slices.Equal(f.mapped[s.lo:s.hi], dst) {
+					t.Errorf("tensor %d differs", i)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	// Every tensor was loaded at least once: nothing is left registered
+	// but chunks a repeat load registered again and released again.
+	assert.Empty(t, w.close())
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	assert.Empty(t, f.live)
+	assert.Equal(t, f.regs, f.frees)
+	assert.GreaterOrEqual(t, f.regs, 11)
+	t.Logf("%d registrations of %d chunks of %d bytes", f.regs, len(w.cs), chunk)
+}
+
+func TestWindowFallsBackWhenRegistrationFails(t *testing.T) {
+	mapped, spans, chunk := testFile(t)
+	f := newFakeDevice(t, mapped)
+	f.failAt = 3 * chunk
+	w := newWindow(mapped, Transfer{Chunk: chunk, Workers: 2, Ahead: 8}, spans, f.register, f.release)
+	staged := false
+	for i, s := range spans {
+		dst := make([]byte, s.hi-s.lo)
+		err := w.load(fmt.Sprint(i), s, f.copier(dst))
+		if err != nil {
+			assert.ErrorIs(t, err, errStage)
+			assert.ErrorIs(t, err, errFakeRefused, "the cause is kept")
+			staged = true
+			continue
+		}
+		assert.False(t, staged, "once registration failed, every load stages")
+		assert.Equal(t, mapped[s.lo:s.hi], dst)
+	}
+	assert.True(t, staged)
+	assert.ErrorIs(t, w.readStats().Fallback, errFakeRefused)
+	for _, r := range w.close() {
+		f.unregister(r)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	assert.Empty(t, f.live, "nothing left registered")
+}
+
+func TestTransferOptions(t *testing.T) {
+	page := os.Getpagesize()
+	d := Transfer{}.resolved()
+	assert.Equal(t, Transfer{Chunk: defaultChunk, Workers: defaultWorkers, Ahead: defaultAhead}, d)
+	assert.Equal(t, 2*page, Transfer{Chunk: page + 1}.resolved().Chunk, "rounded up to pages")
+	assert.Equal(t, "registered in 32 MiB chunks by 2 goroutines, 8 ahead", Transfer{}.String())
+	assert.Equal(t, "staging", Transfer{Staging: true}.String())
+	assert.Equal(t, "registered in 8.0 MiB chunks by 2 goroutines, 8 ahead, kept until Close", Transfer{Chunk: 8 << 20, Keep: true}.String())
+	var o Transfer
+	WithTransfer(Transfer{Workers: 4})(&o)
+	assert.Equal(t, 4, o.Workers)
+
+	// The CPU device reads the mapping either way.
+	dir := t.TempDir()
+	writeFile(t, dir+"/model.safetensors", safetensorsBytes(t, []string{"w"}, map[string]entry{
+		"w": {"F32", []int{2}, []byte{0, 0, 128, 63, 0, 0, 0, 64}},
+	}, nil))
+	vb, err := OpenVarBuilder(dir, candle.CPU(), candle.F32, WithTransfer(Transfer{Chunk: page}))
+	require.NoError(t, err)
+	w, err := vb.Get("w", 2)
+	require.NoError(t, err)
+	got, err := candle.ToSlice[float32](w)
+	require.NoError(t, err)
+	assert.Equal(t, []float32{1, 2}, got)
+	assert.Equal(t, TransferStats{}, vb.TransferStats(), "nothing went to a HIP device")
+	require.NoError(t, vb.Close())
+	require.NoError(t, vb.Close(), "closing twice does nothing")
+	w.Close()
+}
