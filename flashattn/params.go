@@ -166,6 +166,8 @@ type Backend uint8
 //   - FlashDecoding when a KV head has at most 8 query rows (s_q × h_q/h_kv
 //     ≤ 8: a decode step, or a few speculative tokens), any dtype, dense,
 //     variable-length or paged;
+//   - CK on the AMD platform when the Composable Kernel shim is loaded and
+//     accepts the call (CK's godoc says which calls it takes);
 //   - MatrixCore on a device whose arch has it (NVIDIA sm_80 and later)
 //     for F16 and BF16, dense or variable-length K and V (not paged), when
 //     q, k, v and out start on 16 bytes and every stride but the head
@@ -185,7 +187,7 @@ const (
 	FlashDecoding
 )
 
-var backendNames = map[Backend]string{Portable: "portable", MatrixCore: "matrix-core", FlashDecoding: "flash-decoding"}
+var backendNames = map[Backend]string{Portable: "portable", MatrixCore: "matrix-core", FlashDecoding: "flash-decoding", CK: "ck"}
 
 func (b Backend) String() string {
 	if s, ok := backendNames[b]; ok {
