@@ -107,17 +107,20 @@ compile() { # source object
 	"$hipcc" "${flags[@]}" -c "$1" -o "$2"
 }
 
-compile "$shim_src/rocm_go_fmha.cpp" "$out_dir/obj/rocm_go_fmha.o"
-compile "$shim_src/rocm_go_fmha_ck.cpp" "$out_dir/obj/rocm_go_fmha_ck.o"
 if [ "${CK_FMHA_ONLY_GLUE:-0}" = 1 ]; then
+	compile "$shim_src/rocm_go_fmha.cpp" "$out_dir/obj/rocm_go_fmha.o"
+	compile "$shim_src/rocm_go_fmha_ck.cpp" "$out_dir/obj/rocm_go_fmha_ck.o"
 	echo "build-ck-shim: compiled the shim's own sources (CK_FMHA_ONLY_GLUE=1: no kernels, no library)"
 	exit 0
 fi
 
 # CK's generator, with the filter, and without the dropout instances that
 # flashattn never asks for (its filter is one glob: this wraps fnmatch).
-rm -f "$out_dir"/gen/*.cpp
-CK_FMHA_DIR="$fmha_dir" CK_FMHA_OUT="$out_dir/gen" CK_FMHA_FILTER="$filter" "$python" - <<'PY'
+# It writes into gen.new; files whose text did not change keep their
+# objects from an earlier run with the same flags.
+rm -rf "$out_dir/gen.new"
+mkdir -p "$out_dir/gen.new"
+CK_FMHA_DIR="$fmha_dir" CK_FMHA_OUT="$out_dir/gen.new" CK_FMHA_FILTER="$filter" "$python" - <<'PY'
 import fnmatch, os, runpy, sys
 match = fnmatch.fnmatch
 fnmatch.fnmatch = lambda name, pat: match(name, pat) and "_dropout" not in name
@@ -129,6 +132,24 @@ sys.argv = ["generate.py", "--api", "fwd", "--receipt", "2", "--mask", "simplifi
             "--filter", os.environ["CK_FMHA_FILTER"], "--output_dir", os.environ["CK_FMHA_OUT"]]
 runpy.run_path(os.path.join(d, "generate.py"), run_name="__main__")
 PY
+printf '%s\0' "${flags[@]}" >"$out_dir/gen.new/.flags"
+if ! cmp -s "$out_dir/gen.new/.flags" "$out_dir/gen/.flags"; then
+	rm -rf "$out_dir/gen" "$out_dir/obj"
+	mkdir -p "$out_dir/gen" "$out_dir/obj"
+fi
+for f in "$out_dir"/gen/*.cpp; do
+	if [ -e "$f" ] && [ ! -e "$out_dir/gen.new/$(basename "$f")" ]; then
+		rm -f "$f" "$out_dir/obj/$(basename "${f%.cpp}").o"
+	fi
+done
+for f in "$out_dir"/gen.new/*.cpp "$out_dir/gen.new/.flags"; do
+	if ! cmp -s "$f" "$out_dir/gen/$(basename "$f")"; then
+		mv "$f" "$out_dir/gen/"
+	fi
+done
+rm -rf "$out_dir/gen.new"
+compile "$shim_src/rocm_go_fmha.cpp" "$out_dir/obj/rocm_go_fmha.o"
+compile "$shim_src/rocm_go_fmha_ck.cpp" "$out_dir/obj/rocm_go_fmha_ck.o"
 mapfile -t blobs < <(ls "$out_dir"/gen/*.cpp)
 n=$((${#blobs[@]} - 1))
 if [ "$n" -le 0 ]; then
@@ -137,13 +158,12 @@ if [ "$n" -le 0 ]; then
 fi
 echo "build-ck-shim: compiling $n kernel instances and the dispatcher"
 export hipcc
-# Arrays do not cross export: pass the flags through a file.
-printf '%s\0' "${flags[@]}" >"$out_dir/obj/flags"
+# Arrays do not cross export: the flags come from the file gen/.flags.
 printf '%s\0' "${blobs[@]}" | xargs -0 -P "$jobs" -I{} bash -c '
 	src={}; obj="'"$out_dir"'/obj/$(basename "${src%.cpp}").o"
 	if [ ! -f "$obj" ] || [ "$src" -nt "$obj" ]; then
-		mapfile -d "" -t fl <"'"$out_dir"'/obj/flags"
-		"$hipcc" "${fl[@]}" -c "$src" -o "$obj" || exit 255
+		mapfile -d "" -t fl <"'"$out_dir"'/gen/.flags"
+		"$hipcc" "${fl[@]}" -c "$src" -o "$obj.tmp" && mv "$obj.tmp" "$obj" || exit 255
 	fi'
 
 objs=("$out_dir/obj/rocm_go_fmha.o" "$out_dir/obj/rocm_go_fmha_ck.o")
