@@ -49,8 +49,16 @@
 //     with many rows, layouts not aligned to 16 bytes, archs without
 //     matrix-core kernels).
 //
-// Composable Kernel's FMHA on AMD and MIOpen's MHA would slot in behind the
-// same calls.
+// On the AMD platform a fourth backend, CK, runs Composable Kernel's
+// ck_tile FMHA forward through librocm_go_fmha.so, a small shim built from
+// a Composable Kernel checkout by scripts/build-ck-shim.sh (C ABI:
+// ckshim/rocm_go_fmha.h). It is loaded with dlopen on first use (or by
+// LoadCK) from ROCM_GO_FMHA_LIBRARY, ROCM_PATH/lib, /opt/rocm/lib or the
+// system loader path, and asked per call whether it covers the case;
+// where it is absent, declines or is turned off (ROCM_GO_FMHA_LIBRARY=off),
+// the kernels above run. The shim has been built here for gfx942 with
+// hipcc against Composable Kernel, but never run: no AMD GPU was at hand.
+// MIOpen's MHA would slot in behind the same calls.
 //
 // Reference computes the same attention in float64 on the host, with every
 // feature: the oracle of the tests, and the CPU path of candle/nn.

@@ -14,6 +14,8 @@ type Handle struct {
 	dev    *hip.Device
 	stream *hip.Stream
 	target target // the device, for the choice of kernels
+	arch   string // the device's gcnArchName, for the CK shim
+	alibi  alibiSlopes
 	closed atomic.Bool
 }
 
@@ -32,7 +34,7 @@ func NewHandle(s *hip.Stream) (*Handle, error) {
 	if err != nil {
 		return nil, wrap(op, err)
 	}
-	return &Handle{dev: dev, stream: s, target: newTarget(props.ArchName, props.MultiProcessorCount)}, nil
+	return &Handle{dev: dev, stream: s, target: newTarget(props.ArchName, props.MultiProcessorCount), arch: props.ArchName}, nil
 }
 
 // Stream is the stream the handle queues its work on.
@@ -41,11 +43,15 @@ func (h *Handle) Stream() *hip.Stream { return h.stream }
 // Device is the stream's device.
 func (h *Handle) Device() *hip.Device { return h.dev }
 
-// Close ends the handle; the stream and the loaded kernels stay. Closing
-// twice does nothing.
+// Close ends the handle; the stream and the loaded kernels stay. ALiBi
+// slopes kept on the device for the CK backend are freed once the stream's
+// work is done. Closing twice does nothing.
 func (h *Handle) Close() error {
-	if h != nil {
-		h.closed.Store(true)
+	if h == nil || h.closed.Swap(true) {
+		return nil
+	}
+	if err := h.alibi.release(h.stream); err != nil {
+		return wrap("Handle.Close", err)
 	}
 	return nil
 }
@@ -140,6 +146,9 @@ func (h *Handle) run(op string, pr *problem, p *Params) (Backend, error) {
 	}
 	if pl.empty {
 		return pl.backend, nil
+	}
+	if ran, err := h.runCK(op, pr, p, &pl); ran {
+		return CK, err
 	}
 	fn, err := kernels.Function(h.dev, pl.kernel)
 	if err != nil {

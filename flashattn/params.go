@@ -184,6 +184,8 @@ type Backend uint8
 //   - FlashDecoding when a KV head has at most 8 query rows (s_q × h_q/h_kv
 //     ≤ 8: a decode step, or a few speculative tokens), any dtype, dense,
 //     variable-length or paged;
+//   - CK on the AMD platform when the Composable Kernel shim is loaded and
+//     accepts the call (CK's godoc says which calls it takes);
 //   - a matrix-core backend where the device's arch has one: MatrixCore
 //     on NVIDIA sm_80 and later, MFMA on AMD CDNA (gfx90a, gfx942,
 //     gfx950), WMMA on AMD RDNA3 and RDNA4 (gfx11xx, gfx12xx); for F16
@@ -213,7 +215,7 @@ const (
 	WMMA
 )
 
-var backendNames = map[Backend]string{Portable: "portable", MatrixCore: "matrix-core", FlashDecoding: "flash-decoding", MFMA: "mfma", WMMA: "wmma"}
+var backendNames = map[Backend]string{Portable: "portable", MatrixCore: "matrix-core", FlashDecoding: "flash-decoding", MFMA: "mfma", WMMA: "wmma", CK: "ck"}
 
 func (b Backend) String() string {
 	if s, ok := backendNames[b]; ok {

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds, once, the tier-1 environment: a Debian sid root with ROCm 6.4
-# userspace (HIP runtime, hipRTC, rocBLAS, MIOpen) and g++. Idempotent: an
+# userspace (HIP runtime, hipRTC, rocBLAS, MIOpen), g++, and hipcc with
+# Python 3 (to build flashattn's Composable Kernel shim). Idempotent: an
 # existing, complete root is kept; a half-built one from an interrupted run is
 # removed and built again. Needs root (debootstrap, chroot).
 #
@@ -9,9 +10,9 @@ set -euo pipefail
 
 env_dir=${ROCM_GO_ENV:-${XDG_CACHE_HOME:-$HOME/.cache}/rocm-go/sid-rocm6.4}
 mirror=${ROCM_GO_MIRROR:-http://deb.debian.org/debian}
-packages="libamdhip64-dev libhiprtc6 librocblas-dev libmiopen-dev g++"
+packages="libamdhip64-dev libhiprtc6 librocblas-dev libmiopen-dev g++ hipcc python3"
 # The stamp names what the root holds: change the recipe, rebuild the root.
-stamp="recipe 1: sid minbase + $packages"
+stamp="recipe 2: sid minbase + $packages"
 apt_opts=(-o Acquire::Check-Valid-Until=false -o Acquire::Retries=3)
 
 if [ -f "$env_dir/.rocm-go-ready" ] && [ "$(cat "$env_dir/.rocm-go-ready")" = "$stamp" ]; then
@@ -37,7 +38,7 @@ debootstrap --variant=minbase sid "$partial" "$mirror" >"$partial.log" 2>&1 || {
 	tail -20 "$partial.log" >&2
 	exit 1
 }
-echo "rocm-env: installing $packages (about 35 s, 5 GB)"
+echo "rocm-env: installing $packages (about 60 s, 5.5 GB)"
 chroot "$partial" /bin/sh -c "apt-get ${apt_opts[*]} update -qq && DEBIAN_FRONTEND=noninteractive apt-get ${apt_opts[*]} install -y -qq --no-install-recommends $packages" \
 	>>"$partial.log" 2>&1 || {
 	tail -20 "$partial.log" >&2
