@@ -28,12 +28,12 @@ type Transfer struct {
 	// (candle.FromBytes), as loading did before registration.
 	Staging bool
 	// Chunk is the bytes registered at a time, a multiple of the page
-	// size (default 32 MiB).
+	// size (default 128 MiB).
 	Chunk int
 	// Workers is the goroutines registering chunks ahead (default 2).
 	Workers int
 	// Ahead is how many chunks are registered beyond the furthest one a
-	// load has used (default 8).
+	// load has used (default 4).
 	Ahead int
 	// Keep keeps every chunk registered until Close, instead of
 	// unregistering each once its tensors are loaded: no unregistering
@@ -41,11 +41,13 @@ type Transfer struct {
 	Keep bool
 }
 
-// The defaults of Transfer: what measured best on an H100 (bench/RESULTS.md).
+// The defaults of Transfer: what measured best on an H100 of the
+// strategies bench's loading rows try (bench/RESULTS.md: 94 ms for a
+// 2.47 GB checkpoint, against 114 ms with 32 MiB chunks 8 ahead).
 const (
-	defaultChunk   = 32 << 20
+	defaultChunk   = 128 << 20
 	defaultWorkers = 2
-	defaultAhead   = 8
+	defaultAhead   = 4
 )
 
 // resolved fills the zero fields with the defaults.

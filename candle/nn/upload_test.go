@@ -261,9 +261,9 @@ func TestTransferOptions(t *testing.T) {
 	d := Transfer{}.resolved()
 	assert.Equal(t, Transfer{Chunk: defaultChunk, Workers: defaultWorkers, Ahead: defaultAhead}, d)
 	assert.Equal(t, 2*page, Transfer{Chunk: page + 1}.resolved().Chunk, "rounded up to pages")
-	assert.Equal(t, "registered in 32 MiB chunks by 2 goroutines, 8 ahead", Transfer{}.String())
+	assert.Equal(t, "registered in 128 MiB chunks by 2 goroutines, 4 ahead", Transfer{}.String())
 	assert.Equal(t, "staging", Transfer{Staging: true}.String())
-	assert.Equal(t, "registered in 8.0 MiB chunks by 2 goroutines, 8 ahead, kept until Close", Transfer{Chunk: 8 << 20, Keep: true}.String())
+	assert.Equal(t, "registered in 8.0 MiB chunks by 2 goroutines, 4 ahead, kept until Close", Transfer{Chunk: 8 << 20, Keep: true}.String())
 	var o Transfer
 	WithTransfer(Transfer{Workers: 4})(&o)
 	assert.Equal(t, 4, o.Workers)
