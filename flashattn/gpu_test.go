@@ -27,7 +27,7 @@ type gpuEnv struct {
 	s   *hip.Stream
 	h   *Handle
 	mc  Backend // the device's matrix-core kernels (MatrixCore, MFMA, WMMA), 0 if none
-	ck  bool // the CK shim is loaded (AMD): it may run what it covers
+	ck  bool    // the CK shim is loaded (AMD): it may run what it covers
 }
 
 // checkBackend checks that a call ran on want, or on CK where the shim is
