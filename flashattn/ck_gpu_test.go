@@ -2,7 +2,6 @@ package flashattn
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -77,29 +76,7 @@ func TestGPUCKVarlen(t *testing.T) {
 		for _, dt := range []DType{F16, BF16} {
 			name := fmt.Sprintf("%v q%v k%v %+v", dt, c.lq, c.lk, c.p)
 			t.Run(name, func(t *testing.T) {
-				cu := func(l []int32) []int32 {
-					out := []int32{0}
-					for _, n := range l {
-						out = append(out, out[len(out)-1]+n)
-					}
-					return out
-				}
-				cuQ, cuK := cu(c.lq), cu(c.lk)
-				tq, tk := int(cuQ[len(cuQ)-1]), int(cuK[len(cuK)-1])
-				r := rand.New(rand.NewPCG(uint64(tq), uint64(tk)))
-				q, k, v := randHost(r, 1, tq, 4, 128), randHost(r, 1, tk+3, 2, 128), randHost(r, 1, tk+3, 2, 128)
-				gq, gk, gv := g.upload(&q, dt, "padded"), g.upload(&k, dt, "contiguous"), g.upload(&v, dt, "contiguous")
-				out, read := g.output(dt, q.Shape, "contiguous")
-				p := c.p
-				lsePtr, readLSE := g.lse(4 * tq)
-				p.LSE = lsePtr
-				vl := Varlen{CuSeqlensQ: cuQ, CuSeqlensK: cuK, DevCuSeqlensQ: g.int32s(cuQ), DevCuSeqlensK: g.int32s(cuK)}
-				be, err := g.h.ForwardVarlen(gq, gk, gv, out, vl, p)
-				require.NoError(t, err)
-				assert.Equal(t, CK, be)
-				want, wantLSE, err := ReferenceVarlen(q, k, v, cuQ, cuK, c.p)
-				require.NoError(t, err)
-				compare(t, dt, want, read(), wantLSE, readLSE(), name)
+				assert.Equal(t, CK, g.varlen(t, dt, c.lq, c.lk, 128, c.p, name))
 			})
 		}
 	}

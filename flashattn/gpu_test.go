@@ -488,25 +488,7 @@ func TestGPUForwardVarlen(t *testing.T) {
 		for _, dt := range []DType{F16, BF16} {
 			name := fmt.Sprintf("%v q%v k%v %+v", dt, c.lq, c.lk, c.p)
 			t.Run(name, func(t *testing.T) {
-				cu := func(l []int32) []int32 {
-					out := []int32{0}
-					for _, n := range l {
-						out = append(out, out[len(out)-1]+n)
-					}
-					return out
-				}
-				cuQ, cuK := cu(c.lq), cu(c.lk)
-				tq, tk := int(cuQ[len(cuQ)-1]), int(cuK[len(cuK)-1])
-				r := rand.New(rand.NewPCG(uint64(tq), uint64(tk)))
-				q, k, v := randHost(r, 1, tq, 4, 64), randHost(r, 1, tk+3, 2, 64), randHost(r, 1, tk+3, 2, 64)
-				gq, gk, gv := g.upload(&q, dt, "padded"), g.upload(&k, dt, "contiguous"), g.upload(&v, dt, "contiguous")
-				out, read := g.output(dt, q.Shape, "contiguous")
-				p := c.p
-				lsePtr, readLSE := g.lse(4 * tq)
-				p.LSE = lsePtr
-				vl := Varlen{CuSeqlensQ: cuQ, CuSeqlensK: cuK, DevCuSeqlensQ: g.int32s(cuQ), DevCuSeqlensK: g.int32s(cuK)}
-				be, err := g.h.ForwardVarlen(gq, gk, gv, out, vl, p)
-				require.NoError(t, err)
+				be := g.varlen(t, dt, c.lq, c.lk, 64, c.p, name)
 				maxQ := 0
 				for _, n := range c.lq {
 					maxQ = max(maxQ, int(n))
@@ -514,12 +496,40 @@ func TestGPUForwardVarlen(t *testing.T) {
 				if maxQ > 0 {
 					g.checkBackend(t, g.expect(dt, maxQ*2, false), be, name)
 				}
-				want, wantLSE, err := ReferenceVarlen(q, k, v, cuQ, cuK, c.p)
-				require.NoError(t, err)
-				compare(t, dt, want, read(), wantLSE, readLSE(), name)
 			})
 		}
 	}
+}
+
+// varlen runs ForwardVarlen on random sequences of lq queries and lk keys
+// (4 query heads on 2 KV heads of head dim d, q's rows padded), checks the
+// output and the LSE against ReferenceVarlen, and returns the backend that
+// ran.
+func (g *gpuEnv) varlen(t *testing.T, dt DType, lq, lk []int32, d int, p Params, name string) Backend {
+	t.Helper()
+	cu := func(l []int32) []int32 {
+		out := []int32{0}
+		for _, n := range l {
+			out = append(out, out[len(out)-1]+n)
+		}
+		return out
+	}
+	cuQ, cuK := cu(lq), cu(lk)
+	tq, tk := int(cuQ[len(cuQ)-1]), int(cuK[len(cuK)-1])
+	r := rand.New(rand.NewPCG(uint64(tq), uint64(tk)))
+	q, k, v := randHost(r, 1, tq, 4, d), randHost(r, 1, tk+3, 2, d), randHost(r, 1, tk+3, 2, d)
+	gq, gk, gv := g.upload(&q, dt, "padded"), g.upload(&k, dt, "contiguous"), g.upload(&v, dt, "contiguous")
+	out, read := g.output(dt, q.Shape, "contiguous")
+	ref := p
+	lsePtr, readLSE := g.lse(4 * tq)
+	p.LSE = lsePtr
+	vl := Varlen{CuSeqlensQ: cuQ, CuSeqlensK: cuK, DevCuSeqlensQ: g.int32s(cuQ), DevCuSeqlensK: g.int32s(cuK)}
+	be, err := g.h.ForwardVarlen(gq, gk, gv, out, vl, p)
+	require.NoError(t, err)
+	want, wantLSE, err := ReferenceVarlen(q, k, v, cuQ, cuK, ref)
+	require.NoError(t, err)
+	compare(t, dt, want, read(), wantLSE, readLSE(), name)
+	return be
 }
 
 func TestGPUDecodePaged(t *testing.T) {
