@@ -351,3 +351,24 @@ func TestLoadProgress(t *testing.T) {
 		require.Equal(t, want/int64(s.DType.Size()), m.Config().Parameters(), name)
 	}
 }
+
+// TestMLPBlocks checks that a pass whose MLP runs over blocks of tokens
+// (as a long prefill's does) gives the logits of the MLP over all tokens
+// at once, and leaves no storage behind.
+func TestMLPBlocks(t *testing.T) {
+	s := tinySpecs["llama gqa llama3 tied"]
+	m := load(t, writeModel(t, s), candle.CPU(), candle.F32, Options{CacheTokens: 64, PageSize: 4})
+	tokens := randomTokens(rand.New(rand.NewPCG(3, 4)), 13, s.Vocab)
+	whole, err := m.Logits(tokens)
+	require.NoError(t, err)
+	defer whole.Close()
+	before := candle.CPU().MemoryStats().InUse
+	m.mlpRows = 4 // blocks of 4, 4, 4 and 1 tokens
+	blocks, err := m.Logits(tokens)
+	require.NoError(t, err)
+	e := maxRelErr(rows(t, whole), rows(t, blocks))
+	t.Logf("max relative error %.2g", e)
+	assert.LessOrEqual(t, e, 1e-6)
+	blocks.Close()
+	assert.Equal(t, before, candle.CPU().MemoryStats().InUse, "blocks leave no storage behind")
+}
