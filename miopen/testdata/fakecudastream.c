@@ -2,7 +2,6 @@
 // (hip/testdata/fakecuda.c) leaves out; package miopen's tests link both
 // into one fake libcudart and libcuda.
 #include <stdlib.h>
-#include <string.h>
 
 int cudaStreamCreateWithPriority(void** s, unsigned flags, int priority) {
 	*s = malloc(16);
@@ -12,7 +11,6 @@ int cudaStreamDestroy(void* s) {
 	free(s);
 	return 0;
 }
-int cudaDeviceSynchronize(void) { return 0; }
 
 // Events that time the fake cuDNN's graph-API plans (fakecudnngraph.c):
 // the elapsed time is what the last plan run left in $ROCM_GO_FAKE_MS.
@@ -25,12 +23,5 @@ int cudaEventSynchronize(void* e) { return e != NULL ? 0 : 400; }
 int cudaEventElapsedTime(float* ms, void* start, void* end) {
 	const char* v = getenv("ROCM_GO_FAKE_MS");
 	*ms = v != NULL ? strtof(v, NULL) : 1.0f;
-	return 0;
-}
-
-// Device memory is host memory in the fakes.
-int cudaMemcpyAsync(void* dst, const void* src, size_t n, int kind, void* s) {
-	if (kind < 0 || kind > 4) return 21;
-	memmove(dst, src, n);
 	return 0;
 }
