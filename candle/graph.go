@@ -75,7 +75,7 @@ func (d *HIPDevice) Capture(fn func() error) (*Graph, error) {
 	if fn == nil {
 		return nil, errorf(op, ErrArgument, "nil function: give the work to capture")
 	}
-	gm := &graphMem{dev: d, free: map[int][]*hip.Buffer{}}
+	gm := &graphMem{dev: d, free: freeBlocks{}}
 	if !d.capture.CompareAndSwap(nil, gm) {
 		return nil, errorf(op, ErrArgument, "a capture is under way on %s: captures do not nest; capture the inner work as part of the outer one", d)
 	}
@@ -184,9 +184,9 @@ func (g *Graph) Close() error {
 type graphMem struct {
 	dev    *HIPDevice
 	mu     sync.Mutex
-	free   map[int][]*hip.Buffer // by size class
-	bytes  int64                 // every block the graph holds, free or not
-	sealed bool                  // under capture: no new blocks
+	free   freeBlocks
+	bytes  int64 // every block the graph holds, free or not
+	sealed bool  // under capture: no new blocks
 	closed bool
 }
 
@@ -194,9 +194,7 @@ func (m *graphMem) get(size int) (*block, error) {
 	class := sizeClass(size)
 	st := &m.dev.stats
 	m.mu.Lock()
-	if l := m.free[class]; len(l) > 0 {
-		buf := l[len(l)-1]
-		m.free[class] = l[:len(l)-1]
+	if buf := m.free.pop(class); buf != nil {
 		m.mu.Unlock()
 		st.graphs.Add(-int64(class))
 		st.add(int64(class))
@@ -257,14 +255,7 @@ func (m *graphMem) close() {
 	free := m.free
 	m.free, m.closed = nil, true
 	m.mu.Unlock()
-	var n int64
-	for class, l := range free {
-		for _, buf := range l {
-			buf.Close()
-			n += int64(class)
-		}
-	}
-	m.dev.stats.graphs.Add(-n)
+	m.dev.stats.graphs.Add(-free.closeAll())
 }
 
 // errCaptureAlloc is the cause of an allocation refused under capture.

@@ -73,7 +73,7 @@ func HIP(ordinal int) (*HIPDevice, error) {
 	}
 	d := &HIPDevice{ordinal: ordinal, dev: dev, stream: stream, props: props, kc: DefaultKernelCache(),
 		maxGrid: uint32(max(props.MultiProcessorCount, 1) * 32)}
-	d.pool = pool{dev: d, free: map[int][]*hip.Buffer{}, stats: &d.stats}
+	d.pool = pool{dev: d, free: freeBlocks{}, stats: &d.stats}
 	d.staging.dev = d
 	d.args.New = func() any { return new(hip.Args) }
 	if hipDevices.m == nil {

@@ -22,8 +22,35 @@ import (
 type pool struct {
 	dev   *HIPDevice
 	mu    sync.Mutex
-	free  map[int][]*hip.Buffer // by size class
+	free  freeBlocks
 	stats *memStats
+}
+
+// freeBlocks are the blocks a pool keeps for reuse, by size class (the
+// device's pool and a graph's private memory, graph.go); the caller holds
+// the lock that guards them.
+type freeBlocks map[int][]*hip.Buffer
+
+// pop is a kept block of a size class, or nil.
+func (f freeBlocks) pop(class int) *hip.Buffer {
+	l := f[class]
+	if len(l) == 0 {
+		return nil
+	}
+	f[class] = l[:len(l)-1]
+	return l[len(l)-1]
+}
+
+// closeAll frees every block, in stream order, and returns their bytes.
+func (f freeBlocks) closeAll() int64 {
+	var n int64
+	for class, l := range f {
+		for _, buf := range l {
+			buf.Close()
+			n += int64(class)
+		}
+	}
+	return n
 }
 
 // block is a storage's memory on a HIP device: from the device's pool, or
@@ -80,14 +107,11 @@ func (p *pool) get(size int) (*block, error) {
 // take is a free block of a size class, if the pool keeps one.
 func (p *pool) take(class int) *hip.Buffer {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	l := p.free[class]
-	if len(l) == 0 {
-		return nil
+	buf := p.free.pop(class)
+	p.mu.Unlock()
+	if buf != nil {
+		p.stats.cached.Add(-int64(class))
 	}
-	buf := l[len(l)-1]
-	p.free[class] = l[:len(l)-1]
-	p.stats.cached.Add(-int64(class))
 	return buf
 }
 
@@ -131,15 +155,9 @@ func (p *pool) put(b *block) {
 func (p *pool) trim() int64 {
 	p.mu.Lock()
 	free := p.free
-	p.free = map[int][]*hip.Buffer{}
+	p.free = freeBlocks{}
 	p.mu.Unlock()
-	var n int64
-	for class, l := range free {
-		for _, buf := range l {
-			buf.Close()
-			n += int64(class)
-		}
-	}
+	n := free.closeAll()
 	p.stats.cached.Add(-n)
 	p.dev.stream.Synchronize()
 	return n
