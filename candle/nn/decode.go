@@ -172,34 +172,11 @@ func (c *PagedKVCache) BeginDecode(seqs []uint64, tokens []int32, in *DecodeInpu
 }
 
 // decodeFixed is the attention of a BeginDecode step on a HIP device: one
-// flashattn Decode of q (batch, 1, h_q, d) into out over layer's pages,
-// with the lengths and the block table in the inputs' buffer, a launch
-// sized for MaxLen, and its split-KV partials in a workspace from the
-// device's pool (a capture's private memory under capture).
-func (s *PagedStep) decodeFixed(h *flashattn.Handle, d *candle.HIPDevice, layer int, q, out flashattn.Tensor, p flashattn.Params) error {
-	in, c := s.fixed, s.c
-	bt, err := in.table.DevicePtr()
-	if err != nil {
-		return err
-	}
-	sl, err := in.seqLens.DevicePtr()
-	if err != nil {
-		return err
-	}
-	var kv flashattn.PagedKV
-	for j, pool := range []*candle.Tensor{c.k[layer], c.v[layer]} {
-		ptr, err := pool.DevicePtr()
-		if err != nil {
-			return err
-		}
-		t := flashattn.Contiguous(ptr, q.DType, c.cfg.Pages, c.cfg.PageSize, c.cfg.KVHeads, c.cfg.HeadDim)
-		if j == 0 {
-			kv.K = t
-		} else {
-			kv.V = t
-		}
-	}
-	kv.BlockTable, kv.BlockTableStride, kv.DevSeqLens, kv.MaxSeqLen = bt, in.width, sl, in.maxLen
+// flashattn Decode of q (batch, 1, h_q, d) into out over kv, the layer's
+// pages with the lengths and the block table in the inputs' buffer, and
+// its split-KV partials in a workspace from the device's pool (a
+// capture's private memory under capture).
+func decodeFixed(h *flashattn.Handle, d *candle.HIPDevice, q flashattn.Tensor, kv flashattn.PagedKV, out flashattn.Tensor, p flashattn.Params) error {
 	n, err := h.DecodeWorkspace(q, kv, out, p)
 	if err != nil {
 		return err

@@ -580,12 +580,6 @@ func (s *PagedStep) attentionHIP(op string, d *candle.HIPDevice, layer int, q, k
 	if s.nFresh == len(s.seqs) {
 		return out, nil
 	}
-	if s.fixed != nil {
-		if err := s.decodeFixed(h, d, layer, tensor(ops[0], 0, s.total, 1), tensor(ops[3], 0, s.total, 1), p); err != nil {
-			return fail(attnErr(op, err))
-		}
-		return out, nil
-	}
 	bt, err := s.btTable.DevicePtr()
 	if err != nil {
 		return fail(err)
@@ -606,6 +600,15 @@ func (s *PagedStep) attentionHIP(op string, d *candle.HIPDevice, layer int, q, k
 	vp, err := pool(c.v[layer])
 	if err != nil {
 		return fail(err)
+	}
+	if s.fixed != nil {
+		// The inputs' table and lengths (s.btTable and s.seqLens are their
+		// views), a launch sized for MaxLen.
+		kv := flashattn.PagedKV{K: kp, V: vp, BlockTable: bt, BlockTableStride: s.btStride, DevSeqLens: sl, MaxSeqLen: s.fixed.maxLen}
+		if err := decodeFixed(h, d, tensor(ops[0], 0, s.total, 1), kv, tensor(ops[3], 0, s.total, 1), p); err != nil {
+			return fail(attnErr(op, err))
+		}
+		return out, nil
 	}
 	// decode attends rows of b sequences of n new tokens each, cached
 	// sequences c0 to c0+b in packed order.

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -128,7 +129,7 @@ func (r *loadResults) rows(torch func(string) float64) []bench.Row {
 			Ratio: l.Closed.Seconds() / r.def.Closed.Seconds(), Target: "reported (ratio: its time over the default's)"})
 	}
 	reg := bench.Row{Name: fmt.Sprintf("registering alone (no copies): a fresh read-only mapping in 32 MiB chunks by %s goroutines, then unregistering",
-		strings.Trim(strings.Join(strings.Fields(fmt.Sprint(r.regThreads)), "/"), "[]")), Theirs: "—", Target: "reported"}
+		slashed(r.regThreads)), Theirs: "—", Target: "reported"}
 	whole := bench.Row{Name: "registering alone: the whole file in one call, then unregistering", Theirs: "—", Target: "reported"}
 	if r.regErr != nil {
 		reg.Ours = "refused: " + r.regErr.Error()
@@ -144,9 +145,18 @@ func (r *loadResults) rows(torch func(string) float64) []bench.Row {
 	}
 	rows = append(rows, reg, whole,
 		bench.Row{Name: "pinned host→device copy rate (256 MiB from MallocHost's memory): the ceiling", Ours: fmt.Sprintf("%.1f GB/s", r.pinned), Theirs: "—", Target: "reported"},
-		bench.Row{Name: "page cache → pinned memory (the staging path's host half) with 1/8/16 goroutines", Theirs: "—", Target: "reported",
+		bench.Row{Name: "page cache → pinned memory (the staging path's host half) with " + slashed(r.hostThreads) + " goroutines", Theirs: "—", Target: "reported",
 			Ours: fmt.Sprintf("mapped file: %s GB/s; pread: %s GB/s", strings.Join(r.hostRates[0], "/"), strings.Join(r.hostRates[1], "/"))})
 	return rows
+}
+
+// slashed spells counts as 1/2/4.
+func slashed(ns []int) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, "/")
 }
 
 func secs(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
