@@ -294,27 +294,29 @@ const maxSlopeSets = 16
 // device returns the slopes' device copy, making it on first use; 0 when
 // the handle keeps too many sets already.
 func (c *alibiSlopes) device(dev *hip.Device, slopes []float32) (hip.DevicePtr, error) {
-	key := string(hip.AsBytes(slopes))
+	raw := hip.AsBytes(slopes)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if b, ok := c.bufs[key]; ok {
+	// Looked up by string(raw), which the compiler does not copy: a call
+	// whose slopes are kept allocates nothing.
+	if b, ok := c.bufs[string(raw)]; ok {
 		return b.Ptr(), nil
 	}
 	if len(c.bufs) >= maxSlopeSets {
 		return 0, nil
 	}
-	b, err := dev.Malloc(len(key))
+	b, err := dev.Malloc(len(raw))
 	if err != nil {
 		return 0, err
 	}
-	if err := b.CopyFromHost([]byte(key)); err != nil {
+	if err := b.CopyFromHost(raw); err != nil {
 		b.Close()
 		return 0, err
 	}
 	if c.bufs == nil {
 		c.bufs = map[string]*hip.Buffer{}
 	}
-	c.bufs[key] = b
+	c.bufs[string(raw)] = b
 	return b.Ptr(), nil
 }
 
