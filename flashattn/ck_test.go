@@ -301,6 +301,45 @@ func TestCKAlibi(t *testing.T) {
 	assert.Equal(t, free0, free2, "Close frees the slopes")
 }
 
+// TestCKAlibiSets checks the bound on the sets of slopes a handle keeps:
+// past maxSlopeSets a new set runs on the other backends, a kept set still
+// runs on CK and allocates nothing more.
+func TestCKAlibiSets(t *testing.T) {
+	e := useFakeCK(t)
+	q, k, v, out := operands(1, 16, 16, 4, 2, 64)
+	set := func(i int) []float32 { return []float32{float32(i), 0.25, 0.125, 0.0625} }
+	for i := range maxSlopeSets {
+		b, err := e.h.Forward(q, k, v, out, Params{AlibiSlopes: set(i)})
+		require.NoError(t, err)
+		require.Equal(t, CK, b, "set %d", i)
+		assert.Equal(t, fmt.Sprintf("%d,0.25,0.125,0.0625", i), field(t, e.requests(t)[0], "slopes"))
+	}
+	assert.Len(t, e.h.alibi.bufs, maxSlopeSets)
+
+	p := Params{AlibiSlopes: set(maxSlopeSets)}
+	pr, err := forwardProblem("F", q, k, v, out)
+	require.NoError(t, err)
+	pl, err := newPlan("F", &pr, &p, e.h.target)
+	require.NoError(t, err)
+	ran, why, err := e.h.tryCK("F", &pr, &p, &pl)
+	require.NoError(t, err)
+	assert.False(t, ran)
+	assert.Equal(t, "too many sets of ALiBi slopes on the handle", why)
+	assert.Empty(t, e.requests(t))
+
+	kept := set(3)
+	ptr, err := e.h.alibi.device(e.h.Device(), kept)
+	require.NoError(t, err)
+	assert.NotZero(t, ptr)
+	assert.Zero(t, testing.AllocsPerRun(10, func() {
+		got, _ := e.h.alibi.device(e.h.Device(), kept)
+		if got != ptr {
+			t.Errorf("set 3 moved from %#x to %#x", uint64(ptr), uint64(got))
+		}
+	}), "a kept set allocates nothing")
+	assert.Len(t, e.h.alibi.bufs, maxSlopeSets)
+}
+
 // TestCKFallsBack checks what the shim declines, and that nothing reached
 // CK then: the handle runs its own kernels (runCK reports false).
 func TestCKFallsBack(t *testing.T) {
