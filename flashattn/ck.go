@@ -188,6 +188,16 @@ func (h *Handle) runCK(op string, pr *problem, p *Params, pl *plan) (ran bool, e
 	return ran, err
 }
 
+// ckCall is the memory a call hands the shim: its arguments and a buffer
+// for its message.
+type ckCall struct {
+	a   C.rocm_go_fmha_fwd_args
+	msg [512]C.char
+}
+
+// ckCalls holds the calls' memory, reused across calls and handles.
+var ckCalls = sync.Pool{New: func() any { return new(ckCall) }}
+
 // tryCK is runCK, and says why the shim did not run the call.
 func (h *Handle) tryCK(op string, pr *problem, p *Params, pl *plan) (ran bool, declined string, err error) {
 	switch {
@@ -202,28 +212,32 @@ func (h *Handle) tryCK(op string, pr *problem, p *Params, pl *plan) (ran bool, d
 	if s == nil {
 		return false, "no shim loaded on the AMD platform", nil
 	}
-	var a C.rocm_go_fmha_fwd_args
-	if ok, err := h.ckArgs(&a, pr, p, &pl.kp); !ok || err != nil {
+	// The arguments and the message go to C, so they live on the heap:
+	// pooled, a call allocates neither.
+	c := ckCalls.Get().(*ckCall)
+	defer ckCalls.Put(c)
+	c.a, c.msg[0] = C.rocm_go_fmha_fwd_args{}, 0
+	if ok, err := h.ckArgs(&c.a, pr, p, &pl.kp); !ok || err != nil {
 		return err != nil, "too many sets of ALiBi slopes on the handle", wrap(op, err)
 	}
-	var msg [512]C.char
-	st := C.rg_fmha_forward(bind.SetDeviceFunc(), s.fwd, &a, &msg[0], C.size_t(len(msg)))
+	st := C.rg_fmha_forward(bind.SetDeviceFunc(), s.fwd, &c.a, &c.msg[0], C.size_t(len(c.msg)))
 	runtime.KeepAlive(h.stream)
-	detail := C.GoString(&msg[0])
-	switch st {
-	case C.ROCM_GO_FMHA_OK:
+	if st == C.ROCM_GO_FMHA_OK {
 		return true, "", nil
+	}
+	detail := C.GoString(&c.msg[0])
+	kind, what := ErrDevice, ""
+	switch st {
 	case C.ROCM_GO_FMHA_UNSUPPORTED:
 		return false, detail, nil
-	}
-	kind := ErrDevice
-	what := map[C.int32_t]string{C.ROCM_GO_FMHA_INVALID_ARGUMENT: "invalid arguments", C.ROCM_GO_FMHA_HIP_ERROR: "HIP error",
-		C.ROCM_GO_FMHA_INTERNAL_ERROR: "internal error"}[st]
-	if what == "" {
+	case C.ROCM_GO_FMHA_INVALID_ARGUMENT:
+		kind, what = ErrArgument, "invalid arguments"
+	case C.ROCM_GO_FMHA_HIP_ERROR:
+		what = "HIP error"
+	case C.ROCM_GO_FMHA_INTERNAL_ERROR:
+		what = "internal error"
+	default:
 		what = fmt.Sprintf("status %d", int32(st))
-	}
-	if st == C.ROCM_GO_FMHA_INVALID_ARGUMENT {
-		kind = ErrArgument
 	}
 	return true, "", &Error{Op: op, Kind: kind, Detail: fmt.Sprintf("Composable Kernel shim (%s): %s: %s", s.lib.Origin(), what, detail)}
 }

@@ -251,6 +251,19 @@ func TestCKRunsWhatItCovers(t *testing.T) {
 	assert.Equal(t, fmt.Sprintf("%d,%d,%d,%d", row, row, row, h*d), field(t, r, "stride"))
 	assert.Equal(t, fmt.Sprintf("%d,%d,%d,%d", s*row, s*row, s*row, s*h*d), field(t, r, "batch_stride"))
 	assert.Equal(t, hexPtr(dev+hip.DevicePtr(h*d*2)), field(t, r, "k"))
+
+	// A call the shim runs allocates nothing of its own.
+	var p Params
+	pr, err := forwardProblem("F", q, k, v, out)
+	require.NoError(t, err)
+	pl, err := newPlan("F", &pr, &p, e.h.target)
+	require.NoError(t, err)
+	assert.Zero(t, testing.AllocsPerRun(10, func() {
+		if ran, _, err := e.h.tryCK("F", &pr, &p, &pl); !ran || err != nil {
+			t.Errorf("tryCK: ran %v, %v", ran, err)
+		}
+	}))
+	assert.Len(t, e.requests(t), 11)
 }
 
 func TestCKVarlen(t *testing.T) {
