@@ -182,6 +182,17 @@ func field(t *testing.T, line, key string) string {
 	return ""
 }
 
+// planned is a dense call of h planned as Handle.Forward plans it, for
+// tryCK.
+func planned(t *testing.T, h *Handle, q, k, v, out Tensor, p *Params) (problem, plan) {
+	t.Helper()
+	pr, err := forwardProblem("F", q, k, v, out)
+	require.NoError(t, err)
+	pl, err := newPlan("F", &pr, p, h.target)
+	require.NoError(t, err)
+	return pr, pl
+}
+
 func hexPtr(p hip.DevicePtr) string { return fmt.Sprintf("%#x", uint64(p)) }
 
 func TestCKRunsWhatItCovers(t *testing.T) {
@@ -254,10 +265,7 @@ func TestCKRunsWhatItCovers(t *testing.T) {
 
 	// A call the shim runs allocates nothing of its own.
 	var p Params
-	pr, err := forwardProblem("F", q, k, v, out)
-	require.NoError(t, err)
-	pl, err := newPlan("F", &pr, &p, e.h.target)
-	require.NoError(t, err)
+	pr, pl := planned(t, e.h, q, k, v, out, &p)
 	assert.Zero(t, testing.AllocsPerRun(10, func() {
 		if ran, _, err := e.h.tryCK("F", &pr, &p, &pl); !ran || err != nil {
 			t.Errorf("tryCK: ran %v, %v", ran, err)
@@ -330,10 +338,7 @@ func TestCKAlibiSets(t *testing.T) {
 	assert.Len(t, e.h.alibi.bufs, maxSlopeSets)
 
 	p := Params{AlibiSlopes: set(maxSlopeSets)}
-	pr, err := forwardProblem("F", q, k, v, out)
-	require.NoError(t, err)
-	pl, err := newPlan("F", &pr, &p, e.h.target)
-	require.NoError(t, err)
+	pr, pl := planned(t, e.h, q, k, v, out, &p)
 	ran, why, err := e.h.tryCK("F", &pr, &p, &pl)
 	require.NoError(t, err)
 	assert.False(t, ran)
@@ -388,10 +393,7 @@ func TestCKFallsBack(t *testing.T) {
 			if c.h != nil {
 				h = c.h()
 			}
-			pr, err := forwardProblem("F", q, k, v, out)
-			require.NoError(t, err)
-			pl, err := newPlan("F", &pr, &p, h.target)
-			require.NoError(t, err)
+			pr, pl := planned(t, h, q, k, v, out, &p)
 			ran, why, err := h.tryCK("F", &pr, &p, &pl)
 			require.NoError(t, err)
 			assert.False(t, ran)
@@ -402,10 +404,7 @@ func TestCKFallsBack(t *testing.T) {
 
 	// Decode steps and paged caches never go to the shim.
 	q, k, v, out := operands(2, 1, 40, 8, 2, 64)
-	pr, err := forwardProblem("F", q, k, v, out)
-	require.NoError(t, err)
-	pl, err := newPlan("F", &pr, &Params{}, e.h.target)
-	require.NoError(t, err)
+	pr, pl := planned(t, e.h, q, k, v, out, &Params{})
 	require.Equal(t, FlashDecoding, pl.backend)
 	ran, why, err := e.h.tryCK("F", &pr, &Params{}, &pl)
 	require.NoError(t, err)
@@ -428,10 +427,7 @@ func TestCKFallsBack(t *testing.T) {
 	// CK's dispatcher finding no instance is a fallback too.
 	t.Setenv("ROCM_GO_FAKE_CK_STATUS", "1")
 	q, k, v, out = operands(2, 33, 40, 8, 2, 64)
-	pr, err = forwardProblem("F", q, k, v, out)
-	require.NoError(t, err)
-	pl, err = newPlan("F", &pr, &Params{}, e.h.target)
-	require.NoError(t, err)
+	pr, pl = planned(t, e.h, q, k, v, out, &Params{})
 	ran, why, err = e.h.tryCK("F", &pr, &Params{}, &pl)
 	require.NoError(t, err)
 	assert.False(t, ran)
