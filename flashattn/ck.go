@@ -12,12 +12,11 @@ typedef int32_t (*rg_fmha_call_fn)(const rocm_go_fmha_fwd_args*, char*, size_t);
 static int32_t rg_fmha_version(void* fn) { return ((rg_fmha_version_fn)fn)(); }
 static const char* rg_fmha_info(void* fn) { return ((rg_fmha_info_fn)fn)(); }
 
-// rg_fmha_forward makes the device current and hands the call to the
-// shim, which queues it when it covers it and otherwise answers
-// ROCM_GO_FMHA_UNSUPPORTED having queued nothing (so that asking
-// rocm_go_fmha_fwd_supports first would only check the call twice): one C
-// call, so that the device is current on the thread that calls the shim.
-static int32_t rg_fmha_forward(void* setdev, void* fwd, const rocm_go_fmha_fwd_args* a, char* msg, size_t n) {
+// rg_fmha_forward makes the device current, asks the shim whether it
+// covers the call and, when it does, queues it: one C call, so that the
+// device is current on the thread that calls the shim.
+static int32_t rg_fmha_forward(void* setdev, void* supports, void* fwd, const rocm_go_fmha_fwd_args* a,
+		char* msg, size_t n) {
 	if (setdev != NULL) {
 		int e = ((int (*)(int))setdev)(a->device);
 		if (e != 0) {
@@ -25,6 +24,8 @@ static int32_t rg_fmha_forward(void* setdev, void* fwd, const rocm_go_fmha_fwd_a
 			return ROCM_GO_FMHA_HIP_ERROR;
 		}
 	}
+	int32_t st = ((rg_fmha_call_fn)supports)(a, msg, n);
+	if (st != ROCM_GO_FMHA_OK) return st;
 	return ((rg_fmha_call_fn)fwd)(a, msg, n);
 }
 */
@@ -81,9 +82,9 @@ var (
 
 // ckShim is a loaded shim: its entry points.
 type ckShim struct {
-	lib  *dl.Library
-	fwd  unsafe.Pointer
-	info string
+	lib           *dl.Library
+	supports, fwd unsafe.Pointer
+	info          string
 }
 
 // ckState is the shim's load state: loaded on first use on the AMD
@@ -119,8 +120,13 @@ func openCK(paths []string) ([]*dl.Library, *ckShim, error) {
 			"%s has ABI version %d and this flashattn %d: rebuild the shim with this rocm-go's scripts/build-ck-shim.sh", l.Origin(), v, C.ROCM_GO_FMHA_ABI_VERSION)})
 	}
 	s := &ckShim{lib: l}
-	if s.fwd, err = l.Sym("rocm_go_fmha_fwd"); err != nil {
-		return fail(err)
+	for _, e := range []struct {
+		sym string
+		p   *unsafe.Pointer
+	}{{"rocm_go_fmha_fwd_supports", &s.supports}, {"rocm_go_fmha_fwd", &s.fwd}} {
+		if *e.p, err = l.Sym(e.sym); err != nil {
+			return fail(err)
+		}
 	}
 	if info, err := l.Sym("rocm_go_fmha_build_info"); err == nil {
 		s.info = C.GoString(C.rg_fmha_info(info))
@@ -220,7 +226,7 @@ func (h *Handle) tryCK(op string, pr *problem, p *Params, pl *plan) (ran bool, d
 	if ok, err := h.ckArgs(&c.a, pr, p, &pl.kp); !ok || err != nil {
 		return err != nil, "too many sets of ALiBi slopes on the handle", wrap(op, err)
 	}
-	st := C.rg_fmha_forward(bind.SetDeviceFunc(), s.fwd, &c.a, &c.msg[0], C.size_t(len(c.msg)))
+	st := C.rg_fmha_forward(bind.SetDeviceFunc(), s.supports, s.fwd, &c.a, &c.msg[0], C.size_t(len(c.msg)))
 	runtime.KeepAlive(h.stream)
 	if st == C.ROCM_GO_FMHA_OK {
 		return true, "", nil
