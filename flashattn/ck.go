@@ -14,11 +14,9 @@ static const char* rg_fmha_info(void* fn) { return ((rg_fmha_info_fn)fn)(); }
 
 // rg_fmha_forward makes the device current, asks the shim whether it
 // covers the call and, when it does, queues it: one C call, so that the
-// device is current on the thread that calls the shim. *asked tells
-// whether the shim was reached.
+// device is current on the thread that calls the shim.
 static int32_t rg_fmha_forward(void* setdev, void* supports, void* fwd, const rocm_go_fmha_fwd_args* a,
-		char* msg, size_t n, int32_t* asked) {
-	*asked = 0;
+		char* msg, size_t n) {
 	if (setdev != NULL) {
 		int e = ((int (*)(int))setdev)(a->device);
 		if (e != 0) {
@@ -26,7 +24,6 @@ static int32_t rg_fmha_forward(void* setdev, void* supports, void* fwd, const ro
 			return ROCM_GO_FMHA_HIP_ERROR;
 		}
 	}
-	*asked = 1;
 	int32_t st = ((rg_fmha_call_fn)supports)(a, msg, n);
 	if (st != ROCM_GO_FMHA_OK) return st;
 	return ((rg_fmha_call_fn)fwd)(a, msg, n);
@@ -197,6 +194,16 @@ func (h *Handle) runCK(op string, pr *problem, p *Params, pl *plan) (ran bool, e
 	return ran, err
 }
 
+// ckCall is the memory a call hands the shim: its arguments and a buffer
+// for its message.
+type ckCall struct {
+	a   C.rocm_go_fmha_fwd_args
+	msg [512]C.char
+}
+
+// ckCalls holds the calls' memory, reused across calls and handles.
+var ckCalls = sync.Pool{New: func() any { return new(ckCall) }}
+
 // tryCK is runCK, and says why the shim did not run the call.
 func (h *Handle) tryCK(op string, pr *problem, p *Params, pl *plan) (ran bool, declined string, err error) {
 	switch {
@@ -211,29 +218,32 @@ func (h *Handle) tryCK(op string, pr *problem, p *Params, pl *plan) (ran bool, d
 	if s == nil {
 		return false, "no shim loaded on the AMD platform", nil
 	}
-	var a C.rocm_go_fmha_fwd_args
-	if ok, err := h.ckArgs(&a, pr, p, &pl.kp); !ok || err != nil {
+	// The arguments and the message go to C, so they live on the heap:
+	// pooled, a call allocates neither.
+	c := ckCalls.Get().(*ckCall)
+	defer ckCalls.Put(c)
+	c.a, c.msg[0] = C.rocm_go_fmha_fwd_args{}, 0
+	if ok, err := h.ckArgs(&c.a, pr, p, &pl.kp); !ok || err != nil {
 		return err != nil, "too many sets of ALiBi slopes on the handle", wrap(op, err)
 	}
-	var msg [512]C.char
-	var asked C.int32_t
-	st := C.rg_fmha_forward(bind.SetDeviceFunc(), s.supports, s.fwd, &a, &msg[0], C.size_t(len(msg)), &asked)
+	st := C.rg_fmha_forward(bind.SetDeviceFunc(), s.supports, s.fwd, &c.a, &c.msg[0], C.size_t(len(c.msg)))
 	runtime.KeepAlive(h.stream)
-	detail := C.GoString(&msg[0])
-	switch st {
-	case C.ROCM_GO_FMHA_OK:
+	if st == C.ROCM_GO_FMHA_OK {
 		return true, "", nil
+	}
+	detail := C.GoString(&c.msg[0])
+	kind, what := ErrDevice, ""
+	switch st {
 	case C.ROCM_GO_FMHA_UNSUPPORTED:
 		return false, detail, nil
-	}
-	kind := ErrDevice
-	what := map[C.int32_t]string{C.ROCM_GO_FMHA_INVALID_ARGUMENT: "invalid arguments", C.ROCM_GO_FMHA_HIP_ERROR: "HIP error",
-		C.ROCM_GO_FMHA_INTERNAL_ERROR: "internal error"}[st]
-	if what == "" {
+	case C.ROCM_GO_FMHA_INVALID_ARGUMENT:
+		kind, what = ErrArgument, "invalid arguments"
+	case C.ROCM_GO_FMHA_HIP_ERROR:
+		what = "HIP error"
+	case C.ROCM_GO_FMHA_INTERNAL_ERROR:
+		what = "internal error"
+	default:
 		what = fmt.Sprintf("status %d", int32(st))
-	}
-	if st == C.ROCM_GO_FMHA_INVALID_ARGUMENT {
-		kind = ErrArgument
 	}
 	return true, "", &Error{Op: op, Kind: kind, Detail: fmt.Sprintf("Composable Kernel shim (%s): %s: %s", s.lib.Origin(), what, detail)}
 }
@@ -294,27 +304,29 @@ const maxSlopeSets = 16
 // device returns the slopes' device copy, making it on first use; 0 when
 // the handle keeps too many sets already.
 func (c *alibiSlopes) device(dev *hip.Device, slopes []float32) (hip.DevicePtr, error) {
-	key := string(hip.AsBytes(slopes))
+	raw := hip.AsBytes(slopes)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if b, ok := c.bufs[key]; ok {
+	// Looked up by string(raw), which the compiler does not copy: a call
+	// whose slopes are kept allocates nothing.
+	if b, ok := c.bufs[string(raw)]; ok {
 		return b.Ptr(), nil
 	}
 	if len(c.bufs) >= maxSlopeSets {
 		return 0, nil
 	}
-	b, err := dev.Malloc(len(key))
+	b, err := dev.Malloc(len(raw))
 	if err != nil {
 		return 0, err
 	}
-	if err := b.CopyFromHost([]byte(key)); err != nil {
+	if err := b.CopyFromHost(raw); err != nil {
 		b.Close()
 		return 0, err
 	}
 	if c.bufs == nil {
 		c.bufs = map[string]*hip.Buffer{}
 	}
-	c.bufs[key] = b
+	c.bufs[string(raw)] = b
 	return b.Ptr(), nil
 }
 

@@ -182,6 +182,17 @@ func field(t *testing.T, line, key string) string {
 	return ""
 }
 
+// planned is a dense call of h planned as Handle.Forward plans it, for
+// tryCK.
+func planned(t *testing.T, h *Handle, q, k, v, out Tensor, p *Params) (problem, plan) {
+	t.Helper()
+	pr, err := forwardProblem("F", q, k, v, out)
+	require.NoError(t, err)
+	pl, err := newPlan("F", &pr, p, h.target)
+	require.NoError(t, err)
+	return pr, pl
+}
+
 func hexPtr(p hip.DevicePtr) string { return fmt.Sprintf("%#x", uint64(p)) }
 
 func TestCKRunsWhatItCovers(t *testing.T) {
@@ -251,6 +262,16 @@ func TestCKRunsWhatItCovers(t *testing.T) {
 	assert.Equal(t, fmt.Sprintf("%d,%d,%d,%d", row, row, row, h*d), field(t, r, "stride"))
 	assert.Equal(t, fmt.Sprintf("%d,%d,%d,%d", s*row, s*row, s*row, s*h*d), field(t, r, "batch_stride"))
 	assert.Equal(t, hexPtr(dev+hip.DevicePtr(h*d*2)), field(t, r, "k"))
+
+	// A call the shim runs allocates nothing of its own.
+	var p Params
+	pr, pl := planned(t, e.h, q, k, v, out, &p)
+	assert.Zero(t, testing.AllocsPerRun(10, func() {
+		if ran, _, err := e.h.tryCK("F", &pr, &p, &pl); !ran || err != nil {
+			t.Errorf("tryCK: ran %v, %v", ran, err)
+		}
+	}))
+	assert.Len(t, e.requests(t), 11)
 }
 
 func TestCKVarlen(t *testing.T) {
@@ -301,6 +322,42 @@ func TestCKAlibi(t *testing.T) {
 	assert.Equal(t, free0, free2, "Close frees the slopes")
 }
 
+// TestCKAlibiSets checks the bound on the sets of slopes a handle keeps:
+// past maxSlopeSets a new set runs on the other backends, a kept set still
+// runs on CK and allocates nothing more.
+func TestCKAlibiSets(t *testing.T) {
+	e := useFakeCK(t)
+	q, k, v, out := operands(1, 16, 16, 4, 2, 64)
+	set := func(i int) []float32 { return []float32{float32(i), 0.25, 0.125, 0.0625} }
+	for i := range maxSlopeSets {
+		b, err := e.h.Forward(q, k, v, out, Params{AlibiSlopes: set(i)})
+		require.NoError(t, err)
+		require.Equal(t, CK, b, "set %d", i)
+		assert.Equal(t, fmt.Sprintf("%d,0.25,0.125,0.0625", i), field(t, e.requests(t)[0], "slopes"))
+	}
+	assert.Len(t, e.h.alibi.bufs, maxSlopeSets)
+
+	p := Params{AlibiSlopes: set(maxSlopeSets)}
+	pr, pl := planned(t, e.h, q, k, v, out, &p)
+	ran, why, err := e.h.tryCK("F", &pr, &p, &pl)
+	require.NoError(t, err)
+	assert.False(t, ran)
+	assert.Equal(t, "too many sets of ALiBi slopes on the handle", why)
+	assert.Empty(t, e.requests(t))
+
+	kept := set(3)
+	ptr, err := e.h.alibi.device(e.h.Device(), kept)
+	require.NoError(t, err)
+	assert.NotZero(t, ptr)
+	assert.Zero(t, testing.AllocsPerRun(10, func() {
+		got, _ := e.h.alibi.device(e.h.Device(), kept)
+		if got != ptr {
+			t.Errorf("set 3 moved from %#x to %#x", uint64(ptr), uint64(got))
+		}
+	}), "a kept set allocates nothing")
+	assert.Len(t, e.h.alibi.bufs, maxSlopeSets)
+}
+
 // TestCKFallsBack checks what the shim declines, and that nothing reached
 // CK then: the handle runs its own kernels (runCK reports false).
 func TestCKFallsBack(t *testing.T) {
@@ -336,10 +393,7 @@ func TestCKFallsBack(t *testing.T) {
 			if c.h != nil {
 				h = c.h()
 			}
-			pr, err := forwardProblem("F", q, k, v, out)
-			require.NoError(t, err)
-			pl, err := newPlan("F", &pr, &p, h.target)
-			require.NoError(t, err)
+			pr, pl := planned(t, h, q, k, v, out, &p)
 			ran, why, err := h.tryCK("F", &pr, &p, &pl)
 			require.NoError(t, err)
 			assert.False(t, ran)
@@ -350,10 +404,7 @@ func TestCKFallsBack(t *testing.T) {
 
 	// Decode steps and paged caches never go to the shim.
 	q, k, v, out := operands(2, 1, 40, 8, 2, 64)
-	pr, err := forwardProblem("F", q, k, v, out)
-	require.NoError(t, err)
-	pl, err := newPlan("F", &pr, &Params{}, e.h.target)
-	require.NoError(t, err)
+	pr, pl := planned(t, e.h, q, k, v, out, &Params{})
 	require.Equal(t, FlashDecoding, pl.backend)
 	ran, why, err := e.h.tryCK("F", &pr, &Params{}, &pl)
 	require.NoError(t, err)
@@ -376,10 +427,7 @@ func TestCKFallsBack(t *testing.T) {
 	// CK's dispatcher finding no instance is a fallback too.
 	t.Setenv("ROCM_GO_FAKE_CK_STATUS", "1")
 	q, k, v, out = operands(2, 33, 40, 8, 2, 64)
-	pr, err = forwardProblem("F", q, k, v, out)
-	require.NoError(t, err)
-	pl, err = newPlan("F", &pr, &Params{}, e.h.target)
-	require.NoError(t, err)
+	pr, pl = planned(t, e.h, q, k, v, out, &Params{})
 	ran, why, err = e.h.tryCK("F", &pr, &Params{}, &pl)
 	require.NoError(t, err)
 	assert.False(t, ran)

@@ -326,8 +326,9 @@ func TestVarlenAndPagedChecks(t *testing.T) {
 	}
 }
 
-// Devices for the plans: an H100 (sm_90, 132 SMs) and a device without
-// matrix-core kernels (an MI300X-sized gfx942 today).
+// Devices for the plans: an H100 (sm_90, 132 SMs), a device without
+// matrix-core kernels (RDNA2, H100-sized), an MI300X (MFMA), and RDNA3
+// and RDNA4 GPUs (WMMA).
 var (
 	h100  = newTarget("sm_90", 132)
 	plain = newTarget("gfx1030", 132) // RDNA2: no matrix cores
