@@ -689,6 +689,12 @@ func TestPenaltyThroughHistory(t *testing.T) {
 		{Prompt: []int32{3, 4}, MaxTokens: 20, Sampling: Sampling{Temperature: 0.8, MinP: 0.05, RepetitionPenalty: 1.2, Seed: 13}},
 		{Prompt: []int32{8}, MaxTokens: 20, Sampling: Sampling{Temperature: 0.9, Seed: 14}},
 	}
+	// The penalty changes the draws, so that an engine ignoring it fails.
+	for i, r := range reqs[:4] {
+		off := r.Sampling
+		off.RepetitionPenalty = 1
+		assert.NotEqual(t, reference(r.Prompt, off, r.MaxTokens), reference(r.Prompt, r.Sampling, r.MaxTokens), "request %d", i)
+	}
 	for _, maxBatch := range []int{1, 2, 8} {
 		e := engine(t, newFake(), Config{MaxBatch: maxBatch})
 		chans := make([]<-chan Event, len(reqs))

@@ -35,8 +35,14 @@ func TestGraphOptions(t *testing.T) {
 	require.NoError(t, err)
 	x.Close()
 	assert.Empty(t, m.DecodeGraphs())
+	assert.True(t, m.graphsOn, "graphs are on by default")
 	m.SetGraphs(false)
+	assert.False(t, m.graphsOn)
 	m.SetGraphs(true)
+	assert.True(t, m.graphsOn)
+	// Options.NoGraphs starts with them off.
+	n := load(t, dir, candle.CPU(), candle.F32, Options{CacheTokens: 64, PageSize: 4, NoGraphs: true})
+	assert.False(t, n.graphsOn)
 }
 
 // Tier 2.

@@ -553,8 +553,7 @@ func (m *Model) run(step *nn.PagedStep, all bool) (*candle.Tensor, error) {
 		hs := candle.NewScope()
 		defer hs.Close()
 		f.s = hs
-		xl := f.t(hs.Adopt(x))
-		x.Close() // xl holds its storage now
+		xl := f.own(x, nil) // x's storage, in hs
 		y := body(xl)
 		if f.err != nil {
 			return nil
@@ -640,11 +639,9 @@ func (m *Model) mlp(f *fwd, l *layer, xl *candle.Tensor) *candle.Tensor {
 	outer := f.s
 	for start := 0; start < T && f.err == nil; start += m.mlpRows {
 		n := min(m.mlpRows, T-start)
-		v := f.t(xl.Narrow(0, start, n))
 		bs := candle.NewScope()
 		f.s = bs
-		rows := f.t(bs.Adopt(v))
-		v.Close()
+		rows := f.own(xl.Narrow(0, start, n)) // in bs
 		y := m.mlpBlock(f, l, rows)
 		if f.err == nil {
 			f.err = out.SliceAssign(y, 0, start)
