@@ -128,6 +128,17 @@ type backend interface {
 	// previous tokens, hist (nil when no row has one) each row's token
 	// history, which the token drawn joins.
 	sample(x view, dst *Storage, rows, cols int, ps []sampleRow, prev []int32, hist []sampleHist) error
+	// The quantized ops (qtensor.go) on the blocks of a QTensor of typ,
+	// a U8 storage of whole rows. dequantize expands its first n elements
+	// into dst (F32, F16 or BF16). qmatmul multiplies the contiguous x
+	// (m, k) of F32, F16 or BF16 by the transpose of w's rows (n, k) into
+	// dst (m, n), x's dtype. qrows writes w's rows (of k elements) that
+	// the contiguous 1-D ids (U8, U32 or I64) name into dst (len(ids), k) in
+	// dst's dtype; ids out of range are handled as indexSelect handles
+	// them.
+	dequantize(typ GGMLType, q, dst *Storage, n int) error
+	qmatmul(typ GGMLType, x view, w, dst *Storage, m, n, k int) error
+	qrows(typ GGMLType, w *Storage, ids view, dst *Storage, k int) error
 }
 
 // memory is a storage's bytes on its device.
