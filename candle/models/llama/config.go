@@ -63,14 +63,17 @@ type Config struct {
 // RopeScaling is a config's rope_scaling (rope_parameters): how the
 // rotary frequencies are stretched for long contexts.
 type RopeScaling struct {
-	// Type is "linear" (every frequency divided by Factor) or "llama3"
+	// Type is "linear" (every frequency divided by Factor), "llama3"
 	// (Llama 3.1's: low frequencies divided by Factor, high ones kept, a
-	// smooth ramp between).
+	// smooth ramp between) or "factors" (frequency i divided by
+	// Factors[i]: the rope_freqs tensor of a GGUF file, which holds
+	// llama3's divisors computed ahead).
 	Type                          string
 	Factor                        float64
-	LowFreqFactor                 float64 // llama3
-	HighFreqFactor                float64 // llama3
-	OriginalMaxPositionEmbeddings int     // llama3
+	LowFreqFactor                 float64   // llama3
+	HighFreqFactor                float64   // llama3
+	OriginalMaxPositionEmbeddings int       // llama3
+	Factors                       []float64 // factors: HeadDim/2 of them
 }
 
 // rawConfig is config.json; pointers tell a missing field from a zero.
@@ -419,6 +422,8 @@ func (c *Config) InvFreq() []float64 {
 		switch s.Type {
 		case "linear":
 			f[i] = x / s.Factor
+		case "factors":
+			f[i] = x / s.Factors[i]
 		case "llama3":
 			old := float64(s.OriginalMaxPositionEmbeddings)
 			lowWave, highWave := old/s.LowFreqFactor, old/s.HighFreqFactor

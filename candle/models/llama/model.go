@@ -88,9 +88,9 @@ type Model struct {
 	cfg      *Config
 	dev      candle.Device
 	dtype    candle.DType
-	embed    *candle.Tensor // (vocab, hidden)
-	lmHeadT  *candle.Tensor // (hidden, vocab): the view of lm_head (or of embed) that the logits multiply by
-	lmHead   *candle.Tensor // nil when tied
+	embed    *candle.Tensor  // (vocab, hidden), or nil when quantized
+	embedQ   *candle.QTensor // (vocab, hidden) when quantized (GGUF)
+	lmHead   linear          // (vocab, hidden): lm_head, or the embeddings when tied
 	norm     *candle.Tensor
 	layers   []*layer
 	cos, sin *candle.Tensor // (context, head dim / 2) in the model's dtype
@@ -108,19 +108,51 @@ type Model struct {
 
 type layer struct {
 	inNorm, postNorm *candle.Tensor
-	qkv, qkvT        *candle.Tensor // (q+k+v rows, hidden) and its transposed view
+	qkv              linear         // (q+k+v rows, hidden)
 	qkvBias          *candle.Tensor // (q+k+v rows) or nil
-	o, oT            *candle.Tensor // (hidden, heads·head dim)
+	o                linear         // (hidden, heads·head dim)
 	oBias            *candle.Tensor
-	gateUp           *candle.Tensor // (2·intermediate, hidden)
+	gateUp           linear         // (2·intermediate, hidden)
 	gateUpBias       *candle.Tensor // (2·intermediate, 1) or nil
-	down, downT      *candle.Tensor // (hidden, intermediate)
+	down             linear         // (hidden, intermediate)
 	downBias         *candle.Tensor
 	attn             flashattn.Params // the layer's sliding window, if any
 }
 
 func (l *layer) close() {
-	closeAll(l.inNorm, l.postNorm, l.qkvT, l.qkv, l.qkvBias, l.oT, l.o, l.oBias, l.gateUp, l.gateUpBias, l.downT, l.down, l.downBias)
+	closeAll(l.inNorm, l.postNorm, l.qkvBias, l.oBias, l.gateUpBias, l.downBias)
+	for _, w := range []*linear{&l.qkv, &l.o, &l.gateUp, &l.down} {
+		w.close()
+	}
+}
+
+// linear is a projection's weight (out, in): dense (w, and wT its
+// transposed view, which the products take), or quantized blocks (GGUF),
+// one QTensor or, when the fused projections' parts have different
+// types, one per part, their outputs concatenated.
+type linear struct {
+	w, wT *candle.Tensor
+	q     []*candle.QTensor
+}
+
+func (w *linear) close() {
+	closeAll(w.wT, w.w)
+	for _, q := range w.q {
+		q.Close()
+	}
+}
+
+// dense makes a linear of a dense weight (out, in); it takes w.
+func dense(w *candle.Tensor) (linear, error) {
+	if w == nil {
+		return linear{}, nil
+	}
+	wT, err := w.T()
+	if err != nil {
+		w.Close()
+		return linear{}, err
+	}
+	return linear{w: w, wT: wT}, nil
 }
 
 func closeAll(ts ...*candle.Tensor) {
@@ -140,34 +172,48 @@ func Load(dir string, dev candle.Device, dtype candle.DType, opts Options) (*Mod
 	if err != nil {
 		return nil, err
 	}
-	if dev == nil {
-		return nil, fmt.Errorf("llama: Load: nil device: %w", candle.ErrDevice)
-	}
-	if dtype != candle.F32 && dtype != candle.F16 && dtype != candle.BF16 {
-		return nil, fmt.Errorf("llama: Load: %s: the model runs in f32, f16 or bf16: %w", dtype, candle.ErrDType)
-	}
-	if opts.CacheTokens < 0 || opts.PageSize < 0 || opts.MaxBatch < 0 {
-		return nil, fmt.Errorf("llama: Load: options %+v: none may be negative: %w", opts, candle.ErrArgument)
+	if err := checkLoad("Load", dev, dtype, opts); err != nil {
+		return nil, err
 	}
 	vb, err := nn.OpenVarBuilder(dir, dev, dtype)
 	if err != nil {
 		return nil, fmt.Errorf("llama: Load: %w", err)
 	}
 	defer vb.Close()
-	if opts.MaxGraphs < 0 {
-		return nil, fmt.Errorf("llama: Load: Options.MaxGraphs %d: want 0 (default %d) or more: %w", opts.MaxGraphs, DefaultMaxGraphs, candle.ErrArgument)
+	return newModel("Load", cfg, dev, dtype, opts, func(m *Model) error { return m.loadWeights(vb, opts.Progress) })
+}
+
+// checkLoad checks a loader's arguments.
+func checkLoad(op string, dev candle.Device, dtype candle.DType, opts Options) error {
+	if dev == nil {
+		return fmt.Errorf("llama: %s: nil device: %w", op, candle.ErrDevice)
 	}
+	if dtype != candle.F32 && dtype != candle.F16 && dtype != candle.BF16 {
+		return fmt.Errorf("llama: %s: %s: the model runs in f32, f16 or bf16: %w", op, dtype, candle.ErrDType)
+	}
+	if opts.CacheTokens < 0 || opts.PageSize < 0 || opts.MaxBatch < 0 {
+		return fmt.Errorf("llama: %s: options %+v: none may be negative: %w", op, opts, candle.ErrArgument)
+	}
+	if opts.MaxGraphs < 0 {
+		return fmt.Errorf("llama: %s: Options.MaxGraphs %d: want 0 (default %d) or more: %w", op, opts.MaxGraphs, DefaultMaxGraphs, candle.ErrArgument)
+	}
+	return nil
+}
+
+// newModel makes a model of cfg whose weights load does, and allocates
+// its cache.
+func newModel(op string, cfg *Config, dev candle.Device, dtype candle.DType, opts Options, load func(*Model) error) (*Model, error) {
 	m := &Model{cfg: cfg, dev: dev, dtype: dtype, graphsOn: !opts.NoGraphs, maxGraphs: opts.MaxGraphs, graphs: map[int]*decodeGraph{}, mlpRows: mlpRows}
 	if m.maxGraphs == 0 {
 		m.maxGraphs = DefaultMaxGraphs
 	}
-	if err := m.loadWeights(vb, opts.Progress); err != nil {
+	if err := load(m); err != nil {
 		m.Close()
-		return nil, fmt.Errorf("llama: Load: %w", err)
+		return nil, fmt.Errorf("llama: %s: %w", op, err)
 	}
 	if err := m.allocate(opts); err != nil {
 		m.Close()
-		return nil, fmt.Errorf("llama: Load: %w", err)
+		return nil, fmt.Errorf("llama: %s: %w", op, err)
 	}
 	return m, nil
 }
@@ -206,6 +252,16 @@ func (l *loader) cat(parts ...*candle.Tensor) *candle.Tensor {
 	return t
 }
 
+// dense makes a linear of a loaded weight.
+func (l *loader) dense(w *candle.Tensor) linear {
+	if l.err != nil {
+		return linear{}
+	}
+	d, err := dense(w)
+	l.err = err
+	return d
+}
+
 func (l *loader) view(t *candle.Tensor, err error) *candle.Tensor {
 	if l.err != nil {
 		return nil
@@ -221,10 +277,9 @@ func (m *Model) loadWeights(vb *nn.VarBuilder, progress func(done, total int64))
 	m.embed = l.get("model.embed_tokens.weight", c.VocabSize, h)
 	m.norm = l.get("model.norm.weight", h)
 	if c.TieEmbeddings {
-		m.lmHeadT = l.view(m.embed.T())
+		m.lmHead.wT = l.view(m.embed.T())
 	} else {
-		m.lmHead = l.get("lm_head.weight", c.VocabSize, h)
-		m.lmHeadT = l.view(m.lmHead.T())
+		m.lmHead = l.dense(l.get("lm_head.weight", c.VocabSize, h))
 	}
 	for i := range c.Layers {
 		p := fmt.Sprintf("model.layers.%d.", i)
@@ -236,20 +291,17 @@ func (m *Model) loadWeights(vb *nn.VarBuilder, progress func(done, total int64))
 		ly.inNorm = l.get(p+"input_layernorm.weight", h)
 		ly.postNorm = l.get(p+"post_attention_layernorm.weight", h)
 		a := p + "self_attn."
-		ly.qkv = l.cat(l.get(a+"q_proj.weight", qd, h), l.get(a+"k_proj.weight", kvd, h), l.get(a+"v_proj.weight", kvd, h))
-		ly.qkvT = l.view(ly.qkv.T())
+		ly.qkv = l.dense(l.cat(l.get(a+"q_proj.weight", qd, h), l.get(a+"k_proj.weight", kvd, h), l.get(a+"v_proj.weight", kvd, h)))
 		if c.QKVBias {
 			ly.qkvBias = l.cat(l.get(a+"q_proj.bias", qd), l.get(a+"k_proj.bias", kvd), l.get(a+"v_proj.bias", kvd))
 		}
-		ly.o = l.get(a+"o_proj.weight", h, qd)
-		ly.oT = l.view(ly.o.T())
+		ly.o = l.dense(l.get(a+"o_proj.weight", h, qd))
 		if c.OutputBias {
 			ly.oBias = l.get(a+"o_proj.bias", h)
 		}
 		f := p + "mlp."
-		ly.gateUp = l.cat(l.get(f+"gate_proj.weight", in, h), l.get(f+"up_proj.weight", in, h))
-		ly.down = l.get(f+"down_proj.weight", h, in)
-		ly.downT = l.view(ly.down.T())
+		ly.gateUp = l.dense(l.cat(l.get(f+"gate_proj.weight", in, h), l.get(f+"up_proj.weight", in, h)))
+		ly.down = l.dense(l.get(f+"down_proj.weight", h, in))
 		if c.MLPBias {
 			gu := l.cat(l.get(f+"gate_proj.bias", in), l.get(f+"up_proj.bias", in))
 			if l.err == nil {
@@ -389,7 +441,11 @@ func (m *Model) Close() error {
 	for _, l := range m.layers {
 		l.close()
 	}
-	closeAll(m.lmHeadT, m.lmHead, m.embed, m.norm, m.cos, m.sin)
+	m.lmHead.close()
+	closeAll(m.embed, m.norm, m.cos, m.sin)
+	if m.embedQ != nil {
+		m.embedQ.Close()
+	}
 	if m.cache != nil {
 		m.cache.Close()
 	}
@@ -514,6 +570,27 @@ func (f *fwd) own(x *candle.Tensor, err error) *candle.Tensor {
 	return v
 }
 
+// times is x · wᵀ: x (T, in) by the weight (out, in) into (T, out).
+func (f *fwd) times(x *candle.Tensor, w *linear) *candle.Tensor {
+	if f.err != nil {
+		return nil
+	}
+	switch len(w.q) {
+	case 0:
+		return f.t(x.Matmul(w.wT))
+	case 1:
+		return f.t(x.QMatmul(w.q[0]))
+	}
+	parts := make([]*candle.Tensor, len(w.q))
+	for i, q := range w.q {
+		parts[i] = f.t(x.QMatmul(q))
+	}
+	if f.err != nil {
+		return nil
+	}
+	return f.t(candle.Cat(parts, 1))
+}
+
 // forward runs one pass; all: the logits of every new token (one
 // sequence), else of each sequence's last; commit: keep the tokens in the
 // cache.
@@ -544,7 +621,12 @@ func (m *Model) run(step *nn.PagedStep, all bool) (*candle.Tensor, error) {
 	pos := f.t(sc.Adopt(step.Positions()))
 	cos := f.t(m.cos.IndexSelect(pos, 0))
 	sin := f.t(m.sin.IndexSelect(pos, 0))
-	x := f.t(m.embed.IndexSelect(ids, 0)) // (T, hidden)
+	var x *candle.Tensor // (T, hidden)
+	if m.embedQ != nil {
+		x = f.t(m.embedQ.Rows(ids, m.dtype))
+	} else {
+		x = f.t(m.embed.IndexSelect(ids, 0))
+	}
 	// Each half layer (attention, MLP) frees its intermediates when it
 	// ends: its scope adopts the input and keeps only the output (with one
 	// scope for the whole pass, a prefill of 8×512 tokens of a 1B model
@@ -576,7 +658,7 @@ func (m *Model) run(step *nn.PagedStep, all bool) (*candle.Tensor, error) {
 		x = f.t(x.IndexSelect(last, 0))
 	}
 	x = f.t(x.RMSNorm(m.norm, c.RMSNormEps))
-	logits := f.t(x.Matmul(m.lmHeadT))
+	logits := f.times(x, &m.lmHead)
 	if m.dtype != candle.F32 {
 		logits = f.t(logits.ToDType(candle.F32))
 	}
@@ -593,7 +675,7 @@ func (m *Model) attention(f *fwd, step *nn.PagedStep, i int, l *layer, xl, cos, 
 	T := step.Len()
 	hq, hkv, hd := c.Heads, c.KVHeads, c.HeadDim
 	h := f.t(xl.RMSNorm(l.inNorm, c.RMSNormEps))
-	qkv := f.t(h.Matmul(l.qkvT)) // (T, (hq+2hkv)·hd)
+	qkv := f.times(h, &l.qkv) // (T, (hq+2hkv)·hd)
 	if l.qkvBias != nil {
 		qkv = f.t(qkv.Add(l.qkvBias))
 	}
@@ -610,7 +692,7 @@ func (m *Model) attention(f *fwd, step *nn.PagedStep, i int, l *layer, xl, cos, 
 		att = f.own(step.Attention(i, q, k, v, l.attn)) // (T, hq, hd)
 	}
 	att = f.t(att.Reshape(T, hq*hd))
-	o := f.t(att.Matmul(l.oT))
+	o := f.times(att, &l.o)
 	if l.oBias != nil {
 		o = f.t(o.Add(l.oBias))
 	}
@@ -659,16 +741,26 @@ func (m *Model) mlp(f *fwd, l *layer, xl *candle.Tensor) *candle.Tensor {
 func (m *Model) mlpBlock(f *fwd, l *layer, xl *candle.Tensor) *candle.Tensor {
 	c := m.cfg
 	h := f.t(xl.RMSNorm(l.postNorm, c.RMSNormEps))
-	ht := f.t(h.T())
-	gu := f.t(l.gateUp.Matmul(ht)) // (2·intermediate, T): gate and up are contiguous halves
-	if l.gateUpBias != nil {
-		gu = f.t(gu.Add(l.gateUpBias))
+	var act *candle.Tensor // (T, intermediate)
+	if l.gateUp.q == nil {
+		ht := f.t(h.T())
+		gu := f.t(l.gateUp.w.Matmul(ht)) // (2·intermediate, T): gate and up are contiguous halves
+		if l.gateUpBias != nil {
+			gu = f.t(gu.Add(l.gateUpBias))
+		}
+		gate := f.t(gu.Narrow(0, 0, c.IntermediateSize))
+		up := f.t(gu.Narrow(0, c.IntermediateSize, c.IntermediateSize))
+		act = f.t(gate.SiLUMul(up)) // (intermediate, T)
+		act = f.t(act.T())
+	} else {
+		// The quantized products are x · wᵀ: gate and up are the halves
+		// of each row (GGUF models have no MLP biases).
+		gu := f.times(h, &l.gateUp) // (T, 2·intermediate)
+		gate := f.t(gu.Narrow(1, 0, c.IntermediateSize))
+		up := f.t(gu.Narrow(1, c.IntermediateSize, c.IntermediateSize))
+		act = f.t(gate.SiLUMul(up))
 	}
-	gate := f.t(gu.Narrow(0, 0, c.IntermediateSize))
-	up := f.t(gu.Narrow(0, c.IntermediateSize, c.IntermediateSize))
-	act := f.t(gate.SiLUMul(up)) // (intermediate, T)
-	act = f.t(act.T())
-	d := f.t(act.Matmul(l.downT))
+	d := f.times(act, &l.down)
 	if l.downBias != nil {
 		d = f.t(d.Add(l.downBias))
 	}
