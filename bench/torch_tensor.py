@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """PyTorch's side of rocm-go's tensor benchmark (cmd/tensorbench runs it in
 the same session): the same ops on the same sizes as bench/tensor.go,
-measured the same way (device time between two events, a warm-up, the
+measured the same way (device time between two events with a copy queued
+ahead, a warm-up, the
 median of several repeats; the small add as wall time per op). Prints one
 JSON object keyed by the ops' names.
 
@@ -15,7 +16,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-from torch_ref import device_time, median, per_op
+from torch_ref import median, per_op, queued_time
 
 
 def rand(*shape, dtype=torch.float32):
@@ -34,7 +35,7 @@ def main():
     out = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "cuda": torch.version.cuda or torch.version.hip}
 
     def measure(name, op):
-        out[name] = median(a.reps, device_time(op))
+        out[name] = median(a.reps, queued_time(op))
 
     n = (256 << 20) // a.scale
     x, y = rand(n), rand(n)
