@@ -453,7 +453,12 @@ func (b *hipBackend) groupNorm(x, alpha, beta view, dst *Storage, rows, cols, gr
 func (b *hipBackend) rope(x, cos, sin view, dst *Storage, dims [4]int, interleaved, thd bool, csb int) error {
 	in, co, si, out := ptr(x), ptr(cos), ptr(sin), storagePtr(dst)
 	pairs := dst.n / 2
-	return b.launch(famNN, kernelNames.rope[dst.dtype], b.grid(pairs, 8/dst.dtype.Size()), block1D, func(a *hip.Args) {
+	// A thread takes 16 bytes of x: G pairs (nn.hip's rope_all).
+	per := 8 / dst.dtype.Size()
+	if !interleaved {
+		per = 16 / dst.dtype.Size()
+	}
+	return b.launch(famNN, kernelNames.rope[dst.dtype], b.grid(pairs, per), block1D, func(a *hip.Args) {
 		a.Uint64(uint64(dims[0])).Uint64(uint64(dims[1])).Uint64(uint64(dims[2])).Uint64(uint64(dims[3]))
 		a.Int32(int32(b2i(interleaved))).Int32(int32(b2i(thd))).Uint64(uint64(csb)).Ptr(in).Ptr(co).Ptr(si).Ptr(out)
 	})

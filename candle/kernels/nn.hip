@@ -276,16 +276,19 @@ __device__ __forceinline__ void norm(u64 rows, u64 cols, float eps, const T* x, 
 // (x[2i], x[2i + 1]) by the angle of position t and pair i, cos and sin
 // (t, d/2) per batch entry csb elements apart (0: shared). thd: x is
 // (b, t, h, d), else (b, h, t, d). A thread takes G consecutive pairs:
-// vectors of x (and of cos and sin) when the rows allow, else G = 1.
-template <class T, int G>
-__device__ __forceinline__ void rope_pairs(u64 p, u64 h, u64 t, u64 d, bool interleaved, bool thd, u64 csb, const T* x,
-                                           const T* cs, const T* sn, T* y) {
-	const u64 half = d / 2, i = p % half, r = p / half;
-	const u64 ti = thd ? (r / h) % t : r % t, bi = r / (h * t);
-	const u64 c = bi * csb + ti * half + i;
+// vectors of x (and of cos and sin) when the rows allow, else G = 1. I is
+// the index type: 32-bit divisions where the sizes allow (a 64-bit one
+// costs tens of instructions, and rope is a handful of them a byte).
+template <class T, int G, class I>
+__device__ __forceinline__ void rope_pairs(I p, I h, I t, I d, bool interleaved, bool thd, I csb, const T* x, const T* cs,
+                                           const T* sn, T* y) {
+	const I half = d / 2, i = p % half, r = p / half;
+	const I ti = thd ? (r / h) % t : r % t, bi = r / (h * t);
+	const u64 c = (u64)bi * csb + (u64)ti * half + i;
 	Chunk<T, G> co = *(const Chunk<T, G>*)(cs + c), si = *(const Chunk<T, G>*)(sn + c);
 	if (interleaved) {
-		Chunk<T, 2 * G> v = *(const Chunk<T, 2 * G>*)(x + r * d + 2 * i), o;
+		const u64 at = (u64)r * d + 2 * i;
+		Chunk<T, 2 * G> v = *(const Chunk<T, 2 * G>*)(x + at), o;
 #pragma unroll
 		for (int e = 0; e < G; e++) {
 			const float x1 = Traits<T>::load(v.v[2 * e]), x2 = Traits<T>::load(v.v[2 * e + 1]);
@@ -293,9 +296,10 @@ __device__ __forceinline__ void rope_pairs(u64 p, u64 h, u64 t, u64 d, bool inte
 			o.v[2 * e] = Traits<T>::store(x1 * cf - x2 * sf);
 			o.v[2 * e + 1] = Traits<T>::store(x1 * sf + x2 * cf);
 		}
-		*(Chunk<T, 2 * G>*)(y + r * d + 2 * i) = o;
+		*(Chunk<T, 2 * G>*)(y + at) = o;
 	} else {
-		Chunk<T, G> v1 = *(const Chunk<T, G>*)(x + r * d + i), v2 = *(const Chunk<T, G>*)(x + r * d + i + half), o1, o2;
+		const u64 at = (u64)r * d + i;
+		Chunk<T, G> v1 = *(const Chunk<T, G>*)(x + at), v2 = *(const Chunk<T, G>*)(x + at + half), o1, o2;
 #pragma unroll
 		for (int e = 0; e < G; e++) {
 			const float x1 = Traits<T>::load(v1.v[e]), x2 = Traits<T>::load(v2.v[e]);
@@ -303,27 +307,37 @@ __device__ __forceinline__ void rope_pairs(u64 p, u64 h, u64 t, u64 d, bool inte
 			o1.v[e] = Traits<T>::store(x1 * cf - x2 * sf);
 			o2.v[e] = Traits<T>::store(x1 * sf + x2 * cf);
 		}
-		*(Chunk<T, G>*)(y + r * d + i) = o1;
-		*(Chunk<T, G>*)(y + r * d + i + half) = o2;
+		*(Chunk<T, G>*)(y + at) = o1;
+		*(Chunk<T, G>*)(y + at + half) = o2;
 	}
 }
 
-template <class T>
-__device__ __forceinline__ void rope(u64 b, u64 h, u64 t, u64 d, int interleaved, int thd, u64 csb, const T* x, const T* cs, const T* sn, T* y) {
+template <class T, class I>
+__device__ __forceinline__ void rope_all(I b, I h, I t, I d, bool interleaved, bool thd, I csb, const T* x, const T* cs, const T* sn, T* y) {
 	// G pairs: 16 bytes of x per load when half-split, 16 of x and 8 of
 	// cos and sin when interleaved.
 	const int G = interleaved ? 8 / sizeof(T) : 16 / sizeof(T);
-	const u64 half = d / 2, pairs = b * h * t * half;
+	const I half = d / 2, pairs = b * h * t * half;
 	const u64 ca = G * sizeof(T);
 	const bool vec = half % G == 0 && aligned16(x) && aligned16(y) && ((u64)cs % ca) == 0 && ((u64)sn % ca) == 0;
 	if (vec) {
 		for (u64 g = gstart(); g < pairs / G; g += gstep()) {
-			if (interleaved) rope_pairs<T, 8 / sizeof(T)>(g * G, h, t, d, true, thd, csb, x, cs, sn, y);
-			else rope_pairs<T, 16 / sizeof(T)>(g * G, h, t, d, false, thd, csb, x, cs, sn, y);
+			if (interleaved) rope_pairs<T, 8 / sizeof(T), I>((I)g * G, h, t, d, true, thd, csb, x, cs, sn, y);
+			else rope_pairs<T, 16 / sizeof(T), I>((I)g * G, h, t, d, false, thd, csb, x, cs, sn, y);
 		}
 		return;
 	}
-	for (u64 p = gstart(); p < pairs; p += gstep()) rope_pairs<T, 1>(p, h, t, d, interleaved, thd, csb, x, cs, sn, y);
+	for (u64 p = gstart(); p < pairs; p += gstep()) rope_pairs<T, 1, I>((I)p, h, t, d, interleaved, thd, csb, x, cs, sn, y);
+}
+
+template <class T>
+__device__ __forceinline__ void rope(u64 b, u64 h, u64 t, u64 d, int interleaved, int thd, u64 csb, const T* x, const T* cs, const T* sn, T* y) {
+	// 32-bit indices when every pair index, and every cos/sin index, fits.
+	const u64 pairs = b * h * t * (d / 2);
+	if (pairs < (1ull << 31) && csb < (1ull << 31) && b * csb + t * d < (1ull << 31))
+		rope_all<T, u32>((u32)b, (u32)h, (u32)t, (u32)d, interleaved, thd, (u32)csb, x, cs, sn, y);
+	else
+		rope_all<T, u64>(b, h, t, d, interleaved, thd, csb, x, cs, sn, y);
 }
 
 template <class T> __device__ __forceinline__ void silu_mul(u64 n, const T* a, const T* b, T* y) {
