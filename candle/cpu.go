@@ -474,14 +474,3 @@ func philox(c [4]uint32, k [2]uint32) [4]uint32 {
 	}
 	return c
 }
-
-// The quantized ops: to be written (quant_cpu.go).
-func (b *cpuBackend) dequantize(typ GGMLType, q, dst *Storage, n int) error {
-	return errorf("dequantize", ErrDType, "%s: not yet", typ)
-}
-func (b *cpuBackend) qmatmul(typ GGMLType, x view, w, dst *Storage, m, n, k int) error {
-	return errorf("qmatmul", ErrDType, "%s: not yet", typ)
-}
-func (b *cpuBackend) qrows(typ GGMLType, w *Storage, ids view, dst *Storage, k int) error {
-	return errorf("qrows", ErrDType, "%s: not yet", typ)
-}

@@ -109,3 +109,34 @@ func ParseGGMLType(s string) (GGMLType, error) {
 	slices.Sort(names)
 	return 0, errorf("ParseGGMLType", ErrDType, "%q is not a GGML type this package knows: want one of %s", s, strings.Join(names, ", "))
 }
+
+// DType is the dtype of a float type's elements (F32, F16, BF16, F64);
+// false for a quantized or unknown type.
+func (t GGMLType) DType() (DType, bool) {
+	switch t {
+	case GGMLF32:
+		return F32, true
+	case GGMLF16:
+		return F16, true
+	case GGMLBF16:
+		return BF16, true
+	case GGMLF64:
+		return F64, true
+	}
+	return 0, false
+}
+
+// GGMLTypeOf is the GGML type of a float dtype (F32, F16, BF16, F64).
+func GGMLTypeOf(dt DType) (GGMLType, bool) {
+	switch dt {
+	case F32:
+		return GGMLF32, true
+	case F16:
+		return GGMLF16, true
+	case BF16:
+		return GGMLBF16, true
+	case F64:
+		return GGMLF64, true
+	}
+	return 0, false
+}
