@@ -39,7 +39,14 @@ func main() {
 }
 
 // parse reads the flags into a spec and the output folder.
-func parse(args []string, stderr io.Writer) (mkmodel.Spec, string, error) {
+// options are what the flags ask beyond the spec.
+type options struct {
+	out  string
+	gguf candle.GGMLType // write one GGUF file of this type; 0 with ggufSet false: a folder
+	set  bool
+}
+
+func parse(args []string, stderr io.Writer) (mkmodel.Spec, options, error) {
 	fs := flag.NewFlagSet("rocm-go-mkmodel", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var names []string
@@ -48,7 +55,8 @@ func parse(args []string, stderr io.Writer) (mkmodel.Spec, string, error) {
 	}
 	slices.Sort(names)
 	preset := fs.String("preset", "tiny", "the shape to start from: "+strings.Join(names, ", "))
-	out := fs.String("out", "", "the folder to write (made if need be; required)")
+	out := fs.String("out", "", "the folder to write (made if need be), or the file with -gguf (required)")
+	ggufType := fs.String("gguf", "", "write one GGUF file (llama.cpp's format) with the matrices in this type: f32, f16, bf16, q8_0, q4_0, q4_k, q6_k, ...")
 	dtype := fs.String("dtype", "", "f32, f16 or bf16 (default: the preset's)")
 	family := fs.String("family", "", "llama, mistral or qwen2 (default: the preset's)")
 	seed := fs.Uint64("seed", 0, "the random seed (default: the preset's)")
@@ -63,28 +71,28 @@ func parse(args []string, stderr io.Writer) (mkmodel.Spec, string, error) {
 	window := fs.Int("sliding-window", 0, "sliding window (mistral, qwen2)")
 	untied := fs.Bool("untied", false, "a separate lm_head instead of the embedding table")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: rocm-go-mkmodel -out DIR [-preset tiny|llama-3.2-1b] [-dtype f32|f16|bf16] [shape flags]")
+		fmt.Fprintln(stderr, "usage: rocm-go-mkmodel -out DIR|FILE.gguf [-gguf TYPE] [-preset tiny|llama-3.2-1b] [-dtype f32|f16|bf16] [shape flags]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
-		return mkmodel.Spec{}, "", err
+		return mkmodel.Spec{}, options{}, err
 	}
 	if fs.NArg() > 0 {
-		return mkmodel.Spec{}, "", fmt.Errorf("unexpected arguments %q (flags come first)", fs.Args())
+		return mkmodel.Spec{}, options{}, fmt.Errorf("unexpected arguments %q (flags come first)", fs.Args())
 	}
 	if *out == "" {
 		fs.Usage()
-		return mkmodel.Spec{}, "", fmt.Errorf("-out is required: %w", flag.ErrHelp)
+		return mkmodel.Spec{}, options{}, fmt.Errorf("-out is required: %w", flag.ErrHelp)
 	}
 	mk, ok := mkmodel.Presets[*preset]
 	if !ok {
-		return mkmodel.Spec{}, "", fmt.Errorf("-preset %q: want one of %s", *preset, strings.Join(names, ", "))
+		return mkmodel.Spec{}, options{}, fmt.Errorf("-preset %q: want one of %s", *preset, strings.Join(names, ", "))
 	}
 	s := mk()
 	if *dtype != "" {
 		dt, err := candle.ParseDType(*dtype)
 		if err != nil || (dt != candle.F32 && dt != candle.F16 && dt != candle.BF16) {
-			return s, "", fmt.Errorf("-dtype %q: want f32, f16 or bf16", *dtype)
+			return s, options{}, fmt.Errorf("-dtype %q: want f32, f16 or bf16", *dtype)
 		}
 		s.DType = dt
 	}
@@ -102,7 +110,7 @@ func parse(args []string, stderr io.Writer) (mkmodel.Spec, string, error) {
 		{"heads", *heads, &s.Heads}, {"kv-heads", *kvHeads, &s.KVHeads}, {"head-dim", *headDim, &s.HeadDim},
 		{"vocab", *vocab, &s.Vocab}, {"context", *ctx, &s.MaxPositions}, {"sliding-window", *window, &s.SlidingWindow}} {
 		if f.v < 0 {
-			return s, "", fmt.Errorf("-%s %d: want a positive number", f.name, f.v)
+			return s, options{}, fmt.Errorf("-%s %d: want a positive number", f.name, f.v)
 		}
 		if f.v > 0 {
 			*f.dst = f.v
@@ -114,14 +122,23 @@ func parse(args []string, stderr io.Writer) (mkmodel.Spec, string, error) {
 	if *untied {
 		s.TieEmbeddings = false
 	}
-	return s, *out, nil
+	o := options{out: *out}
+	if *ggufType != "" {
+		typ, err := candle.ParseGGMLType(*ggufType)
+		if err != nil {
+			return s, o, fmt.Errorf("-gguf: %w", err)
+		}
+		o.gguf, o.set = typ, true
+	}
+	return s, o, nil
 }
 
 func run(args []string, stdout, stderr io.Writer) error {
-	s, out, err := parse(args, stderr)
+	s, o, err := parse(args, stderr)
 	if err != nil {
 		return err
 	}
+	out := o.out
 	size, err := s.Bytes()
 	if err != nil {
 		return err
@@ -130,7 +147,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 		s.Family, s.Hidden, s.Layers, s.Heads, s.KVHeads, s.DType, humanize.IBytes(uint64(size)), out)
 	start := time.Now()
 	last := time.Time{}
-	err = mkmodel.Write(out, s, func(p mkmodel.Progress) {
+	write := func(progress func(mkmodel.Progress)) error { return mkmodel.Write(out, s, progress) }
+	if o.set {
+		fmt.Fprintf(stdout, "  as one GGUF file, matrices in %s\n", o.gguf)
+		write = func(progress func(mkmodel.Progress)) error { return mkmodel.WriteGGUF(out, s, o.gguf, progress) }
+	}
+	err = write(func(p mkmodel.Progress) {
 		switch p.Stage {
 		case "weights":
 			if time.Since(last) < 500*time.Millisecond && p.Done < p.Total {

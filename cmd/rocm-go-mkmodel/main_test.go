@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rocm-go/rocm/candle"
+	"github.com/rocm-go/rocm/candle/gguf"
 )
 
 func TestRun(t *testing.T) {
@@ -32,6 +33,20 @@ func TestRun(t *testing.T) {
 	}
 }
 
+func TestRunGGUF(t *testing.T) {
+	var out, errs bytes.Buffer
+	path := filepath.Join(t.TempDir(), "m.gguf")
+	require.NoError(t, run([]string{"-out", path, "-gguf", "q8_0", "-hidden", "64", "-layers", "1", "-heads", "2"}, &out, &errs))
+	assert.Contains(t, out.String(), "GGUF")
+	f, err := gguf.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	info, ok := f.Tensor("blk.0.attn_q.weight")
+	require.True(t, ok)
+	assert.Equal(t, candle.GGMLQ8_0, info.Type)
+	assert.Equal(t, "llama", f.Architecture())
+}
+
 func TestParseErrors(t *testing.T) {
 	var errs bytes.Buffer
 	_, _, err := parse(nil, &errs)
@@ -44,13 +59,18 @@ func TestParseErrors(t *testing.T) {
 		{[]string{"-out", "x", "-dtype", "u8"}, `-dtype "u8"`},
 		{[]string{"-out", "x", "-layers", "-2"}, "-layers -2"},
 		{[]string{"-out", "x", "extra"}, "unexpected arguments"},
+		{[]string{"-out", "x", "-gguf", "q9_k"}, "-gguf"},
 	} {
 		_, _, err := parse(c.args, &errs)
 		assert.ErrorContains(t, err, c.msg)
 	}
-	s, out, err := parse([]string{"-out", "y", "-preset", "llama-3.2-1b"}, &errs)
+	s, o, err := parse([]string{"-out", "y", "-preset", "llama-3.2-1b"}, &errs)
 	require.NoError(t, err)
-	assert.Equal(t, "y", out)
+	assert.Equal(t, "y", o.out)
+	assert.False(t, o.set)
+	_, o, err = parse([]string{"-out", "y.gguf", "-gguf", "Q4_K"}, &errs)
+	require.NoError(t, err)
+	assert.Equal(t, candle.GGMLQ4_K, o.gguf)
 	assert.Equal(t, candle.BF16, s.DType)
 	assert.Equal(t, 128256, s.Vocab)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/rocm-go/rocm/candle"
+	"github.com/rocm-go/rocm/candle/gguf"
 	"github.com/rocm-go/rocm/candle/models/generate"
 	"github.com/rocm-go/rocm/candle/models/llama"
 	"github.com/rocm-go/rocm/tokenizer"
@@ -27,19 +28,7 @@ func openBackend(o LoadOptions) (Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := llama.LoadConfig(o.Dir)
-	if err != nil {
-		return nil, err
-	}
-	dt, err := chooseDType(o.DType, dev, cfg)
-	if err != nil {
-		return nil, err
-	}
-	tok, err := tokenizer.LoadDir(o.Dir)
-	if err != nil {
-		return nil, err
-	}
-	m, err := llama.Load(o.Dir, dev, dt, llama.Options{MaxBatch: o.MaxBatch, Progress: o.Progress})
+	tok, m, dt, err := loadModel(o, dev)
 	if err != nil {
 		return nil, err
 	}
@@ -55,6 +44,47 @@ func openBackend(o LoadOptions) (Backend, error) {
 		b.info.DeviceMemory = d.MemoryStats().InUse
 	}
 	return b, nil
+}
+
+// loadModel loads the tokenizer and the model of a Hugging Face folder or
+// a GGUF file.
+func loadModel(o LoadOptions, dev candle.Device) (*tokenizer.Tokenizer, *llama.Model, candle.DType, error) {
+	opts := llama.Options{MaxBatch: o.MaxBatch, Progress: o.Progress}
+	if llama.IsGGUF(o.Dir) {
+		f, err := gguf.Open(o.Dir)
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		defer f.Close()
+		cfg, err := llama.ConfigFromGGUF(f)
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		dt, err := chooseDType(o.DType, dev, cfg)
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		tok, err := f.Tokenizer()
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		m, err := llama.LoadGGUF(o.Dir, dev, dt, opts)
+		return tok, m, dt, err
+	}
+	cfg, err := llama.LoadConfig(o.Dir)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	dt, err := chooseDType(o.DType, dev, cfg)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	tok, err := tokenizer.LoadDir(o.Dir)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	m, err := llama.Load(o.Dir, dev, dt, opts)
+	return tok, m, dt, err
 }
 
 // chooseDType resolves -dtype: "auto" is the checkpoint's own dtype on a

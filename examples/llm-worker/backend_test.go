@@ -3,11 +3,14 @@ package main
 import (
 	"context"
 	"errors"
+	"io"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rocm-go/rocm/candle"
 	"github.com/rocm-go/rocm/candle/models/llama/mkmodel"
 )
 
@@ -66,4 +69,38 @@ func TestRealBackendOnCPU(t *testing.T) {
 	require.NoError(t, b.Close())
 	_, err = b.Generate(context.Background(), GenRequest{Prompt: ids, MaxTokens: 4})
 	assert.True(t, errors.Is(err, ErrUnavailable), "after Close: %v", err)
+}
+
+// TestGGUFBackendOnCPU serves the same model from one GGUF file: the
+// tokenizer and chat template come from its metadata, and greedy text
+// matches the folder's token for token (F32 weights).
+func TestGGUFBackendOnCPU(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "tiny.gguf")
+	require.NoError(t, mkmodel.WriteGGUF(path, mkmodel.Tiny(), candle.GGMLF32, nil))
+	require.NoError(t, mkmodel.Write(dir, mkmodel.Tiny(), nil))
+	c, err := parseFlags([]string{"-model", path}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, "tiny", c.modelRef)
+	assert.Equal(t, 1, c.weightFiles)
+	greedy := func(model string) []int32 {
+		b, err := openBackend(LoadOptions{Dir: model, Device: "cpu", DType: "auto", MaxBatch: 2, MaxQueue: 2})
+		require.NoError(t, err)
+		defer b.Close()
+		text, err := b.ApplyChatTemplate([]ChatMessage{{Role: "user", Content: "Hello, GPU!"}}, true)
+		require.NoError(t, err)
+		ids, err := b.Encode(text, false)
+		require.NoError(t, err)
+		ch, err := b.Generate(context.Background(), GenRequest{Prompt: ids, MaxTokens: 8})
+		require.NoError(t, err)
+		var toks []int32
+		for ev := range ch {
+			require.NoError(t, ev.Err)
+			toks = append(toks, ev.Tokens...)
+		}
+		return append(ids, toks...)
+	}
+	assert.Equal(t, greedy(dir), greedy(path))
+	_, err = parseFlags([]string{"-model", filepath.Join(dir, "config.json")}, io.Discard)
+	assert.ErrorContains(t, err, "not a .gguf")
 }

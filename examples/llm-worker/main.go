@@ -31,6 +31,8 @@ import (
 	"time"
 
 	"github.com/dustin/go-humanize"
+
+	"github.com/rocm-go/rocm/candle/models/llama"
 )
 
 func main() {
@@ -68,7 +70,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs := flag.NewFlagSet("llm-worker", flag.ContinueOnError)
 	fs.SetOutput(out)
 	c := &config{}
-	fs.StringVar(&c.modelDir, "model", "", "the model: a Hugging Face model folder (config.json, tokenizer.json, *.safetensors)")
+	fs.StringVar(&c.modelDir, "model", "", "the model: a Hugging Face model folder (config.json, tokenizer.json, *.safetensors) or a GGUF file (*.gguf)")
 	fs.StringVar(&c.modelRef, "model-ref", "", "the model's name for clients and the hive (default: the folder's name)")
 	fs.StringVar(&c.workerID, "worker-id", "", "this worker's id in heartbeats (default: llm-worker-<host>-<port>)")
 	fs.StringVar(&c.host, "host", "0.0.0.0", "the address to listen on")
@@ -83,7 +85,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long streams under way may take to finish before they are cancelled")
 	fs.BoolVar(&c.verbose, "v", false, "log debug messages too")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: llm-worker -model DIR [flags]\n\n"+
+		fmt.Fprintf(fs.Output(), "usage: llm-worker -model DIR|FILE.gguf [flags]\n\n"+
 			"Serves a Llama-family model over HTTP in OpenAI's format (see README.md).\n"+
 			"LLORCH_API_TOKEN, when set, is the bearer token every endpoint but GET /health wants.\n\n")
 		fs.PrintDefaults()
@@ -121,13 +123,13 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 		}
 	}
 	if c.modelDir == "" {
-		return nil, errors.New("-model is missing: give a Hugging Face model folder (config.json, tokenizer.json, *.safetensors)")
+		return nil, errors.New("-model is missing: give a Hugging Face model folder (config.json, tokenizer.json, *.safetensors) or a GGUF file")
 	}
 	if c.weightBytes, c.weightFiles, err = inspectModel(c.modelDir); err != nil {
 		return nil, err
 	}
 	if c.modelRef == "" {
-		c.modelRef = filepath.Base(filepath.Clean(c.modelDir))
+		c.modelRef = strings.TrimSuffix(filepath.Base(filepath.Clean(c.modelDir)), ".gguf")
 	}
 	return c, nil
 }
@@ -183,7 +185,10 @@ func inspectModel(dir string) (bytes int64, files int, err error) {
 		return 0, 0, fmt.Errorf("-model: %v", err)
 	}
 	if !st.IsDir() {
-		return 0, 0, fmt.Errorf("-model %s is a file: give the model's folder (config.json, tokenizer.json, *.safetensors)", dir)
+		if llama.IsGGUF(dir) {
+			return st.Size(), 1, nil
+		}
+		return 0, 0, fmt.Errorf("-model %s is a file but not a .gguf: give a GGUF file or the model's folder (config.json, tokenizer.json, *.safetensors)", dir)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "config.json")); err != nil {
 		return 0, 0, fmt.Errorf("-model %s has no config.json: give a Hugging Face model folder", dir)

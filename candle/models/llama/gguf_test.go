@@ -1,0 +1,215 @@
+package llama
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rocm-go/rocm/candle"
+	"github.com/rocm-go/rocm/candle/gguf"
+	"github.com/rocm-go/rocm/candle/models/llama/mkmodel"
+	"github.com/rocm-go/rocm/tokenizer"
+)
+
+// ggufSpec has rows of 256 so that the K types apply (Tiny's 128 falls
+// back to Q8_0), GQA, llama3 RoPE scaling (a rope_freqs tensor) and the
+// tokenizer.
+func ggufSpec() mkmodel.Spec {
+	return mkmodel.Spec{Family: "llama", Hidden: 256, Intermediate: 512, Layers: 2, Heads: 4, KVHeads: 2, MaxPositions: 512,
+		RopeTheta: 500000, TieEmbeddings: true, Seed: 11, DType: candle.F32,
+		RopeScaling: &mkmodel.RopeScaling{Type: "llama3", Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPositionEmbeddings: 64}}
+}
+
+func writeGGUF(t *testing.T, s mkmodel.Spec, typ candle.GGMLType) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "model-"+typ.String()+".gguf")
+	require.NoError(t, mkmodel.WriteGGUF(path, s, typ, nil))
+	return path
+}
+
+func loadGGUF(t *testing.T, path string, dev candle.Device, dt candle.DType, opts Options) *Model {
+	t.Helper()
+	m, err := LoadGGUF(path, dev, dt, opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+// TestGGUFMatchesSafetensors loads the same weights from the folder Write
+// makes and from the GGUF file WriteGGUF makes: llama.cpp's names, q and k
+// rows in its order and RoPE factors as a tensor must give the same model.
+func TestGGUFMatchesSafetensors(t *testing.T) {
+	specs := map[string]mkmodel.Spec{"gguf": ggufSpec(), "tiny llama3": tinySpecs["llama gqa llama3 tied"]}
+	lin := mkmodel.Spec{Family: "llama", Hidden: 64, Intermediate: 96, Layers: 2, Heads: 2, KVHeads: 1, Vocab: 61, HeadDim: 48,
+		MaxPositions: 256, Seed: 4, NoTokenizer: true, RopeScaling: &mkmodel.RopeScaling{Type: "linear", Factor: 4}}
+	specs["linear untied head dim 48"] = lin
+	for name, s := range specs {
+		t.Run(name, func(t *testing.T) {
+			dir := writeModel(t, s)
+			path := writeGGUF(t, s, candle.GGMLF32)
+			f, err := gguf.Open(path)
+			require.NoError(t, err)
+			cfg, err := ConfigFromGGUF(f)
+			f.Close()
+			require.NoError(t, err)
+			ref, err := LoadConfig(dir)
+			require.NoError(t, err)
+			for _, p := range [][2]int{{cfg.HiddenSize, ref.HiddenSize}, {cfg.Layers, ref.Layers}, {cfg.Heads, ref.Heads},
+				{cfg.KVHeads, ref.KVHeads}, {cfg.HeadDim, ref.HeadDim}, {cfg.IntermediateSize, ref.IntermediateSize},
+				{cfg.VocabSize, ref.VocabSize}, {cfg.MaxPositions, ref.MaxPositions}} {
+				assert.Equal(t, p[1], p[0])
+			}
+			assert.Equal(t, ref.TieEmbeddings, cfg.TieEmbeddings)
+			for i, x := range ref.InvFreq() {
+				assert.InEpsilon(t, x, cfg.InvFreq()[i], 1e-6, "frequency %d", i)
+			}
+			opts := Options{CacheTokens: 64, PageSize: 4}
+			a := load(t, dir, candle.CPU(), candle.F32, opts)
+			b := loadGGUF(t, path, candle.CPU(), candle.F32, opts)
+			tokens := randomTokens(rand.New(rand.NewPCG(1, 2)), 17, cfg.VocabSize)
+			la, err := a.Logits(tokens)
+			require.NoError(t, err)
+			defer la.Close()
+			lb, err := b.Logits(tokens)
+			require.NoError(t, err)
+			defer lb.Close()
+			e := maxRelErr(rows(t, la), rows(t, lb))
+			t.Logf("max relative error %.2g", e)
+			assert.LessOrEqual(t, e, 1e-5)
+		})
+	}
+}
+
+// ggufTolerance is each type's largest relative error of the logits
+// against the F32 model's: about four times each type's RMS weight error
+// (TestQuantizeRoundTrip), measured 2.2e-2 for Q8_0 to 0.33 for Q4_K on
+// this random model, with room.
+var ggufTolerance = map[candle.GGMLType]float64{candle.GGMLF16: 2e-3, candle.GGMLQ8_0: 0.035, candle.GGMLQ6_K: 0.11,
+	candle.GGMLQ5_K: 0.25, candle.GGMLQ4_K: 0.5, candle.GGMLQ4_0: 0.45, candle.GGMLQ5_1: 0.25}
+
+func TestGGUFQuantized(t *testing.T) {
+	s := ggufSpec()
+	ref := loadGGUF(t, writeGGUF(t, s, candle.GGMLF32), candle.CPU(), candle.F32, Options{CacheTokens: 64, PageSize: 4})
+	tokens := randomTokens(rand.New(rand.NewPCG(3, 4)), 11, ref.VocabSize())
+	lr, err := ref.Logits(tokens)
+	require.NoError(t, err)
+	want := rows(t, lr)
+	lr.Close()
+	for typ, tol := range ggufTolerance {
+		t.Run(typ.String(), func(t *testing.T) {
+			m := loadGGUF(t, writeGGUF(t, s, typ), candle.CPU(), candle.F32, Options{CacheTokens: 64, PageSize: 4})
+			if typ.Quantized() {
+				require.NotNil(t, m.embedQ)
+				require.Len(t, m.layers[0].qkv.q, 1)
+			}
+			l, err := m.Logits(tokens)
+			require.NoError(t, err)
+			defer l.Close()
+			e := maxRelErr(want, rows(t, l))
+			t.Logf("%s: max relative error %.3g", typ, e)
+			assert.LessOrEqual(t, e, tol)
+			incremental(t, m, ref.VocabSize(), 1e-4)
+		})
+	}
+}
+
+func TestGGUFTokenizer(t *testing.T) {
+	s := ggufSpec()
+	dir := writeModel(t, s)
+	f, err := gguf.Open(writeGGUF(t, s, candle.GGMLQ8_0))
+	require.NoError(t, err)
+	defer f.Close()
+	got, err := f.Tokenizer()
+	require.NoError(t, err)
+	want, err := tokenizer.LoadDir(dir)
+	require.NoError(t, err)
+	for _, text := range []string{"Hello! How are you today?", "The quick brown fox, 2026 times.", " spaces  and\nlines", "<|begin_of_text|>hi<|eot_id|>"} {
+		for _, special := range []bool{false, true} {
+			a, err := want.Encode(text, special)
+			require.NoError(t, err)
+			b, err := got.Encode(text, special)
+			require.NoError(t, err)
+			assert.Equal(t, a, b, "%q", text)
+		}
+	}
+	assert.Subset(t, got.EOS(), want.EOS())
+	msgs := []tokenizer.Message{{Role: "user", Content: "hi"}}
+	a, err := want.ApplyChatTemplate(msgs, true)
+	require.NoError(t, err)
+	b, err := got.ApplyChatTemplate(msgs, true)
+	require.NoError(t, err)
+	assert.Equal(t, a, b)
+}
+
+func TestGGUFErrors(t *testing.T) {
+	_, err := LoadGGUF(filepath.Join(t.TempDir(), "none.gguf"), candle.CPU(), candle.F32, Options{})
+	assert.Error(t, err)
+	path := writeGGUF(t, ggufSpec(), candle.GGMLQ8_0)
+	_, err = LoadGGUF(path, candle.CPU(), candle.U8, Options{})
+	assert.ErrorIs(t, err, candle.ErrDType)
+	_, err = LoadGGUF(path, nil, candle.F32, Options{})
+	assert.ErrorIs(t, err, candle.ErrDevice)
+	assert.True(t, IsGGUF("a/B.GGUF"))
+	assert.False(t, IsGGUF("a/model"))
+	// A qwen2 file is written as qwen2 and an unknown architecture is
+	// refused by name.
+	for _, s := range []mkmodel.Spec{tinySpecs["qwen2 biases mqa tied"]} {
+		assert.Error(t, mkmodel.WriteGGUF(filepath.Join(t.TempDir(), "q.gguf"), s, candle.GGMLF32, nil))
+	}
+}
+
+// TestGPUGGUF runs a quantized model on the GPU against the CPU: the
+// logits, and greedy generation token for token.
+func TestGPUGGUF(t *testing.T) {
+	dev := hipDevice(t)
+	s := ggufSpec()
+	for _, typ := range []candle.GGMLType{candle.GGMLQ4_K, candle.GGMLQ8_0, candle.GGMLQ4_0, candle.GGMLQ6_K} {
+		path := writeGGUF(t, s, typ)
+		for _, dt := range []candle.DType{candle.F32, candle.BF16} {
+			t.Run(fmt.Sprintf("%s %s", typ, dt), func(t *testing.T) {
+				opts := Options{CacheTokens: 512, PageSize: 8}
+				g := loadGGUF(t, path, dev, dt, opts)
+				c := loadGGUF(t, path, candle.CPU(), candle.F32, opts)
+				tokens := randomTokens(rand.New(rand.NewPCG(5, 6)), 29, g.VocabSize())
+				lg, err := g.Logits(tokens)
+				require.NoError(t, err)
+				defer lg.Close()
+				lc, err := c.Logits(tokens)
+				require.NoError(t, err)
+				defer lc.Close()
+				e := maxRelErr(rows(t, lc), rows(t, lg))
+				t.Logf("logits: max relative error %.2g", e)
+				assert.LessOrEqual(t, e, gpuTolerance[dt])
+				if dt == candle.F32 {
+					gen := func(m *Model) []int32 {
+						seq := append([]int32(nil), tokens[:7]...)
+						for i := range 24 {
+							in := seq // the prompt, then the last token
+							if i > 0 {
+								in = seq[len(seq)-1:]
+							}
+							x, err := m.Forward([]uint64{9}, [][]int32{in})
+							require.NoError(t, err)
+							r := rows(t, x)
+							x.Close()
+							best := 0
+							for j, v := range r[0] {
+								if v > r[0][best] {
+									best = j
+								}
+							}
+							seq = append(seq, int32(best))
+						}
+						m.Release(9)
+						return seq
+					}
+					assert.Equal(t, gen(c), gen(g), "greedy generation")
+				}
+			})
+		}
+	}
+}
