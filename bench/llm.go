@@ -617,6 +617,9 @@ type LLMBench struct {
 	// finds it); an empty Python skips transformers.
 	Python, Script string
 	CopyBytes      int // the device-to-device copy of the roofline (default 1 GiB)
+	// Quant lists GGUF types to measure too: the spec's model written as
+	// GGUF files beside Model (Model-q4_k.gguf, ...), prefill and decode.
+	Quant []candle.GGMLType
 }
 
 // LLMReport is a run's result, as cmd/llmbench writes it with -json.
@@ -630,6 +633,9 @@ type LLMReport struct {
 	Transformers *TransformersLLM `json:"transformers,omitempty"`
 	NoReference  string           `json:"no_transformers,omitempty"` // why transformers did not run
 	Rows         []Row            `json:"rows"`
+	// Quant: the GGUF models' figures, and their rows.
+	Quant     []*LLMQuantFigures `json:"quant,omitempty"`
+	QuantRows []Row              `json:"quant_rows,omitempty"`
 }
 
 // lastChars keeps the end of a long message (a Python traceback's end
@@ -676,6 +682,21 @@ func RunLLMBench(c LLMBench, w io.Writer) (*LLMReport, error) {
 	if rep.Ours, err = RunLLMOurs(b.Dev, c.Model, c.Settings, w); err != nil {
 		return nil, err
 	}
+	for _, typ := range c.Quant {
+		b.Dev.ReleaseCache()
+		path := fmt.Sprintf("%s-%s.gguf", filepath.Clean(c.Model), strings.ToLower(typ.String()))
+		if err := PrepareGGUF(path, c.Spec, typ, w); err != nil {
+			return nil, err
+		}
+		q, err := RunLLMQuant(b.Dev, path, c.Settings, rep.CopyGBps, w)
+		if err != nil {
+			return nil, err
+		}
+		rep.Quant = append(rep.Quant, q)
+	}
+	if len(rep.Quant) > 0 {
+		rep.QuantRows = LLMQuantRows(c.Settings, rep.Ours, rep.Quant)
+	}
 	// The model is closed: give its memory back to the device for PyTorch.
 	b.Dev.ReleaseCache()
 	switch {
@@ -710,6 +731,9 @@ func RunLLMBench(c LLMBench, w io.Writer) (*LLMReport, error) {
 	}
 	rep.Rows = LLMRows(c.Settings, rep.Ours, rep.Transformers, ref, rep.RooflineTokS)
 	PrintTable(w, "transformers ("+ref+" attention)", rep.Rows)
+	if len(rep.QuantRows) > 0 {
+		PrintTable(w, "the BF16 model", rep.QuantRows)
+	}
 	return rep, nil
 }
 

@@ -133,9 +133,9 @@ type backend interface {
 	// into dst (F32, F16 or BF16). qmatmul multiplies the contiguous x
 	// (m, k) of F32, F16 or BF16 by the transpose of w's rows (n, k) into
 	// dst (m, n), x's dtype. qrows writes w's rows (of k elements) that
-	// the contiguous 1-D ids (U8, U32 or I64) name into dst (len(ids), k) in
-	// dst's dtype; ids out of range are handled as indexSelect handles
-	// them.
+	// the contiguous 1-D I64 ids name into dst (len(ids), k) in dst's
+	// dtype; ids out of range are an ErrIndex on the CPU, zero rows on a
+	// GPU.
 	dequantize(typ GGMLType, q, dst *Storage, n int) error
 	qmatmul(typ GGMLType, x view, w, dst *Storage, m, n, k int) error
 	qrows(typ GGMLType, w *Storage, ids view, dst *Storage, k int) error

@@ -554,14 +554,3 @@ func (b *hipBackend) reduce(op reduceOp, src view, nred int, scale float64, dst 
 		hip.ArgValue(a, red).Uint64(uint64(nout)).Uint64(uint64(inner)).Int32(mode).Float64(scale).Ptr(in).Ptr(out)
 	})
 }
-
-// The quantized ops: to be written (quant_hip.go, kernels/quant.hip).
-func (b *hipBackend) dequantize(typ GGMLType, q, dst *Storage, n int) error {
-	return errorf("dequantize", ErrDType, "%s: not yet", typ)
-}
-func (b *hipBackend) qmatmul(typ GGMLType, x view, w, dst *Storage, m, n, k int) error {
-	return errorf("qmatmul", ErrDType, "%s: not yet", typ)
-}
-func (b *hipBackend) qrows(typ GGMLType, w *Storage, ids view, dst *Storage, k int) error {
-	return errorf("qrows", ErrDType, "%s: not yet", typ)
-}

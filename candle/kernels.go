@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -30,17 +31,18 @@ const (
 	famNN
 	famSort
 	famSample
+	famQuant
 	numFamilies
 )
 
-var familyNames = [numFamilies]string{"unary", "binary", "cast", "fill", "copy", "where", "index", "reduce", "nn", "sort", "sample"}
+var familyNames = [numFamilies]string{"unary", "binary", "cast", "fill", "copy", "where", "index", "reduce", "nn", "sort", "sample", "quant"}
 
 func (f family) String() string { return familyNames[f] }
 
 // KernelCache compiles candle's kernels for the devices that run them: one
 // module per op family (unary, binary, cast, fill, copy, where, index,
-// reduce, nn for the fused ops of neural networks, sort, and sample
-// for drawing tokens from logits), HIP C++ embedded in the package, compiled with hipRTC (NVRTC on
+// reduce, nn for the fused ops of neural networks, sort, sample
+// for drawing tokens from logits, and quant for GGML blocks), HIP C++ embedded in the package, compiled with hipRTC (NVRTC on
 // NVIDIA) for the device's exact architecture on first use, loaded once
 // per device, and kept on disk by a hiprtc.Cache (ROCM_GO_CACHE_DIR, else
 // the user's cache folder) so that the next process starts warm.
@@ -287,6 +289,14 @@ func KernelNames(module string) []string {
 			add("sample_max_%s", dt)
 			add("sample_hist_%s", dt)
 			add("sample_draw_%s", dt)
+		}
+	case "quant.hip":
+		for _, q := range quantTypes() {
+			for _, dt := range []DType{F32, F16, BF16} {
+				for _, k := range []string{"dequant", "qrows", "qmatvec"} {
+					add("%s_%s_%s", k, strings.ToLower(q.String()), dt)
+				}
+			}
 		}
 	case "reduce.hip":
 		for op := range numReduce {

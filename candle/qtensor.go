@@ -239,12 +239,18 @@ func (q *QTensor) Rows(ids *Tensor, dt DType) (*Tensor, error) {
 		out.Close()
 		return nil, errorf(op, ErrIndex, "indices into an empty table")
 	}
+	// The kernels read contiguous i64 indices.
 	x := ids
-	if !ids.layout.IsContiguous() {
-		if x, err = ids.Copy(); err != nil {
-			out.Close()
-			return nil, wrap(op, err)
-		}
+	if ids.DType() != I64 {
+		x, err = ids.ToDType(I64)
+	} else if !ids.layout.IsContiguous() {
+		x, err = ids.Copy()
+	}
+	if err != nil {
+		out.Close()
+		return nil, wrap(op, err)
+	}
+	if x != ids {
 		defer x.Close()
 	}
 	if err := q.st.dev.backend().qrows(q.typ, q.st, x.v(), out.st, k); err != nil {

@@ -12,8 +12,6 @@ import (
 	"github.com/rocm-go/rocm/hip"
 )
 
-var quantTypes = []GGMLType{GGMLQ4_0, GGMLQ4_1, GGMLQ5_0, GGMLQ5_1, GGMLQ8_0, GGMLQ2_K, GGMLQ3_K, GGMLQ4_K, GGMLQ5_K, GGMLQ6_K, GGMLQ8_K}
-
 // refDequant decodes one block in float64, written from the format's
 // definition with ggml's loop structure (not decodeChunk's chunks).
 func refDequant(typ GGMLType, b []byte) []float64 {
@@ -175,7 +173,7 @@ func randomBlocks(r *rand.Rand, typ GGMLType, nb int, scale func() float32) []by
 func TestDequantizeEveryTypeAgainstDefinition(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	extremes := []float32{65504, -65504, 6.0e-8, -6.0e-8, 0, 1, -0.5, 1.0 / 1024}
-	for _, typ := range quantTypes {
+	for _, typ := range quantTypes() {
 		t.Run(typ.String(), func(t *testing.T) {
 			i := 0
 			scale := func() float32 {
@@ -216,7 +214,7 @@ func TestQuantizeRoundTrip(t *testing.T) {
 	for i := range x {
 		x[i] = float32(r.NormFloat64())
 	}
-	for _, typ := range quantTypes {
+	for _, typ := range quantTypes() {
 		b, err := QuantizeBlocks(typ, x)
 		require.NoError(t, err, typ)
 		require.Len(t, b, len(x)/typ.BlockSize()*typ.TypeSize())
@@ -272,7 +270,7 @@ func TestQuantizeErrors(t *testing.T) {
 func TestQTensorOnCPU(t *testing.T) {
 	cpu := CPU()
 	r := rand.New(rand.NewPCG(5, 6))
-	for _, typ := range quantTypes {
+	for _, typ := range quantTypes() {
 		t.Run(typ.String(), func(t *testing.T) {
 			n, k := 7, 2*typ.BlockSize()
 			if typ.BlockSize() == 32 {

@@ -49,6 +49,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	python := fs.String("python", "python3", "Python with PyTorch and transformers (\"\" skips transformers)")
 	script := fs.String("torch", "", "torch_llm.py (default: next to this binary, then bench/torch_llm.py)")
 	jsonOut := fs.String("json", "", "also write the report as JSON to this file")
+	quant := fs.String("gguf", "", "GGUF types to measure too, comma-separated (q4_0,q4_k,q8_0): the model written as GGUF files beside -model")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: llmbench -model DIR [flags] | llmbench -quick [flags]\n\n"+
 			"Measures candle/models/llama against transformers on a Llama-3.2-1B-shaped random model.\n\n")
@@ -87,6 +88,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var err error
 	if c.Settings.Batches, err = parseBatches(*batches); err != nil {
 		return fail(2, "%v", err)
+	}
+	for _, name := range strings.Split(*quant, ",") {
+		if name = strings.TrimSpace(name); name == "" {
+			continue
+		}
+		typ, err := candle.ParseGGMLType(name)
+		if err != nil {
+			return fail(2, "-gguf: %v", err)
+		}
+		c.Quant = append(c.Quant, typ)
 	}
 	if c.Model == "" {
 		if !*quick {
