@@ -134,6 +134,11 @@ func TestGPUQMatvecSpeed(t *testing.T) {
 			q, err := NewQTensor(d, typ, b, n, k)
 			require.NoError(t, err)
 			line := fmt.Sprintf("%-5s %6d×%-5d %6.1f MiB:", typ, n, k, float64(len(b))/(1<<20))
+			if f, err := (*hipBackend)(d).function(famQuant, quantKernel("qmatvec", typ, BF16)); err == nil {
+				if regs, err := f.Attribute(hip.FuncAttributeNumRegs); err == nil {
+					line = fmt.Sprintf("%s (qmatvec: %d registers)", line, regs)
+				}
+			}
 			for _, m := range []int{1, 8, 512} {
 				x, err := RandNormal(d, BF16, 0, 1, m, k)
 				require.NoError(t, err)

@@ -238,23 +238,27 @@ template <int Q, class T> __device__ __forceinline__ void store32(T* y, const fl
 	for (int i = 0; i < 32; i++) y[i] = Traits<T>::store(v[i]);
 }
 
-// load32 reads 32 values of x as floats, in 16-byte loads when aligned.
-template <class T> __device__ __forceinline__ void load32(const T* __restrict__ x, float* v, bool vec) {
+__device__ __forceinline__ bool aligned16(const void* p) { return ((u64)p & 15) == 0; }
+
+// dot32 is 32 values of x times v, x read 16 bytes at a time when aligned
+// and multiplied as it comes (a register array of x's 32 values cut
+// qmatvec's occupancy).
+template <class T> __device__ __forceinline__ float dot32(const T* __restrict__ x, const float* v, bool vec) {
+	float s = 0.0f;
 	if (vec) {
 		const int N = 16 / sizeof(T);
 #pragma unroll
 		for (int c = 0; c < 32 / N; c++) {
 			const Vec<T> in = ((const Vec<T>*)x)[c];
 #pragma unroll
-			for (int e = 0; e < N; e++) v[c * N + e] = Traits<T>::load(in.v[e]);
+			for (int e = 0; e < N; e++) s += v[c * N + e] * Traits<T>::load(in.v[e]);
 		}
-		return;
+		return s;
 	}
 #pragma unroll
-	for (int i = 0; i < 32; i++) v[i] = Traits<T>::load(x[i]);
+	for (int e = 0; e < 32; e++) s += v[e] * Traits<T>::load(x[e]);
+	return s;
 }
-
-__device__ __forceinline__ bool aligned16(const void* p) { return ((u64)p & 15) == 0; }
 
 template <int Q, class T> __device__ __forceinline__ void dequant(u64 chunks, const u8* __restrict__ w, T* __restrict__ y) {
 	const bool vec = aligned16(y);
@@ -306,14 +310,7 @@ __device__ __forceinline__ void qmatvec(int m, u64 n, u64 k, const T* __restrict
 			decode<Q>(b, c, v);
 #pragma unroll
 			for (int r = 0; r < QMV_ROWS; r++) {
-				if (r < m) {
-					float xv[32];
-					load32<T>(x + r * k + i * 32, xv, vec);
-					float s = 0.0f;
-#pragma unroll
-					for (int e = 0; e < 32; e++) s += v[e] * xv[e];
-					acc[r] += s;
-				}
+				if (r < m) acc[r] += dot32<T>(x + r * k + i * 32, v, vec);
 			}
 		}
 #pragma unroll
