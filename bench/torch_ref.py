@@ -30,10 +30,13 @@ def per_op(ops, op):
     return run
 
 
-def device_time(f):
-    """Device time of f between two events, in seconds."""
+def device_time(f, before=None):
+    """Device time of f between two events, in seconds; before, if given,
+    is queued ahead of the start event."""
     def run():
         s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        if before is not None:
+            before()
         s.record()
         f()
         e.record()
@@ -54,16 +57,7 @@ def queued_time(f):
     if not _busy:
         _busy.extend([torch.ones(64 << 20, dtype=torch.uint8, device="cuda"), torch.empty(64 << 20, dtype=torch.uint8, device="cuda")])
     src, dst = _busy
-
-    def run():
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        dst.copy_(src)
-        s.record()
-        f()
-        e.record()
-        e.synchronize()
-        return s.elapsed_time(e) / 1e3
-    return run
+    return device_time(f, before=lambda: dst.copy_(src))
 
 
 def main():

@@ -28,6 +28,10 @@ func TestGPUQuantized(t *testing.T) {
 	d := gpu(t)
 	cpu := CPU()
 	r := rand.New(rand.NewPCG(41, 42))
+	// Slices of 16 KiB: prefill's products take several (4 to 64 rows of
+	// these shapes), the last one short.
+	defer func(b int) { qsliceBytes = b }(qsliceBytes)
+	qsliceBytes = 16 << 10
 	for _, typ := range quantTypes() {
 		for _, shape := range [][2]int{{37, 512}, {300, 256}} {
 			n, k := shape[0], shape[1]

@@ -22,8 +22,12 @@ func quantKernel(kind string, typ GGMLType, dt DType) string {
 // BLAS, the weight dequantized a slice at a time (qmatmulSliced).
 const qmatvecRows = 8
 
-// qsliceBytes bounds the scratch a slice of a dequantized weight takes.
-const qsliceBytes = 32 << 20
+// qsliceBytes bounds the scratch a slice of a dequantized weight takes:
+// half of a 1B model's largest layer weights in BF16 (8192×2048 and
+// 2048×8192). Slices of 4 MiB made prefill's products three times slower
+// on an H100 (the GEMMs too small to fill it); of 32 MiB, each of those
+// weights was expanded whole.
+var qsliceBytes = 16 << 20 // a variable for the tests' many-slice runs
 
 func qptr(st *Storage) hip.DevicePtr { return storagePtr(st) }
 
