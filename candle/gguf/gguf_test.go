@@ -275,3 +275,18 @@ func FuzzParse(f *testing.F) {
 		file.Vocab()
 	})
 }
+
+// TestVersion2 reads a version 2 file: the same layout with 64-bit counts.
+func TestVersion2(t *testing.T) {
+	b, data := sample(t)
+	v2 := append([]byte(nil), b...)
+	binary.LittleEndian.PutUint32(v2[4:], 2)
+	f, err := Parse(v2)
+	require.NoError(t, err)
+	assert.Equal(t, 2, f.Version())
+	info, ok := f.Tensor("b.q8")
+	require.True(t, ok)
+	d, err := f.Data(info)
+	require.NoError(t, err)
+	assert.Equal(t, data["b.q8"], d)
+}
