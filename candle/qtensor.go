@@ -104,8 +104,8 @@ func NewQTensor(dev Device, typ GGMLType, data []byte, shape ...int) (*QTensor, 
 }
 
 // Quantize quantizes t (F32, F16, BF16 or F64; its last dim a multiple of
-// typ's block) into a QTensor of typ on t's device. It runs on the host
-// (t is read back), as llama.cpp quantizes: a model's weights are
+// typ's block) into a QTensor of typ on t's device (QuantizeBlocks'
+// scales). It runs on the host, t read back: a model's weights are
 // quantized once, when written or loaded.
 func Quantize(t *Tensor, typ GGMLType) (*QTensor, error) {
 	const op = "Quantize"

@@ -9,9 +9,11 @@ import (
 )
 
 // QuantizeBlocks quantizes vals (a whole number of typ's blocks) into
-// typ's blocks (a float type's elements too). The scales are the simple,
-// deterministic ones of llama.cpp's reference quantizers: a block's (or a
-// group's) largest magnitude, or its range, mapped onto the levels.
+// typ's blocks (a float type's elements too). The scales are simple and
+// deterministic: a block's (or a group's) largest magnitude, or its range,
+// mapped onto the levels, as llama.cpp's reference quantizers do for the
+// 32-element types; for the K types llama.cpp searches the scales and
+// does somewhat better (quant_test.go states each type's error bound).
 func QuantizeBlocks(typ GGMLType, vals []float32) ([]byte, error) {
 	const op = "QuantizeBlocks"
 	if !typ.Known() || typ == GGMLQ8_1 {

@@ -1,0 +1,44 @@
+package candle_test
+
+import (
+	"fmt"
+
+	"github.com/rocm-go/rocm/candle"
+)
+
+// Quantize a linear layer's weight to Q8_0 and apply it: x · wᵀ with the
+// weight dequantized on the fly.
+func ExampleTensor_QMatmul() {
+	dev := candle.CPU()
+	vals := make([]float32, 3*32)
+	for i := range vals {
+		vals[i] = float32(i%3) - 1 // rows of -1, 0, 1, ...
+	}
+	w, err := candle.FromSlice(dev, vals, 3, 32)
+	if err != nil {
+		panic(err)
+	}
+	q, err := candle.Quantize(w, candle.GGMLQ8_0)
+	if err != nil {
+		panic(err)
+	}
+	defer q.Close()
+	ones := make([]float32, 32)
+	for i := range ones {
+		ones[i] = 1
+	}
+	x, err := candle.FromSlice(dev, ones, 1, 32)
+	if err != nil {
+		panic(err)
+	}
+	y, err := x.QMatmul(q)
+	if err != nil {
+		panic(err)
+	}
+	out, err := candle.ToSlice[float32](y)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("%s, %d bytes: %v %.3f\n", q.Type(), q.Bytes(), y.Shape(), out)
+	// Output: Q8_0, 102 bytes: [1 3] [-1.000 0.000 1.000]
+}
