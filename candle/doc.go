@@ -90,7 +90,7 @@
 //
 // A QTensor keeps GGML's blocks (GGUF files' Q4_0 … Q8_0, Q2_K … Q8_K) as
 // they are, on its device: x.QMatmul(w) is a linear layer, x · wᵀ, the
-// weight dequantized on the fly (a matrix-vector kernel for up to eight
+// weight dequantized on the fly (a matrix-vector kernel for up to four
 // rows of x, BLAS over dequantized slices of at most 16 MiB for more);
 // w.Rows(ids, dt) an embedding lookup; Dequantize expands it. Package
 // candle/gguf reads the files.

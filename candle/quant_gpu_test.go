@@ -76,7 +76,7 @@ func TestGPUQuantized(t *testing.T) {
 							require.InDelta(t, w, rv[i*k+p], ulp, "row %d (id %d) element %d", i, id, p)
 						}
 					}
-					for _, m := range []int{1, 3, 8, 9, 64, 200} {
+					for _, m := range []int{1, 3, 4, 5, 8, 9, 64, 200} {
 						xs := make([]float64, m*k)
 						for i := range xs {
 							xs[i] = roundTo(dt, r.NormFloat64())
@@ -143,7 +143,7 @@ func TestGPUQMatvecSpeed(t *testing.T) {
 					line = fmt.Sprintf("%s (qmatvec: %d registers)", line, regs)
 				}
 			}
-			for _, m := range []int{1, 8, 512} {
+			for _, m := range []int{1, 4, 8, 512} {
 				x, err := RandNormal(d, BF16, 0, 1, m, k)
 				require.NoError(t, err)
 				run := func() {

@@ -12,7 +12,7 @@
 // them aligned (Q4_K, Q5_K).
 #include "common.h"
 
-#define QMV_ROWS 8
+#define QMV_ROWS 4
 #define Q_BLOCK 256
 // At least four blocks an SM (64 registers on sm_90): qmatvec read Q4_K at
 // 680 GB/s with the 100 registers it took unbounded, 950 GB/s so.
