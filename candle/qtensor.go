@@ -188,6 +188,13 @@ func (t *Tensor) QMatmul(w *QTensor) (*Tensor, error) {
 	if err != nil || out.Elems() == 0 {
 		return out, err
 	}
+	if k == 0 { // an empty sum: the weight has no bytes to read
+		if err := t.st.dev.backend().fill(out.v(), scalar{}); err != nil {
+			out.Close()
+			return nil, wrap(op, err)
+		}
+		return out, nil
+	}
 	x := t
 	if !t.layout.IsContiguous() {
 		if x, err = t.Copy(); err != nil {

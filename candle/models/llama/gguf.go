@@ -65,6 +65,9 @@ func ConfigFromGGUF(f *gguf.File) (*Config, error) {
 	if err := opt(&rot, "rope.dimension_count", c.HeadDim); err != nil {
 		return nil, err
 	}
+	if c.HeadDim%2 != 0 {
+		return nil, configErr(ErrConfig, "head dim %d: rotary embeddings rotate pairs, want an even head dim", c.HeadDim)
+	}
 	if rot != c.HeadDim {
 		return nil, configErr(ErrUnsupported, "%s.rope.dimension_count %d: rotary embeddings over part of a head (of %d) are not implemented", arch, rot, c.HeadDim)
 	}
