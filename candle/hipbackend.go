@@ -161,11 +161,11 @@ var kernelNames = func() (k struct {
 	where, take, takeRows, put [numDTypes][9]string
 	putAdd                     [numDTypes][numDTypes]string // by indices, values
 	// The fused ops (nn.hip), by dtype.
-	softmax, rmsNorm, layerNorm, rope, siluMul [numDTypes]string
-	groupNorm                                  [numDTypes]string
-	argsort, topk                              [numDTypes]string    // sort.hip
-	sampleMax, sampleHist, sampleDraw          [numDTypes]string    // sample.hip
-	upsample                                   [2][numDTypes]string // nn.hip, [bilinear][dtype]
+	softmax, softmaxFull, rmsNorm, layerNorm, rope, siluMul [numDTypes]string
+	groupNorm                                               [numDTypes]string
+	argsort, topk                                           [numDTypes]string    // sort.hip
+	sampleMax, sampleHist, sampleDraw                       [numDTypes]string    // sample.hip
+	upsample                                                [2][numDTypes]string // nn.hip, [bilinear][dtype]
 }) {
 	for _, sz := range []int{1, 2, 4, 8} {
 		b := sizeNames[sz]
@@ -178,7 +178,7 @@ var kernelNames = func() (k struct {
 	for dt := range numDTypes {
 		d := dtypeNames[dt]
 		k.arange[dt], k.randUniform[dt], k.randNormal[dt] = "arange_"+d, "rand_uniform_"+d, "rand_normal_"+d
-		k.softmax[dt], k.rmsNorm[dt], k.layerNorm[dt], k.rope[dt], k.siluMul[dt] = "softmax_"+d, "rms_norm_"+d, "layer_norm_"+d, "rope_"+d, "silu_mul_"+d
+		k.softmax[dt], k.softmaxFull[dt], k.rmsNorm[dt], k.layerNorm[dt], k.rope[dt], k.siluMul[dt] = "softmax_"+d, "softmax_full_"+d, "rms_norm_"+d, "layer_norm_"+d, "rope_"+d, "silu_mul_"+d
 		k.groupNorm[dt] = "group_norm_" + d
 		k.argsort[dt], k.topk[dt] = "argsort_"+d, "topk_"+d
 		k.sampleMax[dt], k.sampleHist[dt], k.sampleDraw[dt] = "sample_max_"+d, "sample_hist_"+d, "sample_draw_"+d

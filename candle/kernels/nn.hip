@@ -1,6 +1,7 @@
 // The fused kernels of neural networks, each one pass over memory, on
 // contiguous rows, math in float for f32, f16 and bf16:
 //   softmax_<dt>     softmax or log-softmax over the last dim
+//   softmax_full_<dt> softmax of rows that fill the block exactly (the host checks)
 //   rms_norm_<dt>    x / sqrt(mean(x²) + eps) · alpha
 //   layer_norm_<dt>  (x - mean) / sqrt(var + eps) · alpha + beta (beta may be null)
 //   group_norm_<dt>  layer_norm of each (n, group) row of an (N, C, spatial...)
@@ -22,6 +23,16 @@
 #define NN_PER 32
 #define NN_BLOCK 256
 #define NN_KERNEL extern "C" __global__ __launch_bounds__(NN_BLOCK) void
+// softmax of 2-byte types with at least six blocks an SM on NVIDIA (42
+// registers on sm_90): softmax_f16 of 16384x4096 ran at 0.97 of a copy on
+// an H100 so, 0.79 with the 79 registers it took unbounded. (A float row
+// needs its registers. On AMD the second bound counts waves an execution
+// unit, and gfx942 spilled under it.)
+#if defined(__HIP_PLATFORM_NVIDIA__)
+#define SOFTMAX_KERNEL(T) extern "C" __global__ __launch_bounds__(NN_BLOCK, sizeof(T) == 2 ? 6 : 1) void
+#else
+#define SOFTMAX_KERNEL(T) NN_KERNEL
+#endif
 #define GN_PER 8
 #define GN_BLOCK 1024
 #define GN_KERNEL extern "C" __global__ __launch_bounds__(GN_BLOCK) void
@@ -67,23 +78,30 @@ template <class V> __device__ __forceinline__ V block_reduce(V v, V identity, V*
 __device__ __forceinline__ float block_sum(float v, float* part) { return block_reduce(v, 0.0f, part); }
 __device__ __forceinline__ float block_max(float v, float* part) { return block_reduce(Max{v}, Max{neg_inf()}, (Max*)part).v; }
 
-// A row in registers: slot j of a thread holds element col(j), valid when
-// bit j of mask is set. Only vector rows (16-byte aligned, cols a multiple of
-// N) are held: chunk c of a thread is the N elements from
+// A row in registers, packed: each thread holds its chunks of the row as
+// loaded (16-byte vectors of T), converted to float in each pass, so a row
+// of f16 or bf16 takes half the registers of a float row. (Held as floats,
+// layer_norm_f16 took 113 registers and ran at 0.78 of a copy on an H100;
+// packed, 80 registers and 0.98.) Slot j of a thread is element col(j),
+// valid when bit j of mask is set. Only vector rows (16-byte aligned, cols
+// a multiple of N) are held: chunk c of a thread is the N elements from
 // (c·blockDim.x + thread)·N. Rows held here are shorter than 2³²: 32-bit
 // index math, and the valid slots known once per kernel. (An element-wise
 // path for other rows, in the same kernel, made the compiler keep its
 // addresses across rows: 146 registers a thread instead of 64 for
 // softmax_f16 on gfx942, 113 on sm_90, and a third of the occupancy; other
 // rows take the loop instead.)
-template <class T, int PER> struct Row {
+template <class T, int PER, bool Full = false> struct Row {
 	static_assert(PER <= 32, "one bit of mask a slot");
-	static const int N = 16 / sizeof(T);
-	float v[PER];
+	static const int N = 16 / sizeof(T), C = PER / N;
+	Vec<T> x[C];
 	u32 mask;
 
 	__device__ __forceinline__ u32 col(int j) const { return ((u32)(j / N) * blockDim.x + threadIdx.x) * N + j % N; }
-	__device__ __forceinline__ bool ok(int j) const { return (mask >> j) & 1; }
+	// Full: the row fills every slot of the block (the common case, which
+	// runs without the masks: softmax_f16 of 16384x4096 took 1.37x as long
+	// with them on an H100).
+	__device__ __forceinline__ bool ok(int j) const { return Full || ((mask >> j) & 1); }
 	__device__ __forceinline__ void init(u32 cols) {
 		mask = 0;
 #pragma unroll
@@ -94,26 +112,15 @@ template <class T, int PER> struct Row {
 	// the loads need no branch around them (a branch around each made the
 	// compiler wait for each load in turn); the padding is chosen after.
 	__device__ __forceinline__ u32 at(int c) const { return ok(c * N) ? col(c * N) : 0; }
-	// load reads the row, pad in the slots past its end.
-	__device__ __forceinline__ void load(const T* p, float pad) {
-		Vec<T> x[PER / N];
+	__device__ __forceinline__ void load(const T* p) {
 #pragma unroll
-		for (int c = 0; c < PER / N; c++) x[c] = *(const Vec<T>*)(p + at(c));
-#pragma unroll
-		for (int c = 0; c < PER / N; c++)
-#pragma unroll
-			for (int e = 0; e < N; e++) v[c * N + e] = ok(c * N) ? Traits<T>::load(x[c].v[e]) : pad;
+		for (int c = 0; c < C; c++) x[c] = *(const Vec<T>*)(p + at(c));
 	}
-	__device__ __forceinline__ void store(T* p) const {
-#pragma unroll
-		for (int c = 0; c < PER / N; c++)
-			if (ok(c * N)) {
-				Vec<T> x;
-#pragma unroll
-				for (int e = 0; e < N; e++) x.v[e] = Traits<T>::store(v[c * N + e]);
-				*(Vec<T>*)(p + col(c * N)) = x;
-			}
-	}
+	// get is slot j as a float, pad past the row's end.
+	__device__ __forceinline__ float get(int j, float pad) const { return ok(j) ? Traits<T>::load(x[j / N].v[j % N]) : pad; }
+	// The kernels write their outputs in loops of their own: lambdas
+	// passed here made the H100's softmax and layer_norm 1.3-1.7x slower
+	// (as if the row had left the registers).
 };
 
 __device__ __forceinline__ bool aligned16(const void* p) { return ((u64)p & 15) == 0; }
@@ -122,34 +129,52 @@ template <class T> __device__ __forceinline__ bool vec_rows(u64 cols, const void
 	return cols % (16 / sizeof(T)) == 0 && aligned16(a) && aligned16(b) && aligned16(c) && aligned16(d);
 }
 
+template <class T, bool Full>
+__device__ __forceinline__ void softmax_rows(u64 rows, u64 cols, bool Log, const T* x, T* y, float* pm, float* ps) {
+	typedef Row<T, NN_PER, Full> R;
+	R r;
+	r.init((u32)cols);
+	for (u64 i = blockIdx.x; i < rows; i += gridDim.x) {
+		r.load(x + i * cols);
+		float m = neg_inf();
+#pragma unroll
+		for (int j = 0; j < NN_PER; j++) m = nanmax(m, r.get(j, neg_inf()));
+		m = block_max(m, pm);
+		// The exponentials are computed again for the output: cheaper than
+		// the registers that would keep them.
+		float s = 0;
+#pragma unroll
+		for (int j = 0; j < NN_PER; j++) s += expf(r.get(j, neg_inf()) - m); // exp(pad - m) is 0
+		s = block_sum(s, ps);
+		const float ls = logf(s), inv = 1.0f / s;
+#pragma unroll
+		for (int c = 0; c < R::C; c++)
+			if (r.ok(c * R::N)) {
+				Vec<T> o;
+#pragma unroll
+				for (int e = 0; e < R::N; e++) {
+					const float v = r.get(c * R::N + e, 0.0f) - m;
+					o.v[e] = Traits<T>::store(Log ? v - ls : expf(v) * inv);
+				}
+				*(Vec<T>*)(y + i * cols + r.col(c * R::N)) = o;
+			}
+		if (i + gridDim.x < rows) __syncthreads(); // pm and ps are read no more
+	}
+}
+
+// softmax_full is softmax of rows that fill the block's slots exactly, of
+// vectors (the host checks): the common case, in a kernel of its own. The
+// same loop among softmax's other paths (log, the masks) ran 1.07x as long
+// on an H100, with the masks 1.3x.
+template <class T> __device__ __forceinline__ void softmax_full(u64 rows, u64 cols, const T* x, T* y) {
+	__shared__ float pm[GN_BLOCK / 16], ps[GN_BLOCK / 16];
+	softmax_rows<T, true>(rows, cols, false, x, y, pm, ps);
+}
+
 template <class T> __device__ __forceinline__ void softmax(u64 rows, u64 cols, int log_, const T* x, T* y) {
 	__shared__ float pm[GN_BLOCK / 16], ps[GN_BLOCK / 16];
 	if (cols <= (u64)blockDim.x * NN_PER && vec_rows<T>(cols, x, y, x, y)) {
-		Row<T, NN_PER> r;
-		r.init((u32)cols);
-		for (u64 i = blockIdx.x; i < rows; i += gridDim.x) {
-			r.load(x + i * cols, neg_inf()); // exp(pad - m) is 0
-			float m = neg_inf();
-#pragma unroll
-			for (int j = 0; j < NN_PER; j++) m = nanmax(m, r.v[j]);
-			m = block_max(m, pm);
-			// The exponentials stay in registers for the output: one expf
-			// an element.
-			float s = 0;
-#pragma unroll
-			for (int j = 0; j < NN_PER; j++) {
-				r.v[j] -= m;
-				const float e = expf(r.v[j]);
-				s += e;
-				if (!log_) r.v[j] = e;
-			}
-			s = block_sum(s, ps);
-			const float ls = logf(s), inv = 1.0f / s;
-#pragma unroll
-			for (int j = 0; j < NN_PER; j++) r.v[j] = log_ ? r.v[j] - ls : r.v[j] * inv;
-			r.store(y + i * cols);
-			if (i + gridDim.x < rows) __syncthreads(); // pm and ps are read no more
-		}
+		softmax_rows<T, false>(rows, cols, log_ != 0, x, y, pm, ps);
 		return;
 	}
 	for (u64 i = blockIdx.x; i < rows; i += gridDim.x) {
@@ -170,6 +195,80 @@ template <class T> __device__ __forceinline__ void softmax(u64 rows, u64 cols, i
 	}
 }
 
+// norm_rows is norm's loop over rows held in registers (vector rows no
+// longer than the block's slots), with what the loop tests made constant.
+template <class T, int PER, bool Layer, bool Group, bool Full, bool Beta>
+__device__ __forceinline__ void norm_rows(u64 rows, u64 cols, float eps, const T* x, const T* alpha, const T* beta, T* y,
+                                          u64 groups, u64 spatial, float* p1, float* p2) {
+	const float n = (float)cols;
+	// group_norm's alpha and beta are a group's, gathered for each row
+	// into registers. The others are vectors like the row's, read from
+	// the cache for each row: rms_norm's with the row (before its one
+	// reduction), layer_norm's after its two (with the row's and its
+	// beta's registers, loading them early cost a third of the
+	// occupancy and 15% of the speed on an H100).
+	typedef Row<T, PER, Full> R;
+	R r;
+	r.init((u32)cols);
+	for (u64 i = blockIdx.x; i < rows; i += gridDim.x) {
+		r.load(x + i * cols);
+		float ga[Group ? PER : 1], gb[Group ? PER : 1];
+		Vec<T> av[R::C], bv[R::C];
+		if (Group) {
+			const u32 c0 = (u32)(i % groups) * (u32)(cols / spatial), sp = (u32)spatial;
+#pragma unroll
+			for (int j = 0; j < PER; j++)
+				if (r.ok(j)) {
+					const u32 c = c0 + r.col(j) / sp;
+					ga[j] = Traits<T>::load(alpha[c]);
+					gb[j] = Beta ? Traits<T>::load(beta[c]) : 0.0f;
+				}
+		} else if (!Layer) {
+#pragma unroll
+			for (int c = 0; c < R::C; c++) av[c] = *(const Vec<T>*)(alpha + r.at(c));
+		}
+		float mean = 0;
+		if (Layer) {
+			float s = 0;
+#pragma unroll
+			for (int j = 0; j < PER; j++) s += r.get(j, 0.0f);
+			mean = block_sum(s, p1) / n;
+		}
+		float ss = 0;
+#pragma unroll
+		for (int j = 0; j < PER; j++) {
+			const float d = r.get(j, 0.0f) - mean;
+			ss += r.ok(j) ? d * d : 0.0f;
+		}
+		const float rs = rsqrtf(block_sum(ss, p2) / n + eps);
+		if (Layer && !Group) {
+#pragma unroll
+			for (int c = 0; c < R::C; c++) {
+				av[c] = *(const Vec<T>*)(alpha + r.at(c));
+				if (Beta) bv[c] = *(const Vec<T>*)(beta + r.at(c));
+			}
+		}
+#pragma unroll
+		for (int c = 0; c < R::C; c++)
+			if (r.ok(c * R::N)) {
+				Vec<T> o;
+#pragma unroll
+				for (int e = 0; e < R::N; e++) {
+					const int j = c * R::N + e;
+					float v = (r.get(j, 0.0f) - mean) * rs;
+					if (Group) v = v * ga[j] + gb[j];
+					else {
+						v *= Traits<T>::load(av[c].v[e]);
+						if (Layer && Beta) v += Traits<T>::load(bv[c].v[e]);
+					}
+					o.v[e] = Traits<T>::store(v);
+				}
+				*(Vec<T>*)(y + i * cols + r.col(c * R::N)) = o;
+			}
+		if (i + gridDim.x < rows) __syncthreads(); // p1 and p2 are read no more
+	}
+}
+
 // norm is rms_norm (layer = false), layer_norm, and group_norm (Group):
 // there row i is group i % groups, whose columns are its channels of
 // `spatial` elements each, so column k takes the affine parameters of
@@ -182,66 +281,16 @@ __device__ __forceinline__ void norm(u64 rows, u64 cols, float eps, const T* x, 
 	const int PER = Group ? GN_PER : NN_PER;
 	if (cols <= (u64)blockDim.x * PER &&
 	    (Group ? vec_rows<T>(cols, x, y, x, y) : vec_rows<T>(cols, x, y, alpha, beta ? beta : alpha))) {
-		// group_norm's alpha and beta are a group's, gathered for each row
-		// into registers; the others are read from the cache for each row
-		// (held in registers they took a third of the occupancy).
-		Row<T, PER> r, a, b;
-		r.init((u32)cols);
-		for (u64 i = blockIdx.x; i < rows; i += gridDim.x) {
-			r.load(x + i * cols, 0.0f);
-			if (Group) {
-				const u32 c0 = (u32)(i % groups) * (u32)(cols / spatial), sp = (u32)spatial;
-#pragma unroll
-				for (int j = 0; j < PER; j++)
-					if (r.ok(j)) {
-						const u32 c = c0 + r.col(j) / sp;
-						a.v[j] = Traits<T>::load(alpha[c]);
-						b.v[j] = beta ? Traits<T>::load(beta[c]) : 0.0f;
-					}
-			}
-			float mean = 0;
-			if (Layer) {
-				float s = 0;
-#pragma unroll
-				for (int j = 0; j < PER; j++) s += r.v[j];
-				mean = block_sum(s, p1) / n;
-			}
-			float ss = 0;
-#pragma unroll
-			for (int j = 0; j < PER; j++) {
-				const float d = r.v[j] - mean;
-				ss += r.ok(j) ? d * d : 0.0f;
-			}
-			const float rs = rsqrtf(block_sum(ss, p2) / n + eps);
-			if (Group) {
-#pragma unroll
-				for (int j = 0; j < PER; j++) r.v[j] = (r.v[j] - mean) * rs * a.v[j] + b.v[j];
-				r.store(y + i * cols);
-			} else {
-				// Every chunk's alpha and beta loads are issued first (as
-				// the row's), then the outputs.
-				const int N = Row<T, PER>::N;
-				Vec<T> av[PER / N], bv[PER / N];
-#pragma unroll
-				for (int c = 0; c < PER / N; c++) {
-					av[c] = *(const Vec<T>*)(alpha + r.at(c));
-					if (Layer && beta) bv[c] = *(const Vec<T>*)(beta + r.at(c));
-				}
-#pragma unroll
-				for (int c = 0; c < PER / N; c++)
-					if (r.ok(c * N)) {
-						Vec<T> o;
-#pragma unroll
-						for (int e = 0; e < N; e++) {
-							float v = (r.v[c * N + e] - mean) * rs * Traits<T>::load(av[c].v[e]);
-							if (Layer && beta) v += Traits<T>::load(bv[c].v[e]);
-							o.v[e] = Traits<T>::store(v);
-						}
-						*(Vec<T>*)(y + i * cols + r.col(c * N)) = o;
-					}
-			}
-			if (i + gridDim.x < rows) __syncthreads(); // p1 and p2 are read no more
+		const bool full = cols == (u64)blockDim.x * PER;
+#define NORM_ROWS(F, B) norm_rows<T, PER, Layer, Group, F, B>(rows, cols, eps, x, alpha, beta, y, groups, spatial, p1, p2)
+		if (Layer && beta) {
+			if (full) NORM_ROWS(true, true);
+			else NORM_ROWS(false, true);
+		} else {
+			if (full) NORM_ROWS(true, false);
+			else NORM_ROWS(false, false);
 		}
+#undef NORM_ROWS
 		return;
 	}
 	for (u64 i = blockIdx.x; i < rows; i += gridDim.x) {
@@ -283,11 +332,11 @@ template <class T, int G, class I>
 __device__ __forceinline__ void rope_pairs(I p, I h, I t, I d, bool interleaved, bool thd, I csb, const T* x, const T* cs,
                                            const T* sn, T* y) {
 	const I half = d / 2, i = p % half, r = p / half;
-	const I ti = thd ? (r / h) % t : r % t, bi = r / (h * t);
-	const u64 c = (u64)bi * csb + (u64)ti * half + i;
+	const I ti = thd ? (r / h) % t : r % t, bi = csb ? r / (h * t) : 0;
+	const I c = bi * csb + ti * half + i;
 	Chunk<T, G> co = *(const Chunk<T, G>*)(cs + c), si = *(const Chunk<T, G>*)(sn + c);
 	if (interleaved) {
-		const u64 at = (u64)r * d + 2 * i;
+		const I at = r * d + 2 * i;
 		Chunk<T, 2 * G> v = *(const Chunk<T, 2 * G>*)(x + at), o;
 #pragma unroll
 		for (int e = 0; e < G; e++) {
@@ -298,7 +347,7 @@ __device__ __forceinline__ void rope_pairs(I p, I h, I t, I d, bool interleaved,
 		}
 		*(Chunk<T, 2 * G>*)(y + at) = o;
 	} else {
-		const u64 at = (u64)r * d + i;
+		const I at = r * d + i;
 		Chunk<T, G> v1 = *(const Chunk<T, G>*)(x + at), v2 = *(const Chunk<T, G>*)(x + at + half), o1, o2;
 #pragma unroll
 		for (int e = 0; e < G; e++) {
@@ -332,9 +381,9 @@ __device__ __forceinline__ void rope_all(I b, I h, I t, I d, bool interleaved, b
 
 template <class T>
 __device__ __forceinline__ void rope(u64 b, u64 h, u64 t, u64 d, int interleaved, int thd, u64 csb, const T* x, const T* cs, const T* sn, T* y) {
-	// 32-bit indices when every pair index, and every cos/sin index, fits.
+	// 32-bit indices when every element index, and every cos/sin index, fits.
 	const u64 pairs = b * h * t * (d / 2);
-	if (pairs < (1ull << 31) && csb < (1ull << 31) && b * csb + t * d < (1ull << 31))
+	if (pairs < (1ull << 30) && csb < (1ull << 31) && b * csb + t * d < (1ull << 31))
 		rope_all<T, u32>((u32)b, (u32)h, (u32)t, (u32)d, interleaved, thd, (u32)csb, x, cs, sn, y);
 	else
 		rope_all<T, u64>(b, h, t, d, interleaved, thd, csb, x, cs, sn, y);
@@ -363,7 +412,8 @@ template <class T> __device__ __forceinline__ void silu_mul(u64 n, const T* a, c
 }
 
 #define RG_NN(T)                                                                                                          \
-	NN_KERNEL softmax_##T(u64 rows, u64 cols, int log_, const T* x, T* y) { softmax<T>(rows, cols, log_, x, y); }        \
+	SOFTMAX_KERNEL(T) softmax_##T(u64 rows, u64 cols, int log_, const T* x, T* y) { softmax<T>(rows, cols, log_, x, y); }        \
+	SOFTMAX_KERNEL(T) softmax_full_##T(u64 rows, u64 cols, const T* x, T* y) { softmax_full<T>(rows, cols, x, y); }            \
 	NN_KERNEL rms_norm_##T(u64 rows, u64 cols, float eps, const T* x, const T* alpha, T* y) {                             \
 		norm<T, false>(rows, cols, eps, x, alpha, nullptr, y);                                                            \
 	}                                                                                                                     \
