@@ -24,8 +24,12 @@ type TensorOp struct {
 	// Target is the least ratio to PyTorch's speed an op with Flops must
 	// reach; 0 means 0.97 (the products').
 	Target float64
-	Run    func() (*candle.Tensor, error)
-	close  func()
+	// Fused marks the fused row ops (softmax, the norms, rope), which must
+	// be as fast as PyTorch and reach 0.85 of a copy of the same bytes;
+	// other memory-bound ops, either.
+	Fused bool
+	Run   func() (*candle.Tensor, error)
+	close func()
 }
 
 // Close frees the op's inputs.
@@ -266,9 +270,12 @@ func (b *Tensors) Ops(scale int) ([]*TensorOp, error) {
 	}
 	rowBytes := int64(nr) * int64(nc) * 4
 	mk(fmt.Sprintf("softmax over the last dim, %d×%d f16", nr, nc), rowBytes, act.SoftmaxLastDim)
+	ops[len(ops)-1].Fused = true
 	mk(fmt.Sprintf("rms_norm %d×%d f16", nr, nc), rowBytes+int64(nc)*2, func() (*candle.Tensor, error) { return act.RMSNorm(gain, 1e-6) })
+	ops[len(ops)-1].Fused = true
 	mk(fmt.Sprintf("layer_norm %d×%d f16", nr, nc), rowBytes+int64(nc)*4,
 		func() (*candle.Tensor, error) { return act.LayerNorm(gain, bias, 1e-5) }, act, gain, bias)
+	ops[len(ops)-1].Fused = true
 	// Stable Diffusion's group norm: 64 rows of 40960, past the registers.
 	gn := check(b.rand(candle.F16, 2, 320, 64, 64))
 	gnw, gnb := check(b.rand(candle.F16, 320)), check(b.rand(candle.F16, 320))
@@ -285,6 +292,7 @@ func (b *Tensors) Ops(scale int) ([]*TensorOp, error) {
 	}
 	mk(fmt.Sprintf("rope (1, %d, %d, %d) f16", heads, seq, hd), int64(heads*seq*hd)*4+int64(seq*hd)*2,
 		func() (*candle.Tensor, error) { return q.RoPE(cos, sin) }, q, cos, sin)
+	ops[len(ops)-1].Fused = true
 
 	// Products: 8192³ in each float type, then a batch of small ones.
 	mm := 8192 / scale
@@ -449,6 +457,47 @@ func (b *Tensors) CopyRate(bytes int) (float64, error) {
 		return 0, err
 	}
 	return float64(2*bytes) / d.Seconds() / 1e9, nil
+}
+
+// CopyTime is the device time of a device-to-device copy that reads and
+// writes bytes in all (bytes/2 each way), timed as DeviceTime times an op:
+// the roofline of an op of those bytes, which a copy of a few tens of MiB
+// reaches less of than CopyRate's 1 GiB (the device's ramp and drain).
+// Median of reps.
+func (b *Tensors) CopyTime(bytes int64, reps int) (time.Duration, error) {
+	n := int(bytes/2+15) &^ 15
+	src, err := b.Dev.HIP().Malloc(n)
+	if err != nil {
+		return 0, err
+	}
+	defer src.Close()
+	dst, err := b.Dev.HIP().Malloc(n)
+	if err != nil {
+		return 0, err
+	}
+	defer dst.Close()
+	if err := src.Memset(1); err != nil {
+		return 0, err
+	}
+	s := b.Dev.Stream()
+	return Median(reps, func() (time.Duration, error) {
+		if err := b.busyDst.CopyFromAsync(b.busySrc, s); err != nil {
+			return 0, err
+		}
+		if err := b.start.Record(s); err != nil {
+			return 0, err
+		}
+		if err := dst.CopyFromAsync(src, s); err != nil {
+			return 0, err
+		}
+		if err := b.end.Record(s); err != nil {
+			return 0, err
+		}
+		if err := b.end.Synchronize(); err != nil {
+			return 0, err
+		}
+		return hip.ElapsedTime(b.start, b.end)
+	})
 }
 
 // medianCopy is the median device time of 15 copies (after a warm-up)

@@ -75,6 +75,7 @@ func run(script, python, jsonOut string, reps, tinyOps, scale int) error {
 		return err
 	}
 	ours := map[string]time.Duration{}
+	copies := map[string]time.Duration{} // the fused ops' same-bytes copies
 	for _, op := range ops {
 		d, err := bench.Median(reps, func() (time.Duration, error) { return b.DeviceTime(op) })
 		if err != nil {
@@ -82,6 +83,11 @@ func run(script, python, jsonOut string, reps, tinyOps, scale int) error {
 		}
 		ours[op.Name] = d
 		op.Close()
+		if op.Fused {
+			if copies[op.Name], err = b.CopyTime(op.Bytes, reps); err != nil {
+				return err
+			}
+		}
 	}
 	attn, err := b.AttentionOps(scale)
 	if err != nil {
@@ -155,13 +161,26 @@ func run(script, python, jsonOut string, reps, tinyOps, scale int) error {
 		}
 		gbps := float64(op.Bytes) / d.Seconds() / 1e9
 		r := bench.Row{Name: op.Name, Ours: fmt.Sprintf("%s (%.0f GB/s, %.2f of roofline)", us(d), gbps, gbps/roof), Target: "≥ 1.0, or ≥ 0.85 of roofline"}
+		var ofCopy float64
+		if op.Fused {
+			c := copies[op.Name]
+			ofCopy = c.Seconds() / d.Seconds()
+			r.Ours = fmt.Sprintf("%s (%.0f GB/s, %.2f of roofline, %.2f of a copy of its bytes: %s)", us(d), gbps, gbps/roof, ofCopy, us(c))
+			r.Target = "≥ 1.0 and ≥ 0.85 of a copy of its bytes"
+		}
 		if torchErr == nil {
 			t := tf(op.Name)
 			tg := float64(op.Bytes) / t / 1e9
 			r.Theirs = fmt.Sprintf("%s (%.0f GB/s, %.2f)", usf(t), tg, tg/roof)
+			if op.Fused {
+				r.Theirs = fmt.Sprintf("%s (%.0f GB/s, %.2f; %.2f of the copy)", usf(t), tg, tg/roof, copies[op.Name].Seconds()/t)
+			}
 			r.Ratio = t / d.Seconds()
 			// PyTorch below the roofline target: ours must reach it.
 			r.Met = bench.Met(r.Ratio >= 1.0 || gbps/roof >= 0.85)
+			if op.Fused {
+				r.Met = bench.Met(r.Ratio >= 1.0 && ofCopy >= 0.85)
+			}
 		}
 		rows = append(rows, r)
 	}
