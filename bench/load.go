@@ -86,7 +86,7 @@ func (b *Tensors) WriteCheckpoint(dir string, scale int) (*Checkpoint, error) {
 type Load struct {
 	// OnDevice is the time from opening the checkpoint to having every
 	// tensor on the device (the device synchronized); Closed adds the
-	// VarBuilder's Close (the file unregistered and unmapped): what a
+	// VarBuilder's Close (its chunks released, the file unmapped): what a
 	// program waits for before its model runs.
 	OnDevice, Closed time.Duration
 	Stats            nn.TransferStats

@@ -50,13 +50,13 @@ func TestTensorBenchmarksRun(t *testing.T) {
 	// One layer and a 16th of the vocabulary, in BF16.
 	embed, norms, attn, mlp := 8016*2048, 3*2048, 2*2048*2048+2*512*2048, 3*8192*2048
 	assert.Equal(t, int64(2*(embed+norms+attn+mlp)), ckpt.Bytes)
-	for _, tr := range []nn.Transfer{{}, {Staging: true}, {Chunk: 1 << 40}} {
+	for _, tr := range []nn.Transfer{{}, {Staging: true}, {Register: true}, {Register: true, Chunk: 1 << 40}} {
 		first, again, err := b.MedianLoad(ckpt, tr, 1)
 		require.NoError(t, err, tr.String())
 		for _, l := range []Load{first, again} {
 			assert.Positive(t, l.OnDevice)
 			assert.GreaterOrEqual(t, l.Closed, l.OnDevice)
-			assert.Equal(t, ckpt.Bytes, l.Stats.Registered+l.Stats.Staged, "every byte went one way or the other")
+			assert.Equal(t, ckpt.Bytes, l.Stats.Read+l.Stats.Registered+l.Stats.Staged, "every byte went one way or another")
 		}
 		t.Logf("%s: a %d-byte checkpoint on the device in %v, closed in %v; %+v", tr, ckpt.Bytes, again.OnDevice, again.Closed, again.Stats)
 	}

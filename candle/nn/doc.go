@@ -2,9 +2,9 @@
 // loading of their weights: safetensors files (one, or a sharded model's
 // index) memory-mapped and copied to the device once, through a
 // VarBuilder that checks each parameter's name, shape and dtype. On a HIP
-// device the mapping is registered with the device, a chunk at a time
-// ahead of the copies, and tensors go by DMA straight from the page cache
-// (Transfer says how, and falls back to staging where registration fails).
+// device goroutines read the file into pinned buffers a chunk at a time,
+// ahead of the copies, and tensors go from them by DMA (Transfer says how,
+// and falls back to staging where reading fails).
 //
 //	vb, err := nn.OpenVarBuilder("/models/Llama-3.2-1B", dev, candle.BF16)
 //	defer vb.Close()

@@ -44,9 +44,10 @@ type TensorInfo struct {
 // the page cache straight to a device, with one copy (see Transfer).
 type Safetensors struct {
 	path     string
-	mapped   []byte // the whole file; nil when closed
-	data     []byte // what follows the header
-	base     int    // where data starts in mapped
+	file     *os.File // what HIP loads read (pread); nil when closed
+	mapped   []byte   // the whole file; nil when closed
+	data     []byte   // what follows the header
+	base     int      // where data starts in mapped
 	tensors  map[string]TensorInfo
 	metadata map[string]string
 	transfer Transfer
@@ -66,7 +67,13 @@ func OpenSafetensors(path string, opts ...LoadOption) (*Safetensors, error) {
 	if err != nil {
 		return nil, fmt.Errorf("nn: %w", err)
 	}
-	defer f.Close()
+	// Kept open for loads to a HIP device, which read it (Transfer).
+	keep := false
+	defer func() {
+		if !keep {
+			f.Close()
+		}
+	}()
 	st, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("nn: %w", err)
@@ -89,7 +96,8 @@ func OpenSafetensors(path string, opts ...LoadOption) (*Safetensors, error) {
 		syscall.Munmap(mapped)
 		return nil, fmt.Errorf("nn: %s: %w", path, err)
 	}
-	s.path, s.mapped = path, mapped
+	s.path, s.file, s.mapped = path, f, mapped
+	keep = true
 	for _, o := range opts {
 		o(&s.transfer)
 	}
@@ -245,7 +253,7 @@ func (s *Safetensors) uploader(dev *candle.HIPDevice) *uploader {
 	if s.ups == nil {
 		s.ups = map[*candle.HIPDevice]*uploader{}
 	}
-	up := newUploader(dev, s.mapped, s.transfer, spans)
+	up := newUploader(dev, s.file, s.mapped, s.transfer, spans)
 	s.ups[dev] = up
 	return up
 }
@@ -261,8 +269,10 @@ func (s *Safetensors) TransferStats() TransferStats {
 	return st
 }
 
-// Close waits for the copies still reading the file, unregisters it from
-// the devices, and unmaps it; the tensors loaded from it stay valid.
+// Close waits for the copies still reading the file, releases its chunks
+// (their pinned buffers go back to the process's, registered ones are
+// unregistered), unmaps it and closes it; the tensors loaded from it stay
+// valid.
 func (s *Safetensors) Close() error {
 	s.mu.Lock()
 	if s.closed || s.mapped == nil {
@@ -276,8 +286,8 @@ func (s *Safetensors) Close() error {
 	for _, up := range ups {
 		errs = append(errs, up.close())
 	}
-	errs = append(errs, syscall.Munmap(s.mapped))
-	s.mapped, s.data = nil, nil
+	errs = append(errs, syscall.Munmap(s.mapped), s.file.Close())
+	s.file, s.mapped, s.data = nil, nil, nil
 	return errors.Join(errs...)
 }
 

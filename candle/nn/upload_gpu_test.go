@@ -15,12 +15,13 @@ import (
 	"github.com/rocm-go/rocm/hip"
 )
 
-// TestGPULoadRegistered loads a file of tensors of every size class (one
-// element, odd sizes across many chunks, empty) byte for byte onto the
-// GPU, one goroutine and eight at once, each tensor more than once, with
-// chunks down to one page and through staging, and checks how the bytes
-// went (TransferStats).
-func TestGPULoadRegistered(t *testing.T) {
+// TestGPULoad loads a file of tensors of every size class (one element,
+// odd sizes across many chunks, empty) byte for byte onto the GPU, one
+// goroutine and eight at once, each tensor more than once, read into
+// pinned buffers (with chunks down to one page, and so few buffers that
+// loads copy directly), registered, and through staging, and checks how
+// the bytes went (TransferStats).
+func TestGPULoad(t *testing.T) {
 	dev := hipDevice(t)
 	rng := rand.New(rand.NewPCG(5, 6))
 	random := func(n int) []byte {
@@ -45,7 +46,8 @@ func TestGPULoadRegistered(t *testing.T) {
 	path := writeFile(t, filepath.Join(t.TempDir(), "model.safetensors"), safetensorsBytes(t, names, es, nil))
 	loadable := []string{"a.f32", "b.bf16", "c.f16", "d.empty", "e.u8", "f.i64", "g.bf16", "i.f64"}
 
-	for _, tr := range []Transfer{{}, {Chunk: 64 << 10, Workers: 3, Ahead: 2}, {Chunk: 1, Workers: 1, Ahead: 1}, {Staging: true}} {
+	for _, tr := range []Transfer{{}, {Chunk: 64 << 10, Workers: 3, Ahead: 2}, {Chunk: 1, Workers: 1, Ahead: 1},
+		{Register: true}, {Register: true, Chunk: 64 << 10, Workers: 3, Ahead: 2}, {Register: true, Chunk: 1, Workers: 1, Ahead: 1}, {Staging: true}} {
 		t.Run(tr.String(), func(t *testing.T) {
 			s, err := OpenSafetensors(path, WithTransfer(tr))
 			require.NoError(t, err)
@@ -94,17 +96,22 @@ func TestGPULoadRegistered(t *testing.T) {
 
 			st := s.TransferStats()
 			t.Logf("%+v", st)
-			require.NoError(t, s.Close(), "waits for the copies, unregisters, unmaps")
-			assert.Equal(t, bytes, st.Registered+st.Staged, "every byte went one way or the other")
+			require.NoError(t, s.Close(), "waits for the copies, releases the chunks, unmaps")
+			assert.Equal(t, bytes, st.Read+st.Registered+st.Staged, "every byte went one way or another")
 			switch {
 			case tr.Staging:
-				assert.Zero(t, st.Registered)
-			case st.Fallback != nil && hip.LoadedPlatform() == hip.PlatformAMD:
+				assert.Zero(t, st.Read+st.Registered)
+			case tr.Register && st.Fallback != nil && hip.LoadedPlatform() == hip.PlatformAMD:
 				t.Logf("this AMD runtime refuses to register the mapping, so loads staged: %v", st.Fallback)
+			case tr.Register:
+				require.NoError(t, st.Fallback)
+				assert.Zero(t, st.Staged+st.Read, "nothing staged or read")
+				assert.Positive(t, st.Chunks)
 			default:
 				require.NoError(t, st.Fallback)
-				assert.Zero(t, st.Staged, "nothing staged")
+				assert.Zero(t, st.Staged+st.Registered, "nothing staged or registered")
 				assert.Positive(t, st.Chunks)
+				assert.Positive(t, st.ReadTime)
 			}
 			// The tensors stay valid once the file is closed.
 			for _, x := range loaded {
@@ -140,5 +147,13 @@ func TestGPULoadRegistered(t *testing.T) {
 			t.Fatalf("element %d: %v on the CPU, %v on the GPU", i, got[0][i], got[1][i])
 		}
 	}
-	assert.Equal(t, int64(1000*333*2), stats.Registered+stats.Staged)
+	assert.Equal(t, int64(1000*333*2), stats.Read)
+
+	// The pinned buffers stay for the next load until freed.
+	freed, err := FreePinnedBuffers()
+	require.NoError(t, err)
+	assert.Positive(t, freed)
+	freed, err = FreePinnedBuffers()
+	require.NoError(t, err)
+	assert.Zero(t, freed, "freed once")
 }

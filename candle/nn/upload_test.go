@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -30,6 +31,8 @@ type fakeDevice struct {
 	regs    int
 	frees   int
 	failAt  int // the chunk start whose registration fails; -1: none
+	room    int // chunks held at once, beyond which register answers errNoRoom; 0: any
+	direct  int // bytes copied without a holder
 	delay   time.Duration
 	maxLive int
 	async   bool           // release later, in a goroutine
@@ -50,6 +53,9 @@ func (f *fakeDevice) register(b []byte) (*fakeReg, error) {
 	defer f.mu.Unlock()
 	if lo == f.failAt {
 		return nil, errFakeRefused
+	}
+	if f.room > 0 && len(f.live) >= f.room {
+		return nil, errNoRoom
 	}
 	for _, r := range f.live {
 		if lo < r.hi && r.lo < hi {
@@ -101,6 +107,21 @@ func (f *fakeDevice) copier(dst []byte) func(r *fakeReg, off, n, at int) error {
 	}
 }
 
+// directer copies without a holder, straight from the mapping, as the
+// uploader does through its spare buffer.
+func (f *fakeDevice) directer(dst []byte) func(off, n, at int) error {
+	return func(off, n, at int) error {
+		if off < 0 || off+n > len(f.mapped) {
+			return fmt.Errorf("direct copy of [%d, %d) outside the file", off, off+n)
+		}
+		copy(dst[at:at+n], f.mapped[off:off+n])
+		f.mu.Lock()
+		f.direct += n
+		f.mu.Unlock()
+		return nil
+	}
+}
+
 // testFile is a mapping of random bytes and tensors laid over it: some
 // inside a chunk, some across two or three, a gap with no tensor.
 func testFile(t *testing.T) (mapped []byte, spans []span, chunk int) {
@@ -123,7 +144,7 @@ func loadAll(t *testing.T, w *window[*fakeReg], f *fakeDevice, spans []span, ord
 	for _, i := range order {
 		s := spans[i]
 		dst := make([]byte, s.hi-s.lo)
-		require.NoError(t, w.load(fmt.Sprint(i), s, f.copier(dst)))
+		require.NoError(t, w.load(fmt.Sprint(i), s, f.copier(dst), f.directer(dst)))
 		require.Equal(t, f.mapped[s.lo:s.hi], dst, "tensor %d", i)
 	}
 }
@@ -189,7 +210,8 @@ func TestWindowAheadIsBounded(t *testing.T) {
 	for _, r := range held {
 		f.unregister(r)
 	}
-	assert.ErrorIs(t, w.load("1", spans[1], f.copier(make([]byte, 100))), errClosing)
+	dst := make([]byte, 100)
+	assert.ErrorIs(t, w.load("1", spans[1], f.copier(dst), f.directer(dst)), errClosing)
 }
 
 func TestWindowConcurrentAndRepeated(t *testing.T) {
@@ -206,7 +228,7 @@ func TestWindowConcurrentAndRepeated(t *testing.T) {
 				}
 				s := spans[i]
 				dst := make([]byte, s.hi-s.lo)
-				if err := w.load(fmt.Sprint(i), s, f.copier(dst)); err != nil {
+				if err := w.load(fmt.Sprint(i), s, f.copier(dst), f.directer(dst)); err != nil {
 					t.Error(err)
 					return
 				}
@@ -236,7 +258,7 @@ func TestWindowFallsBackWhenRegistrationFails(t *testing.T) {
 	staged := false
 	for i, s := range spans {
 		dst := make([]byte, s.hi-s.lo)
-		err := w.load(fmt.Sprint(i), s, f.copier(dst))
+		err := w.load(fmt.Sprint(i), s, f.copier(dst), f.directer(dst))
 		if err != nil {
 			assert.ErrorIs(t, err, errStage)
 			assert.ErrorIs(t, err, errFakeRefused, "the cause is kept")
@@ -256,14 +278,39 @@ func TestWindowFallsBackWhenRegistrationFails(t *testing.T) {
 	assert.Empty(t, f.live, "nothing left registered")
 }
 
+// TestWindowWithoutRoom holds at most two chunks at once, with loads that
+// jump about the file: the workers release chunks read ahead for loads that
+// went elsewhere, loads copy directly where no holder is free, and every
+// tensor arrives whole.
+func TestWindowWithoutRoom(t *testing.T) {
+	mapped, spans, chunk := testFile(t)
+	f := newFakeDevice(t, mapped)
+	f.room, f.delay, f.async = 2, 100*time.Microsecond, true
+	w := newWindow(mapped, Transfer{Chunk: chunk, Workers: 3, Ahead: 4}, spans, f.register, f.release)
+	loadAll(t, w, f, spans, []int{9, 0, 5, 1, 8, 2, 7, 3, 6, 4, 0, 9})
+	for _, r := range w.close() {
+		f.unregister(r)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	assert.Empty(t, f.live)
+	assert.LessOrEqual(t, f.maxLive, 2)
+	assert.Equal(t, f.regs, f.frees)
+	t.Logf("%d chunks held, %d bytes copied directly", f.regs, f.direct)
+	assert.NoError(t, w.readStats().Fallback, "no room is not a failure")
+}
+
 func TestTransferOptions(t *testing.T) {
 	page := os.Getpagesize()
 	d := Transfer{}.resolved()
-	assert.Equal(t, Transfer{Chunk: defaultChunk, Workers: defaultWorkers, Ahead: defaultAhead}, d)
+	workers := max(4, min(defaultReadWorkers, runtime.NumCPU()-2))
+	assert.Equal(t, Transfer{Chunk: defaultReadChunk, Workers: workers, Ahead: defaultReadAhead}, d)
+	assert.Equal(t, Transfer{Register: true, Chunk: defaultRegChunk, Workers: defaultRegWorkers, Ahead: defaultRegAhead}, Transfer{Register: true}.resolved())
 	assert.Equal(t, 2*page, Transfer{Chunk: page + 1}.resolved().Chunk, "rounded up to pages")
-	assert.Equal(t, "registered in 128 MiB chunks by 2 goroutines, 4 ahead", Transfer{}.String())
+	assert.Equal(t, fmt.Sprintf("read in 4.0 MiB chunks by %d goroutines, 24 ahead", workers), Transfer{}.String())
+	assert.Equal(t, "registered in 128 MiB chunks by 2 goroutines, 4 ahead", Transfer{Register: true}.String())
 	assert.Equal(t, "staging", Transfer{Staging: true}.String())
-	assert.Equal(t, "registered in 8.0 MiB chunks by 2 goroutines, 4 ahead, kept until Close", Transfer{Chunk: 8 << 20, Keep: true}.String())
+	assert.Equal(t, "registered in 8.0 MiB chunks by 2 goroutines, 4 ahead, kept until Close", Transfer{Register: true, Chunk: 8 << 20, Keep: true}.String())
 	var o Transfer
 	WithTransfer(Transfer{Workers: 4})(&o)
 	assert.Equal(t, 4, o.Workers)

@@ -33,8 +33,8 @@ type weights struct {
 // where a file holds another float dtype: one .safetensors file, a
 // sharded model's index (model.safetensors.index.json, whose weight_map
 // names each tensor's file), or a folder holding either. opts say how
-// tensors move to a HIP device (WithTransfer; the default registers the
-// files' mappings with the device and copies from the page cache).
+// tensors move to a HIP device (WithTransfer; the default reads the files
+// into pinned buffers ahead of the copies).
 func OpenVarBuilder(path string, dev candle.Device, dtype candle.DType, opts ...LoadOption) (*VarBuilder, error) {
 	if dev == nil {
 		return nil, fmt.Errorf("nn: OpenVarBuilder: nil device: %w", candle.ErrDevice)

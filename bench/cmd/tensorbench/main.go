@@ -7,10 +7,11 @@
 //	tensorbench -load   # the loading rows alone, without PyTorch: ~30 s
 //
 // Loading is measured every way nn.Transfer offers on the same 2.47 GB
-// checkpoint: the default (the file's mapping registered with the device
-// in chunks, ahead of the copies), other chunk sizes and goroutine counts,
-// the staging path it replaced, and its parts (registering alone, the
-// pinned copy rate, the staging path's host half).
+// checkpoint: the default (the file read in chunks into pinned buffers by
+// goroutines, ahead of the copies), other chunk sizes and goroutine
+// counts, the mapping registered with the device, candle's staging path,
+// and the parts (registering alone, the pinned copy rate, the host's
+// copy from the page cache).
 //
 // Its rows include attention (package flashattn through candle/nn) against
 // PyTorch's scaled_dot_product_attention, and against candle's unfused
