@@ -65,9 +65,10 @@ __device__ __forceinline__ Max shfl(Max a, int m) { return {__shfl_xor(a.v, m)};
 // combines the warps' partials in part, a shared buffer of GN_BLOCK/16. The
 // caller makes sure no thread still reads part from an earlier call (a
 // barrier between calls that share it).
-template <class V> __device__ __forceinline__ V block_reduce(V v, V identity, V* part) {
+// TH is the block's size when the kernel knows it (0: blockDim.x).
+template <class V, int TH = 0> __device__ __forceinline__ V block_reduce(V v, V identity, V* part) {
 	for (int m = warpSize / 2; m > 0; m >>= 1) v = combine(v, shfl(v, m));
-	const int lane = threadIdx.x % warpSize, w = threadIdx.x / warpSize, nw = (blockDim.x + warpSize - 1) / warpSize;
+	const int lane = threadIdx.x % warpSize, w = threadIdx.x / warpSize, nw = ((TH ? TH : blockDim.x) + warpSize - 1) / warpSize;
 	if (lane == 0) part[w] = v;
 	__syncthreads();
 	v = identity;
@@ -75,8 +76,10 @@ template <class V> __device__ __forceinline__ V block_reduce(V v, V identity, V*
 	for (int m = warpSize / 2; m > 0; m >>= 1) v = combine(v, shfl(v, m));
 	return v;
 }
-__device__ __forceinline__ float block_sum(float v, float* part) { return block_reduce(v, 0.0f, part); }
-__device__ __forceinline__ float block_max(float v, float* part) { return block_reduce(Max{v}, Max{neg_inf()}, (Max*)part).v; }
+template <int TH = 0> __device__ __forceinline__ float block_sum(float v, float* part) { return block_reduce<float, TH>(v, 0.0f, part); }
+template <int TH = 0> __device__ __forceinline__ float block_max(float v, float* part) {
+	return block_reduce<Max, TH>(Max{v}, Max{neg_inf()}, (Max*)part).v;
+}
 
 // A row in registers, packed: each thread holds its chunks of the row as
 // loaded (16-byte vectors of T), converted to float in each pass, so a row
@@ -91,13 +94,13 @@ __device__ __forceinline__ float block_max(float v, float* part) { return block_
 // addresses across rows: 146 registers a thread instead of 64 for
 // softmax_f16 on gfx942, 113 on sm_90, and a third of the occupancy; other
 // rows take the loop instead.)
-template <class T, int PER, bool Full = false> struct Row {
+template <class T, int PER, bool Full = false, int TH = 0> struct Row {
 	static_assert(PER <= 32, "one bit of mask a slot");
 	static const int N = 16 / sizeof(T), C = PER / N;
 	Vec<T> x[C];
 	u32 mask;
 
-	__device__ __forceinline__ u32 col(int j) const { return ((u32)(j / N) * blockDim.x + threadIdx.x) * N + j % N; }
+	__device__ __forceinline__ u32 col(int j) const { return ((u32)(j / N) * (TH ? TH : blockDim.x) + threadIdx.x) * N + j % N; }
 	// Full: the row fills every slot of the block (the common case, which
 	// runs without the masks: softmax_f16 of 16384x4096 took 1.37x as long
 	// with them on an H100).
@@ -129,23 +132,62 @@ template <class T> __device__ __forceinline__ bool vec_rows(u64 cols, const void
 	return cols % (16 / sizeof(T)) == 0 && aligned16(a) && aligned16(b) && aligned16(c) && aligned16(d);
 }
 
-template <class T, bool Full>
-__device__ __forceinline__ void softmax_rows(u64 rows, u64 cols, bool Log, const T* x, T* y, float* pm, float* ps) {
-	typedef Row<T, NN_PER, Full> R;
+// softmax_full_rows is softmax of rows that fill the block's slots, held
+// packed; TH is the block's size where the kernel knows it (0: blockDim.x).
+template <class T, int TH>
+__device__ __forceinline__ void softmax_full_rows(u64 rows, u64 cols, const T* x, T* y, float* pm, float* ps) {
+	typedef Row<T, NN_PER, true, TH> R;
 	R r;
-	r.init((u32)cols);
 	for (u64 i = blockIdx.x; i < rows; i += gridDim.x) {
 		r.load(x + i * cols);
 		float m = neg_inf();
 #pragma unroll
-		for (int j = 0; j < NN_PER; j++) m = nanmax(m, r.get(j, neg_inf()));
-		m = block_max(m, pm);
+		for (int j = 0; j < NN_PER; j++) m = nanmax(m, r.get(j, 0.0f));
+		m = block_max<TH>(m, pm);
 		// The exponentials are computed again for the output: cheaper than
 		// the registers that would keep them.
 		float s = 0;
 #pragma unroll
-		for (int j = 0; j < NN_PER; j++) s += expf(r.get(j, neg_inf()) - m); // exp(pad - m) is 0
-		s = block_sum(s, ps);
+		for (int j = 0; j < NN_PER; j++) s += expf(r.get(j, 0.0f) - m);
+		const float inv = 1.0f / block_sum<TH>(s, ps);
+#pragma unroll
+		for (int c = 0; c < R::C; c++) {
+			Vec<T> o;
+#pragma unroll
+			for (int e = 0; e < R::N; e++) o.v[e] = Traits<T>::store(expf(r.get(c * R::N + e, 0.0f) - m) * inv);
+			*(Vec<T>*)(y + i * cols + r.col(c * R::N)) = o;
+		}
+		if (i + gridDim.x < rows) __syncthreads(); // pm and ps are read no more
+	}
+}
+
+// softmax_rows is softmax or log-softmax of vector rows no longer than the
+// block's slots, converted to floats as they load (the exponentials kept
+// for the output): held packed, with the masks of rows that fill part of
+// the slots, they ran 1.14x as long on an H100, 1.27x at 3072 columns.
+template <class T>
+__device__ __forceinline__ void softmax_rows(u64 rows, u64 cols, bool Log, const T* x, T* y, float* pm, float* ps) {
+	typedef Row<T, NN_PER> R;
+	R r;
+	r.init((u32)cols);
+	for (u64 i = blockIdx.x; i < rows; i += gridDim.x) {
+		r.load(x + i * cols);
+		float v[NN_PER];
+#pragma unroll
+		for (int j = 0; j < NN_PER; j++) v[j] = r.get(j, neg_inf()); // exp(pad - m) is 0
+		float m = neg_inf();
+#pragma unroll
+		for (int j = 0; j < NN_PER; j++) m = nanmax(m, v[j]);
+		m = block_max<>(m, pm);
+		float s = 0;
+#pragma unroll
+		for (int j = 0; j < NN_PER; j++) {
+			v[j] -= m;
+			const float e = expf(v[j]);
+			s += e;
+			if (!Log) v[j] = e;
+		}
+		s = block_sum<>(s, ps);
 		const float ls = logf(s), inv = 1.0f / s;
 #pragma unroll
 		for (int c = 0; c < R::C; c++)
@@ -153,8 +195,8 @@ __device__ __forceinline__ void softmax_rows(u64 rows, u64 cols, bool Log, const
 				Vec<T> o;
 #pragma unroll
 				for (int e = 0; e < R::N; e++) {
-					const float v = r.get(c * R::N + e, 0.0f) - m;
-					o.v[e] = Traits<T>::store(Log ? v - ls : expf(v) * inv);
+					const float w = v[c * R::N + e];
+					o.v[e] = Traits<T>::store(Log ? w - ls : w * inv);
 				}
 				*(Vec<T>*)(y + i * cols + r.col(c * R::N)) = o;
 			}
@@ -162,19 +204,22 @@ __device__ __forceinline__ void softmax_rows(u64 rows, u64 cols, bool Log, const
 	}
 }
 
+
 // softmax_full is softmax of rows that fill the block's slots exactly, of
-// vectors (the host checks): the common case, in a kernel of its own. The
-// same loop among softmax's other paths (log, the masks) ran 1.07x as long
-// on an H100, with the masks 1.3x.
+// vectors (the host checks): the common case, in a kernel of its own, its
+// rows packed, and the block of 128 threads (4096 columns) known to the
+// compiler. Among softmax's other paths it ran 1.14x as long on an H100;
+// with the block size from blockDim, 1.11x.
 template <class T> __device__ __forceinline__ void softmax_full(u64 rows, u64 cols, const T* x, T* y) {
 	__shared__ float pm[GN_BLOCK / 16], ps[GN_BLOCK / 16];
-	softmax_rows<T, true>(rows, cols, false, x, y, pm, ps);
+	if (blockDim.x == 128) softmax_full_rows<T, 128>(rows, cols, x, y, pm, ps);
+	else softmax_full_rows<T, 0>(rows, cols, x, y, pm, ps);
 }
 
 template <class T> __device__ __forceinline__ void softmax(u64 rows, u64 cols, int log_, const T* x, T* y) {
 	__shared__ float pm[GN_BLOCK / 16], ps[GN_BLOCK / 16];
 	if (cols <= (u64)blockDim.x * NN_PER && vec_rows<T>(cols, x, y, x, y)) {
-		softmax_rows<T, false>(rows, cols, log_ != 0, x, y, pm, ps);
+		softmax_rows<T>(rows, cols, log_ != 0, x, y, pm, ps);
 		return;
 	}
 	for (u64 i = blockIdx.x; i < rows; i += gridDim.x) {
@@ -182,10 +227,10 @@ template <class T> __device__ __forceinline__ void softmax(u64 rows, u64 cols, i
 		T* yr = y + i * cols;
 		float m = neg_inf();
 		for (u64 k = threadIdx.x; k < cols; k += blockDim.x) m = nanmax(m, Traits<T>::load(xr[k]));
-		m = block_max(m, pm);
+		m = block_max<>(m, pm);
 		float s = 0;
 		for (u64 k = threadIdx.x; k < cols; k += blockDim.x) s += expf(Traits<T>::load(xr[k]) - m);
-		s = block_sum(s, ps);
+		s = block_sum<>(s, ps);
 		const float ls = logf(s), inv = 1.0f / s;
 		for (u64 k = threadIdx.x; k < cols; k += blockDim.x) {
 			float v = Traits<T>::load(xr[k]) - m;
@@ -232,7 +277,7 @@ __device__ __forceinline__ void norm_rows(u64 rows, u64 cols, float eps, const T
 			float s = 0;
 #pragma unroll
 			for (int j = 0; j < PER; j++) s += r.get(j, 0.0f);
-			mean = block_sum(s, p1) / n;
+			mean = block_sum<>(s, p1) / n;
 		}
 		float ss = 0;
 #pragma unroll
@@ -240,7 +285,7 @@ __device__ __forceinline__ void norm_rows(u64 rows, u64 cols, float eps, const T
 			const float d = r.get(j, 0.0f) - mean;
 			ss += r.ok(j) ? d * d : 0.0f;
 		}
-		const float rs = rsqrtf(block_sum(ss, p2) / n + eps);
+		const float rs = rsqrtf(block_sum<>(ss, p2) / n + eps);
 		if (Layer && !Group) {
 #pragma unroll
 			for (int c = 0; c < R::C; c++) {
@@ -300,14 +345,14 @@ __device__ __forceinline__ void norm(u64 rows, u64 cols, float eps, const T* x, 
 		if (Layer) {
 			float s = 0;
 			for (u64 k = threadIdx.x; k < cols; k += blockDim.x) s += Traits<T>::load(xr[k]);
-			mean = block_sum(s, p1) / n;
+			mean = block_sum<>(s, p1) / n;
 		}
 		float ss = 0;
 		for (u64 k = threadIdx.x; k < cols; k += blockDim.x) {
 			float v = Traits<T>::load(xr[k]) - mean;
 			ss += v * v;
 		}
-		const float rs = rsqrtf(block_sum(ss, p2) / n + eps);
+		const float rs = rsqrtf(block_sum<>(ss, p2) / n + eps);
 		// group_norm's rows are shorter than 2³² (the host checks): 32-bit
 		// division.
 		const u64 c0 = Group ? (i % groups) * (cols / spatial) : 0;
@@ -412,7 +457,7 @@ template <class T> __device__ __forceinline__ void silu_mul(u64 n, const T* a, c
 }
 
 #define RG_NN(T)                                                                                                          \
-	SOFTMAX_KERNEL(T) softmax_##T(u64 rows, u64 cols, int log_, const T* x, T* y) { softmax<T>(rows, cols, log_, x, y); }        \
+	NN_KERNEL softmax_##T(u64 rows, u64 cols, int log_, const T* x, T* y) { softmax<T>(rows, cols, log_, x, y); }        \
 	SOFTMAX_KERNEL(T) softmax_full_##T(u64 rows, u64 cols, const T* x, T* y) { softmax_full<T>(rows, cols, x, y); }            \
 	NN_KERNEL rms_norm_##T(u64 rows, u64 cols, float eps, const T* x, const T* alpha, T* y) {                             \
 		norm<T, false>(rows, cols, eps, x, alpha, nullptr, y);                                                            \
