@@ -100,6 +100,22 @@ func (b *Tensors) Close() {
 // when ops follow each other (torch_ref.py's queued_time does the same),
 // and leaves the op's inputs out of the L2 cache.
 func (b *Tensors) DeviceTime(op *TensorOp) (time.Duration, error) {
+	var out *candle.Tensor
+	d, err := b.queuedTime(func(*hip.Stream) (err error) {
+		if out, err = op.Run(); err != nil {
+			return fmt.Errorf("%s: %w", op.Name, err)
+		}
+		return nil
+	})
+	if out != nil {
+		out.Close()
+	}
+	return d, err
+}
+
+// queuedTime is the device time of what queue queues on the device's
+// stream between two events, with the 64 MiB copy queued ahead.
+func (b *Tensors) queuedTime(queue func(*hip.Stream) error) (time.Duration, error) {
 	s := b.Dev.Stream()
 	if err := b.busyDst.CopyFromAsync(b.busySrc, s); err != nil {
 		return 0, err
@@ -107,9 +123,8 @@ func (b *Tensors) DeviceTime(op *TensorOp) (time.Duration, error) {
 	if err := b.start.Record(s); err != nil {
 		return 0, err
 	}
-	out, err := op.Run()
-	if err != nil {
-		return 0, fmt.Errorf("%s: %w", op.Name, err)
+	if err := queue(s); err != nil {
+		return 0, err
 	}
 	if err := b.end.Record(s); err != nil {
 		return 0, err
@@ -117,7 +132,6 @@ func (b *Tensors) DeviceTime(op *TensorOp) (time.Duration, error) {
 	if err := b.end.Synchronize(); err != nil {
 		return 0, err
 	}
-	out.Close()
 	return hip.ElapsedTime(b.start, b.end)
 }
 
@@ -439,19 +453,12 @@ func (b *Tensors) FirstUse() (cold, warm time.Duration, err error) {
 // on the device's stream), counting bytes read and written: the roofline of
 // the memory-bound ops, measured in the same run.
 func (b *Tensors) CopyRate(bytes int) (float64, error) {
-	src, err := b.Dev.HIP().Malloc(bytes)
+	src, dst, err := b.copyPair(bytes)
 	if err != nil {
 		return 0, err
 	}
 	defer src.Close()
-	dst, err := b.Dev.HIP().Malloc(bytes)
-	if err != nil {
-		return 0, err
-	}
 	defer dst.Close()
-	if err := src.Memset(1); err != nil {
-		return 0, err
-	}
 	d, err := b.medianCopy(func(s *hip.Stream) error { return dst.CopyFromAsync(src, s) })
 	if err != nil {
 		return 0, err
@@ -465,39 +472,30 @@ func (b *Tensors) CopyRate(bytes int) (float64, error) {
 // reaches less of than CopyRate's 1 GiB (the device's ramp and drain).
 // Median of reps.
 func (b *Tensors) CopyTime(bytes int64, reps int) (time.Duration, error) {
-	n := int(bytes/2+15) &^ 15
-	src, err := b.Dev.HIP().Malloc(n)
+	src, dst, err := b.copyPair(int(bytes/2+15) &^ 15)
 	if err != nil {
 		return 0, err
 	}
 	defer src.Close()
-	dst, err := b.Dev.HIP().Malloc(n)
-	if err != nil {
-		return 0, err
-	}
 	defer dst.Close()
-	if err := src.Memset(1); err != nil {
-		return 0, err
-	}
-	s := b.Dev.Stream()
 	return Median(reps, func() (time.Duration, error) {
-		if err := b.busyDst.CopyFromAsync(b.busySrc, s); err != nil {
-			return 0, err
-		}
-		if err := b.start.Record(s); err != nil {
-			return 0, err
-		}
-		if err := dst.CopyFromAsync(src, s); err != nil {
-			return 0, err
-		}
-		if err := b.end.Record(s); err != nil {
-			return 0, err
-		}
-		if err := b.end.Synchronize(); err != nil {
-			return 0, err
-		}
-		return hip.ElapsedTime(b.start, b.end)
+		return b.queuedTime(func(s *hip.Stream) error { return dst.CopyFromAsync(src, s) })
 	})
+}
+
+// copyPair is a source of n bytes, set, and a destination of n bytes.
+func (b *Tensors) copyPair(n int) (src, dst *hip.Buffer, err error) {
+	if src, err = b.Dev.HIP().Malloc(n); err != nil {
+		return nil, nil, err
+	}
+	if dst, err = b.Dev.HIP().Malloc(n); err == nil {
+		if err = src.Memset(1); err == nil {
+			return src, dst, nil
+		}
+		dst.Close()
+	}
+	src.Close()
+	return nil, nil, err
 }
 
 // medianCopy is the median device time of 15 copies (after a warm-up)
