@@ -1,7 +1,9 @@
 package llama
 
 import (
+	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/rocm-go/rocm/candle"
@@ -300,13 +302,9 @@ func (g *ggufLoader) linear(in int, parts ...part) linear {
 	for _, p := range parts {
 		rows += p.rows
 	}
-	if !types[0].Quantized() || !same {
-		for _, t := range types {
-			if !t.Quantized() && !same {
-				g.err = fmt.Errorf("%s: float and quantized parts (%v) in one projection: %w", parts[0].name, types, ErrUnsupported)
-				return linear{}
-			}
-		}
+	if !same && slices.ContainsFunc(types, func(t candle.GGMLType) bool { return !t.Quantized() }) {
+		g.err = fmt.Errorf("%s: float and quantized parts (%v) in one projection: %w", parts[0].name, types, ErrUnsupported)
+		return linear{}
 	}
 	if !types[0].Quantized() {
 		ts := make([]*candle.Tensor, len(parts))
@@ -329,7 +327,7 @@ func (g *ggufLoader) linear(in int, parts ...part) linear {
 		return d
 	}
 	if same {
-		q, err := candle.NewQTensor(g.m.dev, types[0], concatBytes(data), rows, in)
+		q, err := candle.NewQTensor(g.m.dev, types[0], bytes.Join(data, nil), rows, in)
 		g.err = err
 		return linear{q: []*candle.QTensor{q}}
 	}
@@ -344,21 +342,6 @@ func (g *ggufLoader) linear(in int, parts ...part) linear {
 		l.q = append(l.q, q)
 	}
 	return l
-}
-
-func concatBytes(parts [][]byte) []byte {
-	if len(parts) == 1 {
-		return parts[0]
-	}
-	n := 0
-	for _, p := range parts {
-		n += len(p)
-	}
-	out := make([]byte, 0, n)
-	for _, p := range parts {
-		out = append(out, p...)
-	}
-	return out
 }
 
 // loadGGUF loads the weights of a GGUF file, named as llama.cpp names

@@ -3,6 +3,7 @@ package llama
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -71,13 +72,7 @@ func TestGGUFMatchesSafetensors(t *testing.T) {
 			a := load(t, dir, candle.CPU(), candle.F32, opts)
 			b := loadGGUF(t, path, candle.CPU(), candle.F32, opts)
 			tokens := randomTokens(rand.New(rand.NewPCG(1, 2)), 17, cfg.VocabSize)
-			la, err := a.Logits(tokens)
-			require.NoError(t, err)
-			defer la.Close()
-			lb, err := b.Logits(tokens)
-			require.NoError(t, err)
-			defer lb.Close()
-			e := maxRelErr(rows(t, la), rows(t, lb))
+			e := logitsErr(t, a, b, tokens)
 			t.Logf("max relative error %.2g", e)
 			assert.LessOrEqual(t, e, 1e-5)
 		})
@@ -155,11 +150,25 @@ func TestGGUFErrors(t *testing.T) {
 	assert.ErrorIs(t, err, candle.ErrDevice)
 	assert.True(t, IsGGUF("a/B.GGUF"))
 	assert.False(t, IsGGUF("a/model"))
-	// A qwen2 file is written as qwen2 and an unknown architecture is
-	// refused by name.
-	for _, s := range []mkmodel.Spec{tinySpecs["qwen2 biases mqa tied"]} {
-		assert.Error(t, mkmodel.WriteGGUF(filepath.Join(t.TempDir(), "q.gguf"), s, candle.GGMLF32, nil))
-	}
+	// mkmodel writes llama without biases only, and refuses a vocabulary
+	// smaller than its tokenizer's as Write does.
+	err = mkmodel.WriteGGUF(filepath.Join(t.TempDir(), "q.gguf"), tinySpecs["qwen2 biases mqa tied"], candle.GGMLF32, nil)
+	assert.ErrorContains(t, err, "not written")
+	small := ggufSpec()
+	small.Vocab = 300
+	err = mkmodel.WriteGGUF(filepath.Join(t.TempDir(), "v.gguf"), small, candle.GGMLF32, nil)
+	assert.ErrorContains(t, err, "smaller than the tokenizer's")
+	// An architecture the package does not load is refused by name.
+	other := filepath.Join(t.TempDir(), "gpt2.gguf")
+	out, err := os.Create(other)
+	require.NoError(t, err)
+	w, err := gguf.NewWriter(out, []gguf.KV{{Key: "general.architecture", Value: "gpt2"}}, nil)
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	require.NoError(t, out.Close())
+	_, err = LoadGGUF(other, candle.CPU(), candle.F32, Options{})
+	assert.ErrorIs(t, err, ErrUnsupported)
+	assert.ErrorContains(t, err, `"gpt2"`)
 }
 
 // TestGPUGGUF runs a quantized model on the GPU against the CPU: the
@@ -175,39 +184,11 @@ func TestGPUGGUF(t *testing.T) {
 				g := loadGGUF(t, path, dev, dt, opts)
 				c := loadGGUF(t, path, candle.CPU(), candle.F32, opts)
 				tokens := randomTokens(rand.New(rand.NewPCG(5, 6)), 29, g.VocabSize())
-				lg, err := g.Logits(tokens)
-				require.NoError(t, err)
-				defer lg.Close()
-				lc, err := c.Logits(tokens)
-				require.NoError(t, err)
-				defer lc.Close()
-				e := maxRelErr(rows(t, lc), rows(t, lg))
+				e := logitsErr(t, c, g, tokens)
 				t.Logf("logits: max relative error %.2g", e)
 				assert.LessOrEqual(t, e, gpuTolerance[dt])
 				if dt == candle.F32 {
-					gen := func(m *Model) []int32 {
-						seq := append([]int32(nil), tokens[:7]...)
-						for i := range 24 {
-							in := seq // the prompt, then the last token
-							if i > 0 {
-								in = seq[len(seq)-1:]
-							}
-							x, err := m.Forward([]uint64{9}, [][]int32{in})
-							require.NoError(t, err)
-							r := rows(t, x)
-							x.Close()
-							best := 0
-							for j, v := range r[0] {
-								if v > r[0][best] {
-									best = j
-								}
-							}
-							seq = append(seq, int32(best))
-						}
-						m.Release(9)
-						return seq
-					}
-					assert.Equal(t, gen(c), gen(g), "greedy generation")
+					assert.Equal(t, greedy(t, c, tokens[:7], 24), greedy(t, g, tokens[:7], 24), "greedy generation")
 				}
 			})
 		}

@@ -77,6 +77,30 @@ func scenario(t *testing.T, m *Model, vocab int, long bool) [][][]float64 {
 	return out
 }
 
+// greedy generates n tokens after prompt as sequence 7: the prompt, then
+// one token at a time through the paged cache, argmax on the host.
+func greedy(t *testing.T, m *Model, prompt []int32, n int) []int32 {
+	t.Helper()
+	var out []int32
+	next := prompt
+	for len(out) < n {
+		x, err := m.Forward([]uint64{7}, [][]int32{next})
+		require.NoError(t, err)
+		l := rows(t, x)[0]
+		x.Close()
+		best := 0
+		for j, v := range l {
+			if v > l[best] {
+				best = j
+			}
+		}
+		out = append(out, int32(best))
+		next = []int32{int32(best)}
+	}
+	m.Release(7)
+	return out
+}
+
 // TestGPUForwardAgainstCPU runs each tiny model on the HIP device and on
 // the CPU in F32, BF16 and F16: every position's logits of a prompt, and a
 // batched scenario of mixed prefills and decodes over several pages.
@@ -91,13 +115,7 @@ func TestGPUForwardAgainstCPU(t *testing.T) {
 				c := load(t, dir, candle.CPU(), dt, opts)
 				tol := gpuTolerance[dt]
 				tokens := randomTokens(rand.New(rand.NewPCG(5, 6)), 29, s.Vocab)
-				lg, err := g.Logits(tokens)
-				require.NoError(t, err)
-				defer lg.Close()
-				lc, err := c.Logits(tokens)
-				require.NoError(t, err)
-				defer lc.Close()
-				e := maxRelErr(rows(t, lc), rows(t, lg))
+				e := logitsErr(t, c, g, tokens)
 				t.Logf("logits of %d tokens: max relative error %.2g", len(tokens), e)
 				assert.LessOrEqual(t, e, tol)
 
@@ -235,24 +253,7 @@ func TestGPUAgainstTransformers(t *testing.T) {
 
 			// Greedy: the prompt, then one token at a time through the
 			// paged cache, argmax on the host.
-			var greedy []int32
-			next := ref.Prompt
-			for len(greedy) < len(ref.Greedy) {
-				x, err := m.Forward([]uint64{7}, [][]int32{next})
-				require.NoError(t, err)
-				l := rows(t, x)[0]
-				x.Close()
-				best := 0
-				for j, v := range l {
-					if v > l[best] {
-						best = j
-					}
-				}
-				greedy = append(greedy, int32(best))
-				next = []int32{int32(best)}
-			}
-			m.Release(7)
-			assert.Equal(t, ref.Greedy, greedy, "64 greedy tokens in F32")
+			assert.Equal(t, ref.Greedy, greedy(t, m, ref.Prompt, len(ref.Greedy)), "64 greedy tokens in F32")
 
 			mb := load(t, dir, dev, candle.BF16, Options{CacheTokens: 1024})
 			lb, err := mb.Logits(ref.Prompt)

@@ -65,6 +65,19 @@ func rows(t *testing.T, x *candle.Tensor) [][]float64 {
 }
 
 // maxRelErr is max |got - want| over max |want|, the logits' scale.
+// logitsErr is the largest relative error of got's logits of tokens
+// against want's (maxRelErr).
+func logitsErr(t *testing.T, want, got *Model, tokens []int32) float64 {
+	t.Helper()
+	lw, err := want.Logits(tokens)
+	require.NoError(t, err)
+	defer lw.Close()
+	lg, err := got.Logits(tokens)
+	require.NoError(t, err)
+	defer lg.Close()
+	return maxRelErr(rows(t, lw), rows(t, lg))
+}
+
 func maxRelErr(want, got [][]float64) float64 {
 	scale, e := 0.0, 0.0
 	for i := range want {

@@ -46,24 +46,15 @@ func tensorType(t tensorSpec, typ candle.GGMLType) candle.GGMLType {
 // a quantized one; matrices whose rows are not whole blocks of it fall
 // back to Q8_0 or F16).
 func WriteGGUF(path string, s Spec, typ candle.GGMLType, progress func(Progress)) error {
-	if err := s.check(); err != nil {
-		return err
-	}
 	if !typ.Known() || typ == candle.GGMLQ8_1 || typ == candle.GGMLQ8_K {
 		return fmt.Errorf("mkmodel: GGUF type %s: want F32, F16, BF16 or a quantized weight type", typ)
 	}
+	tok, progress, err := s.start(progress)
+	if err != nil {
+		return err
+	}
 	if s.Family == "qwen2" || s.AttentionBias || s.MLPBias || s.SlidingWindow > 0 {
 		return fmt.Errorf("mkmodel: GGUF: the %s family with biases or a sliding window is not written (llama without biases is)", s.Family)
-	}
-	if progress == nil {
-		progress = func(Progress) {}
-	}
-	var tok *bpe
-	if !s.NoTokenizer {
-		tok = trainBPE(s.Merges)
-	}
-	if s.Vocab == 0 {
-		s.Vocab = s.tokenizerSize()
 	}
 	meta, err := s.ggufMeta(tok)
 	if err != nil {
@@ -166,14 +157,11 @@ func (s *Spec) ggufBytes(t tensorSpec, typ candle.GGMLType) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.Family != "qwen2" {
-		hd := s.headDim()
-		switch {
-		case strings.HasSuffix(t.name, "q_proj.weight"):
-			vals = permuteRows(vals, s.Heads, hd, t.shape[1])
-		case strings.HasSuffix(t.name, "k_proj.weight"):
-			vals = permuteRows(vals, s.KVHeads, hd, t.shape[1])
-		}
+	switch {
+	case strings.HasSuffix(t.name, "q_proj.weight"):
+		vals = permuteRows(vals, s.Heads, s.headDim(), t.shape[1])
+	case strings.HasSuffix(t.name, "k_proj.weight"):
+		vals = permuteRows(vals, s.KVHeads, s.headDim(), t.shape[1])
 	}
 	return candle.QuantizeBlocks(typ, vals)
 }

@@ -199,11 +199,12 @@ func (s *Spec) weightBytes() int64 {
 	return n * int64(s.DType.Size())
 }
 
-// Write makes dir (if need be) and writes the model into it; progress, if
-// not nil, hears how it goes.
-func Write(dir string, s Spec, progress func(Progress)) error {
+// start is what Write and WriteGGUF begin with: s checked, its tokenizer
+// trained (nil with NoTokenizer), its vocabulary filled in, and a progress
+// func that is never nil.
+func (s *Spec) start(progress func(Progress)) (*bpe, func(Progress), error) {
 	if err := s.check(); err != nil {
-		return err
+		return nil, nil, err
 	}
 	if progress == nil {
 		progress = func(Progress) {}
@@ -216,7 +217,17 @@ func Write(dir string, s Spec, progress func(Progress)) error {
 		s.Vocab = s.tokenizerSize()
 	}
 	if !s.NoTokenizer && s.Vocab < s.tokenizerSize() {
-		return fmt.Errorf("mkmodel: vocab %d is smaller than the tokenizer's %d tokens", s.Vocab, s.tokenizerSize())
+		return nil, nil, fmt.Errorf("mkmodel: vocab %d is smaller than the tokenizer's %d tokens", s.Vocab, s.tokenizerSize())
+	}
+	return tok, progress, nil
+}
+
+// Write makes dir (if need be) and writes the model into it; progress, if
+// not nil, hears how it goes.
+func Write(dir string, s Spec, progress func(Progress)) error {
+	tok, progress, err := s.start(progress)
+	if err != nil {
+		return err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("mkmodel: %w", err)
