@@ -104,8 +104,7 @@ func PrepareLLMModel(dir string, spec mkmodel.Spec, w io.Writer) (reused bool, e
 			return false, fmt.Errorf("llm bench: %s holds a model whose config does not read (%v): give -model an empty or new folder", dir, err)
 		}
 		st, serr := os.Stat(filepath.Join(dir, "model.safetensors"))
-		if c.HiddenSize == spec.Hidden && c.Layers == spec.Layers && c.Heads == spec.Heads && c.KVHeads == spec.KVHeads &&
-			c.IntermediateSize == spec.Intermediate && (spec.Vocab == 0 || c.VocabSize == spec.Vocab) && serr == nil && st.Size() >= want {
+		if specShaped(c, spec) && serr == nil && st.Size() >= want {
 			fmt.Fprintf(w, "model: reusing %s (%s of weights)\n", dir, humanize.IBytes(uint64(st.Size())))
 			return true, nil
 		}
@@ -138,6 +137,12 @@ func PrepareLLMModel(dir string, spec mkmodel.Spec, w io.Writer) (reused bool, e
 	d := time.Since(start)
 	fmt.Fprintf(w, "model: written in %.1f s (%s/s)\n", d.Seconds(), humanize.IBytes(uint64(float64(want)/d.Seconds())))
 	return false, nil
+}
+
+// specShaped reports whether a model's config has the spec's shape.
+func specShaped(c *llama.Config, spec mkmodel.Spec) bool {
+	return c.HiddenSize == spec.Hidden && c.Layers == spec.Layers && c.Heads == spec.Heads && c.KVHeads == spec.KVHeads &&
+		c.IntermediateSize == spec.Intermediate && (spec.Vocab == 0 || c.VocabSize == spec.Vocab)
 }
 
 // LLMFigures are one implementation's measurements; maps are keyed by the

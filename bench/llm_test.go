@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rocm-go/rocm/candle"
+	"github.com/rocm-go/rocm/candle/gguf"
 	"github.com/rocm-go/rocm/candle/models/llama"
 	"github.com/rocm-go/rocm/candle/models/llama/mkmodel"
 	"github.com/rocm-go/rocm/internal/testenv"
@@ -187,6 +188,58 @@ func TestPrepareLLMModel(t *testing.T) {
 	assert.ErrorContains(t, err, "whose config does not read")
 }
 
+func TestPrepareGGUF(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "m-q8_0.gguf")
+	spec := tinyBF16()
+	var out strings.Builder
+	require.NoError(t, PrepareGGUF(path, spec, candle.GGMLQ8_0, &out))
+	assert.Contains(t, out.String(), "wrote "+path)
+	f, err := gguf.Open(path)
+	require.NoError(t, err)
+	info, ok := f.Tensor("blk.0.attn_q.weight")
+	f.Close()
+	require.True(t, ok)
+	assert.Equal(t, candle.GGMLQ8_0, info.Type)
+
+	out.Reset()
+	require.NoError(t, PrepareGGUF(path, spec, candle.GGMLQ8_0, &out))
+	assert.Contains(t, out.String(), "reusing "+path)
+	// Another type or shape is refused, and the file stays.
+	assert.ErrorContains(t, PrepareGGUF(path, spec, candle.GGMLQ4_0, &out), "another model or type")
+	other := spec
+	other.Layers++
+	assert.ErrorContains(t, PrepareGGUF(path, other, candle.GGMLQ8_0, &out), "another model or type")
+	require.NoError(t, os.WriteFile(path, []byte("not gguf"), 0o644))
+	assert.ErrorContains(t, PrepareGGUF(path, spec, candle.GGMLQ8_0, &out), "does not read as GGUF")
+}
+
+func TestLLMQuantRows(t *testing.T) {
+	s := LLMSettings{Prompt: 64, Batches: []int{1, 8}}
+	bf16 := &LLMFigures{Prefill: map[string]float64{"1": 1000, "8": 4000}, Decode: map[string]float64{"1": 500, "8": 2000}}
+	qs := []*LLMQuantFigures{
+		{Type: "Q4_K", RooflineTokS: 1000, Prefill: map[string]float64{"1": 600, "8": 2400}, Decode: map[string]float64{"1": 650, "8": 1500}},
+		{Type: "Q8_0", RooflineTokS: 800, Prefill: map[string]float64{"1": 700}, Decode: map[string]float64{"1": 400, "8": 1800}},
+	}
+	rows := LLMQuantRows(s, bf16, qs)
+	require.Len(t, rows, 6, "decode at each batch and prefill at the first, per type")
+	q4 := rows[0]
+	assert.Equal(t, "Q4_K model, greedy decode, batch 1 (reference: the BF16 model)", q4.Name)
+	assert.Equal(t, "650.0 tok/s, 0.65 of its roofline (1000 tok/s)", q4.Ours)
+	assert.InDelta(t, 1.3, q4.Ratio, 1e-9)
+	assert.Equal(t, "≥ 0.6 of the roofline", q4.Target)
+	assert.Equal(t, Met(true), q4.Met)
+	assert.Equal(t, "Q4_K model, prefill of 64 tokens, batch 1", rows[1].Name)
+	assert.InDelta(t, 0.6, rows[1].Ratio, 1e-9)
+	assert.Equal(t, "reported", rows[2].Target, "batch 8 is reported")
+	q8 := rows[3]
+	assert.Equal(t, "reported", q8.Target, "only Q4_K has a target")
+	assert.Contains(t, q8.Ours, "0.50 of its roofline")
+	// Without the BF16 model's figures: no ratios.
+	for _, r := range LLMQuantRows(s, nil, qs) {
+		assert.Zero(t, r.Ratio, r.Name)
+	}
+}
+
 func TestLLMLastChars(t *testing.T) {
 	assert.Equal(t, "abc", lastChars("abc", 3))
 	assert.Equal(t, "…cd", lastChars("abcd", 2))
@@ -209,7 +262,7 @@ func TestGPULLMBench(t *testing.T) {
 	s := LLMSettings{Prompt: 64, Steps: 16, Batches: []int{1, 8}, Reps: 2, Seed: 1}
 	var out strings.Builder
 	rep, err := RunLLMBench(LLMBench{Model: filepath.Join(t.TempDir(), "tiny"), Spec: tinyBF16(), Settings: s, Python: python,
-		Script: "torch_llm.py", CopyBytes: 64 << 20}, &out)
+		Script: "torch_llm.py", CopyBytes: 64 << 20, Quant: []candle.GGMLType{candle.GGMLQ8_0}}, &out)
 	t.Log(out.String())
 	require.NoError(t, err)
 	assert.Positive(t, rep.CopyGBps)
@@ -238,4 +291,14 @@ func TestGPULLMBench(t *testing.T) {
 	}
 	assert.Contains(t, out.String(), "| greedy decode, batch 8, 16 new tokens")
 	require.Len(t, rep.Rows, 10, "prefill, TTFT, decode, op by op and through the engine at two batches, and the peak")
+	// The model as a Q8_0 GGUF file beside it.
+	require.Len(t, rep.Quant, 1)
+	q := rep.Quant[0]
+	assert.Equal(t, "Q8_0", q.Type)
+	assert.Positive(t, q.WeightBytes)
+	for _, k := range []string{"1", "8"} {
+		assert.Positive(t, q.Prefill[k], k)
+		assert.Positive(t, q.Decode[k], k)
+	}
+	assert.Len(t, rep.QuantRows, 3)
 }

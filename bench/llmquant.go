@@ -5,6 +5,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/dustin/go-humanize"
@@ -26,15 +27,27 @@ type LLMQuantFigures struct {
 }
 
 // PrepareGGUF writes the spec's model as a GGUF file of typ at path,
-// unless the file is there.
+// unless the file there already holds it (as PrepareLLMModel reuses a
+// folder); a file of another model or type is refused, never overwritten.
 func PrepareGGUF(path string, spec mkmodel.Spec, typ candle.GGMLType, w io.Writer) error {
 	if _, err := os.Stat(path); err == nil {
+		f, err := gguf.Open(path)
+		if err != nil {
+			return fmt.Errorf("llm bench: %s does not read as GGUF (%v): remove it", path, err)
+		}
+		defer f.Close()
+		c, err := llama.ConfigFromGGUF(f)
+		hasType := slices.ContainsFunc(f.Tensors(), func(t gguf.TensorInfo) bool { return t.Type == typ })
+		if err != nil || !specShaped(c, spec) || !hasType {
+			return fmt.Errorf("llm bench: %s holds another model or type than the spec's in %s: remove it", path, typ)
+		}
 		fmt.Fprintf(w, "reusing %s\n", path)
 		return nil
 	}
 	start := time.Now()
 	if err := mkmodel.WriteGGUF(path, spec, typ, nil); err != nil {
-		return err
+		os.Remove(path) // a partial file would be refused next time
+		return fmt.Errorf("llm bench: writing %s: %w", path, err)
 	}
 	st, err := os.Stat(path)
 	if err != nil {

@@ -43,6 +43,11 @@ func TestTensorBenchmarksRun(t *testing.T) {
 	rate, err := b.CopyRate(1 << 24)
 	require.NoError(t, err)
 	assert.Positive(t, rate)
+	// A copy moving 16 MiB (read and written), timed as an op, takes at
+	// least half the time the bulk rate gives those bytes.
+	ct, err := b.CopyTime(1<<24, 5)
+	require.NoError(t, err)
+	assert.Greater(t, ct.Seconds(), float64(1<<24)/(rate*1e9)*0.5)
 	t.Logf("first use %v cold, %v warm; copies at %.0f GB/s", cold, warm, rate)
 
 	ckpt, err := b.WriteCheckpoint(t.TempDir(), 16)

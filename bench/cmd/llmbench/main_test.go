@@ -27,6 +27,7 @@ func TestCommandRefuses(t *testing.T) {
 		{[]string{"-batches", "1,0", "-quick"}, "-batches \"1,0\""},
 		{[]string{"-model", "/tmp/x", "extra"}, "unexpected argument"},
 		{[]string{"-nope"}, "flag provided but not defined"},
+		{[]string{"-quick", "-gguf", "q4_k,q9"}, "-gguf:"},
 	} {
 		var out, errs strings.Builder
 		assert.Equal(t, 2, run(c.args, &out, &errs), c.args)
