@@ -33,10 +33,8 @@ const qmatvecRows = 4
 // weights was expanded whole.
 var qsliceBytes = 16 << 20 // a variable for the tests' many-slice runs
 
-func qptr(st *Storage) hip.DevicePtr { return storagePtr(st) }
-
 func (b *hipBackend) dequantize(typ GGMLType, q, dst *Storage, n int) error {
-	return b.dequantizeAt(typ, qptr(q), storagePtr(dst), dst.dtype, n/32)
+	return b.dequantizeAt(typ, storagePtr(q), storagePtr(dst), dst.dtype, n/32)
 }
 
 // dequantizeAt expands chunks of 32 values from the blocks at w into
@@ -51,7 +49,7 @@ func (b *hipBackend) qrows(typ GGMLType, w *Storage, ids view, dst *Storage, k i
 	n := ids.l.Shape.Elems()
 	rows := w.n / (k / typ.BlockSize() * typ.TypeSize())
 	return b.launch(famQuant, quantKernel("qrows", typ, dst.dtype), b.grid(n*k/32, 1), block1D, func(a *hip.Args) {
-		a.Uint64(uint64(n)).Uint64(uint64(k)).Uint64(uint64(rows)).Ptr(ptr(ids)).Ptr(qptr(w)).Ptr(storagePtr(dst))
+		a.Uint64(uint64(n)).Uint64(uint64(k)).Uint64(uint64(rows)).Ptr(ptr(ids)).Ptr(storagePtr(w)).Ptr(storagePtr(dst))
 	})
 }
 
@@ -63,7 +61,7 @@ func (b *hipBackend) qmatmul(typ GGMLType, x view, w, dst *Storage, m, n, k int)
 	warps := block1D.X / 32
 	grid := hip.Dim3{X: uint32(min((n+int(warps)-1)/int(warps), 1<<20)), Y: 1, Z: 1}
 	return b.launch(famQuant, quantKernel("qmatvec", typ, dst.dtype), grid, block1D, func(a *hip.Args) {
-		a.Int32(int32(m)).Uint64(uint64(n)).Uint64(uint64(k)).Ptr(ptr(x)).Ptr(qptr(w)).Ptr(storagePtr(dst))
+		a.Int32(int32(m)).Uint64(uint64(n)).Uint64(uint64(k)).Ptr(ptr(x)).Ptr(storagePtr(w)).Ptr(storagePtr(dst))
 	})
 }
 
@@ -87,7 +85,7 @@ func (b *hipBackend) qmatmulSliced(typ GGMLType, x view, w, dst *Storage, m, n, 
 	xb, out := x.st.mem.(*block).buf, dst.mem.(*block).buf
 	for r0 := 0; r0 < n; r0 += rows {
 		r := min(rows, n-r0)
-		if err := b.dequantizeAt(typ, qptr(w).Add(r0*rowBytes), scratch.buf.Ptr(), dt, r*k/32); err != nil {
+		if err := b.dequantizeAt(typ, storagePtr(w).Add(r0*rowBytes), scratch.buf.Ptr(), dt, r*k/32); err != nil {
 			return err
 		}
 		// dst[:, r0:r0+r] (m × r, row stride n) = x (m × k) · sliceᵀ.

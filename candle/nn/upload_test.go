@@ -297,6 +297,7 @@ func TestWindowWithoutRoom(t *testing.T) {
 	assert.LessOrEqual(t, f.maxLive, 2)
 	assert.Equal(t, f.regs, f.frees)
 	t.Logf("%d chunks held, %d bytes copied directly", f.regs, f.direct)
+	assert.Positive(t, f.direct, "tensor 9 covers three chunks, one more than the room")
 	assert.NoError(t, w.readStats().Fallback, "no room is not a failure")
 }
 

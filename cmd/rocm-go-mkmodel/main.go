@@ -42,8 +42,8 @@ func main() {
 // options are what the flags ask beyond the spec.
 type options struct {
 	out  string
-	gguf candle.GGMLType // write one GGUF file of this type; 0 with ggufSet false: a folder
-	set  bool
+	gguf candle.GGMLType // the type of -gguf's one file
+	set  bool            // -gguf was given (its zero, F32, is a type too)
 }
 
 func parse(args []string, stderr io.Writer) (mkmodel.Spec, options, error) {

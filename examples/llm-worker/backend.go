@@ -50,40 +50,39 @@ func openBackend(o LoadOptions) (Backend, error) {
 // a GGUF file.
 func loadModel(o LoadOptions, dev candle.Device) (*tokenizer.Tokenizer, *llama.Model, candle.DType, error) {
 	opts := llama.Options{MaxBatch: o.MaxBatch, Progress: o.Progress}
+	var (
+		cfg  *llama.Config
+		tok  *tokenizer.Tokenizer
+		load func(candle.DType) (*llama.Model, error)
+		err  error
+	)
 	if llama.IsGGUF(o.Dir) {
 		f, err := gguf.Open(o.Dir)
 		if err != nil {
 			return nil, nil, 0, err
 		}
 		defer f.Close()
-		cfg, err := llama.ConfigFromGGUF(f)
-		if err != nil {
+		if cfg, err = llama.ConfigFromGGUF(f); err != nil {
 			return nil, nil, 0, err
 		}
-		dt, err := chooseDType(o.DType, dev, cfg)
-		if err != nil {
+		if tok, err = f.Tokenizer(); err != nil {
 			return nil, nil, 0, err
 		}
-		tok, err := f.Tokenizer()
-		if err != nil {
+		load = func(dt candle.DType) (*llama.Model, error) { return llama.LoadGGUF(o.Dir, dev, dt, opts) }
+	} else {
+		if cfg, err = llama.LoadConfig(o.Dir); err != nil {
 			return nil, nil, 0, err
 		}
-		m, err := llama.LoadGGUF(o.Dir, dev, dt, opts)
-		return tok, m, dt, err
-	}
-	cfg, err := llama.LoadConfig(o.Dir)
-	if err != nil {
-		return nil, nil, 0, err
+		if tok, err = tokenizer.LoadDir(o.Dir); err != nil {
+			return nil, nil, 0, err
+		}
+		load = func(dt candle.DType) (*llama.Model, error) { return llama.Load(o.Dir, dev, dt, opts) }
 	}
 	dt, err := chooseDType(o.DType, dev, cfg)
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	tok, err := tokenizer.LoadDir(o.Dir)
-	if err != nil {
-		return nil, nil, 0, err
-	}
-	m, err := llama.Load(o.Dir, dev, dt, opts)
+	m, err := load(dt)
 	return tok, m, dt, err
 }
 
