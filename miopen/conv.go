@@ -359,7 +359,9 @@ type ConvAlgoPerf struct {
 	// ("miopenConvolutionFwdAlgoImplicitGEMM"); on NVIDIA cuDNN's legacy
 	// algorithm and math type ("CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM
 	// with CUDNN_TENSOR_OP_MATH"), an engine of cuDNN's graph API by its
-	// global index ("cuDNN engine 12 (graph API, tensor cores)"), or cuBLAS.
+	// global index ("cuDNN engine 12 (graph API, tensor cores)"; "cuDNN
+	// engine 12, configuration 3 (...)" for the third configuration of its
+	// knobs that the heuristics list), or cuBLAS.
 	Engine string
 	raw    uint32 // the value the library takes; on NVIDIA it also encodes cuDNN's algorithm
 	found  bool

@@ -282,18 +282,33 @@ extern int nv_cublas_ok;
 // of the graph API leaves the legacy algorithms, without an error.
 
 // An algorithm of the graph API, as a Find returns it: MIOpen's class of
-// it, NV_ALGO_GRAPH where legacy algorithms have theirs, the engine's
-// global index, and whether it uses tensor cores:
-// class | 0xff << 8 | engine << 16 | tensor cores << 28.
+// it, NV_ALGO_GRAPH where legacy algorithms have theirs, its plan's id (the
+// engine's global index and which of that engine's configurations in the
+// heuristics' list it is: they differ in their knobs, tile sizes and the
+// like), and whether it uses tensor cores:
+// class | 0xff << 8 | engine << 16 | tensor cores << 28 | nth << 29.
 #define NV_ALGO_GRAPH 254
 #define NV_GRAPH_MAX_ENGINE 0xfff
-#define NV_ENCODE_GRAPH(cls, engine, tc) \
-	((unsigned)(cls) | 0xffu << 8 | ((unsigned)(engine) & NV_GRAPH_MAX_ENGINE) << 16 | (unsigned)((tc) != 0) << 28)
+#define NV_GRAPH_MAX_NTH 7
+#define NV_ENCODE_GRAPH(cls, id, tc)                                                                                    \
+	((unsigned)(cls) | 0xffu << 8 | ((unsigned)NVG_ENGINE(id) & NV_GRAPH_MAX_ENGINE) << 16 | (unsigned)((tc) != 0) << 28 | \
+	 ((unsigned)NVG_NTH(id) & NV_GRAPH_MAX_NTH) << 29)
 #define NV_GRAPH_ENGINE(raw) ((int)(((raw) >> 16) & NV_GRAPH_MAX_ENGINE))
 #define NV_GRAPH_TC(raw) ((int)(((raw) >> 28) & 1))
-// The plans a Find finalizes and times, at most, and the plans and
-// problems a handle keeps.
+#define NV_GRAPH_NTH(raw) ((int)(((raw) >> 29) & NV_GRAPH_MAX_NTH))
+#define NV_GRAPH_ID(raw) NVG_ID(NV_GRAPH_ENGINE(raw), NV_GRAPH_NTH(raw))
+// A plan's id: the engine, and which of its configurations (0: the first
+// the heuristics list, counted in the list of the mode it came from).
+#define NVG_ID(engine, nth) ((engine) | (nth) << 12)
+#define NVG_ENGINE(id) ((id) & NV_GRAPH_MAX_ENGINE)
+#define NVG_NTH(id) ((id) >> 12)
+// The plans a Find finalizes and times, at most: those of the first
+// NVG_MAX_PLANS configurations that heuristics mode A lists (as PyTorch's
+// cudnn.benchmark_limit counts them: mostly one engine's knobs), then up to
+// NVG_FALLBACK_PLANS of the fallback list. The plans and problems a handle
+// keeps.
 #define NVG_MAX_PLANS 10
+#define NVG_FALLBACK_PLANS 4
 #define NVG_SLOTS 16
 #define NVG_ENTRIES 64
 
@@ -316,7 +331,7 @@ struct nvg_key {
 struct nvg_plan {
 	void* plan;
 	void* cfg;
-	int engine;     // CUDNN_ATTR_ENGINE_GLOBAL_INDEX
+	int id;         // NVG_ID(CUDNN_ATTR_ENGINE_GLOBAL_INDEX, nth)
 	unsigned notes; // bit n: cudnnBackendNumericalNote_t n
 	size_t ws;
 	void* pack;
@@ -331,9 +346,9 @@ struct nvg_entry {
 	int n;
 	int searched; // the heuristics were asked for the Find's plans
 	struct nvg_plan plans[NVG_SLOTS];
-	// Engines asked for that the heuristics gave no plan of, so that a
-	// convolution with one falls back to a legacy algorithm without asking
-	// them again on every call.
+	// Plans (ids) asked for that the heuristics gave no configuration of,
+	// so that a convolution with one falls back to a legacy algorithm
+	// without asking them again on every call.
 	int missing[NVG_SLOTS];
 	int nmissing;
 	unsigned long long used; // the cache's clock at the last use
@@ -354,12 +369,12 @@ extern int nv_graph_ok;
 #define nv_graph_free rg_miopen_nv_graph_free
 // nv_graph_plans returns the handle's entry for a problem (tensors as in
 // nv_ws, their data for the alignment, NULL for 16 bytes), made on first
-// use with the plans of up to NVG_MAX_PLANS engines, or, with engine >= 0,
-// with that engine's plan (*slot is its index). NULL: the graph API cannot
-// take the problem.
+// use with the Find's plans (NVG_MAX_PLANS), or, with id >= 0, with the
+// plan of that id (*slot is its index). NULL: the graph API cannot take
+// the problem.
 struct nvg_entry* nv_graph_plans(struct rgnv_handle* h, int kind, const struct rgnv_tensor* in, const void* inp, const struct rgnv_tensor* w,
                                  const void* wp, const struct rgnv_conv* c, const struct rgnv_tensor* out, const void* outp, float alpha,
-                                 float beta, int engine, int* slot);
+                                 float beta, int id, int* slot);
 // nv_graph_exec runs plan i of an entry on the handle's stream, with the
 // plan's variant pack, rebuilt when the data or workspace changed; a cuDNN
 // status.

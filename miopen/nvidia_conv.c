@@ -242,7 +242,12 @@ const char* rg_miopen_nvidia_algo_name(int kind, unsigned raw) {
 	int algo = NV_ALGO(raw), math = NV_MATH(raw);
 	if (kind == RG_NV_ALGO_FWD && algo == NV_ALGO_CUBLAS) return "cuBLAS GEMM (a 1x1 convolution as a matrix product)";
 	if (algo == NV_ALGO_GRAPH) {
-		snprintf(buf, sizeof buf, "cuDNN engine %d (graph API%s)", NV_GRAPH_ENGINE(raw), NV_GRAPH_TC(raw) ? ", tensor cores" : "");
+		const char* tc = NV_GRAPH_TC(raw) ? ", tensor cores" : "";
+		if (NV_GRAPH_NTH(raw) == 0) {
+			snprintf(buf, sizeof buf, "cuDNN engine %d (graph API%s)", NV_GRAPH_ENGINE(raw), tc);
+		} else {
+			snprintf(buf, sizeof buf, "cuDNN engine %d, configuration %d (graph API%s)", NV_GRAPH_ENGINE(raw), NV_GRAPH_NTH(raw) + 1, tc);
+		}
 		return buf;
 	}
 	int n = kind == RG_NV_ALGO_FWD ? NV_FWD_ALGOS : kind == RG_NV_ALGO_BWD_DATA ? NV_BWD_DATA_ALGOS : NV_BWD_FILTER_ALGOS;
@@ -697,7 +702,7 @@ static miopenStatus_t nv_find(struct rgnv_handle* h, int kind, const struct rgnv
 		float t = nv_time(h, nv_graph_runner, &a);
 		if (t < 0) continue;
 		slot[k - first] = i;
-		cand[k++] = (struct nv_cand){NV_ENCODE_GRAPH(nv_graph_class(p->notes), p->engine, p->notes & 1u << CUDNN_NUMERICAL_NOTE_TENSOR_CORE),
+		cand[k++] = (struct nv_cand){NV_ENCODE_GRAPH(nv_graph_class(p->notes), p->id, p->notes & 1u << CUDNN_NUMERICAL_NOTE_TENSOR_CORE),
 		                             t, p->ws};
 	}
 	if (e != NULL) nv_check_plans(h, kind, in, inp, w, wp, c, out, outp, ws, wsSize, e, slot, cand, first, &k);
@@ -759,15 +764,15 @@ static miopenStatus_t rgnv_miopenFindConvolutionBackwardWeightsAlgorithm(miopenH
 }
 
 // nv_graph_run runs a graph-API algorithm (arguments as in nv_ws, with
-// their data) with the handle's plan of its engine for the problem, made
-// if the handle has none; 1 when it ran. Otherwise the caller falls back to
-// a legacy algorithm.
+// their data) with the handle's plan of its engine and configuration for
+// the problem, made if the handle has none; 1 when it ran. Otherwise the
+// caller falls back to a legacy algorithm.
 static int nv_graph_run(struct rgnv_handle* h, int kind, unsigned raw, const void* alpha, const struct rgnv_tensor* in, const void* inp,
                         const struct rgnv_tensor* w, const void* wp, const struct rgnv_conv* c, const void* beta,
                         const struct rgnv_tensor* out, const void* outp, void* ws, size_t wsSize) {
 	float a = alpha != NULL ? *(const float*)alpha : 1, b = beta != NULL ? *(const float*)beta : 0;
 	int slot = -1;
-	struct nvg_entry* e = nv_graph_plans(h, kind, in, inp, w, wp, c, out, outp, a, b, NV_GRAPH_ENGINE(raw), &slot);
+	struct nvg_entry* e = nv_graph_plans(h, kind, in, inp, w, wp, c, out, outp, a, b, NV_GRAPH_ID(raw), &slot);
 	if (e == NULL || e->plans[slot].ws > wsSize || (e->plans[slot].ws > 0 && ws == NULL)) return 0;
 	return nv_graph_exec(h, e, slot, inp, wp, outp, ws) == CUDNN_STATUS_SUCCESS;
 }

@@ -184,28 +184,30 @@ static int nvg_engine(void* cfg, int* engine, unsigned* notes) {
 	return 0;
 }
 
-// nvg_has says whether the entry has a plan of the engine; its slot.
-static int nvg_has(const struct nvg_entry* e, int engine) {
+// nvg_has says whether the entry has the plan of an id; its slot.
+static int nvg_has(const struct nvg_entry* e, int id) {
 	for (int i = 0; i < e->n; i++) {
-		if (e->plans[i].engine == engine) return i;
+		if (e->plans[i].id == id) return i;
 	}
 	return -1;
 }
 
-// nvg_missing says whether the heuristics gave no plan of the engine when
-// asked for it.
-static int nvg_missing(const struct nvg_entry* e, int engine) {
+// nvg_missing says whether the heuristics gave no configuration of the id
+// when asked for it.
+static int nvg_missing(const struct nvg_entry* e, int id) {
 	for (int i = 0; i < e->nmissing; i++) {
-		if (e->missing[i] == engine) return 1;
+		if (e->missing[i] == id) return 1;
 	}
 	return 0;
 }
 
 // nvg_configs asks the heuristics of a mode for the graph's engine
-// configurations and finalizes plans of those that pass the filter, one a
-// engine, until the entry has want plans (or, with engine >= 0, a plan of
-// that engine).
-static void nvg_configs(struct rgnv_handle* h, struct nvg_entry* e, int mode, int want, int engine) {
+// configurations and finalizes plans of those that pass the filter, in the
+// heuristics' order, until the entry has want plans (or, with id >= 0, the
+// plan of that id). A configuration's id counts the configurations of its
+// engine before it in the list, whether they passed or not, so that the
+// same query finds it again (another handle, a Find result kept on disk).
+static void nvg_configs(struct rgnv_handle* h, struct nvg_entry* e, int mode, int want, int id) {
 	void* heur = NULL;
 	void* cfgs[NVG_MAX_CFGS];
 	long long n = 0;
@@ -226,14 +228,20 @@ static void nvg_configs(struct rgnv_handle* h, struct nvg_entry* e, int mode, in
 	long long got = 0;
 	if (made == 0 || BE_GET(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, made, &got, cfgs) != 0) got = 0;
 	be_destroy(heur);
+	int engines[NVG_MAX_CFGS]; // the engine of each configuration read so far
 	for (int i = 0; i < made; i++) {
 		void* cfg = cfgs[i];
 		cfgs[i] = NULL;
-		int eng;
-		unsigned notes;
-		int done = engine >= 0 ? nvg_has(e, engine) >= 0 : e->n >= want;
-		if (i >= got || done || e->n >= NVG_SLOTS || nvg_engine(cfg, &eng, &notes) != 0 || eng < 0 || nvg_has(e, eng) >= 0 ||
-		    (engine >= 0 && eng != engine) || (notes & 1u << CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS) ||
+		// Once done, done for the rest of the list.
+		int done = id >= 0 ? nvg_has(e, id) >= 0 : e->n >= want;
+		int eng = -1, nth = 0;
+		unsigned notes = 0;
+		if (!done && i < got && nvg_engine(cfg, &eng, &notes) != 0) eng = -1;
+		engines[i] = eng;
+		for (int j = 0; j < i; j++) nth += eng >= 0 && engines[j] == eng;
+		int cid = NVG_ID(eng, nth);
+		if (done || eng < 0 || nth > NV_GRAPH_MAX_NTH || e->n >= NVG_SLOTS || nvg_has(e, cid) >= 0 || (id >= 0 && cid != id) ||
+		    (notes & 1u << CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS) ||
 		    (e->key.dtype == miopenFloat && (notes & 1u << CUDNN_NUMERICAL_NOTE_TENSOR_CORE))) {
 			be_destroy(cfg);
 			continue;
@@ -251,7 +259,7 @@ static void nvg_configs(struct rgnv_handle* h, struct nvg_entry* e, int mode, in
 			be_destroy(cfg);
 			continue;
 		}
-		e->plans[e->n++] = (struct nvg_plan){.plan = plan, .cfg = cfg, .engine = eng, .notes = notes, .ws = (size_t)ws};
+		e->plans[e->n++] = (struct nvg_plan){.plan = plan, .cfg = cfg, .id = cid, .notes = notes, .ws = (size_t)ws};
 	}
 }
 
@@ -270,7 +278,7 @@ static void nvg_evict(struct rgnv_handle* h) {
 
 struct nvg_entry* nv_graph_plans(struct rgnv_handle* h, int kind, const struct rgnv_tensor* in, const void* inp, const struct rgnv_tensor* w,
                                  const void* wp, const struct rgnv_conv* c, const struct rgnv_tensor* out, const void* outp, float alpha,
-                                 float beta, int engine, int* slot) {
+                                 float beta, int id, int* slot) {
 	if (!nv_graph_ok || !nvg_supported(in, w, c, out)) return NULL;
 	if (h->graph == NULL && (h->graph = calloc(1, sizeof *h->graph)) == NULL) return NULL;
 	struct nvg_cache* cache = h->graph;
@@ -296,22 +304,22 @@ struct nvg_entry* nv_graph_plans(struct rgnv_handle* h, int kind, const struct r
 		cache->e[cache->n++] = e;
 	}
 	e->used = ++cache->clock;
-	if (engine < 0) {
+	if (id < 0) {
 		// Once a problem: an entry without plans stays, so that the
 		// heuristics of a problem no engine takes run once.
 		if (!e->searched) {
 			e->searched = 1;
 			nvg_configs(h, e, CUDNN_HEUR_MODE_A, NVG_MAX_PLANS, -1);
-			nvg_configs(h, e, CUDNN_HEUR_MODE_FALLBACK, NVG_MAX_PLANS, -1);
+			nvg_configs(h, e, CUDNN_HEUR_MODE_FALLBACK, e->n + NVG_FALLBACK_PLANS, -1);
 		}
 		return e->n > 0 ? e : NULL;
 	}
-	if (nvg_has(e, engine) < 0 && !nvg_missing(e, engine)) {
-		nvg_configs(h, e, CUDNN_HEUR_MODE_A, 0, engine);
-		if (nvg_has(e, engine) < 0) nvg_configs(h, e, CUDNN_HEUR_MODE_FALLBACK, 0, engine);
-		if (nvg_has(e, engine) < 0 && e->nmissing < NVG_SLOTS) e->missing[e->nmissing++] = engine;
+	if (nvg_has(e, id) < 0 && !nvg_missing(e, id)) {
+		nvg_configs(h, e, CUDNN_HEUR_MODE_A, 0, id);
+		if (nvg_has(e, id) < 0) nvg_configs(h, e, CUDNN_HEUR_MODE_FALLBACK, 0, id);
+		if (nvg_has(e, id) < 0 && e->nmissing < NVG_SLOTS) e->missing[e->nmissing++] = id;
 	}
-	return (*slot = nvg_has(e, engine)) < 0 ? NULL : e;
+	return (*slot = nvg_has(e, id)) < 0 ? NULL : e;
 }
 
 int nv_graph_exec(struct rgnv_handle* h, struct nvg_entry* e, int i, const void* inp, const void* wp, const void* outp, void* ws) {

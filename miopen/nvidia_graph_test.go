@@ -367,3 +367,65 @@ func TestNVIDIAGraphChecksLargeOutputsBySamples(t *testing.T) {
 		"CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM with CUDNN_TENSOR_OP_MATH", "cuDNN engine 11 (graph API)",
 		"CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD with CUDNN_DEFAULT_MATH", "cuDNN engine 0 (graph API)"}, engines)
 }
+
+// The heuristics list many configurations of one engine (its knobs: tile
+// sizes and the like), and the fastest is often not the first: the Find
+// times each as a plan of its own, up to NVG_MAX_PLANS of mode A, and a
+// result names the configuration, which another handle finds again.
+func TestNVIDIAGraphConfigurations(t *testing.T) {
+	t.Setenv("ROCM_GO_FAKE_KNOBS", "3")
+	e := useFakeGraph(t)
+	conv, x, w, y := convFixture(e, DataTypeHalf)
+	e.lines()
+	perfs, err := e.h.FindConvolutionForward(conv, x, w, y)
+	require.NoError(t, err)
+	assert.Equal(t, []string{
+		"cuDNN engine 7, configuration 3 (graph API, tensor cores) | implicit GEMM | 218.75µs | 3000",
+		"cuDNN engine 7, configuration 2 (graph API, tensor cores) | implicit GEMM | 234.375µs | 3000",
+		"cuDNN engine 7 (graph API, tensor cores) | implicit GEMM | 250µs | 3000",
+		"cuDNN engine 3 (graph API, tensor cores) | Winograd | 300µs | 1000",
+		"CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM with CUDNN_TENSOR_OP_MATH | implicit GEMM | 500µs | 2048",
+		"cuDNN engine 11 (graph API) | FFT | 600µs | 9000",
+		"CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD with CUDNN_DEFAULT_MATH | Winograd | 750µs | 4096",
+		"cuDNN engine 0 (graph API) | implicit GEMM | 875µs | 0",
+	}, perfSummary(perfs), "each configuration of engine 7 timed; the third, the fastest, first")
+	assert.Equal(t, []string{
+		"cudnnBackendFinalize plan engine=7 ws=3000",
+		"cudnnBackendFinalize plan engine=7 knob=1 ws=3000",
+		"cudnnBackendFinalize plan engine=7 knob=2 ws=3000",
+		"cudnnBackendFinalize plan engine=3 ws=1000",
+		"cudnnBackendFinalize plan engine=0 ws=0",
+		"cudnnBackendFinalize plan engine=5 ws=500",
+		"cudnnBackendFinalize plan engine=11 ws=9000",
+	}, filter(e.lines(), "cudnnBackendFinalize plan"))
+	require.NoError(t, e.h.ConvolutionForward(conv, x, w, y))
+	assert.Equal(t, []string{"cudnnBackendExecute engine=7 knob=2 ws=set"}, filter(e.lines(), "cudnnBackendExecute", "cudnnConvolution"))
+
+	// Another handle makes the plan of the configuration it is given.
+	h2, err := NewHandle(e.stream)
+	require.NoError(t, err)
+	defer h2.Close()
+	require.NoError(t, h2.ConvolutionForward(conv, x, w, y, WithAlgorithm(perfs[1])))
+	assert.Equal(t, []string{"cudnnBackendFinalize heur mode=3", "cudnnBackendFinalize plan engine=7 knob=1 ws=3000",
+		"cudnnBackendExecute engine=7 knob=1 ws=set"}, filter(e.lines(), "cudnnBackendFinalize heur", "cudnnBackendFinalize plan", "cudnnBackendExecute"))
+
+	// Twelve configurations: the first eight of engine 7 (a result names
+	// at most eight of an engine), then engines 3 and 0 make ten plans of
+	// mode A; the fallback list adds engine 11.
+	t.Setenv("ROCM_GO_FAKE_KNOBS", "12")
+	x3, y3 := e.tensor(DataTypeHalf, 3, 4, 8, 8), e.tensor(DataTypeHalf, 3, 8, 8, 8)
+	e.lines()
+	perfs, err = e.h.FindConvolutionForward(conv, x3, w, y3)
+	require.NoError(t, err)
+	var plans []string
+	for _, l := range filter(e.lines(), "cudnnBackendFinalize plan") {
+		plans = append(plans, strings.TrimPrefix(l, "cudnnBackendFinalize plan "))
+	}
+	assert.Equal(t, []string{"engine=7 ws=3000", "engine=7 knob=1 ws=3000", "engine=7 knob=2 ws=3000", "engine=7 knob=3 ws=3000",
+		"engine=7 knob=4 ws=3000", "engine=7 knob=5 ws=3000", "engine=7 knob=6 ws=3000", "engine=7 knob=7 ws=3000",
+		"engine=3 ws=1000", "engine=0 ws=0", "engine=11 ws=9000"}, plans)
+	assert.Equal(t, "cuDNN engine 7, configuration 8 (graph API, tensor cores)", perfs[0].Engine)
+	assert.Equal(t, 140625*time.Nanosecond, perfs[0].Time)
+	require.NoError(t, h2.ConvolutionForward(conv, x3, w, y3, WithAlgorithm(perfs[0])))
+	assert.Equal(t, []string{"cudnnBackendExecute engine=7 knob=7 ws=set"}, filter(e.lines(), "cudnnBackendExecute"))
+}

@@ -17,6 +17,10 @@
 // writes 3 into the last quarter of it (so that for an output it compares
 // in full, a relative distance of 1 from the legacy result).
 //
+// With $ROCM_GO_FAKE_KNOBS=N, mode A lists N configurations of engine 7
+// first (knobs 0 to N-1; knob k takes 0.25 - k/64 ms, exact in a float:
+// the last the fastest), then 3, 1, 0 and 5; logs name a knob above 0.
+//
 // Triggers: a tensor with a batch of 15 makes the heuristics fail; with
 // $ROCM_GO_FAKE_EXEC_FAIL set, cudnnBackendExecute fails.
 #include <stdint.h>
@@ -59,7 +63,7 @@ struct bd {
 	struct bd *op, *graph, *cfg;
 	int heur;
 	// engine configuration and engine
-	int engine;
+	int engine, knob;
 	// variant pack
 	int64_t uids[3];
 	void* ptrs[3];
@@ -100,6 +104,22 @@ static const unsigned nvg_notes[12] = {[7] = 1u << 0, [3] = 1u << 0 | 1u << 5, [
 static const int64_t nvg_ws[12] = {[7] = 3000, [3] = 1000, [11] = 9000, [5] = 500};
 static const char* const nvg_ms[12] = {[0] = "0.875", [3] = "0.3", [7] = "0.25", [11] = "0.6", [5] = "0.125"};
 static const int mode_a[] = {7, 3, 1, 0, 5}, fallback[] = {0, 9, 11};
+
+// knobs is $ROCM_GO_FAKE_KNOBS: how many configurations of engine 7 mode A
+// lists (1 without it).
+static int knobs(void) {
+	const char* k = getenv("ROCM_GO_FAKE_KNOBS");
+	int n = k != NULL ? atoi(k) : 1;
+	return n < 1 ? 1 : n > 40 ? 40 : n;
+}
+
+// knob_tag names a configuration's knob in the log: "" for knob 0.
+static const char* knob_tag(const struct bd* cfg) {
+	static char buf[32];
+	buf[0] = 0;
+	if (cfg->knob > 0) snprintf(buf, sizeof buf, " knob=%d", cfg->knob);
+	return buf;
+}
 
 // set checks the attribute's type and count; v holds n elements.
 #define WANT(t, cnt)                                          \
@@ -240,7 +260,7 @@ int cudnnBackendFinalize(void* p) {
 	case PLAN:
 		if (d->handle == NULL || d->cfg == NULL || !d->cfg->final) return BAD;
 		if (d->cfg->engine == 9) return NOT_SUPPORTED;
-		logf_("cudnnBackendFinalize plan engine=%d ws=%lld", d->cfg->engine, (long long)nvg_ws[d->cfg->engine]);
+		logf_("cudnnBackendFinalize plan engine=%d%s ws=%lld", d->cfg->engine, knob_tag(d->cfg), (long long)nvg_ws[d->cfg->engine]);
 		break;
 	case PACK:
 		if (d->nptr != 3 || !d->has_ws) return BAD;
@@ -258,14 +278,17 @@ int cudnnBackendGetAttribute(void* p, int attr, int type, int64_t n, int64_t* go
 	if (!d->final) return NOT_FINAL;
 	if (d->type == HEUR && attr == 202) {
 		if (type != T_DESC) return BAD_TYPE;
+		// Mode A: engine 7's configurations, then the rest of mode_a.
+		int k7 = d->heur == 3 ? knobs() : 0;
 		const int* list = d->heur == 3 ? mode_a : fallback;
-		int count = d->heur == 3 ? 5 : 3;
+		int count = d->heur == 3 ? k7 + 4 : 3;
 		*got = n < count ? n : count;
 		if (n == 0) *got = count;
 		for (int64_t i = 0; i < n && i < count; i++) {
 			struct bd* cfg = ((struct bd**)v)[i];
 			if (!isb(cfg, ENGINECFG)) return BAD_KIND;
-			cfg->engine = list[i];
+			cfg->engine = i < k7 ? 7 : d->heur == 3 ? list[i - k7 + 1] : list[i];
+			cfg->knob = i < k7 ? (int)i : 0;
 			cfg->graph = d->graph;
 			cfg->final = 1;
 		}
@@ -313,7 +336,9 @@ int cudnnBackendExecute(void* h, void* plan, void* pack) {
 	int64_t ws = nvg_ws[p->cfg->engine];
 	if (ws > 0 && vp->ws == NULL) return 2006; // CUDNN_STATUS_BAD_PARAM_SIZE_INSUFFICIENT
 	if (getenv("ROCM_GO_FAKE_EXEC_FAIL") != NULL) return 5000;
-	setenv("ROCM_GO_FAKE_MS", nvg_ms[p->cfg->engine], 1);
+	char ms[16];
+	snprintf(ms, sizeof ms, "%g", atof(nvg_ms[p->cfg->engine]) - p->cfg->knob / 64.0);
+	setenv("ROCM_GO_FAKE_MS", ms, 1);
 	// The output: Y of a forward node, DX of a data gradient, DW of a
 	// weights gradient (the attributes ALPHA + 5, + 4 and + 3), whose unique
 	// id says which data pointer is its.
@@ -327,6 +352,6 @@ int cudnnBackendExecute(void* h, void* plan, void* pack) {
 	size_t right = p->cfg->engine == 5 ? n - n / 4 : n;
 	fake_fill_range(vp->ptrs[out->uid - 1], out->dtype, 0, right, 1);
 	fake_fill_range(vp->ptrs[out->uid - 1], out->dtype, right, n, 3);
-	logf_("cudnnBackendExecute engine=%d ws=%s", p->cfg->engine, vp->ws != NULL ? "set" : "none");
+	logf_("cudnnBackendExecute engine=%d%s ws=%s", p->cfg->engine, knob_tag(p->cfg), vp->ws != NULL ? "set" : "none");
 	return 0;
 }
