@@ -402,27 +402,39 @@ func TestPlan(t *testing.T) {
 		assert.Equal(t, hip.Dim3{X: 7, Y: 2, Z: 2 * c.splits}, pl.grid)
 	}
 
+	// Decode's splits fill the device's block slots: the handle asks the
+	// occupancy of the kernel (here as on an H100: four blocks of r1 an
+	// SM, two of r4), else one block a CU.
+	h100dec := h100
+	h100dec.slots = func(kernel string) int {
+		if strings.HasSuffix(kernel, "_r1") {
+			return 4 * 132
+		}
+		return 2 * 132
+	}
 	// GQA decode: b 8, h 32/8, one query, 4096 cached keys: 4 rows a KV
-	// head, 8·8 blocks of flash-decoding, split min(ceil(8·132/64),
-	// (4096/16)/(2·4)) = 17 ways.
+	// head, 8·8 blocks of flash-decoding on 264 slots: 4 splits fill 97%.
 	q, k, v, out = operands(8, 1, 4096, 32, 8, 128)
 	pr, err = forwardProblem("F", q, k, v, out)
 	require.NoError(t, err)
-	pl, err = newPlan("F", &pr, &Params{LSE: dev, AlibiSlopes: make([]float32, 32)}, h100)
+	pl, err = newPlan("F", &pr, &Params{LSE: dev, AlibiSlopes: make([]float32, 32)}, h100dec)
 	require.NoError(t, err)
 	assert.Equal(t, FlashDecoding, pl.backend)
 	assert.Equal(t, "attn_decode_f16_d128_r4", pl.kernel)
-	assert.Equal(t, hip.Dim3{X: 1, Y: 8, Z: 8 * 17}, pl.grid)
+	assert.Equal(t, hip.Dim3{X: 1, Y: 8, Z: 8 * 4}, pl.grid)
 	assert.Equal(t, int32(flagAligned|flagLSE|flagAlibi), pl.kp.Flags)
+	pl, err = newPlan("F", &pr, &Params{}, h100)
+	require.NoError(t, err)
+	assert.Equal(t, hip.Dim3{X: 1, Y: 8, Z: 8 * 2}, pl.grid, "a block a CU: 2 splits fill 128 of 132")
 
-	// MHA decode: one row a KV head, 256 blocks, 5 splits (a few waves).
+	// MHA decode: one row a KV head, 256 blocks on 528 slots: 2 splits.
 	q, k, v, out = operands(8, 1, 4096, 32, 32, 128)
 	pr, err = forwardProblem("F", q, k, v, out)
 	require.NoError(t, err)
-	pl, err = newPlan("F", &pr, &Params{}, h100)
+	pl, err = newPlan("F", &pr, &Params{}, h100dec)
 	require.NoError(t, err)
 	assert.Equal(t, "attn_decode_f16_d128_r1", pl.kernel)
-	assert.Equal(t, hip.Dim3{X: 1, Y: 32, Z: 8 * 5}, pl.grid)
+	assert.Equal(t, hip.Dim3{X: 1, Y: 32, Z: 8 * 2}, pl.grid)
 	// Asked for more splits than groups of keys: one a group of 16.
 	pl, err = newPlan("F", &pr, &Params{Splits: MaxSplits}, h100)
 	require.NoError(t, err)
@@ -629,11 +641,27 @@ func TestDispatch(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, c.want, pl.backend)
 			arch := map[Backend]string{MatrixCore: "sm_90", MFMA: "gfx942", WMMA: "gfx1100", 0: "gfx1030"}[c.dev.mc]
-			if c.dev == rdna4 {
+			if c.dev.mc == WMMA && c.dev.cus == rdna4.cus {
 				arch = "gfx1201"
 			}
 			assert.Contains(t, KernelNames(arch), pl.kernel)
 		})
+	}
+}
+
+func TestDecodeSplits(t *testing.T) {
+	for _, c := range []struct{ blocks, slots, most, want int }{
+		{256, 528, 32, 2},  // MHA b8 h32 on an H100, four blocks an SM: 97% in one wave
+		{64, 264, 32, 4},   // GQA 32/8: 256 of 264
+		{600, 528, 64, 4},  // 1, 2, 3 splits fill 57%, 76%, 85% of their last waves; 4, 91%
+		{1056, 528, 8, 1},  // two full waves
+		{256, 528, 1, 1},   // too few keys to split
+		{7, 528, 8, 8},     // never 90%: the fullest
+		{100, 0, 8, 1},     // slots unknown
+		{0, 528, 8, 1},     // nothing to run
+		{300, 528, 128, 5}, // 1500 blocks in 3 waves of 528: 95%
+	} {
+		assert.Equal(t, c.want, decodeSplits(c.blocks, c.slots, c.most), "%d blocks, %d slots, at most %d", c.blocks, c.slots, c.most)
 	}
 }
 

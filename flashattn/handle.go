@@ -17,6 +17,9 @@ type Handle struct {
 	arch   string // the device's gcnArchName, for the CK shim
 	alibi  alibiSlopes
 	closed atomic.Bool
+	// occupancy holds the blocks of each kernel (by name) the device runs
+	// at once: see slots.
+	occupancy sync.Map
 }
 
 // NewHandle returns a handle that queues its work on s, which must stay
@@ -34,7 +37,27 @@ func NewHandle(s *hip.Stream) (*Handle, error) {
 	if err != nil {
 		return nil, wrap(op, err)
 	}
-	return &Handle{dev: dev, stream: s, target: newTarget(props.ArchName, props.MultiProcessorCount), arch: props.ArchName}, nil
+	h := &Handle{dev: dev, stream: s, target: newTarget(props.ArchName, props.MultiProcessorCount), arch: props.ArchName}
+	h.target.slots = h.slots
+	return h, nil
+}
+
+// slots is how many blocks of a kernel (of `threads` threads) the device
+// runs at once, from the kernel's occupancy (its registers and shared
+// memory), asked once a kernel; 0 if the kernel cannot be loaded (its
+// launch says why).
+func (h *Handle) slots(kernel string) int {
+	if n, ok := h.occupancy.Load(kernel); ok {
+		return n.(int)
+	}
+	n := 0
+	if fn, err := kernels.Function(h.dev, kernel); err == nil {
+		if grid, block, err := fn.MaxPotentialBlockSize(0, threads); err == nil && block > 0 {
+			n = grid * block / threads
+		}
+	}
+	h.occupancy.Store(kernel, n)
+	return n
 }
 
 // Stream is the stream the handle queues its work on.

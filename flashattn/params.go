@@ -357,7 +357,7 @@ func amdTiles(b Backend, dmax int) (bm, bn, nthreads int) {
 func decodeTiles(dmax, rows int) (rm, ng, u int) {
 	ng = threads / (dmax / 8)
 	if rows <= 1 {
-		return 1, ng, 8
+		return 1, ng, 2
 	}
 	return 4, ng, 4
 }
@@ -366,6 +366,34 @@ func decodeTiles(dmax, rows int) (rm, ng, u int) {
 type target struct {
 	cus int     // compute units, for split-KV
 	mc  Backend // the arch's matrix-core kernels: MatrixCore, MFMA, WMMA; 0 if none
+	// slots, when set, is how many blocks of a kernel the device runs at
+	// once (0: unknown), for decode's split-KV.
+	slots func(kernel string) int
+}
+
+// decodeSplits is the split-KV of a decode launch of blocks blocks (before
+// splitting) on a device that runs slots of them at once: the fewest
+// splits, at most most, whose last wave of blocks fills at least 90% of
+// the slots, else the fullest. A wave a fraction full costs as much as a
+// full one: 256 blocks on 528 slots (132 SMs, four blocks each, on an H200)
+// ran 1.5× as long unsplit as in 2 splits, and 3 splits (1.45 waves) were
+// slower than 2 or 4.
+func decodeSplits(blocks, slots, most int) int {
+	if blocks <= 0 || slots <= 0 {
+		return 1
+	}
+	best, bestFill := 1, 0.0
+	for s := 1; s <= most; s++ {
+		n := blocks * s
+		fill := float64(n) / float64((n+slots-1)/slots*slots)
+		if fill >= 0.9 {
+			return s
+		}
+		if fill > bestFill {
+			best, bestFill = s, fill
+		}
+	}
+	return best
 }
 
 // newTarget reads a device's arch name ("sm_90", "gfx942:sramecc+:xnack-").
@@ -606,11 +634,15 @@ func newPlan(op string, pr *problem, p *Params, dev target) (plan, error) {
 		splits = 1
 		switch {
 		case pl.backend == FlashDecoding:
-			// Decode streams the cache: blocks enough for a few waves,
-			// each with two steps of keys or more.
-			if dev.cus > 0 {
-				splits = min((8*dev.cus+blocks-1)/blocks, max(units/(2*u), 1))
+			// Decode streams the cache: splits that fill the device's
+			// block slots, each with two steps of keys or more.
+			slots := dev.cus
+			if dev.slots != nil {
+				if n := dev.slots(pl.kernel); n > 0 {
+					slots = n
+				}
 			}
+			splits = decodeSplits(blocks, slots, max(units/(2*u), 1))
 		case dev.cus > 0 && blocks < dev.cus && units >= 4:
 			splits = min((2*dev.cus+blocks-1)/blocks, units/2, 64)
 		}
