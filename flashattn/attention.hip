@@ -1302,11 +1302,11 @@ template <class T, int DMAX> __device__ __forceinline__ void attn_amd(const Para
 
 
 // Decode on NVIDIA bounds the registers of the 2-byte types: r1 to four
-// blocks an SM (64 registers a thread, two keys a group in flight), r4,
-// whose four rows hold four times the state, to two (128). Unbounded, nvcc
-// gave attn_decode_f16_d128_r1 191 registers, one block an SM, and the
-// cache streamed at half the memory's bandwidth. HIP's second argument
-// means waves per EU, not blocks: AMD keeps FA_KERNEL.
+// blocks an SM (64 registers a thread), r4, whose four rows hold four
+// times the state, to two (128); both keep two keys a group in flight.
+// Unbounded, nvcc gave attn_decode_f16_d128_r1 191 registers, one block an
+// SM, and the cache streamed at half the memory's bandwidth. HIP's second
+// argument means waves per EU, not blocks: AMD keeps FA_KERNEL.
 #if defined(__HIP_PLATFORM_NVIDIA__)
 #define FA_DECODE_KERNEL(T, B) extern "C" __global__ __launch_bounds__(FA_THREADS, sizeof(T) == 2 ? B : 1) void
 #else
@@ -1315,7 +1315,7 @@ template <class T, int DMAX> __device__ __forceinline__ void attn_amd(const Para
 #define FA_FWD(T, D)                                                                             \
 	FA_KERNEL attn_fwd_##T##_d##D(Params p) { attn_fwd<T, D>(p); }                              \
 	FA_DECODE_KERNEL(T, 4) attn_decode_##T##_d##D##_r1(Params p) { attn_decode<T, D, 1, 2>(p); } \
-	FA_DECODE_KERNEL(T, 2) attn_decode_##T##_d##D##_r4(Params p) { attn_decode<T, D, 4, 4>(p); }
+	FA_DECODE_KERNEL(T, 2) attn_decode_##T##_d##D##_r4(Params p) { attn_decode<T, D, 4, 2>(p); }
 #define FA_TYPE(T)                                                       \
 	FA_FWD(T, 32) FA_FWD(T, 64) FA_FWD(T, 128) FA_FWD(T, 256)           \
 	FA_KERNEL attn_combine_##T(Params p) { attn_combine<T>(p); }

@@ -359,7 +359,7 @@ func decodeTiles(dmax, rows int) (rm, ng, u int) {
 	if rows <= 1 {
 		return 1, ng, 2
 	}
-	return 4, ng, 4
+	return 4, ng, 2
 }
 
 // target is what the choice of kernels needs to know of a device.
