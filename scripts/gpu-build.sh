@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds what tier 2 runs on a GPU machine that has no Go toolchain, into gpu/:
 #   gpu/<pkg>/<pkg>.test   one test binary per package (go test -c -race),
-#                          with the package's testdata
+#                          with the folders beside it that hold no Go
 #   gpu/run.sh             runs them all and prints a summary
 #   gpu/bench/             the benchmark runners of bench/cmd (no -race),
 #                          with the PyTorch scripts bench/*.py
@@ -24,7 +24,11 @@ for pkg in $(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{en
 	mkdir -p "$dir"
 	printf 'gpu-test: building %-26s' "$rel"
 	go test -c -race -ldflags="$ldflags" -o "$dir/$name.test" "./$rel"
-	[ -d "$rel/testdata" ] && cp -r "$rel/testdata" "$dir/testdata"
+	# The folders beside the package that hold no Go (testdata, ckshim: a
+	# test may compile C++ from them).
+	for sub in "$rel"/*/; do
+		[ -d "$sub" ] && [ -z "$(find "$sub" -name '*.go' -print -quit)" ] && cp -r "${sub%/}" "$dir/"
+	done
 	# Tests may read files beside them (a fake library includes a header).
 	for f in "$rel"/*.h "$rel"/*.c "$rel"/*.spec; do
 		[ -e "$f" ] && cp "$f" "$dir/"
