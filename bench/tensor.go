@@ -28,6 +28,9 @@ type TensorOp struct {
 	// be as fast as PyTorch and reach 0.85 of a copy of the same bytes;
 	// other memory-bound ops, either.
 	Fused bool
+	// Host marks the ops whose host time a call is reported (HostTime):
+	// the convolutions, whose calls do the most on the host.
+	Host  bool
 	Run   func() (*candle.Tensor, error)
 	close func()
 }
@@ -49,9 +52,11 @@ type Tensors struct {
 }
 
 // busyBytes is the size of the copy DeviceTime queues ahead of the start
-// event: about 50 µs of an H100's time, longer than the host takes to
-// queue an op, and more than its L2 cache.
-const busyBytes = 64 << 20
+// event: about 180 µs of an H100's time and 130 of an H200's, longer than
+// the host takes to queue any op here, and more than their L2 caches. (64
+// MiB, 32 µs on an H200, was shorter than some calls: PyTorch's bmm
+// 32×128³ read 24.7 µs with it, 6.1 µs with this.)
+const busyBytes = 256 << 20
 
 // OpenTensors opens candle's HIP device 0.
 func OpenTensors() (*Tensors, error) {
@@ -114,7 +119,7 @@ func (b *Tensors) DeviceTime(op *TensorOp) (time.Duration, error) {
 }
 
 // queuedTime is the device time of what queue queues on the device's
-// stream between two events, with the 64 MiB copy queued ahead.
+// stream between two events, with the busyBytes copy queued ahead.
 func (b *Tensors) queuedTime(queue func(*hip.Stream) error) (time.Duration, error) {
 	s := b.Dev.Stream()
 	if err := b.busyDst.CopyFromAsync(b.busySrc, s); err != nil {
@@ -133,6 +138,25 @@ func (b *Tensors) queuedTime(queue func(*hip.Stream) error) (time.Duration, erro
 		return 0, err
 	}
 	return hip.ElapsedTime(b.start, b.end)
+}
+
+// HostTime is the host's time to queue one run of op (the call, until it
+// returns), over n runs queued behind the busy copy, so that none waits
+// for the device; outputs closed as they come.
+func (b *Tensors) HostTime(op *TensorOp, n int) (time.Duration, error) {
+	if err := b.busyDst.CopyFromAsync(b.busySrc, b.Dev.Stream()); err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	for range n {
+		out, err := op.Run()
+		if err != nil {
+			return 0, err
+		}
+		out.Close()
+	}
+	d := time.Since(start) / time.Duration(n)
+	return d, b.Dev.Synchronize()
 }
 
 // WallPerOp is the host's wall time per op of n runs of op, outputs closed
@@ -334,7 +358,7 @@ func (b *Tensors) Ops(scale int) ([]*TensorOp, error) {
 		s, p := c.Shape, c.params()
 		oh, ow := s.Out()
 		mk(c.Name, 2*int64(s.N*s.C*s.H*s.W+s.K*s.C*s.R*s.S+s.N*s.K*oh*ow), func() (*candle.Tensor, error) { return x.Conv2d(w, nil, p) }, x, w)
-		ops[len(ops)-1].Flops, ops[len(ops)-1].Target = int64(s.FLOPs()), 0.95
+		ops[len(ops)-1].Flops, ops[len(ops)-1].Target, ops[len(ops)-1].Host = int64(s.FLOPs()), 0.95, true
 	}
 	return ops, nil
 }

@@ -28,8 +28,15 @@ func TestTensorBenchmarksRun(t *testing.T) {
 		assert.Positive(t, d, op.Name)
 		assert.Positive(t, op.Bytes, op.Name)
 		t.Logf("%s: %v, %d bytes", op.Name, d, op.Bytes)
+		if op.Host {
+			h, err := b.HostTime(op, 3)
+			require.NoError(t, err, op.Name)
+			assert.Positive(t, h, op.Name)
+			t.Logf("%s: the call takes %v of host time", op.Name, h)
+		}
 		op.Close()
 	}
+	assert.True(t, ops[len(ops)-1].Host, "the convolutions report their host time")
 	tiny, err := b.TinyAdd(1024)
 	require.NoError(t, err)
 	defer tiny.Close()

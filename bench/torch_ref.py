@@ -49,13 +49,13 @@ _busy = []
 
 
 def queued_time(f):
-    """Device time of f between two events, in seconds, with a 64 MiB
+    """Device time of f between two events, in seconds, with a 256 MiB
     device copy queued ahead of the start event: the GPU is busy while the
     host queues f, so the host's launch time stays out of the figure (as
     when ops follow each other), and f's inputs leave the L2 cache. The Go
-    side (bench.Tensors.DeviceTime) does the same."""
+    side (bench.Tensors.DeviceTime, busyBytes) does the same."""
     if not _busy:
-        _busy.extend([torch.ones(64 << 20, dtype=torch.uint8, device="cuda"), torch.empty(64 << 20, dtype=torch.uint8, device="cuda")])
+        _busy.extend([torch.ones(256 << 20, dtype=torch.uint8, device="cuda"), torch.empty(256 << 20, dtype=torch.uint8, device="cuda")])
     src, dst = _busy
     return device_time(f, before=lambda: dst.copy_(src))
 

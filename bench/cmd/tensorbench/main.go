@@ -23,6 +23,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/rocm-go/rocm/bench"
@@ -77,12 +78,18 @@ func run(script, python, jsonOut string, reps, tinyOps, scale int) error {
 	}
 	ours := map[string]time.Duration{}
 	copies := map[string]time.Duration{} // the fused ops' same-bytes copies
+	hosts := map[string]time.Duration{}  // the host time of a call, where reported
 	for _, op := range ops {
 		d, err := bench.Median(reps, func() (time.Duration, error) { return b.DeviceTime(op) })
 		if err != nil {
 			return err
 		}
 		ours[op.Name] = d
+		if op.Host {
+			if hosts[op.Name], err = bench.Median(5, func() (time.Duration, error) { return b.HostTime(op, 20) }); err != nil {
+				return err
+			}
+		}
 		op.Close()
 		if op.Fused {
 			if copies[op.Name], err = b.CopyTime(op.Bytes, reps); err != nil {
@@ -157,7 +164,11 @@ func run(script, python, jsonOut string, reps, tinyOps, scale int) error {
 	for _, op := range ops {
 		d := ours[op.Name]
 		if op.Flops > 0 {
-			rows = append(rows, flopsRow(op, d, torchErr == nil, tf(op.Name)))
+			r := flopsRow(op, d, torchErr == nil, tf(op.Name))
+			if h, ok := hosts[op.Name]; ok {
+				r.Ours = strings.TrimSuffix(r.Ours, ")") + fmt.Sprintf("; the call takes %s of host time)", us(h))
+			}
+			rows = append(rows, r)
 			continue
 		}
 		gbps := float64(op.Bytes) / d.Seconds() / 1e9
