@@ -148,12 +148,8 @@ func (b *Tensors) HostTime(op *TensorOp, n int) (time.Duration, error) {
 		return 0, err
 	}
 	start := time.Now()
-	for range n {
-		out, err := op.Run()
-		if err != nil {
-			return 0, err
-		}
-		out.Close()
+	if err := runN(op, n); err != nil {
+		return 0, err
 	}
 	d := time.Since(start) / time.Duration(n)
 	return d, b.Dev.Synchronize()
@@ -167,17 +163,25 @@ func (b *Tensors) WallPerOp(op *TensorOp, n int) (time.Duration, error) {
 		return 0, err
 	}
 	start := time.Now()
-	for range n {
-		out, err := op.Run()
-		if err != nil {
-			return 0, err
-		}
-		out.Close()
+	if err := runN(op, n); err != nil {
+		return 0, err
 	}
 	if err := b.Dev.Synchronize(); err != nil {
 		return 0, err
 	}
 	return time.Since(start) / time.Duration(n), nil
+}
+
+// runN queues n runs of op, closing each output as it comes.
+func runN(op *TensorOp, n int) error {
+	for range n {
+		out, err := op.Run()
+		if err != nil {
+			return err
+		}
+		out.Close()
+	}
+	return nil
 }
 
 // rand is a tensor of uniform numbers in [-1, 1), as torch.rand*2-1 draws.
