@@ -21,11 +21,13 @@
 // A convolution runs the fastest algorithm of a Find, which the handle runs
 // once per problem and caches (FindConvolutionForward returns every
 // algorithm with its time and workspace). On NVIDIA the Find is cuDNN's
-// legacy Find, plus the execution plans of up to ten engines of cuDNN's
-// graph API (as PyTorch's cudnn.benchmark does), each checked against a
-// legacy algorithm's result, and cuBLAS for a 1x1 convolution; the handle
-// keeps the plans by problem and frees them when it closes. Any failure of
-// the graph API leaves the legacy algorithms, with no error;
+// legacy Find, plus the execution plans of the first ten engine
+// configurations that cuDNN's graph-API heuristics list (as PyTorch's
+// cudnn.benchmark does: often several configurations of one engine, which
+// differ in their knobs) and up to four of its fallback list, each checked
+// against a legacy algorithm's result, and cuBLAS for a 1x1 convolution;
+// the handle keeps the plans by problem and frees them when it closes. Any
+// failure of the graph API leaves the legacy algorithms, with no error;
 // ROCM_GO_CUDNN_GRAPH=0 leaves it out.
 //
 // On the NVIDIA platform: MIOpen's tensor, convolution, pooling, LRN and
