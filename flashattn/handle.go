@@ -141,7 +141,9 @@ func (h *Handle) Decode(q Tensor, cache PagedKV, out Tensor, p Params) (Backend,
 // DecodeWorkspace is the bytes of device memory that the split-KV partials
 // of Decode(q, cache, out, p) take (0 when the call does not split): the
 // Params.WorkspaceBytes of a Decode that allocates nothing. With
-// PagedKV.MaxSeqLen it is the same for every step the launch serves.
+// PagedKV.MaxSeqLen it is the same for every step the launch serves. The
+// split count depends on the kernel's occupancy, so the first call for a
+// kernel loads it (compiling it on a cold kernel cache), as Decode would.
 func (h *Handle) DecodeWorkspace(q Tensor, cache PagedKV, out Tensor, p Params) (int, error) {
 	const op = "Handle.DecodeWorkspace"
 	if err := h.alive(op); err != nil {
