@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/rocm-go/rocm/hip"
@@ -50,6 +51,9 @@ func TestGPUDecodeFixedLaunch(t *testing.T) {
 			n, err := g.h.DecodeWorkspace(gq, kv, out, p)
 			require.NoError(t, err)
 			t.Logf("workspace: %d bytes", n)
+			// The splits came from the kernel's occupancy (r4: four query
+			// heads a KV head), which the handle now knows.
+			assert.Positive(t, g.h.slots(decodeNames[c.dt][bucketIndex(d)][1]))
 			if n > 0 {
 				p.Workspace, p.WorkspaceBytes = g.buffer(n).Ptr(), n
 			}

@@ -352,14 +352,14 @@ func amdTiles(b Backend, dmax int) (bm, bn, nthreads int) {
 }
 
 // decodeTiles are attn_decode's rows per block (RM), key groups (NG: a
-// group of DMAX/8 threads holds a key) and keys a group loads at once (U),
-// for a KV head's rows.
+// group of DMAX/8 threads holds a key) and keys a group loads at once (U,
+// 2 for both kernels: attention.hip's FA_FWD), for a KV head's rows.
 func decodeTiles(dmax, rows int) (rm, ng, u int) {
-	ng = threads / (dmax / 8)
+	rm = 4
 	if rows <= 1 {
-		return 1, ng, 2
+		rm = 1
 	}
-	return 4, ng, 2
+	return rm, threads / (dmax / 8), 2
 }
 
 // target is what the choice of kernels needs to know of a device.

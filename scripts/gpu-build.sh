@@ -27,7 +27,9 @@ for pkg in $(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{en
 	# The folders beside the package that hold no Go (testdata, ckshim: a
 	# test may compile C++ from them).
 	for sub in "$rel"/*/; do
-		[ -d "$sub" ] && [ -z "$(find "$sub" -name '*.go' -print -quit)" ] && cp -r "${sub%/}" "$dir/"
+		if [ -d "$sub" ] && [ -z "$(find "$sub" -name '*.go' -print -quit)" ]; then
+			cp -r "${sub%/}" "$dir/"
+		fi
 	done
 	# Tests may read files beside them (a fake library includes a header).
 	for f in "$rel"/*.h "$rel"/*.c "$rel"/*.spec; do
