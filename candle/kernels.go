@@ -296,8 +296,13 @@ func KernelNames(module string) []string {
 				for _, k := range []string{"dequant", "qrows", "qmatvec"} {
 					add("%s_%s_%s", k, strings.ToLower(q.String()), dt)
 				}
+				if qmatvecI8(q, dt) {
+					add("qmatvec8_%s_%s", strings.ToLower(q.String()), dt)
+				}
 			}
 		}
+		add("qx_f16")
+		add("qx_bf16")
 	case "reduce.hip":
 		for op := range numReduce {
 			for _, dt := range DTypes() {

@@ -159,30 +159,175 @@ func (q *QTensor) Dequantize(dt DType) (*Tensor, error) {
 // QMatmul multiplies t (…, k) by the transpose of the 2-D quantized w
 // (n, k): a linear layer, t · wᵀ, of shape (…, n) and t's dtype (F32, F16
 // or BF16, with float32 accumulation). The weight is dequantized on the
-// fly, a block at a time; a strided t is made contiguous first.
+// fly, a block at a time; a strided t is made contiguous first. On a GPU,
+// up to four rows of F16 or BF16 t meet the types with 8-bit dot products
+// (all but Q2_K, Q3_K and Q8_K) as llama.cpp has them meet: t quantized
+// to 8 bits a chunk of 32 values (each value within 1/254 of its chunk's
+// largest), the products in integer dot products. F32 t multiplies in
+// float32.
 func (t *Tensor) QMatmul(w *QTensor) (*Tensor, error) {
 	const op = "Tensor.QMatmul"
-	if err := alive(op, t); err != nil {
+	if err := checkQMatmul(op, t, w, 1); err != nil {
 		return nil, err
+	}
+	return t.qmatmul(op, w)
+}
+
+// QMatmulOptions are the ops around a linear layer's product that
+// Tensor.QMatmulWith runs with it.
+type QMatmulOptions struct {
+	// Norm, when set, makes the product's input RMSNorm(t, Norm, Eps)
+	// (Tensor.RMSNorm): a transformer block's norm and projection.
+	Norm *Tensor
+	Eps  float64
+	// Gated makes the input silu(a)·b (Tensor.SiLUMul) of t's halves a and
+	// b along its last dim, which is then twice the weight's in-features:
+	// a gated MLP's down projection of its gate and up projections.
+	Gated bool
+	// Residual, when set, is added to the product (a residual
+	// connection): of the product's shape and t's dtype.
+	Residual *Tensor
+}
+
+// QMatmulWith is QMatmul with o's ops around it. For up to four rows of
+// F16 or BF16 t on a GPU, and the types with 8-bit dot products (all but
+// Q2_K, Q3_K and Q8_K), they run in the product's kernel: no intermediate
+// tensors and no kernels of their own, which is what a decode step of a
+// quantized model spends much of its time on. Elsewhere they run as the
+// ops they name, with the same results to rounding. Norm and Gated do not
+// go together.
+func (t *Tensor) QMatmulWith(w *QTensor, o QMatmulOptions) (*Tensor, error) {
+	const op = "Tensor.QMatmulWith"
+	cols := 1
+	if o.Gated {
+		cols = 2
+	}
+	if err := checkQMatmul(op, t, w, cols); err != nil {
+		return nil, err
+	}
+	if o.Gated && o.Norm != nil {
+		return nil, errorf(op, ErrArgument, "Norm and Gated together: run one of them as its own op (RMSNorm, SiLUMul)")
+	}
+	n, k := w.shape[0], w.shape[1]
+	ts := t.layout.Shape
+	shape := append(ts[:len(ts)-1].Clone(), n)
+	for _, p := range []struct {
+		name string
+		x    *Tensor
+	}{{"Norm", o.Norm}, {"Residual", o.Residual}} {
+		if p.x == nil {
+			continue
+		}
+		if err := alive(op, p.x); err != nil {
+			return nil, err
+		}
+		if err := sameDevice(op, t.st.dev, p.x); err != nil {
+			return nil, err
+		}
+		if p.x.DType() != t.DType() {
+			return nil, errorf(op, ErrDType, "%s is %s, t %s: convert one with ToDType", p.name, p.x.DType(), t.DType())
+		}
+	}
+	if o.Norm != nil {
+		if err := checkAffine(op, o.Norm, nil, k, "the weight's in-features for t", ts, o.Eps); err != nil {
+			return nil, err
+		}
+	}
+	if o.Residual != nil && !o.Residual.layout.Shape.Equal(shape) {
+		return nil, errorf(op, ErrShape, "Residual is %v; want the product's shape %v", o.Residual.layout.Shape, shape)
+	}
+	if n > 0 && k > 0 && shape.Elems()/n <= qmatvecRows {
+		f, err := fuse(op, shape, t, o.Norm, o.Residual)
+		if err != nil {
+			return nil, err
+		}
+		done, err := f.out.st.dev.backend().qmatmulFused(w.typ, f.in[0], w.st, f.out.st, shape.Elems()/n, n, k,
+			qfuse{alpha: f.in[1], eps: o.Eps, gated: o.Gated, res: f.in[2]})
+		if done || err != nil {
+			return f.run(op, func(backend) error { return err })
+		}
+		f.out.Close()
+		f.release()
+	}
+	return t.qmatmulOps(op, w, o)
+}
+
+// qmatmulOps is QMatmulWith as separate ops.
+func (t *Tensor) qmatmulOps(op string, w *QTensor, o QMatmulOptions) (*Tensor, error) {
+	x, k := t, w.shape[1]
+	var err error
+	switch {
+	case o.Norm != nil:
+		x, err = t.RMSNorm(o.Norm, o.Eps)
+	case o.Gated:
+		last := len(t.layout.Shape) - 1
+		var a, b *Tensor
+		if a, err = t.Narrow(last, 0, k); err == nil {
+			if b, err = t.Narrow(last, k, k); err == nil {
+				x, err = a.SiLUMul(b)
+				b.Close()
+			}
+			a.Close()
+		}
+	}
+	if err != nil {
+		return nil, wrap(op, err)
+	}
+	if x != t {
+		defer x.Close()
+	}
+	y, err := x.qmatmul(op, w)
+	if err != nil || o.Residual == nil {
+		return y, err
+	}
+	defer y.Close()
+	z, err := y.Add(o.Residual)
+	if err != nil {
+		return nil, wrap(op, err)
+	}
+	return z, nil
+}
+
+// qfuse is QMatmulOptions for a backend: contiguous views (a zero view
+// for none).
+type qfuse struct {
+	alpha view
+	eps   float64
+	gated bool
+	res   view
+}
+
+// checkQMatmul checks t (…, cols·k) against the weight (n, k).
+func checkQMatmul(op string, t *Tensor, w *QTensor, cols int) error {
+	if err := alive(op, t); err != nil {
+		return err
 	}
 	if err := w.alive(op); err != nil {
-		return nil, err
+		return err
 	}
 	if err := sameDevice(op, w.st.dev, t); err != nil {
-		return nil, err
+		return err
 	}
 	dt := t.DType()
 	if dt != F32 && dt != F16 && dt != BF16 {
-		return nil, errorf(op, ErrDType, "%s: QMatmul takes f32, f16 or bf16 activations (convert with ToDType)", dt)
+		return errorf(op, ErrDType, "%s: QMatmul takes f32, f16 or bf16 activations (convert with ToDType)", dt)
 	}
 	if len(w.shape) != 2 {
-		return nil, errorf(op, ErrShape, "weight %v: want a 2-D (out, in) weight", w.shape)
+		return errorf(op, ErrShape, "weight %v: want a 2-D (out, in) weight", w.shape)
 	}
 	ts := t.layout.Shape
-	n, k := w.shape[0], w.shape[1]
-	if len(ts) == 0 || ts[len(ts)-1] != k {
-		return nil, errorf(op, ErrShape, "%v × %v ᵀ: want t's last dim to be the weight's in-features, %d", ts, w.shape, k)
+	if k := w.shape[1]; len(ts) == 0 || ts[len(ts)-1] != cols*k {
+		if cols == 2 {
+			return errorf(op, ErrShape, "%v × %v ᵀ, gated: want t's last dim to be twice the weight's in-features, %d", ts, w.shape, 2*k)
+		}
+		return errorf(op, ErrShape, "%v × %v ᵀ: want t's last dim to be the weight's in-features, %d", ts, w.shape, k)
 	}
+	return nil
+}
+
+func (t *Tensor) qmatmul(op string, w *QTensor) (*Tensor, error) {
+	dt, ts := t.DType(), t.layout.Shape
+	n, k := w.shape[0], w.shape[1]
 	shape := append(ts[:len(ts)-1].Clone(), n)
 	out, err := newOutput(op, t.st.dev, dt, shape, t)
 	if err != nil || out.Elems() == 0 {

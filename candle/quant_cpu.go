@@ -224,6 +224,11 @@ func (c *cpuBackend) dequantize(typ GGMLType, q, dst *Storage, n int) error {
 	return nil
 }
 
+// qmatmulFused: the CPU runs QMatmulWith's ops one by one.
+func (c *cpuBackend) qmatmulFused(GGMLType, view, *Storage, *Storage, int, int, int, qfuse) (bool, error) {
+	return false, nil
+}
+
 // qmatmul decodes each weight row once for all of x's rows.
 func (c *cpuBackend) qmatmul(typ GGMLType, x view, w, dst *Storage, m, n, k int) error {
 	xs := gatherF(x)

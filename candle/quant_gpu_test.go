@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,8 +17,11 @@ import (
 // qTolerance is QMatmul's tolerance on the GPU against the CPU's float32
 // products, relative to the sum of the products' magnitudes: float32
 // sums in another order (F32), and the output's rounding (F16, BF16; x is
-// rounded to dt on both sides).
-var qTolerance = map[DType]float64{F32: 2e-5, F16: 2e-3, BF16: 1e-2}
+// rounded to dt on both sides). For up to four rows of F16 or BF16 x the
+// GPU quantizes x to 8 bits a chunk of 32 (the 8-bit dot products): each
+// value off by up to 1/254 of its chunk's largest, which for these
+// normal x and weights came to 2e-3 of the magnitudes at worst.
+var qTolerance = map[DType]float64{F32: 2e-5, F16: 5e-3, BF16: 1e-2}
 
 // TestGPUQuantized checks every type's kernels against the CPU device:
 // Dequantize and Rows (with ids out of range) to a rounding of the
@@ -38,11 +42,7 @@ func TestGPUQuantized(t *testing.T) {
 			if k%typ.BlockSize() != 0 {
 				continue
 			}
-			b := randomBlocks(r, typ, n*k/typ.BlockSize(), func() float32 { return float32(r.NormFloat64() * 0.05) })
-			qg, err := NewQTensor(d, typ, b, n, k)
-			require.NoError(t, err)
-			qc, err := NewQTensor(cpu, typ, b, n, k)
-			require.NoError(t, err)
+			qg, qc, b := quantPair(t, d, r, typ, n, k)
 			want, err := DequantizeBlocks(nil, typ, b)
 			require.NoError(t, err)
 			for _, dt := range []DType{F32, F16, BF16} {
@@ -107,10 +107,155 @@ func TestGPUQuantized(t *testing.T) {
 					}
 				})
 			}
-			qg.Close()
-			qc.Close()
 		}
 	}
+}
+
+// TestGPUQMatvecExtremeX gives the matrix-vector kernels x rows that the
+// 8-bit path must not get wrong quietly: a NaN (the row's outputs NaN),
+// an infinity (not finite), values near BF16's smallest normal and near
+// its largest (quantized a chunk at a time, they scale like any other).
+func TestGPUQMatvecExtremeX(t *testing.T) {
+	d := gpu(t)
+	cpu := CPU()
+	r := rand.New(rand.NewPCG(45, 46))
+	const n, k = 64, 512
+	for _, typ := range []GGMLType{GGMLQ4_0, GGMLQ8_0, GGMLQ4_K, GGMLQ6_K} {
+		qg, qc, b := quantPair(t, d, r, typ, n, k)
+		w, err := DequantizeBlocks(nil, typ, b)
+		require.NoError(t, err)
+		for _, dt := range []DType{F16, BF16} {
+			t.Run(fmt.Sprintf("%s %s", typ, dt), func(t *testing.T) {
+				// huge: the largest values whose products (up to 4·huge·Σ|w|
+				// a row) stay an eighth of dt's range.
+				tiny, top := 1e-37, 3.4e38
+				if dt == F16 {
+					tiny, top = 1e-4, 65504
+				}
+				var wsum float64
+				for j := range n {
+					var s float64
+					for p := range k {
+						s += math.Abs(float64(w[j*k+p]))
+					}
+					wsum = math.Max(wsum, s)
+				}
+				huge := math.Min(top/8/4/wsum, top/8)
+				xs := make([]float64, 4*k)
+				for i := range xs {
+					xs[i] = r.NormFloat64()
+				}
+				xs[5] = math.NaN()
+				xs[k+300] = math.Inf(1)
+				for i := range k {
+					xs[2*k+i] = roundTo(dt, xs[2*k+i]*tiny)
+					xs[3*k+i] = roundTo(dt, xs[3*k+i]*huge)
+				}
+				xg := tensorOf(t, d, dt, xs, 4, k)
+				defer xg.Close()
+				yg, err := xg.QMatmul(qg)
+				require.NoError(t, err)
+				defer yg.Close()
+				got := values(t, yg)
+				for j := range n {
+					assert.True(t, math.IsNaN(got[j]), "row 0 (a NaN in x), output %d: %g", j, got[j])
+					v := got[n+j]
+					assert.True(t, math.IsNaN(v) || math.IsInf(v, 0), "row 1 (an infinity in x), output %d: %g", j, v)
+				}
+				for _, row := range []int{2, 3} {
+					xr := tensorOf(t, cpu, F32, xs[row*k:(row+1)*k], 1, k)
+					yc, err := xr.QMatmul(qc)
+					require.NoError(t, err)
+					want := values(t, yc)
+					xr.Close()
+					yc.Close()
+					for j := range n {
+						var mag float64
+						for p := range k {
+							mag += math.Abs(xs[row*k+p] * float64(w[j*k+p]))
+						}
+						assert.InDelta(t, want[j], got[row*n+j], qTolerance[dt]*mag, "row %d output %d", row, j)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestGPUQMatmulWith checks the fused norm, gate and residual of the
+// 8-bit matrix-vector path (and, for five rows and Q3_K, the ops path)
+// against the CPU's ops in float32.
+func TestGPUQMatmulWith(t *testing.T) {
+	d := gpu(t)
+	cpu := CPU()
+	r := rand.New(rand.NewPCG(47, 48))
+	const n, k = 300, 512
+	for _, typ := range []GGMLType{GGMLQ4_K, GGMLQ8_0, GGMLQ6_K, GGMLQ5_0, GGMLQ3_K} {
+		qg, qc, _ := quantPair(t, d, r, typ, n, k)
+		for _, dt := range []DType{F16, BF16} {
+			for _, m := range []int{1, 4, 5} {
+				for _, mode := range []string{"norm", "gated", "norm+residual", "gated+residual"} {
+					t.Run(fmt.Sprintf("%s %s m%d %s", typ, dt, m, mode), func(t *testing.T) {
+						cols := k
+						if strings.HasPrefix(mode, "gated") {
+							cols = 2 * k
+						}
+						rnd := func(scale float64, shape ...int) (*Tensor, *Tensor) {
+							v := make([]float64, Shape(shape).Elems())
+							for i := range v {
+								v[i] = roundTo(dt, r.NormFloat64()*scale)
+							}
+							return tensorOf(t, d, dt, v, shape...), tensorOf(t, cpu, F32, v, shape...)
+						}
+						xg, xc := rnd(1, m, cols)
+						ag, ac := rnd(0.5, k)
+						rg, rc := rnd(3, m, n)
+						og, oc := QMatmulOptions{Eps: 1e-5}, QMatmulOptions{Eps: 1e-5}
+						if strings.HasPrefix(mode, "norm") {
+							og.Norm, oc.Norm = ag, ac
+						} else {
+							og.Gated, oc.Gated = true, true
+						}
+						if strings.HasSuffix(mode, "residual") {
+							og.Residual, oc.Residual = rg, rc
+						}
+						yg, err := xg.QMatmulWith(qg, og)
+						require.NoError(t, err)
+						yc, err := xc.QMatmulWith(qc, oc)
+						require.NoError(t, err)
+						got, want := values(t, yg), values(t, yc)
+						// Relative to the output's magnitude, which the
+						// residual and the norm's gain set: the 8-bit x and
+						// the output's rounding.
+						var scale float64
+						for _, v := range want {
+							scale = math.Max(scale, math.Abs(v))
+						}
+						for i := range want {
+							require.InDelta(t, want[i], got[i], 2e-2*scale, "element %d", i)
+						}
+						for _, x := range []*Tensor{xg, xc, ag, ac, rg, rc, yg, yc} {
+							x.Close()
+						}
+					})
+				}
+			}
+		}
+	}
+}
+
+// quantPair makes random blocks of typ for an (n, k) weight, as QTensors
+// on the GPU and on the CPU that the test's end closes.
+func quantPair(t *testing.T, d *HIPDevice, r *rand.Rand, typ GGMLType, n, k int) (qg, qc *QTensor, b []byte) {
+	t.Helper()
+	b = randomBlocks(r, typ, n*k/typ.BlockSize(), func() float32 { return float32(r.NormFloat64() * 0.05) })
+	qg, err := NewQTensor(d, typ, b, n, k)
+	require.NoError(t, err)
+	t.Cleanup(func() { qg.Close() })
+	qc, err = NewQTensor(CPU(), typ, b, n, k)
+	require.NoError(t, err)
+	t.Cleanup(func() { qc.Close() })
+	return qg, qc, b
 }
 
 func roundTo(dt DType, v float64) float64 {
@@ -138,9 +283,13 @@ func TestGPUQMatvecSpeed(t *testing.T) {
 			q, err := NewQTensor(d, typ, b, n, k)
 			require.NoError(t, err)
 			line := fmt.Sprintf("%-5s %6d×%-5d %6.1f MiB:", typ, n, k, float64(len(b))/(1<<20))
-			if f, err := (*hipBackend)(d).function(famQuant, quantKernel("qmatvec", typ, BF16)); err == nil {
+			kernel := "qmatvec"
+			if qmatvecI8(typ, BF16) {
+				kernel = "qmatvec8"
+			}
+			if f, err := (*hipBackend)(d).function(famQuant, quantKernel(kernel, typ, BF16)); err == nil {
 				if regs, err := f.Attribute(hip.FuncAttributeNumRegs); err == nil {
-					line = fmt.Sprintf("%s (qmatvec: %d registers)", line, regs)
+					line = fmt.Sprintf("%s (%s: %d registers)", line, kernel, regs)
 				}
 			}
 			for _, m := range []int{1, 4, 8, 512} {

@@ -19,12 +19,14 @@ func quantKernel(kind string, typ GGMLType, dt DType) string {
 
 // qmatvecRows is the most rows of x the matrix-vector kernel takes (its
 // QMV_ROWS): small decode batches. More rows multiply through BLAS, the
-// weight dequantized a slice at a time (qmatmulSliced). On an H100, for an
-// 8192×2048 Q4_K weight: 11 µs for one row of x, 24 µs for four (the
-// kernel reads x again for each row), 48 µs for eight, and about 42 µs for
-// eight through the slices; fewer rows a kernel also left it more
-// registers for loads in flight (one row: 960 → 1090 GB/s).
+// weight dequantized a slice at a time (qmatmulSliced). On an H200, for an
+// 8192×2048 Q4_K weight and BF16 x (the 8-bit path): 11.3 µs for one row
+// of x, 14.1 µs for four, and 40.7 µs for eight through the slices.
 const qmatvecRows = 4
+
+// qmatvecBlocksPerSM is the matrix-vector kernels' grid: as many blocks
+// as the SMs hold at once (their launch bound).
+const qmatvecBlocksPerSM = 4
 
 // qsliceBytes bounds the scratch a slice of a dequantized weight takes:
 // half of a 1B model's largest layer weights in BF16 (8192×2048 and
@@ -57,12 +59,95 @@ func (b *hipBackend) qmatmul(typ GGMLType, x view, w, dst *Storage, m, n, k int)
 	if m > qmatvecRows {
 		return b.qmatmulSliced(typ, x, w, dst, m, n, k)
 	}
-	// A warp a row of w: eight warps of 32 (four of 64) a block.
-	warps := block1D.X / 32
-	grid := hip.Dim3{X: uint32(min((n+int(warps)-1)/int(warps), 1<<20)), Y: 1, Z: 1}
-	return b.launch(famQuant, quantKernel("qmatvec", typ, dst.dtype), grid, block1D, func(a *hip.Args) {
-		a.Int32(int32(m)).Uint64(uint64(n)).Uint64(uint64(k)).Ptr(ptr(x)).Ptr(storagePtr(w)).Ptr(storagePtr(dst))
+	return b.qmatvec(typ, x, w, dst, m, n, k, qfuse{})
+}
+
+// qmatmulFused is qmatmul with f in the kernel: the 8-bit path of up to
+// qmatvecRows rows of F16 or BF16 x.
+func (b *hipBackend) qmatmulFused(typ GGMLType, x view, w, dst *Storage, m, n, k int, f qfuse) (bool, error) {
+	if m > qmatvecRows || !qmatvecI8(typ, dst.dtype) {
+		return false, nil
+	}
+	return true, b.qmatvec(typ, x, w, dst, m, n, k, f)
+}
+
+// qmatvecI8 says whether the matrix-vector product of typ and x's dtype
+// runs on 8-bit dot products (quant.hip's qx and qmatvec8: 2-byte x).
+func qmatvecI8(typ GGMLType, dt DType) bool {
+	switch typ {
+	case GGMLQ4_0, GGMLQ4_1, GGMLQ5_0, GGMLQ5_1, GGMLQ8_0, GGMLQ4_K, GGMLQ5_K, GGMLQ6_K:
+		return dt == F16 || dt == BF16
+	}
+	return false
+}
+
+func (b *hipBackend) qmatvec(typ GGMLType, x view, w, dst *Storage, m, n, k int, f qfuse) error {
+	dt := dst.dtype
+	// Eight warps of 32 (four of 64) a block; at most one wave of blocks
+	// (four an SM, the kernels' bound), each looping over rows.
+	warps := int(block1D.X) / max(b.props.WarpSize, 1)
+	slots := max(b.props.MultiProcessorCount, 1) * qmatvecBlocksPerSM
+	if !qmatvecI8(typ, dt) { // a warp a row
+		grid := hip.Dim3{X: uint32(max(1, min((n+warps-1)/warps, slots))), Y: 1, Z: 1}
+		return b.launch(famQuant, quantKernel("qmatvec", typ, dt), grid, block1D, func(a *hip.Args) {
+			a.Int32(int32(m)).Uint64(uint64(n)).Uint64(uint64(k)).Ptr(ptr(x)).Ptr(storagePtr(w)).Ptr(storagePtr(dst))
+		})
+	}
+	// x to 8 bits once (qx, with f's norm or gate), then the product.
+	chunks := m * k / 32
+	scratch, err := b.pool.get(chunks * (32 + 4 + 8))
+	if err != nil {
+		return err
+	}
+	defer scratch.release()
+	xq := scratch.buf.Ptr()
+	xd := xq.Add(chunks * 32)
+	xs := xd.Add(chunks * 4)
+	var alpha, res hip.DevicePtr
+	if f.alpha.st != nil {
+		alpha = ptr(f.alpha)
+	}
+	if f.res.st != nil {
+		res = ptr(f.res)
+	}
+	// A thread a value: one block for all of x took 6.2 µs for a row of
+	// 2048 on an H200, a quarter of a Q4_K decode step in all.
+	qxGrid := hip.Dim3{X: uint32((k + int(block1D.X) - 1) / int(block1D.X)), Y: uint32(m), Z: 1}
+	if err := b.launch(famQuant, "qx_"+dt.String(), qxGrid, block1D, func(a *hip.Args) {
+		a.Uint64(uint64(k)).Ptr(ptr(x)).Int32(int32(b2i(f.gated))).Float32(float32(f.eps)).Ptr(alpha).Ptr(xq).Ptr(xd).Ptr(xs)
+	}); err != nil {
+		return err
+	}
+	split := qmatvecSplit(n, warps, slots)
+	rows := warps / split
+	grid := hip.Dim3{X: uint32(max(1, min((n+rows-1)/rows, slots))), Y: 1, Z: 1}
+	return b.launch(famQuant, quantKernel("qmatvec8", typ, dt), grid, block1D, func(a *hip.Args) {
+		a.Int32(int32(m)).Int32(int32(split)).Uint64(uint64(n)).Uint64(uint64(k)).Ptr(xq).Ptr(xd).Ptr(xs)
+		a.Ptr(storagePtr(w)).Ptr(storagePtr(dst)).Ptr(res)
 	})
+}
+
+// qmatvecSplit is how many warps of a block share a row of w on the 8-bit
+// path (a power of two up to the block's warps): the fewest whose blocks
+// fill the device's block slots to 90% in whole waves, else the fullest.
+// A warp a row left half of an H200's slots empty for a 2048-row weight
+// (256 blocks of eight rows).
+func qmatvecSplit(n, warps, slots int) int {
+	fill := func(split int) float64 {
+		blocks := (n + warps/split - 1) / (warps / split)
+		waves := (blocks + slots - 1) / slots
+		return float64(blocks) / float64(waves*slots)
+	}
+	best := 1
+	for s := 1; s <= warps; s *= 2 {
+		if fill(s) >= 0.9 {
+			return s
+		}
+		if fill(s) > fill(best) {
+			best = s
+		}
+	}
+	return best
 }
 
 // qmatmulSliced multiplies x by w's rows a slice at a time: each slice

@@ -404,3 +404,100 @@ func TestQTensorErrors(t *testing.T) {
 	assert.NoError(t, qq.Close())
 	assert.NoError(t, qq.Close())
 }
+
+// TestQmatvecSplit checks the warps a row on the 8-bit matrix-vector
+// path for a 1B model's weights on an H200 (132 SMs, 528 block slots,
+// eight warps a block) and an MI300X (304 CUs, four 64-wide warps).
+func TestQmatvecSplit(t *testing.T) {
+	for _, c := range []struct{ n, warps, slots, want int }{
+		{2048, 8, 528, 2},   // 256 blocks a warp a row: half the slots
+		{3072, 8, 528, 4},   // 384 or 768 blocks fill 73%; 1536, 97%
+		{16384, 8, 528, 1},  // 2048 blocks: four waves, 97% full
+		{128256, 8, 528, 1}, // the LM head
+		{1, 8, 528, 1},
+		{2048, 4, 1216, 2},
+	} {
+		assert.Equal(t, c.want, qmatvecSplit(c.n, c.warps, c.slots), "n %d, %d warps, %d slots", c.n, c.warps, c.slots)
+	}
+}
+
+// TestQMatmulWithOnCPU checks QMatmulWith's ops against the same ops run
+// one by one (the CPU has no fused kernel: the two must be equal), and
+// its argument errors.
+func TestQMatmulWithOnCPU(t *testing.T) {
+	cpu := CPU()
+	r := rand.New(rand.NewPCG(7, 8))
+	const n, k = 5, 64
+	q, err := NewQTensor(cpu, GGMLQ8_0, randomBlocks(r, GGMLQ8_0, n*k/32, func() float32 { return float32(r.NormFloat64() * 0.05) }), n, k)
+	require.NoError(t, err)
+	defer q.Close()
+	rnd := func(shape ...int) *Tensor {
+		x, err := RandNormal(cpu, F32, 0, 1, shape...)
+		require.NoError(t, err)
+		t.Cleanup(func() { x.Close() })
+		return x
+	}
+	x, gu, alpha, res := rnd(3, k), rnd(3, 2*k), rnd(k), rnd(3, n)
+	check := func(name string, got *Tensor, err error, want func() *Tensor) {
+		t.Helper()
+		require.NoError(t, err, name)
+		defer got.Close()
+		w := want()
+		defer w.Close()
+		assert.Equal(t, floats(t, w), floats(t, got), name)
+	}
+	must := func(y *Tensor, err error) *Tensor {
+		t.Helper()
+		require.NoError(t, err)
+		return y
+	}
+	y, err := x.QMatmulWith(q, QMatmulOptions{Norm: alpha, Eps: 1e-5, Residual: res})
+	check("norm and residual", y, err, func() *Tensor {
+		h := must(x.RMSNorm(alpha, 1e-5))
+		defer h.Close()
+		p := must(h.QMatmul(q))
+		defer p.Close()
+		return must(p.Add(res))
+	})
+	y, err = gu.QMatmulWith(q, QMatmulOptions{Gated: true})
+	check("gated", y, err, func() *Tensor {
+		a, b := must(gu.Narrow(1, 0, k)), must(gu.Narrow(1, k, k))
+		defer a.Close()
+		defer b.Close()
+		h := must(a.SiLUMul(b))
+		defer h.Close()
+		return must(h.QMatmul(q))
+	})
+	y, err = x.QMatmulWith(q, QMatmulOptions{})
+	check("none", y, err, func() *Tensor { return must(x.QMatmul(q)) })
+
+	bf, err := x.ToDType(BF16)
+	require.NoError(t, err)
+	defer bf.Close()
+	for name, c := range map[string]struct {
+		x    *Tensor
+		o    QMatmulOptions
+		want error
+		text string
+	}{
+		"norm and gate":    {gu, QMatmulOptions{Norm: alpha, Gated: true}, ErrArgument, "Norm and Gated together"},
+		"gated, k columns": {x, QMatmulOptions{Gated: true}, ErrShape, "twice the weight's in-features, 128"},
+		"norm of 2k":       {x, QMatmulOptions{Norm: gu}, ErrShape, "alpha is [3 128]; want [64]"},
+		"negative eps":     {x, QMatmulOptions{Norm: alpha, Eps: -1}, ErrArgument, "eps -1"},
+		"residual shape":   {x, QMatmulOptions{Residual: alpha}, ErrShape, "Residual is [64]; want the product's shape [3 5]"},
+		"residual dtype":   {bf, QMatmulOptions{Residual: res}, ErrDType, "Residual is f32, t bf16"},
+		"norm dtype":       {bf, QMatmulOptions{Norm: alpha}, ErrDType, "Norm is f32, t bf16"},
+		"closed residual":  {x, QMatmulOptions{Residual: closed(t, cpu)}, ErrClosed, ""},
+	} {
+		_, err := c.x.QMatmulWith(q, c.o)
+		assert.ErrorIs(t, err, c.want, name)
+		assert.ErrorContains(t, err, c.text, name)
+	}
+}
+
+func closed(t *testing.T, dev Device) *Tensor {
+	x, err := Zeros(dev, F32, 2)
+	require.NoError(t, err)
+	x.Close()
+	return x
+}

@@ -5,7 +5,14 @@
 //   qrows_<q>_<dt>     the rows ids name (i64; out of range: zeros), a thread a chunk
 //   qmatvec_<q>_<dt>   y (m, n) = x (m, k) · wᵀ for m ≤ QMV_ROWS: a warp a row of w,
 //                      its lanes over the row's chunks, each chunk read once for the
-//                      m rows of x; warp sums through shuffles (any warp size)
+//                      m rows of x; warp sums through shuffles (any warp size). For
+//                      f16 and bf16 x the types with 8-bit dot products take
+//                      qmatvec8 instead; f32 x keeps these float products.
+//   qx_<dt>            x (m, k) to 8 bits a chunk of 32, as llama.cpp's q8_1, once a
+//                      product; it fuses x's RMSNorm or a gated MLP's silu(a)·b
+//   qmatvec8_<q>_<dt>  qmatvec of qx's x: a chunk's product is eight 4-byte integer
+//                      dot products (dp4a, sdot4) and one scaling; it adds a
+//                      residual to y
 // (m > QMV_ROWS runs on BLAS over slices of w that dequant_ expands: quant_hip.go.)
 // Blocks are read with 2-byte loads (every block size is even, and the f16
 // fields sit at even offsets), 16-byte ones where a type's block keeps
@@ -292,6 +299,270 @@ template <int Q, class T> __device__ __forceinline__ void qrows(u64 nids, u64 k,
 	}
 }
 
+// ---- 8-bit dot products ----
+
+// dp4a is the sum of the four signed byte products of a and b, plus c.
+__device__ __forceinline__ int dp4a(int a, int b, int c) {
+#if defined(__HIP_PLATFORM_NVIDIA__) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 610
+	return __dp4a(a, b, c);
+#elif defined(__gfx906__) || defined(__gfx908__) || defined(__gfx90a__) || defined(__gfx942__) || defined(__gfx950__)
+	return __builtin_amdgcn_sdot4(a, b, c, false);
+#elif defined(__GFX11__) || defined(__GFX12__)
+	return __builtin_amdgcn_sudot4(true, a, true, b, c, false);
+#else
+	for (int e = 0; e < 32; e += 8) c += (int)(signed char)(a >> e) * (int)(signed char)(b >> e);
+	return c;
+#endif
+}
+
+// qchunk<Q> gives chunk c of a block of the 8-bit path's types (Q4_0,
+// Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K) as 32 integers q (8 words of
+// 4 bytes, values in -128..127) and the affine map to its values: value
+// i = a0·q[i] + b0 for i < 16, a1·q[i] + b1 above. Against x ≈ dx·xq, the
+// chunk's product is dx·(a0·Σ₀ q·xq + a1·Σ₁ q·xq + b0·Σ₀ xq + b1·Σ₁ xq)
+// over the halves.
+template <int Q> __device__ __forceinline__ void qchunk(const u8* b, int c, int* q, float& a0, float& a1, float& b0, float& b1);
+
+// nibbles: q[t] the low nibbles of 4-byte word t of qs, q[4 + t] the high
+// ones (Q4_0's and Q5_0's element j in byte j's low nibble, j + 16 in its
+// high one).
+__device__ __forceinline__ void nibbles(const u8* qs, int* q) {
+#pragma unroll
+	for (int t = 0; t < 4; t++) {
+		const u32 w = u32at(qs + 4 * t);
+		q[t] = (int)(w & 0x0F0F0F0Fu);
+		q[4 + t] = (int)(w >> 4 & 0x0F0F0F0Fu);
+	}
+}
+
+// bit4 moves bits 0-3 of v to bit 4 of bytes 0-3 (Q5's fifth bits).
+__device__ __forceinline__ int bit4(u32 v) {
+	return (int)((v << 4 & 0x10u) | (v << 11 & 0x1000u) | (v << 18 & 0x100000u) | (v << 25 & 0x10000000u));
+}
+
+template <> __device__ __forceinline__ void qchunk<GGML_Q4_0>(const u8* b, int c, int* q, float& a0, float& a1, float& b0, float& b1) {
+	nibbles(b + 2, q);
+	a0 = a1 = h2f(b);
+	b0 = b1 = -8.0f * a0;
+}
+
+template <> __device__ __forceinline__ void qchunk<GGML_Q4_1>(const u8* b, int c, int* q, float& a0, float& a1, float& b0, float& b1) {
+	nibbles(b + 4, q);
+	a0 = a1 = h2f(b);
+	b0 = b1 = h2f(b + 2);
+}
+
+template <int Q> __device__ __forceinline__ void qchunk_q5(const u8* b, int* q, float& a0, float& a1, float& b0, float& b1) {
+	const bool one = Q == GGML_Q5_1;
+	const int off = one ? 4 : 2;
+	const u32 qh = u32at(b + off);
+	nibbles(b + off + 4, q);
+#pragma unroll
+	for (int t = 0; t < 4; t++) {
+		q[t] |= bit4(qh >> (4 * t));
+		q[4 + t] |= bit4(qh >> (16 + 4 * t));
+	}
+	a0 = a1 = h2f(b);
+	b0 = b1 = one ? h2f(b + 2) : -16.0f * a0;
+}
+template <> __device__ __forceinline__ void qchunk<GGML_Q5_0>(const u8* b, int c, int* q, float& a0, float& a1, float& b0, float& b1) {
+	qchunk_q5<GGML_Q5_0>(b, q, a0, a1, b0, b1);
+}
+template <> __device__ __forceinline__ void qchunk<GGML_Q5_1>(const u8* b, int c, int* q, float& a0, float& a1, float& b0, float& b1) {
+	qchunk_q5<GGML_Q5_1>(b, q, a0, a1, b0, b1);
+}
+
+template <> __device__ __forceinline__ void qchunk<GGML_Q8_0>(const u8* b, int c, int* q, float& a0, float& a1, float& b0, float& b1) {
+#pragma unroll
+	for (int t = 0; t < 8; t++) q[t] = (int)u32at(b + 2 + 4 * t);
+	a0 = a1 = h2f(b);
+	b0 = b1 = 0.0f;
+}
+
+template <int Q> __device__ __forceinline__ void qchunk_k45(const u8* b, int c, int* q, float& a0, float& a1, float& b0, float& b1) {
+	const bool five = Q == GGML_Q5_K;
+	float sc, mn;
+	scale_min_k4(c, b + 4, sc, mn);
+	const u8* qs = b + (five ? 48 : 16) + 32 * (c / 2);
+	const uint4 q0 = *(const uint4*)qs, q1 = *(const uint4*)(qs + 16);
+	const u32 qw[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
+	const int shift = 4 * (c % 2);
+#pragma unroll
+	for (int t = 0; t < 8; t++) q[t] = (int)(qw[t] >> shift & 0x0F0F0F0Fu);
+	if (five) {
+		const uint4 h0 = *(const uint4*)(b + 16), h1 = *(const uint4*)(b + 32);
+		const u32 hw[8] = {h0.x, h0.y, h0.z, h0.w, h1.x, h1.y, h1.z, h1.w};
+#pragma unroll
+		for (int t = 0; t < 8; t++) q[t] |= (int)((hw[t] >> c & 0x01010101u) << 4);
+	}
+	a0 = a1 = h2f(b) * sc;
+	b0 = b1 = -h2f(b + 2) * mn;
+}
+template <> __device__ __forceinline__ void qchunk<GGML_Q4_K>(const u8* b, int c, int* q, float& a0, float& a1, float& b0, float& b1) {
+	qchunk_k45<GGML_Q4_K>(b, c, q, a0, a1, b0, b1);
+}
+template <> __device__ __forceinline__ void qchunk<GGML_Q5_K>(const u8* b, int c, int* q, float& a0, float& a1, float& b0, float& b1) {
+	qchunk_k45<GGML_Q5_K>(b, c, q, a0, a1, b0, b1);
+}
+
+template <> __device__ __forceinline__ void qchunk<GGML_Q6_K>(const u8* b, int c, int* q, float& a0, float& a1, float& b0, float& b1) {
+	const float d = h2f(b + 208);
+	const int n = c / 4, k = c % 4;
+	const u8* ql = b + 64 * n + 32 * (k % 2);
+	const u8* qh = b + 128 + 32 * n;
+#pragma unroll
+	for (int t = 0; t < 8; t++) {
+		const u32 l = u32at(ql + 4 * t), h = u32at(qh + 4 * t);
+		q[t] = (int)((l >> (4 * (k / 2)) & 0x0F0F0F0Fu) | (h >> (2 * k) & 0x03030303u) << 4);
+	}
+	a0 = d * (float)(signed char)b[192 + 8 * n + 2 * k];
+	a1 = d * (float)(signed char)b[192 + 8 * n + 2 * k + 1];
+	b0 = -32.0f * a0;
+	b1 = -32.0f * a1;
+}
+
+// QFuse is what qx fuses into x before quantizing it (package candle's
+// Tensor.QMatmulWith): x's rows hold 2k values and the product takes
+// silu(first half) · second half (gated); or x is RMSNorm'd with gain
+// alpha (not null) and eps.
+template <class T> struct QFuse {
+	int gated;
+	float eps;
+	const T* alpha;
+};
+
+// xval is element e of x's row with f's gate and norm (rs: the row's
+// 1 / RMS).
+template <class T>
+__device__ __forceinline__ float xval(const T* __restrict__ row, u64 k, u64 e, const QFuse<T>& f, float rs) {
+	float v = Traits<T>::load(row[e]);
+	if (f.gated) v = v / (1.0f + expf(-v)) * Traits<T>::load(row[k + e]);
+	if (f.alpha) v *= rs * Traits<T>::load(f.alpha[e]);
+	return v;
+}
+
+// qx quantizes x's m rows (k values each, f applied) for qmatvec8, as
+// llama.cpp's q8_1: each chunk of 32 values as 8-bit integers (xq: m·k
+// bytes), its scale max|x| / 127 (xd: m·k/32 floats) and the integer sums
+// of its halves (xs: m·k/16 ints). Grid (blocks, m): a thread a value of
+// row blockIdx.y, 32 lanes a chunk (any warp size: the shuffles stay
+// within 32 lanes); with a norm each block first sums its row's squares.
+// A NaN or an infinity in a chunk makes its scale NaN: the products it
+// meets are NaN, as with float products.
+template <class T>
+__device__ __forceinline__ void qx(u64 k, const T* __restrict__ x, const QFuse<T>& f, int* __restrict__ xq, float* __restrict__ xd, int* __restrict__ xs) {
+	const int r = blockIdx.y;
+	const T* row = x + (u64)r * (f.gated ? 2 * k : k);
+	float rs = 1.0f;
+	if (f.alpha) {
+		__shared__ float red[1024 / 32];
+		const int lane = threadIdx.x % warpSize, wib = threadIdx.x / warpSize, wpb = blockDim.x / warpSize;
+		float s = 0.0f;
+		for (u64 e = threadIdx.x; e < k; e += blockDim.x) {
+			const float v = Traits<T>::load(row[e]);
+			s += v * v;
+		}
+		for (int o = warpSize / 2; o > 0; o >>= 1) s += __shfl_xor(s, o);
+		if (lane == 0) red[wib] = s;
+		__syncthreads();
+		s = 0.0f;
+		for (int i = 0; i < wpb; i++) s += red[i];
+		rs = 1.0f / sqrtf(s / (float)k + f.eps);
+	}
+	const int l32 = threadIdx.x % 32;
+	// k is a multiple of 32: whole chunks a pass, every lane of a chunk in it.
+	for (u64 e = (u64)blockIdx.x * blockDim.x + threadIdx.x; e < k; e += (u64)gridDim.x * blockDim.x) {
+		const float v = xval<T>(row, k, e, f, rs);
+		float amax = fabsf(v);
+		int bad = v - v != 0.0f;
+		for (int o = 16; o > 0; o >>= 1) {
+			amax = fmaxf(amax, __shfl_xor(amax, o));
+			bad |= __shfl_xor(bad, o);
+		}
+		// v / amax, not v · (127 / amax): that factor overflows for
+		// chunks of tiny values.
+		const int q = !bad && amax > 0.0f ? __float2int_rn(127.0f * (v / amax)) : 0;
+		int h = q;
+		for (int o = 8; o > 0; o >>= 1) h += __shfl_xor(h, o);
+		const u64 c = (u64)r * (k / 32) + e / 32;
+		((signed char*)xq)[c * 32 + l32] = (signed char)q;
+		if (l32 == 0) xd[c] = bad ? __int_as_float(0x7fc00000) : amax / 127.0f;
+		if (l32 % 16 == 0) xs[2 * c + l32 / 16] = h;
+	}
+}
+
+// qmatvec8 is qmatvec on 8-bit dot products against x as qx left it: a
+// row of w to split warps of the block (each over every split-th chunk
+// of the row: small n still fills the device), the block's rows in
+// passes over w; res (not null, like y) is added to y.
+template <int Q, class T>
+__device__ __forceinline__ void qmatvec8(int m, int split, u64 n, u64 k, const int* __restrict__ xq, const float* __restrict__ xd,
+                                         const int* __restrict__ xs, const u8* __restrict__ w, T* __restrict__ y, const T* __restrict__ res) {
+	__shared__ float part[QMV_ROWS][1024 / 32]; // the warps' sums, when split
+	const int lane = threadIdx.x % warpSize, wib = threadIdx.x / warpSize, wpb = blockDim.x / warpSize;
+	const int rpb = wpb / split, wr = wib / split, ws = wib % split;
+	const u64 per = k / 32, rb = k / QT<Q>::BLOCK * QT<Q>::SIZE;
+	// The loop's bounds are the block's, not the warp's: its barriers.
+	for (u64 base = (u64)blockIdx.x * rpb; base < n; base += (u64)gridDim.x * rpb) {
+		const u64 j = base + wr;
+		const bool live = j < n;
+		const u8* row = w + j * rb;
+		float acc[QMV_ROWS];
+#pragma unroll
+		for (int r = 0; r < QMV_ROWS; r++) acc[r] = 0.0f;
+		if (live) {
+#pragma unroll 2
+			for (u64 i = ws * warpSize + lane; i < per; i += split * warpSize) {
+				int c;
+				const u8* b = chunk_at<Q>(row, i, c);
+				int q[8];
+				float a0, a1, b0, b1;
+				qchunk<Q>(b, c, q, a0, a1, b0, b1);
+#pragma unroll
+				for (int r = 0; r < QMV_ROWS; r++) {
+					if (r < m) {
+						const u64 g = r * per + i;
+						const int4* xv = (const int4*)(xq + g * 8);
+						const int4 x0 = xv[0], x1 = xv[1];
+						const int d0 = dp4a(q[3], x0.w, dp4a(q[2], x0.z, dp4a(q[1], x0.y, dp4a(q[0], x0.x, 0))));
+						const int d1 = dp4a(q[7], x1.w, dp4a(q[6], x1.z, dp4a(q[5], x1.y, dp4a(q[4], x1.x, 0))));
+						acc[r] += xd[g] * (a0 * (float)d0 + a1 * (float)d1 + b0 * (float)xs[2 * g] + b1 * (float)xs[2 * g + 1]);
+					}
+				}
+			}
+		}
+		// (Loops over r to QMV_ROWS: acc stays in registers.)
+#pragma unroll
+		for (int r = 0; r < QMV_ROWS; r++) {
+			float s = acc[r];
+			for (int o = warpSize / 2; o > 0; o >>= 1) s += __shfl_xor(s, o);
+			acc[r] = s;
+		}
+		if (split > 1) {
+			if (lane == 0) {
+#pragma unroll
+				for (int r = 0; r < QMV_ROWS; r++) part[r][wib] = acc[r];
+			}
+			__syncthreads();
+			if (ws == 0) {
+#pragma unroll
+				for (int r = 0; r < QMV_ROWS; r++) {
+					float s = 0.0f;
+					for (int p = 0; p < split; p++) s += part[r][wib + p];
+					acc[r] = s;
+				}
+			}
+			__syncthreads();
+		}
+		if (live && ws == 0 && lane == 0) {
+#pragma unroll
+			for (int r = 0; r < QMV_ROWS; r++) {
+				if (r < m) y[r * n + j] = Traits<T>::store(acc[r] + (res ? Traits<T>::load(res[r * n + j]) : 0.0f));
+			}
+		}
+	}
+}
+
 // qmatvec: a warp a row j of w; lane l takes the row's chunks l, l + warp,
 // ...; each chunk meets the m rows of x.
 template <int Q, class T>
@@ -334,6 +605,29 @@ __device__ __forceinline__ void qmatvec(int m, u64 n, u64 k, const T* __restrict
 	Q_KERNEL qmatvec_##QN##_##TN(int m, u64 n, u64 k, const T* x, const u8* w, T* y) { qmatvec<Q, T>(m, n, k, x, w, y); }
 
 #define Q_DTYPES(QN, Q) Q_KERNELS(QN, Q, f32, f32) Q_KERNELS(QN, Q, f16, f16) Q_KERNELS(QN, Q, bf16, bf16)
+
+// The 8-bit path, for 2-byte x.
+#define Q8_KERNELS(QN, Q, TN, T)                                                                                     \
+	Q_KERNEL qmatvec8_##QN##_##TN(int m, int split, u64 n, u64 k, const int* xq, const float* xd, const int* xs,        \
+	                              const u8* w, T* y, const T* res) {                                                   \
+		qmatvec8<Q, T>(m, split, n, k, xq, xd, xs, w, y, res);                                                       \
+	}
+#define Q8_DTYPES(QN, Q) Q8_KERNELS(QN, Q, f16, f16) Q8_KERNELS(QN, Q, bf16, bf16)
+#define QX_KERNEL(TN, T)                                                                                             \
+	Q_KERNEL qx_##TN(u64 k, const T* x, int gated, float eps, const T* alpha, int* xq, float* xd, int* xs) {             \
+		const QFuse<T> f = {gated, eps, alpha};                                                                      \
+		qx<T>(k, x, f, xq, xd, xs);                                                                                  \
+	}
+QX_KERNEL(f16, f16)
+QX_KERNEL(bf16, bf16)
+Q8_DTYPES(q4_0, GGML_Q4_0)
+Q8_DTYPES(q4_1, GGML_Q4_1)
+Q8_DTYPES(q5_0, GGML_Q5_0)
+Q8_DTYPES(q5_1, GGML_Q5_1)
+Q8_DTYPES(q8_0, GGML_Q8_0)
+Q8_DTYPES(q4_k, GGML_Q4_K)
+Q8_DTYPES(q5_k, GGML_Q5_K)
+Q8_DTYPES(q6_k, GGML_Q6_K)
 
 Q_DTYPES(q4_0, GGML_Q4_0)
 Q_DTYPES(q4_1, GGML_Q4_1)

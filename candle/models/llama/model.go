@@ -591,6 +591,30 @@ func (f *fwd) times(x *candle.Tensor, w *linear) *candle.Tensor {
 	return f.t(candle.Cat(parts, 1))
 }
 
+// timesWith is times with o's ops around the product: in its kernel where
+// candle can (Tensor.QMatmulWith: a quantized weight of one part, decode's
+// few rows), else as the ops.
+func (f *fwd) timesWith(x *candle.Tensor, w *linear, o candle.QMatmulOptions) *candle.Tensor {
+	if f.err != nil {
+		return nil
+	}
+	if len(w.q) == 1 {
+		return f.t(x.QMatmulWith(w.q[0], o))
+	}
+	if o.Norm != nil {
+		x = f.t(x.RMSNorm(o.Norm, o.Eps))
+	}
+	if o.Gated {
+		half := x.Shape()[1] / 2
+		x = f.t(f.t(x.Narrow(1, 0, half)).SiLUMul(f.t(x.Narrow(1, half, half))))
+	}
+	y := f.times(x, w)
+	if o.Residual != nil {
+		y = f.t(o.Residual.Add(y))
+	}
+	return y
+}
+
 // forward runs one pass; all: the logits of every new token (one
 // sequence), else of each sequence's last; commit: keep the tokens in the
 // cache.
@@ -657,8 +681,7 @@ func (m *Model) run(step *nn.PagedStep, all bool) (*candle.Tensor, error) {
 		last := f.t(sc.Adopt(step.LastRows()))
 		x = f.t(x.IndexSelect(last, 0))
 	}
-	x = f.t(x.RMSNorm(m.norm, c.RMSNormEps))
-	logits := f.times(x, &m.lmHead)
+	logits := f.timesWith(x, &m.lmHead, candle.QMatmulOptions{Norm: m.norm, Eps: c.RMSNormEps})
 	if m.dtype != candle.F32 {
 		logits = f.t(logits.ToDType(candle.F32))
 	}
@@ -674,8 +697,7 @@ func (m *Model) attention(f *fwd, step *nn.PagedStep, i int, l *layer, xl, cos, 
 	c := m.cfg
 	T := step.Len()
 	hq, hkv, hd := c.Heads, c.KVHeads, c.HeadDim
-	h := f.t(xl.RMSNorm(l.inNorm, c.RMSNormEps))
-	qkv := f.times(h, &l.qkv) // (T, (hq+2hkv)·hd)
+	qkv := f.timesWith(xl, &l.qkv, candle.QMatmulOptions{Norm: l.inNorm, Eps: c.RMSNormEps}) // (T, (hq+2hkv)·hd)
 	if l.qkvBias != nil {
 		qkv = f.t(qkv.Add(l.qkvBias))
 	}
@@ -692,10 +714,10 @@ func (m *Model) attention(f *fwd, step *nn.PagedStep, i int, l *layer, xl, cos, 
 		att = f.own(step.Attention(i, q, k, v, l.attn)) // (T, hq, hd)
 	}
 	att = f.t(att.Reshape(T, hq*hd))
-	o := f.times(att, &l.o)
-	if l.oBias != nil {
-		o = f.t(o.Add(l.oBias))
+	if l.oBias == nil {
+		return f.timesWith(att, &l.o, candle.QMatmulOptions{Residual: xl})
 	}
+	o := f.t(f.times(att, &l.o).Add(l.oBias))
 	return f.t(xl.Add(o))
 }
 
@@ -740,6 +762,13 @@ func (m *Model) mlp(f *fwd, l *layer, xl *candle.Tensor) *candle.Tensor {
 // mlpBlock is mlp over xl's tokens at once.
 func (m *Model) mlpBlock(f *fwd, l *layer, xl *candle.Tensor) *candle.Tensor {
 	c := m.cfg
+	if l.gateUp.q != nil && l.downBias == nil {
+		// The quantized products are x · wᵀ: gate and up are the halves
+		// of each row (GGUF models have no MLP biases). The norm, the gate
+		// and the residual run in the products' kernels where they can.
+		gu := f.timesWith(xl, &l.gateUp, candle.QMatmulOptions{Norm: l.postNorm, Eps: c.RMSNormEps}) // (T, 2·intermediate)
+		return f.timesWith(gu, &l.down, candle.QMatmulOptions{Gated: true, Residual: xl})
+	}
 	h := f.t(xl.RMSNorm(l.postNorm, c.RMSNormEps))
 	var act *candle.Tensor // (T, intermediate)
 	if l.gateUp.q == nil {
@@ -753,8 +782,6 @@ func (m *Model) mlpBlock(f *fwd, l *layer, xl *candle.Tensor) *candle.Tensor {
 		act = f.t(gate.SiLUMul(up)) // (intermediate, T)
 		act = f.t(act.T())
 	} else {
-		// The quantized products are x · wᵀ: gate and up are the halves
-		// of each row (GGUF models have no MLP biases).
 		gu := f.times(h, &l.gateUp) // (T, 2·intermediate)
 		gate := f.t(gu.Narrow(1, 0, c.IntermediateSize))
 		up := f.t(gu.Narrow(1, c.IntermediateSize, c.IntermediateSize))
