@@ -91,9 +91,11 @@
 // A QTensor keeps GGML's blocks (GGUF files' Q4_0 … Q8_0, Q2_K … Q8_K) as
 // they are, on its device: x.QMatmul(w) is a linear layer, x · wᵀ, the
 // weight dequantized on the fly (a matrix-vector kernel for up to four
-// rows of x, BLAS over dequantized slices of at most 16 MiB for more);
-// w.Rows(ids, dt) an embedding lookup; Dequantize expands it. Package
-// candle/gguf reads the files.
+// rows of x, on 8-bit dot products for F16 and BF16 x as llama.cpp's;
+// BLAS over dequantized slices of at most 16 MiB for more rows);
+// x.QMatmulWith(w, opts) runs the layer's RMSNorm, a gated MLP's gate and
+// a residual add inside those kernels; w.Rows(ids, dt) an embedding
+// lookup; Dequantize expands it. Package candle/gguf reads the files.
 //
 // # Values
 //

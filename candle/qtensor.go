@@ -1,6 +1,7 @@
 package candle
 
 import (
+	"math"
 	"sync/atomic"
 )
 
@@ -228,10 +229,11 @@ func (t *Tensor) QMatmulWith(w *QTensor, o QMatmulOptions) (*Tensor, error) {
 			return nil, errorf(op, ErrDType, "%s is %s, t %s: convert one with ToDType", p.name, p.x.DType(), t.DType())
 		}
 	}
-	if o.Norm != nil {
-		if err := checkAffine(op, o.Norm, nil, k, "the weight's in-features for t", ts, o.Eps); err != nil {
-			return nil, err
-		}
+	if o.Norm != nil && !o.Norm.layout.Shape.Equal(Shape{k}) {
+		return nil, errorf(op, ErrShape, "Norm is %v; want [%d], the weight's in-features", o.Norm.layout.Shape, k)
+	}
+	if o.Norm != nil && (o.Eps < 0 || math.IsNaN(o.Eps) || o.Eps > math.MaxFloat32) {
+		return nil, errorf(op, ErrArgument, "Eps %v: want a non-negative float32", o.Eps)
 	}
 	if o.Residual != nil && !o.Residual.layout.Shape.Equal(shape) {
 		return nil, errorf(op, ErrShape, "Residual is %v; want the product's shape %v", o.Residual.layout.Shape, shape)

@@ -482,8 +482,8 @@ func TestQMatmulWithOnCPU(t *testing.T) {
 	}{
 		"norm and gate":    {gu, QMatmulOptions{Norm: alpha, Gated: true}, ErrArgument, "Norm and Gated together"},
 		"gated, k columns": {x, QMatmulOptions{Gated: true}, ErrShape, "twice the weight's in-features, 128"},
-		"norm of 2k":       {x, QMatmulOptions{Norm: gu}, ErrShape, "alpha is [3 128]; want [64]"},
-		"negative eps":     {x, QMatmulOptions{Norm: alpha, Eps: -1}, ErrArgument, "eps -1"},
+		"norm of 2k":       {x, QMatmulOptions{Norm: gu}, ErrShape, "Norm is [3 128]; want [64], the weight's in-features"},
+		"negative eps":     {x, QMatmulOptions{Norm: alpha, Eps: -1}, ErrArgument, "Eps -1"},
 		"residual shape":   {x, QMatmulOptions{Residual: alpha}, ErrShape, "Residual is [64]; want the product's shape [3 5]"},
 		"residual dtype":   {bf, QMatmulOptions{Residual: res}, ErrDType, "Residual is f32, t bf16"},
 		"norm dtype":       {bf, QMatmulOptions{Norm: alpha}, ErrDType, "Norm is f32, t bf16"},

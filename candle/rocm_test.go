@@ -1,6 +1,11 @@
 package candle
 
 import (
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,6 +51,59 @@ func TestROCmCompilesEveryKernel(t *testing.T) {
 				assert.Contains(t, syms, name, "%s for %s", m.Name, arch)
 			}
 			assert.Len(t, syms, len(want), "%s for %s: the kernels are exactly those the Go side names", m.Name, arch)
+			if m.Name == "quant.hip" {
+				checkDotProducts(t, arch, code.Image, syms)
+			}
 		}
 	}
+}
+
+// checkDotProducts checks that the 8-bit matrix-vector kernels (qmatvec8_)
+// multiply on the arch's 4-byte dot product instruction, not the portable
+// fallback, and that the float ones (qmatvec_) have none: gfx90a and
+// gfx942 run __builtin_amdgcn_sdot4 as v_dot4c_i32_i8 (VOP2, opcode 0x39:
+// the accumulator in place), gfx11 and gfx12 __builtin_amdgcn_sudot4 as
+// v_dot4_i32_iu8 (VOP3P, 0xcc and opcode 0x16 in the top bytes). A scan of
+// the function's dwords, not a disassembly (tier 1 has no llvm-objdump):
+// the float kernels' having none checks it.
+func checkDotProducts(t *testing.T, arch string, image []byte, syms []string) {
+	t.Helper()
+	isDot := func(w uint32) bool {
+		if arch[:4] == "gfx9" {
+			return w>>31 == 0 && w>>25&0x3f == 0x39
+		}
+		return w>>24 == 0xcc && w>>16&0x7f == 0x16
+	}
+	f, err := elf.NewFile(bytes.NewReader(image))
+	require.NoError(t, err)
+	funcs, err := f.Symbols()
+	require.NoError(t, err)
+	checked := 0
+	for _, s := range funcs {
+		i8, float := strings.HasPrefix(s.Name, "qmatvec8_"), strings.HasPrefix(s.Name, "qmatvec_")
+		if (!i8 && !float) || elf.ST_TYPE(s.Info) != elf.STT_FUNC || int(s.Section) >= len(f.Sections) {
+			continue
+		}
+		sec := f.Sections[s.Section]
+		data, err := sec.Data()
+		require.NoError(t, err)
+		lo := s.Value - sec.Addr
+		require.LessOrEqual(t, lo+s.Size, uint64(len(data)), "%s %s: code outside %s", arch, s.Name, sec.Name)
+		dots := 0
+		for x := lo; x+4 <= lo+s.Size; x += 4 {
+			if isDot(binary.LittleEndian.Uint32(data[x:])) {
+				dots++
+			}
+		}
+		if i8 {
+			// Eight a chunk for each of the four rows, the loop unrolled twice.
+			assert.GreaterOrEqual(t, dots, 64, "%s %s: dot product instructions", arch, s.Name)
+		} else {
+			assert.Zero(t, dots, "%s %s: a float kernel with dot product instructions", arch, s.Name)
+		}
+		checked++
+	}
+	assert.Equal(t, len(slices.DeleteFunc(slices.Clone(syms), func(n string) bool {
+		return !strings.HasPrefix(n, "qmatvec8_") && !strings.HasPrefix(n, "qmatvec_")
+	})), checked, "%s: every matrix-vector kernel checked", arch)
 }
