@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"flag"
 	"go/ast"
+	"go/build"
 	"go/importer"
 	goparser "go/parser"
 	"go/token"
@@ -11,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -134,7 +134,7 @@ func TestModel(t *testing.T) {
 }
 
 func TestGoOutputTypeChecks(t *testing.T) {
-	if _, err := os.Stat(filepath.Join(runtime.GOROOT(), "src", "strconv")); err != nil {
+	if _, err := os.Stat(filepath.Join(build.Default.GOROOT, "src", "strconv")); err != nil {
 		t.Skip("tier 0: needs the Go toolchain's sources to type-check against")
 	}
 	src := generateFixture(t)["zfix.go"]
