@@ -238,12 +238,12 @@ func (t *Tensor) QMatmulWith(w *QTensor, o QMatmulOptions) (*Tensor, error) {
 	if o.Residual != nil && !o.Residual.layout.Shape.Equal(shape) {
 		return nil, errorf(op, ErrShape, "Residual is %v; want the product's shape %v", o.Residual.layout.Shape, shape)
 	}
-	if n > 0 && k > 0 && shape.Elems()/n <= qmatvecRows {
+	if m := shape.Elems() / max(n, 1); n > 0 && k > 0 && m > 0 && m <= qmatvecRows {
 		f, err := fuse(op, shape, t, o.Norm, o.Residual)
 		if err != nil {
 			return nil, err
 		}
-		done, err := f.out.st.dev.backend().qmatmulFused(w.typ, f.in[0], w.st, f.out.st, shape.Elems()/n, n, k,
+		done, err := f.out.st.dev.backend().qmatmulFused(w.typ, f.in[0], w.st, f.out.st, m, n, k,
 			qfuse{alpha: f.in[1], eps: o.Eps, gated: o.Gated, res: f.in[2]})
 		if done || err != nil {
 			return f.run(op, func(backend) error { return err })

@@ -470,6 +470,11 @@ func TestQMatmulWithOnCPU(t *testing.T) {
 	})
 	y, err = x.QMatmulWith(q, QMatmulOptions{})
 	check("none", y, err, func() *Tensor { return must(x.QMatmul(q)) })
+	none := rnd(0, 2*k)
+	y, err = none.QMatmulWith(q, QMatmulOptions{Gated: true})
+	require.NoError(t, err)
+	assert.Equal(t, Shape{0, n}, y.Shape(), "no rows")
+	y.Close()
 
 	bf, err := x.ToDType(BF16)
 	require.NoError(t, err)
