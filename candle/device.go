@@ -136,13 +136,14 @@ type backend interface {
 	// the contiguous 1-D I64 ids name into dst (len(ids), k) in dst's
 	// dtype; ids out of range are an ErrIndex on the CPU, zero rows on a
 	// GPU.
-	// qmatmulFused is qmatmul with f's ops in the product's kernel, and
-	// says false, having queued nothing, where the backend has no such
-	// kernel (QMatmulWith then runs them as ops).
 	dequantize(typ GGMLType, q, dst *Storage, n int) error
 	qmatmul(typ GGMLType, x view, w, dst *Storage, m, n, k int) error
-	qmatmulFused(typ GGMLType, x view, w, dst *Storage, m, n, k int, f qfuse) (bool, error)
 	qrows(typ GGMLType, w *Storage, ids view, dst *Storage, k int) error
+	// qmatmulFuses says whether the backend has a kernel that runs
+	// QMatmulWith's ops with the product of m rows of dt by typ's blocks;
+	// qmatmulFused (called only then) is qmatmul with f's ops in it.
+	qmatmulFuses(typ GGMLType, dt DType, m int) bool
+	qmatmulFused(typ GGMLType, x view, w, dst *Storage, m, n, k int, f qfuse) error
 }
 
 // memory is a storage's bytes on its device.

@@ -166,7 +166,18 @@ var kernelNames = func() (k struct {
 	argsort, topk                                           [numDTypes]string    // sort.hip
 	sampleMax, sampleHist, sampleDraw                       [numDTypes]string    // sample.hip
 	upsample                                                [2][numDTypes]string // nn.hip, [bilinear][dtype]
+	// The quantized ops (quant.hip), by kind, GGML type id and dtype.
+	quant [numQuantKinds][GGMLQ8_K + 1][numDTypes]string
+	qx    [numDTypes]string
 }) {
+	for kind := range numQuantKinds {
+		for _, typ := range quantTypes() {
+			for _, dt := range []DType{F32, F16, BF16} {
+				k.quant[kind][typ][dt] = quantKernelName(kind, typ, dt)
+			}
+		}
+	}
+	k.qx[F16], k.qx[BF16] = "qx_f16", "qx_bf16"
 	for _, sz := range []int{1, 2, 4, 8} {
 		b := sizeNames[sz]
 		k.copy[sz], k.copyRows[sz], k.transpose[sz], k.fill[sz] = "copy_"+b, "copy_rows_"+b, "transpose_"+b, "fill_"+b

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -293,11 +292,12 @@ func KernelNames(module string) []string {
 	case "quant.hip":
 		for _, q := range quantTypes() {
 			for _, dt := range []DType{F32, F16, BF16} {
-				for _, k := range []string{"dequant", "qrows", "qmatvec"} {
-					add("%s_%s_%s", k, strings.ToLower(q.String()), dt)
-				}
+				mv := qMatvec // the float products, or the 8-bit ones
 				if qmatvecI8(q, dt) {
-					add("qmatvec8_%s_%s", strings.ToLower(q.String()), dt)
+					mv = qMatvec8
+				}
+				for _, k := range []quantKind{qDequant, qRows, mv} {
+					add("%s", quantKernelName(k, q, dt))
 				}
 			}
 		}

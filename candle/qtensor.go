@@ -238,20 +238,17 @@ func (t *Tensor) QMatmulWith(w *QTensor, o QMatmulOptions) (*Tensor, error) {
 	if o.Residual != nil && !o.Residual.layout.Shape.Equal(shape) {
 		return nil, errorf(op, ErrShape, "Residual is %v; want the product's shape %v", o.Residual.layout.Shape, shape)
 	}
-	if m := shape.Elems() / max(n, 1); n > 0 && k > 0 && m > 0 && m <= qmatvecRows {
-		f, err := fuse(op, shape, t, o.Norm, o.Residual)
-		if err != nil {
-			return nil, err
-		}
-		done, err := f.out.st.dev.backend().qmatmulFused(w.typ, f.in[0], w.st, f.out.st, m, n, k,
-			qfuse{alpha: f.in[1], eps: o.Eps, gated: o.Gated, res: f.in[2]})
-		if done || err != nil {
-			return f.run(op, func(backend) error { return err })
-		}
-		f.out.Close()
-		f.release()
+	m := shape.Elems() / max(n, 1)
+	if n == 0 || k == 0 || !t.st.dev.backend().qmatmulFuses(w.typ, t.DType(), m) {
+		return t.qmatmulOps(op, w, o)
 	}
-	return t.qmatmulOps(op, w, o)
+	f, err := fuse(op, shape, t, o.Norm, o.Residual)
+	if err != nil {
+		return nil, err
+	}
+	return f.run(op, func(b backend) error {
+		return b.qmatmulFused(w.typ, f.in[0], w.st, f.out.st, m, n, k, qfuse{alpha: f.in[1], eps: o.Eps, gated: o.Gated, res: f.in[2]})
+	})
 }
 
 // qmatmulOps is QMatmulWith as separate ops.

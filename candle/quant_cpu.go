@@ -224,9 +224,11 @@ func (c *cpuBackend) dequantize(typ GGMLType, q, dst *Storage, n int) error {
 	return nil
 }
 
-// qmatmulFused: the CPU runs QMatmulWith's ops one by one.
-func (c *cpuBackend) qmatmulFused(GGMLType, view, *Storage, *Storage, int, int, int, qfuse) (bool, error) {
-	return false, nil
+// qmatmulFuses: the CPU runs QMatmulWith's ops one by one.
+func (c *cpuBackend) qmatmulFuses(GGMLType, DType, int) bool { return false }
+
+func (c *cpuBackend) qmatmulFused(GGMLType, view, *Storage, *Storage, int, int, int, qfuse) error {
+	return errorf("Tensor.QMatmulWith", ErrDevice, "the CPU fuses no ops into a product (its qmatmulFuses says so)")
 }
 
 // qmatmul decodes each weight row once for all of x's rows.

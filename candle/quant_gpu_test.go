@@ -283,13 +283,13 @@ func TestGPUQMatvecSpeed(t *testing.T) {
 			q, err := NewQTensor(d, typ, b, n, k)
 			require.NoError(t, err)
 			line := fmt.Sprintf("%-5s %6d×%-5d %6.1f MiB:", typ, n, k, float64(len(b))/(1<<20))
-			kernel := "qmatvec"
+			kind := qMatvec
 			if qmatvecI8(typ, BF16) {
-				kernel = "qmatvec8"
+				kind = qMatvec8
 			}
-			if f, err := (*hipBackend)(d).function(famQuant, quantKernel(kernel, typ, BF16)); err == nil {
+			if f, err := (*hipBackend)(d).function(famQuant, quantKernel(kind, typ, BF16)); err == nil {
 				if regs, err := f.Attribute(hip.FuncAttributeNumRegs); err == nil {
-					line = fmt.Sprintf("%s (%s: %d registers)", line, kernel, regs)
+					line = fmt.Sprintf("%s (%s: %d registers)", line, quantKindNames[kind], regs)
 				}
 			}
 			for _, m := range []int{1, 4, 8, 512} {

@@ -1,9 +1,11 @@
 package candle
 
 import (
+	"math/bits"
 	"strings"
 
 	"github.com/rocm-go/rocm/hip"
+	"github.com/rocm-go/rocm/internal/waves"
 	"github.com/rocm-go/rocm/rocblas"
 )
 
@@ -12,9 +14,28 @@ func quantTypes() []GGMLType {
 	return []GGMLType{GGMLQ4_0, GGMLQ4_1, GGMLQ5_0, GGMLQ5_1, GGMLQ8_0, GGMLQ2_K, GGMLQ3_K, GGMLQ4_K, GGMLQ5_K, GGMLQ6_K, GGMLQ8_K}
 }
 
-// quantKernel names a kernel of quant.hip: "qmatvec_q4_k_bf16".
-func quantKernel(kind string, typ GGMLType, dt DType) string {
-	return kind + "_" + strings.ToLower(typ.String()) + "_" + dt.String()
+// quantKind is a kind of quant.hip's kernels, made for each type and dtype.
+type quantKind int
+
+const (
+	qDequant quantKind = iota
+	qRows
+	qMatvec
+	qMatvec8
+	numQuantKinds
+)
+
+var quantKindNames = [numQuantKinds]string{"dequant", "qrows", "qmatvec", "qmatvec8"}
+
+// quantKernel names a kernel of quant.hip, "qmatvec_q4_k_bf16", from the
+// names made once (kernelNames).
+func quantKernel(kind quantKind, typ GGMLType, dt DType) string {
+	return kernelNames.quant[kind][typ][dt]
+}
+
+// quantKernelName makes quantKernel's names.
+func quantKernelName(kind quantKind, typ GGMLType, dt DType) string {
+	return quantKindNames[kind] + "_" + strings.ToLower(typ.String()) + "_" + dt.String()
 }
 
 // qmatvecRows is the most rows of x the matrix-vector kernel takes (its
@@ -42,7 +63,7 @@ func (b *hipBackend) dequantize(typ GGMLType, q, dst *Storage, n int) error {
 // dequantizeAt expands chunks of 32 values from the blocks at w into
 // out.
 func (b *hipBackend) dequantizeAt(typ GGMLType, w, out hip.DevicePtr, dt DType, chunks int) error {
-	return b.launch(famQuant, quantKernel("dequant", typ, dt), b.grid(chunks, 1), block1D, func(a *hip.Args) {
+	return b.launch(famQuant, quantKernel(qDequant, typ, dt), b.grid(chunks, 1), block1D, func(a *hip.Args) {
 		a.Uint64(uint64(chunks)).Ptr(w).Ptr(out)
 	})
 }
@@ -50,7 +71,7 @@ func (b *hipBackend) dequantizeAt(typ GGMLType, w, out hip.DevicePtr, dt DType, 
 func (b *hipBackend) qrows(typ GGMLType, w *Storage, ids view, dst *Storage, k int) error {
 	n := ids.l.Shape.Elems()
 	rows := w.n / (k / typ.BlockSize() * typ.TypeSize())
-	return b.launch(famQuant, quantKernel("qrows", typ, dst.dtype), b.grid(n*k/32, 1), block1D, func(a *hip.Args) {
+	return b.launch(famQuant, quantKernel(qRows, typ, dst.dtype), b.grid(n*k/32, 1), block1D, func(a *hip.Args) {
 		a.Uint64(uint64(n)).Uint64(uint64(k)).Uint64(uint64(rows)).Ptr(ptr(ids)).Ptr(storagePtr(w)).Ptr(storagePtr(dst))
 	})
 }
@@ -62,13 +83,14 @@ func (b *hipBackend) qmatmul(typ GGMLType, x view, w, dst *Storage, m, n, k int)
 	return b.qmatvec(typ, x, w, dst, m, n, k, qfuse{})
 }
 
-// qmatmulFused is qmatmul with f in the kernel: the 8-bit path of up to
-// qmatvecRows rows of F16 or BF16 x.
-func (b *hipBackend) qmatmulFused(typ GGMLType, x view, w, dst *Storage, m, n, k int, f qfuse) (bool, error) {
-	if m > qmatvecRows || !qmatvecI8(typ, dst.dtype) {
-		return false, nil
-	}
-	return true, b.qmatvec(typ, x, w, dst, m, n, k, f)
+// qmatmulFuses: the 8-bit path of up to qmatvecRows rows of F16 or BF16
+// x takes f's ops into its kernels.
+func (b *hipBackend) qmatmulFuses(typ GGMLType, dt DType, m int) bool {
+	return m > 0 && m <= qmatvecRows && qmatvecI8(typ, dt)
+}
+
+func (b *hipBackend) qmatmulFused(typ GGMLType, x view, w, dst *Storage, m, n, k int, f qfuse) error {
+	return b.qmatvec(typ, x, w, dst, m, n, k, f)
 }
 
 // qmatvecI8 says whether the matrix-vector product of typ and x's dtype
@@ -89,7 +111,7 @@ func (b *hipBackend) qmatvec(typ GGMLType, x view, w, dst *Storage, m, n, k int,
 	slots := max(b.props.MultiProcessorCount, 1) * qmatvecBlocksPerSM
 	if !qmatvecI8(typ, dt) { // a warp a row
 		grid := hip.Dim3{X: uint32(max(1, min((n+warps-1)/warps, slots))), Y: 1, Z: 1}
-		return b.launch(famQuant, quantKernel("qmatvec", typ, dt), grid, block1D, func(a *hip.Args) {
+		return b.launch(famQuant, quantKernel(qMatvec, typ, dt), grid, block1D, func(a *hip.Args) {
 			a.Int32(int32(m)).Uint64(uint64(n)).Uint64(uint64(k)).Ptr(ptr(x)).Ptr(storagePtr(w)).Ptr(storagePtr(dst))
 		})
 	}
@@ -113,7 +135,7 @@ func (b *hipBackend) qmatvec(typ GGMLType, x view, w, dst *Storage, m, n, k int,
 	// A thread a value: one block for all of x took 6.2 µs for a row of
 	// 2048 on an H200, a quarter of a Q4_K decode step in all.
 	qxGrid := hip.Dim3{X: uint32((k + int(block1D.X) - 1) / int(block1D.X)), Y: uint32(m), Z: 1}
-	if err := b.launch(famQuant, "qx_"+dt.String(), qxGrid, block1D, func(a *hip.Args) {
+	if err := b.launch(famQuant, kernelNames.qx[dt], qxGrid, block1D, func(a *hip.Args) {
 		a.Uint64(uint64(k)).Ptr(ptr(x)).Int32(int32(b2i(f.gated))).Float32(float32(f.eps)).Ptr(alpha).Ptr(xq).Ptr(xd).Ptr(xs)
 	}); err != nil {
 		return err
@@ -121,7 +143,7 @@ func (b *hipBackend) qmatvec(typ GGMLType, x view, w, dst *Storage, m, n, k int,
 	split := qmatvecSplit(n, warps, slots)
 	rows := warps / split
 	grid := hip.Dim3{X: uint32(max(1, min((n+rows-1)/rows, slots))), Y: 1, Z: 1}
-	return b.launch(famQuant, quantKernel("qmatvec8", typ, dt), grid, block1D, func(a *hip.Args) {
+	return b.launch(famQuant, quantKernel(qMatvec8, typ, dt), grid, block1D, func(a *hip.Args) {
 		a.Int32(int32(m)).Int32(int32(split)).Uint64(uint64(n)).Uint64(uint64(k)).Ptr(xq).Ptr(xd).Ptr(xs)
 		a.Ptr(storagePtr(w)).Ptr(storagePtr(dst)).Ptr(res)
 	})
@@ -129,25 +151,15 @@ func (b *hipBackend) qmatvec(typ GGMLType, x view, w, dst *Storage, m, n, k int,
 
 // qmatvecSplit is how many warps of a block share a row of w on the 8-bit
 // path (a power of two up to the block's warps): the fewest whose blocks
-// fill the device's block slots to 90% in whole waves, else the fullest.
+// fill the device's block slots to 90% in whole waves, else the fullest
+// (waves.Fewest).
 // A warp a row left half of an H200's slots empty for a 2048-row weight
 // (256 blocks of eight rows).
 func qmatvecSplit(n, warps, slots int) int {
-	fill := func(split int) float64 {
-		blocks := (n + warps/split - 1) / (warps / split)
-		waves := (blocks + slots - 1) / slots
-		return float64(blocks) / float64(waves*slots)
-	}
-	best := 1
-	for s := 1; s <= warps; s *= 2 {
-		if fill(s) >= 0.9 {
-			return s
-		}
-		if fill(s) > fill(best) {
-			best = s
-		}
-	}
-	return best
+	return 1 << waves.Fewest(bits.Len(uint(warps)), slots, func(i int) int {
+		rows := max(warps>>i, 1)
+		return (n + rows - 1) / rows
+	})
 }
 
 // qmatmulSliced multiplies x by w's rows a slice at a time: each slice

@@ -6,8 +6,8 @@
 //   qmatvec_<q>_<dt>   y (m, n) = x (m, k) · wᵀ for m ≤ QMV_ROWS: a warp a row of w,
 //                      its lanes over the row's chunks, each chunk read once for the
 //                      m rows of x; warp sums through shuffles (any warp size). For
-//                      f16 and bf16 x the types with 8-bit dot products take
-//                      qmatvec8 instead; f32 x keeps these float products.
+//                      f32 x, and f16 and bf16 x of Q2_K, Q3_K and Q8_K: the other
+//                      types multiply 2-byte x in qmatvec8.
 //   qx_<dt>            x (m, k) to 8 bits a chunk of 32, as llama.cpp's q8_1, once a
 //                      product; it fuses x's RMSNorm or a gated MLP's silu(a)·b
 //   qmatvec8_<q>_<dt>  qmatvec of qx's x: a chunk's product is eight 4-byte integer
@@ -601,18 +601,16 @@ __device__ __forceinline__ void qmatvec(int m, u64 n, u64 k, const T* __restrict
 	Q_KERNEL dequant_##QN##_##TN(u64 chunks, const u8* w, T* y) { dequant<Q, T>(chunks, w, y); }                       \
 	Q_KERNEL qrows_##QN##_##TN(u64 nids, u64 k, u64 rows, const i64* ids, const u8* w, T* y) {                         \
 		qrows<Q, T>(nids, k, rows, ids, w, y);                                                                       \
-	}                                                                                                                  \
+	}
+#define QMV_KERNEL(QN, Q, TN, T)                                                                                     \
 	Q_KERNEL qmatvec_##QN##_##TN(int m, u64 n, u64 k, const T* x, const u8* w, T* y) { qmatvec<Q, T>(m, n, k, x, w, y); }
 
-#define Q_DTYPES(QN, Q) Q_KERNELS(QN, Q, f32, f32) Q_KERNELS(QN, Q, f16, f16) Q_KERNELS(QN, Q, bf16, bf16)
-
 // The 8-bit path, for 2-byte x.
-#define Q8_KERNELS(QN, Q, TN, T)                                                                                     \
+#define Q8_KERNEL(QN, Q, TN, T)                                                                                      \
 	Q_KERNEL qmatvec8_##QN##_##TN(int m, int split, u64 n, u64 k, const int* xq, const float* xd, const int* xs,        \
 	                              const u8* w, T* y, const T* res) {                                                   \
 		qmatvec8<Q, T>(m, split, n, k, xq, xd, xs, w, y, res);                                                       \
 	}
-#define Q8_DTYPES(QN, Q) Q8_KERNELS(QN, Q, f16, f16) Q8_KERNELS(QN, Q, bf16, bf16)
 #define QX_KERNEL(TN, T)                                                                                             \
 	Q_KERNEL qx_##TN(u64 k, const T* x, int gated, float eps, const T* alpha, int* xq, float* xd, int* xs) {             \
 		const QFuse<T> f = {gated, eps, alpha};                                                                      \
@@ -620,23 +618,22 @@ __device__ __forceinline__ void qmatvec(int m, u64 n, u64 k, const T* __restrict
 	}
 QX_KERNEL(f16, f16)
 QX_KERNEL(bf16, bf16)
-Q8_DTYPES(q4_0, GGML_Q4_0)
-Q8_DTYPES(q4_1, GGML_Q4_1)
-Q8_DTYPES(q5_0, GGML_Q5_0)
-Q8_DTYPES(q5_1, GGML_Q5_1)
-Q8_DTYPES(q8_0, GGML_Q8_0)
-Q8_DTYPES(q4_k, GGML_Q4_K)
-Q8_DTYPES(q5_k, GGML_Q5_K)
-Q8_DTYPES(q6_k, GGML_Q6_K)
 
-Q_DTYPES(q4_0, GGML_Q4_0)
-Q_DTYPES(q4_1, GGML_Q4_1)
-Q_DTYPES(q5_0, GGML_Q5_0)
-Q_DTYPES(q5_1, GGML_Q5_1)
-Q_DTYPES(q8_0, GGML_Q8_0)
-Q_DTYPES(q2_k, GGML_Q2_K)
-Q_DTYPES(q3_k, GGML_Q3_K)
-Q_DTYPES(q4_k, GGML_Q4_K)
-Q_DTYPES(q5_k, GGML_Q5_K)
-Q_DTYPES(q6_k, GGML_Q6_K)
-Q_DTYPES(q8_k, GGML_Q8_K)
+// Every type's kernels for f32, f16 and bf16; the products of 2-byte x on
+// 8-bit dot products (Q_I8) where a type has them (quant_hip.go's
+// qmatvecI8), in floats (Q_FLOAT) where not.
+#define Q_ALL(QN, Q) Q_KERNELS(QN, Q, f32, f32) Q_KERNELS(QN, Q, f16, f16) Q_KERNELS(QN, Q, bf16, bf16) QMV_KERNEL(QN, Q, f32, f32)
+#define Q_I8(QN, Q) Q_ALL(QN, Q) Q8_KERNEL(QN, Q, f16, f16) Q8_KERNEL(QN, Q, bf16, bf16)
+#define Q_FLOAT(QN, Q) Q_ALL(QN, Q) QMV_KERNEL(QN, Q, f16, f16) QMV_KERNEL(QN, Q, bf16, bf16)
+
+Q_I8(q4_0, GGML_Q4_0)
+Q_I8(q4_1, GGML_Q4_1)
+Q_I8(q5_0, GGML_Q5_0)
+Q_I8(q5_1, GGML_Q5_1)
+Q_I8(q8_0, GGML_Q8_0)
+Q_FLOAT(q2_k, GGML_Q2_K)
+Q_FLOAT(q3_k, GGML_Q3_K)
+Q_I8(q4_k, GGML_Q4_K)
+Q_I8(q5_k, GGML_Q5_K)
+Q_I8(q6_k, GGML_Q6_K)
+Q_FLOAT(q8_k, GGML_Q8_K)
