@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/rocm-go/rocm/hip"
+	"github.com/rocm-go/rocm/internal/waves"
 )
 
 // DType is the element type of the attention operands.
@@ -374,26 +375,15 @@ type target struct {
 // decodeSplits is the split-KV of a decode launch of blocks blocks (before
 // splitting) on a device that runs slots of them at once: the fewest
 // splits, at most most, whose last wave of blocks fills at least 90% of
-// the slots, else the fullest. A wave a fraction full costs as much as a
-// full one: 256 blocks on 528 slots (132 SMs, four blocks each, on an H200)
+// the slots, else the fullest (waves.Fewest). A wave a fraction full
+// costs as much as a full one: 256 blocks on 528 slots (132 SMs, four blocks each, on an H200)
 // ran 1.5× as long unsplit as in 2 splits, and 3 splits (1.45 waves) were
 // slower than 2 or 4.
 func decodeSplits(blocks, slots, most int) int {
 	if blocks <= 0 || slots <= 0 {
 		return 1
 	}
-	best, bestFill := 1, 0.0
-	for s := 1; s <= most; s++ {
-		n := blocks * s
-		fill := float64(n) / float64((n+slots-1)/slots*slots)
-		if fill >= 0.9 {
-			return s
-		}
-		if fill > bestFill {
-			best, bestFill = s, fill
-		}
-	}
-	return best
+	return 1 + waves.Fewest(most, slots, func(i int) int { return blocks * (i + 1) })
 }
 
 // newTarget reads a device's arch name ("sm_90", "gfx942:sramecc+:xnack-").
