@@ -224,15 +224,21 @@ func TestGPUQMatmulWith(t *testing.T) {
 						yc, err := xc.QMatmulWith(qc, oc)
 						require.NoError(t, err)
 						got, want := values(t, yg), values(t, yc)
-						// Relative to the output's magnitude, which the
-						// residual and the norm's gain set: the 8-bit x and
-						// the output's rounding.
-						var scale float64
-						for _, v := range want {
-							scale = math.Max(scale, math.Abs(v))
+						// The product's error (the 8-bit x) relative to the
+						// product's largest value, not the residual's, which
+						// would hide a wrong product; and the output's
+						// rounding of the residual added.
+						res := make([]float64, len(want))
+						if og.Residual != nil {
+							res = values(t, rc)
 						}
+						var prod float64
+						for i, v := range want {
+							prod = math.Max(prod, math.Abs(v-res[i]))
+						}
+						require.Positive(t, prod)
 						for i := range want {
-							require.InDelta(t, want[i], got[i], 2e-2*scale, "element %d", i)
+							require.InDelta(t, want[i], got[i], 2e-2*prod+1e-2*math.Abs(res[i]), "element %d", i)
 						}
 						for _, x := range []*Tensor{xg, xc, ag, ac, rg, rc, yg, yc} {
 							x.Close()

@@ -20,6 +20,17 @@ import (
 // fails) and 11 (FFT, 0.6 ms, 9000 bytes of workspace). The fake's legacy
 // Find returns its algorithm 1 (0.5 ms) and 6 (0.75 ms).
 
+// fixtureFind is the Find of convFixture's problem on the fake: its
+// candidates, fastest first (perfSummary's form).
+var fixtureFind = []string{
+	"cuDNN engine 7 (graph API, tensor cores) | implicit GEMM | 250µs | 3000",
+	"cuDNN engine 3 (graph API, tensor cores) | Winograd | 300µs | 1000",
+	"CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM with CUDNN_TENSOR_OP_MATH | implicit GEMM | 500µs | 2048",
+	"cuDNN engine 11 (graph API) | FFT | 600µs | 9000",
+	"CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD with CUDNN_DEFAULT_MATH | Winograd | 750µs | 4096",
+	"cuDNN engine 0 (graph API) | implicit GEMM | 875µs | 0",
+}
+
 // perfSummary is what a test compares of Find results.
 func perfSummary(perfs []ConvAlgoPerf) []string {
 	var out []string
@@ -56,14 +67,7 @@ func TestNVIDIAGraphFind(t *testing.T) {
 
 	perfs, err := e.h.FindConvolutionForward(conv, x, w, y)
 	require.NoError(t, err)
-	assert.Equal(t, []string{
-		"cuDNN engine 7 (graph API, tensor cores) | implicit GEMM | 250µs | 3000",
-		"cuDNN engine 3 (graph API, tensor cores) | Winograd | 300µs | 1000",
-		"CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM with CUDNN_TENSOR_OP_MATH | implicit GEMM | 500µs | 2048",
-		"cuDNN engine 11 (graph API) | FFT | 600µs | 9000",
-		"CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD with CUDNN_DEFAULT_MATH | Winograd | 750µs | 4096",
-		"cuDNN engine 0 (graph API) | implicit GEMM | 875µs | 0",
-	}, perfSummary(perfs), "legacy and graph-API candidates, fastest first; engine 5, whose result is wrong, left out")
+	assert.Equal(t, fixtureFind, perfSummary(perfs), "legacy and graph-API candidates, fastest first; engine 5, whose result is wrong, left out")
 	lines := e.lines()
 	assert.Empty(t, filter(lines, "bcreate 17", "cudnnBackendFinalize plan"), "the Find reuses the plans of the workspace query")
 	execs := filter(lines, "cudnnBackendExecute")
@@ -379,16 +383,10 @@ func TestNVIDIAGraphConfigurations(t *testing.T) {
 	e.lines()
 	perfs, err := e.h.FindConvolutionForward(conv, x, w, y)
 	require.NoError(t, err)
-	assert.Equal(t, []string{
+	assert.Equal(t, append([]string{
 		"cuDNN engine 7, configuration 3 (graph API, tensor cores) | implicit GEMM | 218.75µs | 3000",
 		"cuDNN engine 7, configuration 2 (graph API, tensor cores) | implicit GEMM | 234.375µs | 3000",
-		"cuDNN engine 7 (graph API, tensor cores) | implicit GEMM | 250µs | 3000",
-		"cuDNN engine 3 (graph API, tensor cores) | Winograd | 300µs | 1000",
-		"CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM with CUDNN_TENSOR_OP_MATH | implicit GEMM | 500µs | 2048",
-		"cuDNN engine 11 (graph API) | FFT | 600µs | 9000",
-		"CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD with CUDNN_DEFAULT_MATH | Winograd | 750µs | 4096",
-		"cuDNN engine 0 (graph API) | implicit GEMM | 875µs | 0",
-	}, perfSummary(perfs), "each configuration of engine 7 timed; the third, the fastest, first")
+	}, fixtureFind...), perfSummary(perfs), "each configuration of engine 7 timed; the third, the fastest, first")
 	assert.Equal(t, []string{
 		"cudnnBackendFinalize plan engine=7 ws=3000",
 		"cudnnBackendFinalize plan engine=7 knob=1 ws=3000",
