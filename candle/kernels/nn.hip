@@ -23,15 +23,17 @@
 #define NN_PER 32
 #define NN_BLOCK 256
 #define NN_KERNEL extern "C" __global__ __launch_bounds__(NN_BLOCK) void
-// softmax of 2-byte types with at least six blocks an SM on NVIDIA (42
-// registers on sm_90): softmax_f16 of 16384x4096 ran at 0.97 of a copy on
-// an H100 so, 0.79 with the 79 registers it took unbounded. (A float row
-// needs its registers. On AMD the second bound counts waves an execution
-// unit, and gfx942 spilled under it.)
+// softmax_full, rms_norm and layer_norm of 2-byte types with at least four
+// blocks an SM on NVIDIA (64 registers on sm_90), for the loads in flight
+// that an H200 needs: unbounded, layer_norm_f16 of 16384x4096 took 124
+// registers and ran at 0.62 of a copy there, 0.89 so; rms_norm_f16 80
+// registers and 0.955, 0.98 so. (A float row needs its registers. On AMD
+// the second bound counts waves an execution unit, and gfx942 spilled
+// under it.)
 #if defined(__HIP_PLATFORM_NVIDIA__)
-#define SOFTMAX_KERNEL(T) extern "C" __global__ __launch_bounds__(NN_BLOCK, sizeof(T) == 2 ? 6 : 1) void
+#define NN16_KERNEL(T) extern "C" __global__ __launch_bounds__(NN_BLOCK, sizeof(T) == 2 ? 4 : 1) void
 #else
-#define SOFTMAX_KERNEL(T) NN_KERNEL
+#define NN16_KERNEL(T) NN_KERNEL
 #endif
 #define GN_PER 8
 #define GN_BLOCK 1024
@@ -45,6 +47,20 @@ __device__ __forceinline__ float nanmax(float a, float b) {
 	const float m = fmaxf(a, b);
 	return (a != a) | (b != b) ? a + b : m;
 }
+
+// RowExp is exp(v - m) for a row whose maximum is m. For 2-byte types it
+// is one fma and one exp2: expf's accurate sequence made softmax_f16 of
+// 16384x4096 compute-bound on an H200 (0.76 of a copy with two expf an
+// element; 0.94 with one exp2 an element, kept in registers for the
+// output), and the two differ by 4e-6, far below a half's rounding.
+// Float rows keep expf. (A NaN or infinite m gives NaN either way.)
+template <class T> struct RowExp {
+	float m, ml;
+	__device__ __forceinline__ explicit RowExp(float max) : m(max), ml(max * 1.4426950408889634f) {}
+	__device__ __forceinline__ float operator()(float v) const {
+		return sizeof(T) == 2 ? exp2f(fmaf(v, 1.4426950408889634f, -ml)) : expf(v - m);
+	}
+};
 
 // The statistics that rows reduce to: sums, and maxima that keep a NaN.
 // (One reduction of softmax's max with its sum of exponentials, combined
@@ -143,18 +159,19 @@ __device__ __forceinline__ void softmax_full_rows(u64 rows, u64 cols, const T* x
 		float m = neg_inf();
 #pragma unroll
 		for (int j = 0; j < NN_PER; j++) m = nanmax(m, r.get(j, 0.0f));
-		m = block_max<TH>(m, pm);
-		// The exponentials are computed again for the output: cheaper than
-		// the registers that would keep them.
-		float s = 0;
+		const RowExp<T> ex(block_max<TH>(m, pm));
+		float e[NN_PER], s = 0;
 #pragma unroll
-		for (int j = 0; j < NN_PER; j++) s += expf(r.get(j, 0.0f) - m);
+		for (int j = 0; j < NN_PER; j++) {
+			e[j] = ex(r.get(j, 0.0f));
+			s += e[j];
+		}
 		const float inv = 1.0f / block_sum<TH>(s, ps);
 #pragma unroll
 		for (int c = 0; c < R::C; c++) {
 			Vec<T> o;
 #pragma unroll
-			for (int e = 0; e < R::N; e++) o.v[e] = Traits<T>::store(expf(r.get(c * R::N + e, 0.0f) - m) * inv);
+			for (int k = 0; k < R::N; k++) o.v[k] = Traits<T>::store(e[c * R::N + k] * inv);
 			*(Vec<T>*)(y + i * cols + r.col(c * R::N)) = o;
 		}
 		if (i + gridDim.x < rows) __syncthreads(); // pm and ps are read no more
@@ -178,14 +195,13 @@ __device__ __forceinline__ void softmax_rows(u64 rows, u64 cols, bool Log, const
 		float m = neg_inf();
 #pragma unroll
 		for (int j = 0; j < NN_PER; j++) m = nanmax(m, v[j]);
-		m = block_max<>(m, pm);
+		const RowExp<T> ex(block_max<>(m, pm));
 		float s = 0;
 #pragma unroll
 		for (int j = 0; j < NN_PER; j++) {
-			v[j] -= m;
-			const float e = expf(v[j]);
+			const float e = ex(v[j]);
 			s += e;
-			if (!Log) v[j] = e;
+			v[j] = Log ? v[j] - ex.m : e;
 		}
 		s = block_sum<>(s, ps);
 		const float ls = logf(s), inv = 1.0f / s;
@@ -227,14 +243,14 @@ template <class T> __device__ __forceinline__ void softmax(u64 rows, u64 cols, i
 		T* yr = y + i * cols;
 		float m = neg_inf();
 		for (u64 k = threadIdx.x; k < cols; k += blockDim.x) m = nanmax(m, Traits<T>::load(xr[k]));
-		m = block_max<>(m, pm);
+		const RowExp<T> ex(block_max<>(m, pm));
 		float s = 0;
-		for (u64 k = threadIdx.x; k < cols; k += blockDim.x) s += expf(Traits<T>::load(xr[k]) - m);
+		for (u64 k = threadIdx.x; k < cols; k += blockDim.x) s += ex(Traits<T>::load(xr[k]));
 		s = block_sum<>(s, ps);
 		const float ls = logf(s), inv = 1.0f / s;
 		for (u64 k = threadIdx.x; k < cols; k += blockDim.x) {
-			float v = Traits<T>::load(xr[k]) - m;
-			yr[k] = Traits<T>::store(log_ ? v - ls : expf(v) * inv);
+			const float v = Traits<T>::load(xr[k]);
+			yr[k] = Traits<T>::store(log_ ? v - ex.m - ls : ex(v) * inv);
 		}
 		__syncthreads(); // pm and ps are read no more
 	}
@@ -457,12 +473,12 @@ template <class T> __device__ __forceinline__ void silu_mul(u64 n, const T* a, c
 }
 
 #define RG_NN(T)                                                                                                          \
-	NN_KERNEL softmax_##T(u64 rows, u64 cols, int log_, const T* x, T* y) { softmax<T>(rows, cols, log_, x, y); }        \
-	SOFTMAX_KERNEL(T) softmax_full_##T(u64 rows, u64 cols, const T* x, T* y) { softmax_full<T>(rows, cols, x, y); }            \
-	NN_KERNEL rms_norm_##T(u64 rows, u64 cols, float eps, const T* x, const T* alpha, T* y) {                             \
+	NN_KERNEL softmax_##T(u64 rows, u64 cols, int log_, const T* x, T* y) { softmax<T>(rows, cols, log_, x, y); }         \
+	NN16_KERNEL(T) softmax_full_##T(u64 rows, u64 cols, const T* x, T* y) { softmax_full<T>(rows, cols, x, y); }          \
+	NN16_KERNEL(T) rms_norm_##T(u64 rows, u64 cols, float eps, const T* x, const T* alpha, T* y) {                        \
 		norm<T, false>(rows, cols, eps, x, alpha, nullptr, y);                                                            \
 	}                                                                                                                     \
-	NN_KERNEL layer_norm_##T(u64 rows, u64 cols, float eps, const T* x, const T* alpha, const T* beta, T* y) {           \
+	NN16_KERNEL(T) layer_norm_##T(u64 rows, u64 cols, float eps, const T* x, const T* alpha, const T* beta, T* y) {       \
 		norm<T, true>(rows, cols, eps, x, alpha, beta, y);                                                                \
 	}                                                                                                                     \
 	GN_KERNEL group_norm_##T(u64 rows, u64 cols, float eps, u64 groups, u64 spatial, const T* x, const T* alpha,          \
