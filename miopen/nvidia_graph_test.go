@@ -71,7 +71,15 @@ func TestNVIDIAGraphFind(t *testing.T) {
 	lines := e.lines()
 	assert.Empty(t, filter(lines, "bcreate 17", "cudnnBackendFinalize plan"), "the Find reuses the plans of the workspace query")
 	execs := filter(lines, "cudnnBackendExecute")
-	assert.Len(t, execs, 25, "each of 5 plans run once to warm up, 3 times timed, and once checked")
+	runs := map[string]int{}
+	for _, l := range execs {
+		runs[l]++
+	}
+	// A timing is 4 runs behind one more (nvidia_conv.c's nv_time).
+	assert.Equal(t, map[string]int{"cudnnBackendExecute engine=7 ws=set": 1 + 3*5 + 1, "cudnnBackendExecute engine=3 ws=set": 1 + 3*5 + 1,
+		"cudnnBackendExecute engine=5 ws=set": 1 + 3*5 + 1, "cudnnBackendExecute engine=0 ws=set": 1 + 5 + 1,
+		"cudnnBackendExecute engine=11 ws=set": 1 + 5 + 1}, runs,
+		"each plan warmed up, timed three times and checked once; engines 0 and 11, over twice the best after one timing, timed no more")
 	assert.Len(t, filter(lines, "bcreate 16"), 5, "one variant pack a plan, reused while its data and workspace stay")
 	assert.Equal(t, "cudnnBackendExecute engine=7 ws=set", execs[0])
 	assert.Contains(t, execs, "cudnnBackendExecute engine=5 ws=set", "engine 5 ran: timed and checked")
@@ -362,7 +370,7 @@ func TestNVIDIAGraphChecksLargeOutputsBySamples(t *testing.T) {
 	e.lines()
 	perfs, err := e.h.FindConvolutionForward(conv, x, w, y)
 	require.NoError(t, err)
-	assert.Len(t, e.grep("cudnnBackendExecute engine=5"), 5, "engine 5 ran: warmed up, timed three times, and checked")
+	assert.Len(t, e.grep("cudnnBackendExecute engine=5"), 1+3*5+1, "engine 5 ran: warmed up, timed three times (4 runs behind one more), and checked")
 	var engines []string
 	for _, p := range perfs {
 		engines = append(engines, p.Engine)

@@ -13,15 +13,23 @@ int cudaStreamDestroy(void* s) {
 }
 
 // Events that time the fake cuDNN's graph-API plans (fakecudnngraph.c):
-// the elapsed time is what the last plan run left in $ROCM_GO_FAKE_MS.
+// time passes only while a plan runs, each run adding its time to
+// $ROCM_GO_FAKE_MS; an event holds that total when recorded.
+static double fake_total(void) {
+	const char* v = getenv("ROCM_GO_FAKE_MS");
+	return v != NULL ? strtod(v, NULL) : 0;
+}
 int cudaEventCreate(void** e) {
-	*e = malloc(1);
+	*e = calloc(1, sizeof(double));
 	return 0;
 }
-int cudaEventRecord(void* e, void* s) { return e != NULL ? 0 : 400; }
+int cudaEventRecord(void* e, void* s) {
+	if (e == NULL) return 400;
+	*(double*)e = fake_total();
+	return 0;
+}
 int cudaEventSynchronize(void* e) { return e != NULL ? 0 : 400; }
 int cudaEventElapsedTime(float* ms, void* start, void* end) {
-	const char* v = getenv("ROCM_GO_FAKE_MS");
-	*ms = v != NULL ? strtof(v, NULL) : 1.0f;
+	*ms = (float)(*(double*)end - *(double*)start);
 	return 0;
 }

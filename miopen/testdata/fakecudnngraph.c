@@ -11,8 +11,8 @@
 // (tensor cores, Winograd), 1 (down-converts its inputs), 0 and 5 (tensor
 // cores, the fastest, and wrong); the fallback list 0 again, 9 (whose plan
 // fails to finalize) and 11 (FFT). A plan of engine e needs the workspace
-// nvg_ws[e]; running it "takes" nvg_ms[e] ms, which it leaves in
-// $ROCM_GO_FAKE_MS for the fake cudart's events, and writes 1 into every
+// nvg_ws[e]; running it "takes" nvg_ms[e] ms, which it adds to
+// $ROCM_GO_FAKE_MS (the fake cudart's clock), and writes 1 into every
 // element of its output, as the legacy convolutions do, but engine 5
 // writes 3 into the last quarter of it (so that for an output it compares
 // in full, a relative distance of 1 from the legacy result).
@@ -336,8 +336,9 @@ int cudnnBackendExecute(void* h, void* plan, void* pack) {
 	int64_t ws = nvg_ws[p->cfg->engine];
 	if (ws > 0 && vp->ws == NULL) return 2006; // CUDNN_STATUS_BAD_PARAM_SIZE_INSUFFICIENT
 	if (getenv("ROCM_GO_FAKE_EXEC_FAIL") != NULL) return 5000;
-	char ms[16];
-	snprintf(ms, sizeof ms, "%g", atof(nvg_ms[p->cfg->engine]) - p->cfg->knob / 64.0);
+	char ms[32];
+	const char* total = getenv("ROCM_GO_FAKE_MS");
+	snprintf(ms, sizeof ms, "%.17g", (total != NULL ? atof(total) : 0) + atof(nvg_ms[p->cfg->engine]) - p->cfg->knob / 64.0);
 	setenv("ROCM_GO_FAKE_MS", ms, 1);
 	// The output: Y of a forward node, DX of a data gradient, DW of a
 	// weights gradient (the attributes ALPHA + 5, + 4 and + 3), whose unique
