@@ -292,11 +292,11 @@ func KernelNames(module string) []string {
 	case "quant.hip":
 		for _, q := range quantTypes() {
 			for _, dt := range []DType{F32, F16, BF16} {
-				mv := qMatvec // the float products, or the 8-bit ones
+				kinds := []quantKind{qDequant, qRows, qMatvec} // the float products, or the 8-bit ones
 				if qmatvecI8(q, dt) {
-					mv = qMatvec8
+					kinds = []quantKind{qDequant, qRows, qMatvec8, qMatvec8W}
 				}
-				for _, k := range []quantKind{qDequant, qRows, mv} {
+				for _, k := range kinds {
 					add("%s", quantKernelName(k, q, dt))
 				}
 			}

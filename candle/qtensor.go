@@ -161,11 +161,11 @@ func (q *QTensor) Dequantize(dt DType) (*Tensor, error) {
 // (n, k): a linear layer, t · wᵀ, of shape (…, n) and t's dtype (F32, F16
 // or BF16, with float32 accumulation). The weight is dequantized on the
 // fly, a block at a time; a strided t is made contiguous first. On a GPU,
-// up to four rows of F16 or BF16 t meet the types with 8-bit dot products
-// (all but Q2_K, Q3_K and Q8_K) as llama.cpp has them meet: t quantized
-// to 8 bits a chunk of 32 values (each value within 1/254 of its chunk's
-// largest), the products in integer dot products. F32 t multiplies in
-// float32.
+// up to eight rows of F16 or BF16 t (decode batches) meet the types with
+// 8-bit dot products (all but Q2_K, Q3_K and Q8_K) as llama.cpp has them
+// meet: t quantized to 8 bits a chunk of 32 values (each value within
+// 1/254 of its chunk's largest), the products in integer dot products.
+// F32 t multiplies in float32.
 func (t *Tensor) QMatmul(w *QTensor) (*Tensor, error) {
 	const op = "Tensor.QMatmul"
 	if err := checkQMatmul(op, t, w, 1); err != nil {
@@ -190,7 +190,7 @@ type QMatmulOptions struct {
 	Residual *Tensor
 }
 
-// QMatmulWith is QMatmul with o's ops around it. For up to four rows of
+// QMatmulWith is QMatmul with o's ops around it. For up to eight rows of
 // F16 or BF16 t on a GPU, and the types with 8-bit dot products (all but
 // Q2_K, Q3_K and Q8_K), they run in the product's kernel: no intermediate
 // tensors and no kernels of their own, which is what a decode step of a

@@ -183,8 +183,9 @@ func TestGPUQMatvecExtremeX(t *testing.T) {
 }
 
 // TestGPUQMatmulWith checks the fused norm, gate and residual of the
-// 8-bit matrix-vector path (and, for five rows and Q3_K, the ops path)
-// against the CPU's ops in float32.
+// 8-bit matrix-vector kernels (up to four rows, and the wide one's five to
+// eight) and, for nine rows and Q3_K, of the ops path against the CPU's
+// ops in float32.
 func TestGPUQMatmulWith(t *testing.T) {
 	d := gpu(t)
 	cpu := CPU()
@@ -193,7 +194,7 @@ func TestGPUQMatmulWith(t *testing.T) {
 	for _, typ := range []GGMLType{GGMLQ4_K, GGMLQ8_0, GGMLQ6_K, GGMLQ5_0, GGMLQ3_K} {
 		qg, qc, _ := quantPair(t, d, r, typ, n, k)
 		for _, dt := range []DType{F16, BF16} {
-			for _, m := range []int{1, 4, 5} {
+			for _, m := range []int{1, 4, 5, 8, 9} {
 				for _, mode := range []string{"norm", "gated", "norm+residual", "gated+residual"} {
 					t.Run(fmt.Sprintf("%s %s m%d %s", typ, dt, m, mode), func(t *testing.T) {
 						cols := k
@@ -289,13 +290,15 @@ func TestGPUQMatvecSpeed(t *testing.T) {
 			q, err := NewQTensor(d, typ, b, n, k)
 			require.NoError(t, err)
 			line := fmt.Sprintf("%-5s %6d×%-5d %6.1f MiB:", typ, n, k, float64(len(b))/(1<<20))
-			kind := qMatvec
+			kinds := []quantKind{qMatvec}
 			if qmatvecI8(typ, BF16) {
-				kind = qMatvec8
+				kinds = []quantKind{qMatvec8, qMatvec8W}
 			}
-			if f, err := (*hipBackend)(d).function(famQuant, quantKernel(kind, typ, BF16)); err == nil {
-				if regs, err := f.Attribute(hip.FuncAttributeNumRegs); err == nil {
-					line = fmt.Sprintf("%s (%s: %d registers)", line, quantKindNames[kind], regs)
+			for _, kind := range kinds {
+				if f, err := (*hipBackend)(d).function(famQuant, quantKernel(kind, typ, BF16)); err == nil {
+					regs, _ := f.Attribute(hip.FuncAttributeNumRegs)
+					local, _ := f.Attribute(hip.FuncAttributeLocalSizeBytes)
+					line = fmt.Sprintf("%s (%s: %d registers, %d bytes local)", line, quantKindNames[kind], regs, local)
 				}
 			}
 			for _, m := range []int{1, 4, 8, 512} {

@@ -22,10 +22,11 @@ const (
 	qRows
 	qMatvec
 	qMatvec8
+	qMatvec8W
 	numQuantKinds
 )
 
-var quantKindNames = [numQuantKinds]string{"dequant", "qrows", "qmatvec", "qmatvec8"}
+var quantKindNames = [numQuantKinds]string{"dequant", "qrows", "qmatvec", "qmatvec8", "qmatvec8w"}
 
 // quantKernel names a kernel of quant.hip, "qmatvec_q4_k_bf16", from the
 // names made once (kernelNames).
@@ -38,12 +39,25 @@ func quantKernelName(kind quantKind, typ GGMLType, dt DType) string {
 	return quantKindNames[kind] + "_" + strings.ToLower(typ.String()) + "_" + dt.String()
 }
 
-// qmatvecRows is the most rows of x the matrix-vector kernel takes (its
-// QMV_ROWS): small decode batches. More rows multiply through BLAS, the
+// qmatvecRows is the most rows of x the matrix-vector kernels take (their
+// QMV_ROWS): small decode batches. On the 8-bit path a wider kernel takes
+// up to qmatvecWide (QMV_WIDE). More rows multiply through BLAS, the
 // weight dequantized a slice at a time (qmatmulSliced). On an H200, for an
 // 8192×2048 Q4_K weight and BF16 x (the 8-bit path): 11.3 µs for one row
 // of x, 14.1 µs for four, and 40.7 µs for eight through the slices.
-const qmatvecRows = 4
+const (
+	qmatvecRows = 4
+	qmatvecWide = 8
+)
+
+// qmatvecMost is the most rows of x a matrix-vector kernel of typ and x's
+// dtype takes.
+func qmatvecMost(typ GGMLType, dt DType) int {
+	if qmatvecI8(typ, dt) {
+		return qmatvecWide
+	}
+	return qmatvecRows
+}
 
 // qmatvecBlocksPerSM is the matrix-vector kernels' grid: as many blocks
 // as the SMs hold at once (their launch bound).
@@ -77,16 +91,16 @@ func (b *hipBackend) qrows(typ GGMLType, w *Storage, ids view, dst *Storage, k i
 }
 
 func (b *hipBackend) qmatmul(typ GGMLType, x view, w, dst *Storage, m, n, k int) error {
-	if m > qmatvecRows {
+	if m > qmatvecMost(typ, dst.dtype) {
 		return b.qmatmulSliced(typ, x, w, dst, m, n, k)
 	}
 	return b.qmatvec(typ, x, w, dst, m, n, k, qfuse{})
 }
 
-// qmatmulFuses: the 8-bit path of up to qmatvecRows rows of F16 or BF16
+// qmatmulFuses: the 8-bit path of up to qmatvecWide rows of F16 or BF16
 // x takes f's ops into its kernels.
 func (b *hipBackend) qmatmulFuses(typ GGMLType, dt DType, m int) bool {
-	return m > 0 && m <= qmatvecRows && qmatvecI8(typ, dt)
+	return m > 0 && m <= qmatvecWide && qmatvecI8(typ, dt)
 }
 
 func (b *hipBackend) qmatmulFused(typ GGMLType, x view, w, dst *Storage, m, n, k int, f qfuse) error {
@@ -143,7 +157,11 @@ func (b *hipBackend) qmatvec(typ GGMLType, x view, w, dst *Storage, m, n, k int,
 	split := qmatvecSplit(n, warps, slots)
 	rows := warps / split
 	grid := hip.Dim3{X: uint32(max(1, min((n+rows-1)/rows, slots))), Y: 1, Z: 1}
-	return b.launch(famQuant, quantKernel(qMatvec8, typ, dt), grid, block1D, func(a *hip.Args) {
+	kind := qMatvec8
+	if m > qmatvecRows {
+		kind = qMatvec8W
+	}
+	return b.launch(famQuant, quantKernel(kind, typ, dt), grid, block1D, func(a *hip.Args) {
 		a.Int32(int32(m)).Int32(int32(split)).Uint64(uint64(n)).Uint64(uint64(k)).Ptr(xq).Ptr(xd).Ptr(xs)
 		a.Ptr(storagePtr(w)).Ptr(storagePtr(dst)).Ptr(res)
 	})

@@ -13,13 +13,17 @@
 //   qmatvec8_<q>_<dt>  qmatvec of qx's x: a chunk's product is eight 4-byte integer
 //                      dot products (dp4a, sdot4) and one scaling; it adds a
 //                      residual to y
-// (m > QMV_ROWS runs on BLAS over slices of w that dequant_ expands: quant_hip.go.)
+//   qmatvec8w_<q>_<dt> qmatvec8 of up to QMV_WIDE rows (decode batches of 5 to 8),
+//                      in a kernel of its own: twice the accumulators would cost
+//                      the common one row registers
+// (More rows run on BLAS over slices of w that dequant_ expands: quant_hip.go.)
 // Blocks are read with 2-byte loads (every block size is even, and the f16
 // fields sit at even offsets), 16-byte ones where a type's block keeps
 // them aligned (Q4_K, Q5_K).
 #include "common.h"
 
 #define QMV_ROWS 4
+#define QMV_WIDE 8
 #define Q_BLOCK 256
 // At least four blocks an SM (64 registers on sm_90): qmatvec read Q4_K at
 // 680 GB/s with the 100 registers it took unbounded, 950 GB/s so.
@@ -494,11 +498,12 @@ __device__ __forceinline__ void qx(u64 k, const T* __restrict__ x, const QFuse<T
 // qmatvec8 is qmatvec on 8-bit dot products against x as qx left it: a
 // row of w to split warps of the block (each over every split-th chunk
 // of the row: small n still fills the device), the block's rows in
-// passes over w; res (not null, like y) is added to y.
-template <int Q, class T>
+// passes over w; res (not null, like y) is added to y. R rows of
+// accumulators (m <= R).
+template <int Q, class T, int R>
 __device__ __forceinline__ void qmatvec8(int m, int split, u64 n, u64 k, const int* __restrict__ xq, const float* __restrict__ xd,
                                          const int* __restrict__ xs, const u8* __restrict__ w, T* __restrict__ y, const T* __restrict__ res) {
-	__shared__ float part[QMV_ROWS][1024 / 32]; // the warps' sums, when split
+	__shared__ float part[R][1024 / 32]; // the warps' sums, when split
 	const int lane = threadIdx.x % warpSize, wib = threadIdx.x / warpSize, wpb = blockDim.x / warpSize;
 	const int rpb = wpb / split, wr = wib / split, ws = wib % split;
 	const u64 per = k / 32, rb = k / QT<Q>::BLOCK * QT<Q>::SIZE;
@@ -507,9 +512,9 @@ __device__ __forceinline__ void qmatvec8(int m, int split, u64 n, u64 k, const i
 		const u64 j = base + wr;
 		const bool live = j < n;
 		const u8* row = w + j * rb;
-		float acc[QMV_ROWS];
+		float acc[R];
 #pragma unroll
-		for (int r = 0; r < QMV_ROWS; r++) acc[r] = 0.0f;
+		for (int r = 0; r < R; r++) acc[r] = 0.0f;
 		if (live) {
 #pragma unroll 2
 			for (u64 i = ws * warpSize + lane; i < per; i += split * warpSize) {
@@ -519,7 +524,7 @@ __device__ __forceinline__ void qmatvec8(int m, int split, u64 n, u64 k, const i
 				float a0, a1, b0, b1;
 				qchunk<Q>(b, c, q, a0, a1, b0, b1);
 #pragma unroll
-				for (int r = 0; r < QMV_ROWS; r++) {
+				for (int r = 0; r < R; r++) {
 					if (r < m) {
 						const u64 g = r * per + i;
 						const int4* xv = (const int4*)(xq + g * 8);
@@ -531,9 +536,9 @@ __device__ __forceinline__ void qmatvec8(int m, int split, u64 n, u64 k, const i
 				}
 			}
 		}
-		// (Loops over r to QMV_ROWS: acc stays in registers.)
+		// (Loops over r to R: acc stays in registers.)
 #pragma unroll
-		for (int r = 0; r < QMV_ROWS; r++) {
+		for (int r = 0; r < R; r++) {
 			float s = acc[r];
 			for (int o = warpSize / 2; o > 0; o >>= 1) s += __shfl_xor(s, o);
 			acc[r] = s;
@@ -541,12 +546,12 @@ __device__ __forceinline__ void qmatvec8(int m, int split, u64 n, u64 k, const i
 		if (split > 1) {
 			if (lane == 0) {
 #pragma unroll
-				for (int r = 0; r < QMV_ROWS; r++) part[r][wib] = acc[r];
+				for (int r = 0; r < R; r++) part[r][wib] = acc[r];
 			}
 			__syncthreads();
 			if (ws == 0) {
 #pragma unroll
-				for (int r = 0; r < QMV_ROWS; r++) {
+				for (int r = 0; r < R; r++) {
 					float s = 0.0f;
 					for (int p = 0; p < split; p++) s += part[r][wib + p];
 					acc[r] = s;
@@ -556,7 +561,7 @@ __device__ __forceinline__ void qmatvec8(int m, int split, u64 n, u64 k, const i
 		}
 		if (live && ws == 0 && lane == 0) {
 #pragma unroll
-			for (int r = 0; r < QMV_ROWS; r++) {
+			for (int r = 0; r < R; r++) {
 				if (r < m) y[r * n + j] = Traits<T>::store(acc[r] + (res ? Traits<T>::load(res[r * n + j]) : 0.0f));
 			}
 		}
@@ -609,7 +614,11 @@ __device__ __forceinline__ void qmatvec(int m, u64 n, u64 k, const T* __restrict
 #define Q8_KERNEL(QN, Q, TN, T)                                                                                      \
 	Q_KERNEL qmatvec8_##QN##_##TN(int m, int split, u64 n, u64 k, const int* xq, const float* xd, const int* xs,        \
 	                              const u8* w, T* y, const T* res) {                                                   \
-		qmatvec8<Q, T>(m, split, n, k, xq, xd, xs, w, y, res);                                                       \
+		qmatvec8<Q, T, QMV_ROWS>(m, split, n, k, xq, xd, xs, w, y, res);                                             \
+	}                                                                                                                \
+	Q_KERNEL qmatvec8w_##QN##_##TN(int m, int split, u64 n, u64 k, const int* xq, const float* xd, const int* xs,       \
+	                               const u8* w, T* y, const T* res) {                                                  \
+		qmatvec8<Q, T, QMV_WIDE>(m, split, n, k, xq, xd, xs, w, y, res);                                             \
 	}
 #define QX_KERNEL(TN, T)                                                                                             \
 	Q_KERNEL qx_##TN(u64 k, const T* x, int gated, float eps, const T* alpha, int* xq, float* xd, int* xs) {             \
