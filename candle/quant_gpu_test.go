@@ -17,7 +17,7 @@ import (
 // qTolerance is QMatmul's tolerance on the GPU against the CPU's float32
 // products, relative to the sum of the products' magnitudes: float32
 // sums in another order (F32), and the output's rounding (F16, BF16; x is
-// rounded to dt on both sides). For up to four rows of F16 or BF16 x the
+// rounded to dt on both sides). For up to eight rows of F16 or BF16 x the
 // GPU quantizes x to 8 bits a chunk of 32 (the 8-bit dot products): each
 // value off by up to 1/254 of its chunk's largest, which for these
 // normal x and weights came to 2e-3 of the magnitudes at worst.
