@@ -48,11 +48,7 @@ func ExampleTensor_QMatmul() {
 // decode's few rows), as three ops here.
 func ExampleTensor_QMatmulWith() {
 	dev := candle.CPU()
-	vals := make([]float32, 3*32)
-	for i := range vals {
-		vals[i] = float32(i%3) - 1
-	}
-	w, err := candle.FromSlice(dev, vals, 3, 32)
+	w, err := candle.Ones(dev, candle.F32, 3, 32)
 	if err != nil {
 		panic(err)
 	}
@@ -61,11 +57,7 @@ func ExampleTensor_QMatmulWith() {
 		panic(err)
 	}
 	defer q.Close()
-	twos := make([]float32, 32)
-	for i := range twos {
-		twos[i] = 2
-	}
-	x, err := candle.FromSlice(dev, twos, 1, 32) // RMS 2: the norm makes it ones
+	x, err := candle.Full(dev, candle.F32, 2, 1, 32) // RMS 2: the norm makes it ones
 	if err != nil {
 		panic(err)
 	}
@@ -85,6 +77,6 @@ func ExampleTensor_QMatmulWith() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Printf("%.3f\n", out)
-	// Output: [9.000 20.000 31.000]
+	fmt.Printf("%.2f\n", out)
+	// Output: [42.00 52.00 62.00]
 }

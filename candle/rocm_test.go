@@ -58,9 +58,9 @@ func TestROCmCompilesEveryKernel(t *testing.T) {
 	}
 }
 
-// checkDotProducts checks that the 8-bit matrix-vector kernels (qmatvec8_)
-// multiply on the arch's 4-byte dot product instruction, not the portable
-// fallback, and that the float ones (qmatvec_) have none: gfx90a and
+// checkDotProducts checks that the 8-bit matrix-vector kernels (qmatvec8_,
+// qmatvec8w_) multiply on the arch's 4-byte dot product instruction, not
+// the portable fallback, and that the float ones (qmatvec_) have none: gfx90a and
 // gfx942 run __builtin_amdgcn_sdot4 as v_dot4c_i32_i8 (VOP2, opcode 0x39:
 // the accumulator in place), gfx11 and gfx12 __builtin_amdgcn_sudot4 as
 // v_dot4_i32_iu8 (VOP3P, 0xcc and opcode 0x16 in the top bytes). A scan of

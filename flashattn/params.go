@@ -375,14 +375,11 @@ type target struct {
 // decodeSplits is the split-KV of a decode launch of blocks blocks (before
 // splitting) on a device that runs slots of them at once: the fewest
 // splits, at most most, whose last wave of blocks fills at least 90% of
-// the slots, else the fullest (waves.Fewest). A wave a fraction full
-// costs as much as a full one: 256 blocks on 528 slots (132 SMs, four blocks each, on an H200)
-// ran 1.5× as long unsplit as in 2 splits, and 3 splits (1.45 waves) were
-// slower than 2 or 4.
+// the slots, else the fullest (waves.Fewest; 1 for no blocks or slots). A
+// wave a fraction full costs as much as a full one: 256 blocks on 528
+// slots (132 SMs, four blocks each, on an H200) ran 1.5× as long unsplit
+// as in 2 splits, and 3 splits (1.45 waves) were slower than 2 or 4.
 func decodeSplits(blocks, slots, most int) int {
-	if blocks <= 0 || slots <= 0 {
-		return 1
-	}
 	return 1 + waves.Fewest(most, slots, func(i int) int { return blocks * (i + 1) })
 }
 

@@ -20,7 +20,9 @@
 //
 // A convolution runs the fastest algorithm of a Find, which the handle runs
 // once per problem and caches (FindConvolutionForward returns every
-// algorithm with its time and workspace). On NVIDIA the Find is cuDNN's
+// algorithm with its time and workspace; on NVIDIA a graph-API plan's time
+// is the median of three timings of four runs in a row, so that the
+// host's time to queue a run stays out of it). On NVIDIA the Find is cuDNN's
 // legacy Find, plus the execution plans of the first ten engine
 // configurations that cuDNN's graph-API heuristics list (as PyTorch's
 // cudnn.benchmark does: often several configurations of one engine, which
