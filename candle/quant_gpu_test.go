@@ -37,7 +37,8 @@ func TestGPUQuantized(t *testing.T) {
 	defer func(b int) { qsliceBytes = b }(qsliceBytes)
 	qsliceBytes = 16 << 10
 	for _, typ := range quantTypes() {
-		for _, shape := range [][2]int{{37, 512}, {300, 256}} {
+		// 96 columns: three chunks a row, fewer than a warp's lanes.
+		for _, shape := range [][2]int{{37, 512}, {300, 256}, {29, 96}} {
 			n, k := shape[0], shape[1]
 			if k%typ.BlockSize() != 0 {
 				continue
@@ -190,13 +191,18 @@ func TestGPUQMatmulWith(t *testing.T) {
 	d := gpu(t)
 	cpu := CPU()
 	r := rand.New(rand.NewPCG(47, 48))
-	const n, k = 300, 512
-	for _, typ := range []GGMLType{GGMLQ4_K, GGMLQ8_0, GGMLQ6_K, GGMLQ5_0, GGMLQ3_K} {
+	// 64×2048: two warps a row (qmatvecSplit), and qx's norm over a row
+	// of eight values a thread of its one block.
+	for _, c := range []struct {
+		typ  GGMLType
+		n, k int
+	}{{GGMLQ4_K, 300, 512}, {GGMLQ8_0, 300, 512}, {GGMLQ6_K, 300, 512}, {GGMLQ5_0, 300, 512}, {GGMLQ3_K, 300, 512}, {GGMLQ4_K, 64, 2048}} {
+		typ, n, k := c.typ, c.n, c.k
 		qg, qc, _ := quantPair(t, d, r, typ, n, k)
 		for _, dt := range []DType{F16, BF16} {
 			for _, m := range []int{1, 4, 5, 8, 9} {
 				for _, mode := range []string{"norm", "gated", "norm+residual", "gated+residual"} {
-					t.Run(fmt.Sprintf("%s %s m%d %s", typ, dt, m, mode), func(t *testing.T) {
+					t.Run(fmt.Sprintf("%s %dx%d %s m%d %s", typ, n, k, dt, m, mode), func(t *testing.T) {
 						cols := k
 						if strings.HasPrefix(mode, "gated") {
 							cols = 2 * k
@@ -282,7 +288,7 @@ func TestGPUQMatvecSpeed(t *testing.T) {
 	d := gpu(t)
 	poisonAllocs.Store(false)
 	r := rand.New(rand.NewPCG(43, 44))
-	shapes := [][2]int{{8192, 2048}, {2048, 8192}, {128256, 2048}}
+	shapes := [][2]int{{3072, 2048}, {2048, 2048}, {8192, 2048}, {2048, 8192}, {128256, 2048}}
 	for _, typ := range []GGMLType{GGMLQ4_0, GGMLQ4_K, GGMLQ8_0, GGMLQ6_K, GGMLQ5_K, GGMLQ2_K, GGMLQ3_K, GGMLQ4_1, GGMLQ5_0, GGMLQ5_1} {
 		for _, s := range shapes {
 			n, k := s[0], s[1]

@@ -407,18 +407,25 @@ func TestQTensorErrors(t *testing.T) {
 
 // TestQmatvecSplit checks the warps a row on the 8-bit matrix-vector
 // path for a 1B model's weights on an H200 (132 SMs, 528 block slots,
-// eight warps a block) and an MI300X (304 CUs, four 64-wide warps).
+// eight warps a block of 32) and an MI300X (304 CUs, 1216 slots, four
+// warps of 64).
 func TestQmatvecSplit(t *testing.T) {
-	for _, c := range []struct{ n, warps, slots, want int }{
-		{2048, 8, 528, 2},   // 256 blocks a warp a row: half the slots
-		{3072, 8, 528, 4},   // 384 or 768 blocks fill 73%; 1536, 97%
-		{16384, 8, 528, 1},  // 2048 blocks: four waves, 97% full
-		{128256, 8, 528, 1}, // the LM head
-		{1, 8, 528, 1},
-		{2048, 4, 1216, 2},
+	for _, c := range []struct{ n, per, warps, warpSize, slots, want int }{
+		{2048, 64, 8, 32, 528, 2},   // o: one pass either way, 512 blocks over 256
+		{3072, 64, 8, 32, 528, 1},   // q, k and v: one pass of 384 blocks over two of 768
+		{16384, 64, 8, 32, 528, 1},  // gate and up: four passes over eight
+		{2048, 256, 8, 32, 528, 2},  // down: a pass of four chunks a lane
+		{128256, 64, 8, 32, 528, 1}, // the LM head
+		{1, 64, 8, 32, 528, 1},      // one row: one block either way
+		{2048, 64, 4, 64, 1216, 1},  // a 64-wide warp takes the row's 64 chunks
+		{2048, 256, 4, 64, 1216, 2}, // down: two chunks a lane in one pass
+		{2048, 32, 8, 32, 528, 1},   // never a warp without a chunk
+		{4096, 344, 8, 32, 528, 1},  // a 7B model's down (k 11008)
 	} {
-		assert.Equal(t, c.want, qmatvecSplit(c.n, c.warps, c.slots), "n %d, %d warps, %d slots", c.n, c.warps, c.slots)
+		assert.Equal(t, c.want, qmatvecSplit(c.n, c.per, c.warps, c.warpSize, c.slots), "n %d, %d chunks, %d warps of %d, %d slots",
+			c.n, c.per, c.warps, c.warpSize, c.slots)
 	}
+	assert.Equal(t, 1, qmatvecSplit(0, 0, 8, 0, 0), "nothing to split")
 }
 
 // TestQMatmulWithOnCPU checks QMatmulWith's ops against the same ops run

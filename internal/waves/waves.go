@@ -1,6 +1,5 @@
 // Package waves chooses a launch's shape by how full it keeps a device's
-// block slots (the blocks the device runs at once): flashattn's split-KV
-// and candle's quantized products share the rule.
+// block slots (the blocks the device runs at once): flashattn's split-KV.
 package waves
 
 // Fill is the share of the slots that blocks keep busy over the whole
