@@ -8,13 +8,16 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/rocm-go/rocm/candle"
+	"github.com/rocm-go/rocm/hip"
 )
 
 // The window's scheduling in tier 0, with a fake registration that checks
@@ -332,4 +335,56 @@ func TestTransferOptions(t *testing.T) {
 	require.NoError(t, vb.Close())
 	require.NoError(t, vb.Close(), "closing twice does nothing")
 	w.Close()
+}
+
+// TestPinnedSlabs checks the pool's bookkeeping of slabs: FreePinnedBuffers
+// frees a slab only once every buffer of it is free, and keeps the free
+// buffers of a slab still in use.
+func TestPinnedSlabs(t *testing.T) {
+	p := &pinnedPool{size: 4 << 20, slabs: map[*hip.PinnedBuffer]*pinnedSlab{}}
+	slab := func(k int) *pinnedSlab {
+		s := &pinnedSlab{} // no memory: Close of a nil buffer does nothing
+		for range k {
+			b := &hip.PinnedBuffer{}
+			s.bufs = append(s.bufs, b)
+			p.slabs[b] = s
+		}
+		p.n += k
+		return s
+	}
+	a, b := slab(4), slab(2)
+	p.free = append(p.free, a.bufs...)
+	p.free = append(p.free, b.bufs[1])
+	freed, err := p.freeSlabs()
+	require.NoError(t, err)
+	assert.Equal(t, int64(4*p.size), freed, "slab a, all free")
+	assert.Equal(t, []*hip.PinnedBuffer{b.bufs[1]}, p.free, "b's free buffer kept while the other is in use")
+	assert.Equal(t, 2, p.n)
+	assert.Len(t, p.slabs, 2)
+	p.put(b.bufs[0])
+	freed, err = p.freeSlabs()
+	require.NoError(t, err)
+	assert.Equal(t, int64(2*p.size), freed)
+	assert.Empty(t, p.free)
+	assert.Zero(t, p.n)
+	assert.Empty(t, p.slabs)
+	b2, err := p.take(1)
+	assert.Nil(t, b2)
+	assert.NoError(t, err, "room for one more: the caller makes a slab")
+	p.n = 1
+	_, err = p.take(1)
+	assert.ErrorIs(t, err, errNoRoom)
+}
+
+// TestMapPopulated checks the mapping loading's slabs use: aligned to
+// huge pages, the length asked, written through.
+func TestMapPopulated(t *testing.T) {
+	m, a, err := mapPopulated(3 << 20)
+	require.NoError(t, err)
+	defer syscall.Munmap(m)
+	assert.Len(t, a, 3<<20)
+	assert.Zero(t, uintptr(unsafe.Pointer(unsafe.SliceData(a)))%(2<<20), "aligned to 2 MiB")
+	off := int(uintptr(unsafe.Pointer(&a[0])) - uintptr(unsafe.Pointer(&m[0])))
+	a[len(a)-1] = 7
+	assert.Equal(t, byte(7), m[off+len(a)-1], "a's last byte, seen through the mapping")
 }
