@@ -851,10 +851,11 @@ func (p *pinnedPool) freeSlabs() (int64, error) {
 		}
 		p.n -= n
 		freed += int64(n * p.size)
-		errs = append(errs, s.whole.Close())
-		if s.mapped != nil {
-			errs = append(errs, syscall.Munmap(s.mapped))
+		err := s.whole.Close()
+		if err == nil && s.mapped != nil { // memory still registered stays mapped
+			err = syscall.Munmap(s.mapped)
 		}
+		errs = append(errs, err)
 	}
 	return freed, errors.Join(errs...)
 }
@@ -866,9 +867,9 @@ func (p *pinnedPool) put(b *hip.PinnedBuffer) {
 }
 
 // FreePinnedBuffers frees the pinned buffers that loading keeps for the
-// next load (Transfer), those no load is using (with the rest of their
-// slab), and reports how many bytes it freed. A later load allocates
-// again.
+// next load (Transfer), a slab at a time: those of every slab whose
+// buffers no load is using. It reports how many bytes it freed. A later
+// load allocates again.
 func FreePinnedBuffers() (int64, error) {
 	pinnedPools.Lock()
 	defer pinnedPools.Unlock()
