@@ -665,6 +665,14 @@ func TestDecodeSplits(t *testing.T) {
 	}
 }
 
+func TestWaveFill(t *testing.T) {
+	assert.Equal(t, 1.0, waveFill(528, 528))
+	assert.InDelta(t, 256.0/528, waveFill(256, 528), 1e-12)
+	assert.InDelta(t, 768.0/1056, waveFill(768, 528), 1e-12) // two waves, the second half full
+	assert.Zero(t, waveFill(0, 528))
+	assert.Zero(t, waveFill(10, 0))
+}
+
 func TestKernelParamsLayout(t *testing.T) {
 	var k kParams
 	assert.Equal(t, uintptr(1280), unsafe.Sizeof(k))

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/rocm-go/rocm/hip"
-	"github.com/rocm-go/rocm/internal/waves"
 )
 
 // DType is the element type of the attention operands.
@@ -374,13 +373,34 @@ type target struct {
 
 // decodeSplits is the split-KV of a decode launch of blocks blocks (before
 // splitting) on a device that runs slots of them at once: the fewest
-// splits, at most most, whose last wave of blocks fills at least 90% of
-// the slots, else the fullest (waves.Fewest; 1 for no blocks or slots). A
-// wave a fraction full costs as much as a full one: 256 blocks on 528
-// slots (132 SMs, four blocks each, on an H200) ran 1.5× as long unsplit
-// as in 2 splits, and 3 splits (1.45 waves) were slower than 2 or 4.
+// splits, at most most, whose blocks fill at least 90% of the slots over
+// the waves they take (waveFill), else the fullest, the fewest of equals
+// (1 for no blocks or slots). A wave a fraction full costs as much as a
+// full one: 256 blocks on 528 slots (132 SMs, four blocks each, on an
+// H200) ran 1.5× as long unsplit as in 2 splits, and 3 splits (1.45 waves)
+// were slower than 2 or 4.
 func decodeSplits(blocks, slots, most int) int {
-	return 1 + waves.Fewest(most, slots, func(i int) int { return blocks * (i + 1) })
+	best, bestFill := 1, -1.0
+	for s := 1; s <= most; s++ {
+		f := waveFill(blocks*s, slots)
+		if f >= 0.9 {
+			return s
+		}
+		if f > bestFill {
+			best, bestFill = s, f
+		}
+	}
+	return best
+}
+
+// waveFill is the share of the slots that blocks keep busy over the whole
+// waves they take: a last wave a fraction full costs as much as a full
+// one. 0 for no blocks or no slots.
+func waveFill(blocks, slots int) float64 {
+	if blocks <= 0 || slots <= 0 {
+		return 0
+	}
+	return float64(blocks) / float64((blocks+slots-1)/slots*slots)
 }
 
 // newTarget reads a device's arch name ("sm_90", "gfx942:sramecc+:xnack-").
