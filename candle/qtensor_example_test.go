@@ -23,11 +23,7 @@ func ExampleTensor_QMatmul() {
 		panic(err)
 	}
 	defer q.Close()
-	ones := make([]float32, 32)
-	for i := range ones {
-		ones[i] = 1
-	}
-	x, err := candle.FromSlice(dev, ones, 1, 32)
+	x, err := candle.Ones(dev, candle.F32, 1, 32)
 	if err != nil {
 		panic(err)
 	}
