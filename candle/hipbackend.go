@@ -162,7 +162,7 @@ var kernelNames = func() (k struct {
 	putAdd                     [numDTypes][numDTypes]string // by indices, values
 	// The fused ops (nn.hip), by dtype.
 	softmax, softmaxFull, rmsNorm, layerNorm, rope, siluMul [numDTypes]string
-	groupNorm                                               [numDTypes]string
+	groupNorm, ropeCache                                    [numDTypes]string
 	argsort, topk                                           [numDTypes]string    // sort.hip
 	sampleMax, sampleHist, sampleDraw                       [numDTypes]string    // sample.hip
 	upsample                                                [2][numDTypes]string // nn.hip, [bilinear][dtype]
@@ -190,7 +190,7 @@ var kernelNames = func() (k struct {
 		d := dtypeNames[dt]
 		k.arange[dt], k.randUniform[dt], k.randNormal[dt] = "arange_"+d, "rand_uniform_"+d, "rand_normal_"+d
 		k.softmax[dt], k.softmaxFull[dt], k.rmsNorm[dt], k.layerNorm[dt], k.rope[dt], k.siluMul[dt] = "softmax_"+d, "softmax_full_"+d, "rms_norm_"+d, "layer_norm_"+d, "rope_"+d, "silu_mul_"+d
-		k.groupNorm[dt] = "group_norm_" + d
+		k.groupNorm[dt], k.ropeCache[dt] = "group_norm_"+d, "rope_cache_"+d
 		k.argsort[dt], k.topk[dt] = "argsort_"+d, "topk_"+d
 		k.sampleMax[dt], k.sampleHist[dt], k.sampleDraw[dt] = "sample_max_"+d, "sample_hist_"+d, "sample_draw_"+d
 		k.upsample[0][dt], k.upsample[1][dt] = "upsample_nearest_"+d, "upsample_bilinear_"+d

@@ -269,7 +269,7 @@ func KernelNames(module string) []string {
 		}
 	case "nn.hip":
 		for _, dt := range []DType{F32, F16, BF16} {
-			for _, k := range []string{"softmax", "softmax_full", "rms_norm", "layer_norm", "group_norm", "rope", "silu_mul"} {
+			for _, k := range []string{"softmax", "softmax_full", "rms_norm", "layer_norm", "group_norm", "rope", "rope_cache", "silu_mul"} {
 				add("%s_%s", k, dt)
 			}
 		}

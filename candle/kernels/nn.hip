@@ -7,6 +7,7 @@
 //   group_norm_<dt>  layer_norm of each (n, group) row of an (N, C, spatial...)
 //                    tensor, the affine index the channel of the column
 //   rope_<dt>        rotary embeddings, half-split or interleaved, (b, h, t, d) or (b, t, h, d)
+//   rope_cache_<dt>  a decoder layer's rope of q and k and its writes of k and v into a KV cache
 //   silu_mul_<dt>    silu(a) · b
 // A block takes a row. The host sizes the block to the row (PER elements a
 // thread, up to 256 threads; group_norm's long rows up to 1024 threads of 8),
@@ -450,6 +451,39 @@ __device__ __forceinline__ void rope(u64 b, u64 h, u64 t, u64 d, int interleaved
 		rope_all<T, u64>(b, h, t, d, interleaved, thd, csb, x, cs, sn, y);
 }
 
+// rope_cache is package candle's Tensor.RoPECache: qkv (n, hq + 2·hkv, d)
+// contiguous, a thread a pair (i, i + d/2) of a token's head: query heads
+// rotated into q (n, hq, d), key heads rotated into row slots[t] of kc and
+// value heads copied into that of vc ((rows, hkv, d) each); cos and sin
+// (n, d/2). A slot out of range writes nothing (as IndexAssign's kernels).
+template <class T>
+__device__ __forceinline__ void rope_cache(u64 n, u64 hq, u64 hkv, u64 d, u64 rows, const T* qkv, const T* cs, const T* sn, const u32* slots,
+                                           T* kc, T* vc, T* q) {
+	const u64 half = d / 2, h = hq + 2 * hkv, pairs = n * h * half;
+	for (u64 p = gstart(); p < pairs; p += gstep()) {
+		const u64 i = p % half, r = p / half, hd = r % h, t = r / h;
+		const T* x = qkv + r * d;
+		T* y;
+		if (hd < hq) {
+			y = q + (t * hq + hd) * d;
+		} else {
+			const u64 s = slots[t];
+			if (s >= rows) continue;
+			if (hd >= hq + hkv) { // a value head: copied
+				y = vc + (s * hkv + hd - hq - hkv) * d;
+				y[i] = x[i];
+				y[i + half] = x[i + half];
+				continue;
+			}
+			y = kc + (s * hkv + hd - hq) * d;
+		}
+		const float x1 = Traits<T>::load(x[i]), x2 = Traits<T>::load(x[i + half]);
+		const float c = Traits<T>::load(cs[t * half + i]), sv = Traits<T>::load(sn[t * half + i]);
+		y[i] = Traits<T>::store(x1 * c - x2 * sv);
+		y[i + half] = Traits<T>::store(x1 * sv + x2 * c);
+	}
+}
+
 template <class T> __device__ __forceinline__ void silu_mul(u64 n, const T* a, const T* b, T* y) {
 	const int N = 16 / sizeof(T);
 	u64 done = 0;
@@ -488,6 +522,10 @@ template <class T> __device__ __forceinline__ void silu_mul(u64 n, const T* a, c
 	RG_KERNEL rope_##T(u64 b, u64 h, u64 t, u64 d, int interleaved, int thd, u64 csb, const T* x, const T* cs,            \
 	                   const T* sn, T* y) {                                                                               \
 		rope<T>(b, h, t, d, interleaved, thd, csb, x, cs, sn, y);                                                         \
+	}                                                                                                                     \
+	RG_KERNEL rope_cache_##T(u64 n, u64 hq, u64 hkv, u64 d, u64 rows, const T* qkv, const T* cs, const T* sn,                \
+	                         const u32* slots, T* kc, T* vc, T* q) {                                                      \
+		rope_cache<T>(n, hq, hkv, d, rows, qkv, cs, sn, slots, kc, vc, q);                                                \
 	}                                                                                                                     \
 	RG_KERNEL silu_mul_##T(u64 n, const T* a, const T* b, T* y) { silu_mul<T>(n, a, b, y); }
 

@@ -475,6 +475,82 @@ func (s *PagedStep) Attention(layer int, q, k, v *candle.Tensor, p flashattn.Par
 	return s.attentionCPU(layer, q, p)
 }
 
+// AttentionQKV is Attention from a fused projection's heads with their
+// rotary embeddings: qkv (Len(), h_q + 2·h_kv, d) holds each new token's
+// query, key and value heads; the query and key heads are rotated by cos
+// and sin (Len(), d/2: each token's angles, half-split pairs as
+// candle.Tensor.RoPETHD). When every sequence of the step has a cache (a
+// decode step) on a HIP device, the rotation and the cache writes are one
+// op (candle.Tensor.RoPECache); otherwise it is RoPETHD and Attention.
+func (s *PagedStep) AttentionQKV(layer int, qkv, cos, sin *candle.Tensor, p flashattn.Params) (*candle.Tensor, error) {
+	const op = "PagedStep.AttentionQKV"
+	c := s.c
+	if s.closed {
+		return nil, attnErrorf(op, candle.ErrClosed, "the step is closed")
+	}
+	if layer < 0 || layer >= c.cfg.Layers {
+		return nil, attnErrorf(op, candle.ErrArgument, "layer %d of a cache of %d", layer, c.cfg.Layers)
+	}
+	if qkv == nil || cos == nil || sin == nil {
+		return nil, attnErrorf(op, candle.ErrArgument, "nil qkv, cos or sin")
+	}
+	if p.LSE != 0 {
+		return nil, attnErrorf(op, candle.ErrArgument, "Params.LSE is set: paged attention returns no log-sum-exp")
+	}
+	hkv, hd := c.cfg.KVHeads, c.cfg.HeadDim
+	qs := qkv.Shape()
+	if len(qs) != 3 || qs[0] != s.total || qs[2] != hd || qs[1] <= 2*hkv || (qs[1]-2*hkv)%hkv != 0 {
+		return nil, attnErrorf(op, candle.ErrShape, "qkv is %v: want (%d, h_q + %d, %d), h_q a multiple of %d", qs, s.total, 2*hkv, hd, hkv)
+	}
+	if qkv.DType() != c.dtype {
+		return nil, attnErrorf(op, candle.ErrDType, "%s operands for a %s cache: convert them with ToDType", qkv.DType(), c.dtype)
+	}
+	if qkv.Device() != c.dev {
+		return nil, attnErrorf(op, candle.ErrDevice, "operands on %s for a cache on %s", qkv.Device(), c.dev)
+	}
+	hq := qs[1] - 2*hkv
+	if d, ok := c.dev.(*candle.HIPDevice); ok && s.nFresh == 0 {
+		q, err := qkv.RoPECache(cos, sin, hq, s.slots, c.kr[layer], c.vr[layer])
+		if err != nil {
+			return nil, err
+		}
+		defer q.Close() // after the attention's launches are queued
+		p.Causal = true
+		return s.attentionHIP(op, d, layer, q, nil, nil, p)
+	}
+	sc := candle.NewScope()
+	defer sc.Close()
+	x, err := sc.Adopt(qkv)
+	if err != nil {
+		return nil, err
+	}
+	qk, err := x.Narrow(1, 0, hq+hkv)
+	if err == nil {
+		qk, err = qk.Unsqueeze(0)
+	}
+	if err == nil {
+		qk, err = qk.RoPETHD(cos, sin)
+	}
+	if err == nil {
+		qk, err = qk.Squeeze(0)
+	}
+	var q, k, v *candle.Tensor
+	if err == nil {
+		q, err = qk.Narrow(1, 0, hq)
+	}
+	if err == nil {
+		k, err = qk.Narrow(1, hq, hkv)
+	}
+	if err == nil {
+		v, err = x.Narrow(1, hq+hkv, hkv)
+	}
+	if err != nil {
+		return nil, err
+	}
+	out, err := s.Attention(layer, q, k, v, p)
+	return sc.Keep(out), err
+}
+
 func (s *PagedStep) attentionCPU(layer int, q *candle.Tensor, p flashattn.Params) (*candle.Tensor, error) {
 	c := s.c
 	out, err := candle.Zeros(c.dev, c.dtype, q.Shape()...)
@@ -551,6 +627,9 @@ func (s *PagedStep) attentionHIP(op string, d *candle.HIPDevice, layer int, q, k
 	}
 	var ops [4]operand
 	for j, t := range []*candle.Tensor{q, k, v, out} {
+		if t == nil { // k and v of a step with no fresh sequence: read from the cache
+			continue
+		}
 		p, l, tmp, err := headContiguous(t)
 		if err != nil {
 			return fail(err)

@@ -353,3 +353,90 @@ func TestGPUPagedKVCache(t *testing.T) {
 		}
 	}
 }
+
+// checkAttentionQKV runs two caches in step: one through AttentionQKV (a
+// fused projection's heads and the angles), the other through Attention
+// of the same heads rotated by RoPETHD; the outputs agree, prefill steps,
+// decode steps (on a GPU: RoPECache's kernel) and steps of several new
+// tokens of cached sequences alike.
+func checkAttentionQKV(t *testing.T, dev candle.Device, dt candle.DType) {
+	cfg := PagedKVConfig{Layers: 2, KVHeads: 2, HeadDim: 16, PageSize: 4, Pages: 16}
+	const hq = 4
+	r := rand.New(rand.NewPCG(11, 12))
+	a, err := NewPagedKVCache(dev, dt, cfg)
+	require.NoError(t, err)
+	defer a.Close()
+	b, err := NewPagedKVCache(dev, dt, cfg)
+	require.NoError(t, err)
+	defer b.Close()
+	mk := func(shape ...int) *candle.Tensor {
+		v := make([]float64, candle.Shape(shape).Elems())
+		for i := range v {
+			v[i] = r.NormFloat64()
+		}
+		x, err := candle.FromSlice(dev, v, shape...)
+		require.NoError(t, err)
+		defer x.Close()
+		y, err := x.ToDType(dt)
+		require.NoError(t, err)
+		return y
+	}
+	for si, st := range []struct {
+		seqs   []uint64
+		counts []int
+	}{{[]uint64{1, 2}, []int{5, 3}}, {[]uint64{1, 2}, []int{1, 1}}, {[]uint64{1}, []int{1}}, {[]uint64{2, 1}, []int{2, 1}}} {
+		tokens := make([][]int32, len(st.seqs))
+		for i, n := range st.counts {
+			tokens[i] = make([]int32, n)
+		}
+		sa, err := a.Begin(st.seqs, tokens)
+		require.NoError(t, err)
+		sb, err := b.Begin(st.seqs, tokens)
+		require.NoError(t, err)
+		T, hd, hkv := sa.Len(), cfg.HeadDim, cfg.KVHeads
+		qkv, cos, sin := mk(T, hq+2*hkv, hd), mk(T, hd/2), mk(T, hd/2)
+		for layer := range cfg.Layers {
+			got, err := sa.AttentionQKV(layer, qkv, cos, sin, flashattn.Params{})
+			require.NoError(t, err, "step %d", si)
+			sc := candle.NewScope()
+			x, err := sc.Adopt(qkv)
+			require.NoError(t, err)
+			qk, err := x.Narrow(1, 0, hq+hkv)
+			require.NoError(t, err)
+			qk, err = qk.Reshape(1, T, hq+hkv, hd)
+			require.NoError(t, err)
+			qk, err = qk.RoPETHD(cos, sin)
+			require.NoError(t, err)
+			qk, err = qk.Reshape(T, hq+hkv, hd)
+			require.NoError(t, err)
+			q, err := qk.Narrow(1, 0, hq)
+			require.NoError(t, err)
+			k, err := qk.Narrow(1, hq, hkv)
+			require.NoError(t, err)
+			v, err := x.Narrow(1, hq+hkv, hkv)
+			require.NoError(t, err)
+			want, err := sb.Attention(layer, q, k, v, flashattn.Params{})
+			require.NoError(t, err)
+			gv, wv := values(t, got), values(t, want)
+			for i := range wv {
+				require.InDelta(t, wv[i], gv[i], 1e-6+1e-3*math.Abs(float64(wv[i])), "step %d layer %d element %d", si, layer, i)
+			}
+			got.Close()
+			want.Close()
+			sc.Close()
+		}
+		sa.Commit()
+		sb.Commit()
+		require.NoError(t, sa.Close())
+		require.NoError(t, sb.Close())
+	}
+}
+
+func TestAttentionQKVCPU(t *testing.T) { checkAttentionQKV(t, candle.CPU(), candle.F32) }
+
+func TestGPUAttentionQKV(t *testing.T) {
+	d := hipDevice(t)
+	for _, dt := range []candle.DType{candle.F16, candle.BF16} {
+		t.Run(dt.String(), func(t *testing.T) { checkAttentionQKV(t, d, dt) })
+	}
+}

@@ -702,16 +702,11 @@ func (m *Model) attention(f *fwd, step *nn.PagedStep, i int, l *layer, xl, cos, 
 		qkv = f.t(qkv.Add(l.qkvBias))
 	}
 	heads := f.t(qkv.Reshape(T, hq+2*hkv, hd))
-	qk := f.t(heads.Narrow(1, 0, hq+hkv))
-	qk = f.t(qk.Unsqueeze(0))
-	qk = f.t(qk.RoPETHD(cos, sin)) // (1, T, hq+hkv, hd), contiguous
-	qk = f.t(qk.Squeeze(0))
-	q := f.t(qk.Narrow(1, 0, hq))
-	k := f.t(qk.Narrow(1, hq, hkv))
-	v := f.t(heads.Narrow(1, hq+hkv, hkv))
 	var att *candle.Tensor
 	if f.err == nil {
-		att = f.own(step.Attention(i, q, k, v, l.attn)) // (T, hq, hd)
+		// The rotary embeddings of q and k, the cache's writes and the
+		// attention: a decode step's rotation and writes are one kernel.
+		att = f.own(step.AttentionQKV(i, heads, cos, sin, l.attn)) // (T, hq, hd)
 	}
 	att = f.t(att.Reshape(T, hq*hd))
 	if l.oBias == nil {
