@@ -369,6 +369,9 @@ func TestFakeRuntimeLaunch(t *testing.T) {
 	assert.Contains(t, err.Error(), "hipModuleGetGlobal")
 	_, err = f.Attribute(FuncAttributeNumRegs)
 	assert.ErrorIs(t, err, ErrSymbolNotFound)
+	// AMD has no opt-in to check; a negative size is an error everywhere.
+	assert.NoError(t, f.SetMaxDynamicSharedMemory(96<<10))
+	assert.ErrorIs(t, f.SetMaxDynamicSharedMemory(-1), ErrInvalidValue)
 	var se *dl.SymbolError
 	require.True(t, errors.As(err, &se))
 	assert.Contains(t, se.Path, "libfakehip.so")

@@ -23,6 +23,7 @@ void* rg_hip_setdev_func(void);
 void rg_hip_install_nvidia(void* cudart, void* cuda);
 int rg_hip_nvidia_status(int cuda_status);
 int rg_hip_nvidia_cuda_status(int hip_status);
+hipError_t rg_hip_nvidia_max_dynamic_shared(hipFunction_t f, int bytes);
 
 // rg_hip_launch launches f with its arguments packed in one buffer, which
 // the runtime copies before returning; the device is made current in the

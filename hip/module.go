@@ -185,6 +185,30 @@ func (f *Function) Module() *Module { return f.mod }
 // Raw is the hipFunction_t, valid until the module is unloaded.
 func (f *Function) Raw() unsafe.Pointer { return unsafe.Pointer(f.h) }
 
+// SetMaxDynamicSharedMemory lets the kernel's launches take up to bytes
+// of dynamic shared memory (LaunchConfig.SharedMem). NVIDIA wants a
+// kernel to opt in above 48 KiB, up to the device's
+// Properties().SharedMemPerBlockOptin; AMD has no such opt-in, and there
+// the call only checks bytes (a launch asking for more than the device
+// has fails then).
+func (f *Function) SetMaxDynamicSharedMemory(bytes int) error {
+	if err := f.mod.alive("Function.SetMaxDynamicSharedMemory"); err != nil {
+		return err
+	}
+	if bytes < 0 || bytes > math.MaxInt32 {
+		return withDetail(statusError("cuFuncSetAttribute", StatusInvalidValue), fmt.Sprintf("%d bytes of dynamic shared memory", bytes))
+	}
+	if LoadedPlatform() != PlatformNVIDIA {
+		return nil
+	}
+	err := check("cuFuncSetAttribute", C.rg_hip_nvidia_max_dynamic_shared(f.h, C.int(bytes)))
+	runtime.KeepAlive(f)
+	if err != nil {
+		return withDetail(err, fmt.Sprintf("%d bytes of dynamic shared memory for %s", bytes, f.name))
+	}
+	return nil
+}
+
 // Attribute reads one of the kernel's attributes.
 func (f *Function) Attribute(a FunctionAttribute) (int, error) {
 	if err := f.mod.alive("Function.Attribute"); err != nil {

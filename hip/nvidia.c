@@ -379,6 +379,11 @@ static hipError_t rgnv_hipFuncGetAttribute(int* v, hipFunction_attribute a, hipF
 	if ((int)a < 0 || (int)a > 9) return hipErrorInvalidValue;
 	return NV(cuFuncGetAttribute, v, (int)a, f);
 }
+// CUDA asks a kernel to opt in to more than 48 KiB of dynamic shared
+// memory (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 8).
+hipError_t rg_hip_nvidia_max_dynamic_shared(hipFunction_t f, int bytes) {
+	return NV(cuFuncSetAttribute, f, 8, bytes);
+}
 static hipError_t rgnv_hipModuleOccupancyMaxPotentialBlockSize(int* grid, int* block, hipFunction_t f, size_t shared, int limit) {
 	return NV(cuOccupancyMaxPotentialBlockSize, grid, block, f, NULL, shared, limit);
 }

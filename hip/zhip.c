@@ -180,6 +180,7 @@ static const struct {
 	{"cuModuleGetGlobal_v2", rg_hip_cu_lib_cuda},
 	{"cuLaunchKernel", rg_hip_cu_lib_cuda},
 	{"cuFuncGetAttribute", rg_hip_cu_lib_cuda},
+	{"cuFuncSetAttribute", rg_hip_cu_lib_cuda},
 	{"cuOccupancyMaxPotentialBlockSize", rg_hip_cu_lib_cuda},
 	{"cuMemsetD32_v2", rg_hip_cu_lib_cuda},
 	{"cuMemsetD32Async", rg_hip_cu_lib_cuda},
