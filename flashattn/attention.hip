@@ -577,30 +577,50 @@ template <class T, int DMAX, int RM, int U> __device__ __forceinline__ void attn
 }
 
 // ---------------------------------------------------------------------
-// Matrix cores on NVIDIA (sm_80 and later): attn_mma_<dt>_d<DMAX>, F16 and
-// BF16, FlashAttention-2's forward with both products on tensor cores
-// (mma.sync m16n8k16, f32 accumulators). Four warps take 16 rows each
-// (BM 64); Q's fragments stay in registers for the whole pass; K and V
-// tiles of BN keys come in with cp.async, V's while q·kᵀ runs, the next
-// K's while p·v runs; ldmatrix reads them (transposed for V) from rows
-// padded by 16 bytes, which keeps its eight row reads on distinct banks.
-// The online softmax runs on the accumulator fragments (each thread holds
-// two rows, four threads a row), in log2 units with the scale folded in,
-// and P becomes the A operand of p·v in registers. Tiles that some row
-// sees only partly (the causal diagonal, window edges, the last keys) are
-// the only ones masked; tiles no row sees are never loaded. The launch
-// needs 16-byte aligned rows (FA_ALIGNED); package flashattn checks.
-// Head dims below DMAX pad K and V with zeros in shared memory and skip
-// the chunks past d. Block index x runs backwards so that the longest
-// causal blocks start first.
+// Matrix cores on NVIDIA (sm_80 and later): attn_mma_<dt>_d<DMAX>[_pad],
+// F16 and BF16, FlashAttention-2's forward with both products on tensor
+// cores (mma.sync m16n8k16, f32 accumulators). A block is four warps of
+// MT m tiles of 16 rows (MmaTiles); q's fragments stay in registers, or
+// (QS) q's rows wait in shared memory and ldmatrix reads a warp's
+// fragments once a tile. K and V tiles of BN keys come in with cp.async:
+// with two stages both of tile t+1 load while tile t runs; with one, V's
+// while q·kᵀ runs and the next K's while p·v runs. ldmatrix reads them
+// (transposed for V) from rows padded by 16 bytes, which keeps its eight
+// row reads on distinct banks; shared memory is dynamic (past 48 KiB the
+// kernel opts in: package flashattn does it). The online softmax runs on
+// the accumulator fragments (each thread holds two rows of each m tile,
+// four threads a row), in log2 units with the scale folded into the
+// exponent, and P becomes the A operand of p·v in registers. Tiles that
+// some row sees only partly (the causal diagonal, window edges, the last
+// keys) are the only ones masked; tiles no row sees are never loaded. The
+// launch needs 16-byte aligned rows (FA_ALIGNED); package flashattn
+// checks. Head dims below DMAX (the _pad kernels) pad q, K and V with
+// zeros in shared memory and skip the chunks past d. Block index x runs
+// backwards so that the longest causal blocks start first.
 #if defined(__HIP_PLATFORM_NVIDIA__) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 #define FA_NV_MMA 1
-#define FA_MMA_THREADS 128
-#define FA_MMA_BM 64
-
+// MmaTiles: a block is WARPS warps of MT m tiles (16 query rows) each.
+// K and V pass through shared memory BN keys at a time, in ST stages (2:
+// tile t+1 loads while tile t runs); rows are padded by 16 bytes. With QS
+// the block's q rows wait in shared memory too and a warp reads its q
+// fragments once a tile instead of holding them: two m tiles of q would
+// not fit the registers beside the output. Chosen by measurement on an
+// H200 (f16, b4 h32 s4096, TFLOP/s): d128 32-key tiles with two m tiles a
+// warp 294 (64-row blocks with q held and one stage: 270; that kernel
+// with its head-dim checks at run time: 231), d64 64-key tiles 276, d256
+// one m tile, one stage 211.
 template <int DMAX> struct MmaTiles {
-	static const int BN = DMAX > 128 ? 32 : 64; // keys a tile
-	static const int LD = DMAX + 8;             // a shared row, in elements
+	static const int WARPS = 4;
+	static const int MT = DMAX > 128 ? 1 : 2;
+	static const int BN = DMAX >= 128 ? 32 : 64;
+	static const int ST = DMAX > 128 ? 1 : 2;
+	static const int QS = MT == 2;
+	static const int BM = WARPS * MT * 16;
+	static const int THREADS = WARPS * 32;
+	static const int LD = DMAX + 8; // a shared row, in elements
+	// Dynamic shared memory: q's rows (QS), then ST tiles of K, then of V.
+	static const int QBYTES = QS ? BM * LD * 2 : 0;
+	static const int SMEM = QBYTES + 2 * ST * BN * LD * 2;
 };
 
 __device__ __forceinline__ unsigned smem_addr(const void* ptr) {
@@ -615,6 +635,9 @@ __device__ __forceinline__ void cp16(unsigned dst, const void* src, int bytes) {
 }
 __device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 __device__ __forceinline__ void cp_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+// cp_wait<N> waits until at most N of the thread's committed groups are
+// in flight.
+template <int N> __device__ __forceinline__ void cp_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
 __device__ __forceinline__ void ldsm4(unsigned* r, unsigned addr) {
 	asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
 	             : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
@@ -664,14 +687,14 @@ template <> struct Mma<bf16> {
 // mma_tile queues the copy of BN rows of K or V from row n0 (of s.sk)
 // into a shared tile: 16-byte chunks, the head dims below d only; rows
 // past the sequence are zeros.
-template <class T, int DMAX>
+template <class T, int DMAX, bool FULL>
 __device__ __forceinline__ void mma_tile(unsigned dst, const T* src, i64 rs, int n0, int sk, int d, int tid) {
 	typedef MmaTiles<DMAX> Ti;
 	const int CPR = DMAX / 8; // chunks a row
 #pragma unroll
-	for (int it = 0; it < Ti::BN * CPR / FA_MMA_THREADS; it++) {
-		const int x = it * FA_MMA_THREADS + tid, row = x / CPR, c = (x % CPR) * 8;
-		if (c < d) {
+	for (int it = 0; it < (Ti::BN * CPR + Ti::THREADS - 1) / Ti::THREADS; it++) {
+		const int x = it * Ti::THREADS + tid, row = x / CPR, c = (x % CPR) * 8;
+		if ((Ti::BN * CPR % Ti::THREADS == 0 || x < Ti::BN * CPR) && (FULL || c < d)) {
 			const int j = n0 + row;
 			const bool ok = j < sk;
 			cp16(dst + (row * Ti::LD + c) * 2, src + (ok ? (i64)j * rs : 0) + c, ok ? 16 : 0);
@@ -679,14 +702,17 @@ __device__ __forceinline__ void mma_tile(unsigned dst, const T* src, i64 rs, int
 	}
 }
 
-template <class T, int DMAX> __device__ __forceinline__ void attn_mma(const Params& p) {
+template <class T, int DMAX, bool FULL> __device__ __forceinline__ void attn_mma(const Params& p) {
 	typedef MmaTiles<DMAX> Ti;
-	const int BN = Ti::BN, LD = Ti::LD, BM = FA_MMA_BM;
+	const int BN = Ti::BN, LD = Ti::LD, BM = Ti::BM, MT = Ti::MT, NT = Ti::THREADS;
 	const int NK = DMAX / 16; // k chunks of q·kᵀ
 	const int NS = BN / 8;    // n tiles of a score tile
 	const int NO = DMAX / 8;  // n tiles of the output
-	__shared__ uint4 kbuf[BN * LD / 8];
-	__shared__ uint4 vbuf[BN * LD / 8];
+	const int ST = Ti::ST, QS = Ti::QS;
+	const unsigned TB = BN * LD * 2; // bytes of a tile
+	extern __shared__ uint4 fa_smem[];
+	uint4* const kbuf = fa_smem + Ti::QBYTES / 16;
+	uint4* const vbuf = kbuf + ST * BN * LD / 8;
 
 	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
 	const int gq = lane >> 2, tq = lane & 3; // the fragments' row group and column pair
@@ -705,53 +731,65 @@ template <class T, int DMAX> __device__ __forceinline__ void attn_mma(const Para
 	const int per = (t1 - t0 + p.splits - 1) / p.splits;
 	const int ta = min(t1, t0 + split * per), tb = min(t1, ta + per);
 
-	// This thread's two rows (gq and gq + 8 of its warp's 16): position,
-	// head, the keys they see, and their fragments of q.
-	int ri[2], rh[2], rlo[2], rhi[2];
-	bool rv[2];
-	float slope[2];
-	unsigned qa[NK][4];
+	// This thread's rows (gq and gq + 8 of each of its warp's m tiles):
+	// position, head, the keys they see, and (without QS) their fragments
+	// of q.
+	int ri[MT][2], rh[MT][2], rlo[MT][2], rhi[MT][2];
+	bool rv[MT][2];
+	float slope[MT][2];
+	unsigned qa[MT][QS ? 1 : NK][4];
 #pragma unroll
-	for (int rr = 0; rr < 2; rr++) {
-		const int r = m0 + warp * 16 + gq + rr * 8, i = r / G, h = hk * G + r % G;
-		ri[rr] = i;
-		rh[rr] = h;
-		rv[rr] = i < s.sq;
-		rlo[rr] = left >= 0 ? i + off - left : 0;
-		rhi[rr] = right >= 0 ? min(s.sk - 1, i + off + right) : s.sk - 1;
-		slope[rr] = alibi_slope(p, h);
-		const T* qp = (const T*)p.q + s.qbase + (i64)min(i, s.sq - 1) * p.qs[1] + (i64)h * p.qs[2];
+	for (int mt = 0; mt < MT; mt++) {
 #pragma unroll
-		for (int kc = 0; kc < NK; kc++) {
+		for (int rr = 0; rr < 2; rr++) {
+			const int r = m0 + (warp * MT + mt) * 16 + gq + rr * 8, i = r / G, h = hk * G + r % G;
+			ri[mt][rr] = i;
+			rh[mt][rr] = h;
+			rv[mt][rr] = i < s.sq;
+			rlo[mt][rr] = left >= 0 ? i + off - left : 0;
+			rhi[mt][rr] = right >= 0 ? min(s.sk - 1, i + off + right) : s.sk - 1;
+			slope[mt][rr] = alibi_slope(p, h);
+			const T* qp = (const T*)p.q + s.qbase + (i64)min(i, s.sq - 1) * p.qs[1] + (i64)h * p.qs[2];
 #pragma unroll
-			for (int hh = 0; hh < 2; hh++) {
-				const int c = kc * 16 + hh * 8 + tq * 2;
-				qa[kc][rr + 2 * hh] = rv[rr] && c < p.d ? *(const unsigned*)(qp + c) : 0u;
+			for (int kc = 0; kc < (QS ? 0 : NK); kc++) {
+#pragma unroll
+				for (int hh = 0; hh < 2; hh++) {
+					const int c = kc * 16 + hh * 8 + tq * 2;
+					qa[mt][kc][rr + 2 * hh] = rv[mt][rr] && c < p.d ? *(const unsigned*)(qp + c) : 0u;
+				}
 			}
 		}
 	}
 
 	// Zeros in the head dims past d, which the last chunk may read; the
 	// copies never write there.
-	{
+	if (!FULL) {
 		const int w = (DMAX - p.d) / 8;
 		unsigned short* kz = (unsigned short*)kbuf;
 		unsigned short* vz = (unsigned short*)vbuf;
-		for (int x = tid; x < BN * w; x += FA_MMA_THREADS) {
+		for (int x = tid; x < ST * BN * w; x += NT) {
 			const int o = (x / w) * LD + p.d + (x % w) * 8;
 			*(uint4*)(kz + o) = make_uint4(0, 0, 0, 0);
 			*(uint4*)(vz + o) = make_uint4(0, 0, 0, 0);
 		}
 	}
 
-	float o[NO][4];
+	float o[MT][NO][4];
 #pragma unroll
-	for (int jn = 0; jn < NO; jn++) o[jn][0] = o[jn][1] = o[jn][2] = o[jn][3] = 0.0f;
-	float mrow[2] = {neg_inf(), neg_inf()}, lrow[2] = {0.0f, 0.0f};
-	const float sl2 = p.scale * FA_LOG2E;
-	const bool plain = !(p.softcap > 0.0f) && !(p.flags & FA_ALIBI);
+	for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+		for (int jn = 0; jn < NO; jn++) o[mt][jn][0] = o[mt][jn][1] = o[mt][jn][2] = o[mt][jn][3] = 0.0f;
+	// The running maximum in log2 units, and sum.
+	float mrow[MT][2], lrow[MT][2];
+#pragma unroll
+	for (int mt = 0; mt < MT; mt++) mrow[mt][0] = mrow[mt][1] = neg_inf(), lrow[mt][0] = lrow[mt][1] = 0.0f;
+	// Plain logits stay raw until the exponent (ex2(x·sl - m)): their
+	// maximum is the raw one's times a positive scale. The others become
+	// log2 units first (sl 1).
+	const bool plain = !(p.softcap > 0.0f) && !(p.flags & FA_ALIBI) && p.scale > 0.0f;
+	const float sl = plain ? p.scale * FA_LOG2E : 1.0f;
 
-	const unsigned ks = smem_addr(kbuf), vs = smem_addr(vbuf);
+	const unsigned qsm = smem_addr(fa_smem), ks = smem_addr(kbuf), vs = smem_addr(vbuf);
 	const T* kg = (const T*)p.k + s.kbase + (i64)p.ks[2] * hk;
 	const T* vg = (const T*)p.v + s.vbase + (i64)p.vs[2] * hk;
 	// The lanes' rows and columns in ldmatrix's four 8×8 matrices: for K
@@ -760,137 +798,227 @@ template <class T, int DMAX> __device__ __forceinline__ void attn_mma(const Para
 	// tiles).
 	const int krow = (lane & 7) + ((lane >> 4) << 3), kcol = ((lane >> 3) & 1) << 3;
 	const int vrow = (lane & 7) + (((lane >> 3) & 1) << 3), vcol = (lane >> 4) << 3;
+	const unsigned kl = ks + (krow * LD + kcol) * 2, vl = vs + (vrow * LD + vcol) * 2;
+	// q's A fragments by ldmatrix x4: rows 0-7, 8-15 × dims 0-7, then
+	// the same × dims 8-15 (V's lane pattern), from the warp's rows.
+	const unsigned ql = qsm + ((warp * MT * 16 + vrow) * LD + vcol) * 2;
 
+	if (QS) {
+		// q's rows, zeros past the sequence and past d; they arrive with
+		// K(ta).
+		const int CPR = DMAX / 8;
+		for (int x = tid; x < BM * CPR; x += NT) {
+			const int row = x / CPR, c = (x % CPR) * 8, r = m0 + row, i = r / G, h = hk * G + r % G;
+			const bool ok = i < s.sq && c < p.d;
+			const T* qp = (const T*)p.q + s.qbase + (i64)min(i, s.sq - 1) * p.qs[1] + (i64)h * p.qs[2];
+			cp16(qsm + (row * LD + c) * 2, ok ? qp + c : qp, ok ? 16 : 0);
+		}
+	}
 	if (ta < tb) {
-		mma_tile<T, DMAX>(ks, kg, p.ks[1], ta * BN, s.sk, p.d, tid);
+		mma_tile<T, DMAX, FULL>(ks, kg, p.ks[1], ta * BN, s.sk, p.d, tid);
 		cp_commit();
+		if (ST == 2) {
+			mma_tile<T, DMAX, FULL>(vs, vg, p.vs[1], ta * BN, s.sk, p.d, tid);
+			cp_commit();
+		}
 	}
 	for (int t = ta; t < tb; t++) {
 		const int n0 = t * BN;
-		cp_wait_all();
-		__syncthreads(); // K(t) is in; every warp is done with V(t-1)
-		mma_tile<T, DMAX>(vs, vg, p.vs[1], n0, s.sk, p.d, tid);
-		cp_commit();
+		const unsigned so = ST == 2 ? ((t - ta) & 1) * TB : 0; // this tile's stage
+		if (ST == 2) {
+			cp_wait<1>();
+			__syncthreads(); // K(t) is in; every warp is done with tile t-1
+			if (t + 1 < tb) {
+				mma_tile<T, DMAX, FULL>(ks + (TB - so), kg, p.ks[1], n0 + BN, s.sk, p.d, tid);
+				cp_commit();
+				mma_tile<T, DMAX, FULL>(vs + (TB - so), vg, p.vs[1], n0 + BN, s.sk, p.d, tid);
+				cp_commit();
+			}
+		} else {
+			cp_wait_all();
+			__syncthreads(); // K(t) is in; every warp is done with V(t-1)
+			mma_tile<T, DMAX, FULL>(vs, vg, p.vs[1], n0, s.sk, p.d, tid);
+			cp_commit();
+		}
 
-		float sacc[NS][4];
+		// The lane's addresses, opaque to the compiler once a tile: held
+		// across the loop, the constant offsets below would each take a
+		// register (an asm operand cannot fold them) instead of folding
+		// into ldmatrix's immediate.
+		unsigned kt, vt;
+		asm volatile("mov.u32 %0, %1;\n" : "=r"(kt) : "r"(kl + so));
+		asm volatile("mov.u32 %0, %1;\n" : "=r"(vt) : "r"(vl + so));
+		unsigned qt = 0;
+		if (QS) asm volatile("mov.u32 %0, %1;\n" : "=r"(qt) : "r"(ql));
+		float sacc[MT][NS][4];
 #pragma unroll
-		for (int jn = 0; jn < NS; jn++) sacc[jn][0] = sacc[jn][1] = sacc[jn][2] = sacc[jn][3] = 0.0f;
+		for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+			for (int jn = 0; jn < NS; jn++) sacc[mt][jn][0] = sacc[mt][jn][1] = sacc[mt][jn][2] = sacc[mt][jn][3] = 0.0f;
 #pragma unroll
 		for (int kc = 0; kc < NK; kc++) {
-			if (kc * 16 < p.d) {
+			if (FULL || kc * 16 < p.d) {
+				unsigned bk[NS / 2][4], qf[MT][4];
+#pragma unroll
+				for (int jp = 0; jp < NS / 2; jp++) ldsm4(bk[jp], kt + (jp * 16 * LD + kc * 16) * 2);
+#pragma unroll
+				for (int mt = 0; mt < MT; mt++) {
+					if (QS) {
+						ldsm4(qf[mt], qt + (mt * 16 * LD + kc * 16) * 2);
+					} else {
+#pragma unroll
+						for (int e = 0; e < 4; e++) qf[mt][e] = qa[mt][QS ? 0 : kc][e];
+					}
+				}
 #pragma unroll
 				for (int jp = 0; jp < NS / 2; jp++) {
-					unsigned bk[4];
-					ldsm4(bk, ks + ((jp * 16 + krow) * LD + kc * 16 + kcol) * 2);
-					Mma<T>::run(sacc[2 * jp], qa[kc], bk[0], bk[1]);
-					Mma<T>::run(sacc[2 * jp + 1], qa[kc], bk[2], bk[3]);
+#pragma unroll
+					for (int mt = 0; mt < MT; mt++) {
+						Mma<T>::run(sacc[mt][2 * jp], qf[mt], bk[jp][0], bk[jp][1]);
+						Mma<T>::run(sacc[mt][2 * jp + 1], qf[mt], bk[jp][2], bk[jp][3]);
+					}
 				}
 			}
 		}
 
-		// Logits in log2 units; masks only where some row sees part of
-		// the tile.
+		// Masks only where some row sees part of the tile.
 		const bool masked = n0 + BN > s.sk || (right >= 0 && n0 + BN - 1 > ilo + off + right) ||
 		                    (left >= 0 && n0 < ihi + off - left);
+		if (!plain) {
 #pragma unroll
-		for (int jn = 0; jn < NS; jn++) {
+			for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-			for (int c = 0; c < 4; c++) {
-				const int rr = c >> 1, j = n0 + jn * 8 + tq * 2 + (c & 1);
-				float x = sacc[jn][c];
-				if (plain) {
-					x *= sl2;
-				} else {
-					x *= p.scale;
-					if (p.softcap > 0.0f) x = p.softcap * tanhf(x / p.softcap);
-					x = (x - slope[rr] * fabsf((float)(ri[rr] + off - j))) * FA_LOG2E;
-				}
-				if (masked && (j < rlo[rr] || j > rhi[rr])) x = neg_inf();
-				sacc[jn][c] = x;
-			}
+				for (int jn = 0; jn < NS; jn++)
+#pragma unroll
+					for (int c = 0; c < 4; c++) {
+						const int rr = c >> 1, j = n0 + jn * 8 + tq * 2 + (c & 1);
+						float x = sacc[mt][jn][c] * p.scale;
+						if (p.softcap > 0.0f) x = p.softcap * tanhf(x / p.softcap);
+						sacc[mt][jn][c] = (x - slope[mt][rr] * fabsf((float)(ri[mt][rr] + off - j))) * FA_LOG2E;
+					}
 		}
-		// The online softmax of the thread's two rows; a row's four
-		// threads are neighbouring lanes.
+		if (masked) {
 #pragma unroll
-		for (int rr = 0; rr < 2; rr++) {
-			float mx = neg_inf();
+			for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-			for (int jn = 0; jn < NS; jn++) mx = fmaxf(mx, fmaxf(sacc[jn][2 * rr], sacc[jn][2 * rr + 1]));
-			mx = fmaxf(mx, __shfl_xor(mx, 1));
-			mx = fmaxf(mx, __shfl_xor(mx, 2));
-			const float mn = fmaxf(mrow[rr], mx);
-			const float ms = mn == neg_inf() ? 0.0f : mn; // nothing seen yet: every p is 0
-			const float alpha = ex2(mrow[rr] - ms);
-			mrow[rr] = mn;
-			float sum = 0.0f;
+				for (int jn = 0; jn < NS; jn++)
 #pragma unroll
-			for (int jn = 0; jn < NS; jn++) {
-				sacc[jn][2 * rr] = ex2(sacc[jn][2 * rr] - ms);
-				sacc[jn][2 * rr + 1] = ex2(sacc[jn][2 * rr + 1] - ms);
-				sum += sacc[jn][2 * rr] + sacc[jn][2 * rr + 1];
+					for (int c = 0; c < 4; c++) {
+						const int rr = c >> 1, j = n0 + jn * 8 + tq * 2 + (c & 1);
+						if (j < rlo[mt][rr] || j > rhi[mt][rr]) sacc[mt][jn][c] = neg_inf();
+					}
+		}
+		// The online softmax of the thread's rows; a row's four threads
+		// are neighbouring lanes.
+#pragma unroll
+		for (int mt = 0; mt < MT; mt++) {
+			float alpha[2];
+#pragma unroll
+			for (int rr = 0; rr < 2; rr++) {
+				float mx = neg_inf();
+#pragma unroll
+				for (int jn = 0; jn < NS; jn++) mx = fmaxf(mx, fmaxf(sacc[mt][jn][2 * rr], sacc[mt][jn][2 * rr + 1]));
+				mx = fmaxf(mx, __shfl_xor(mx, 1));
+				mx = fmaxf(mx, __shfl_xor(mx, 2));
+				const float mn = fmaxf(mrow[mt][rr], mx * sl);
+				const float ms = mn == neg_inf() ? 0.0f : mn; // nothing seen yet: every p is 0
+				alpha[rr] = ex2(mrow[mt][rr] - ms);
+				mrow[mt][rr] = mn;
+				float sum = 0.0f;
+#pragma unroll
+				for (int jn = 0; jn < NS; jn++) {
+					sacc[mt][jn][2 * rr] = ex2(fmaf(sacc[mt][jn][2 * rr], sl, -ms));
+					sacc[mt][jn][2 * rr + 1] = ex2(fmaf(sacc[mt][jn][2 * rr + 1], sl, -ms));
+					sum += sacc[mt][jn][2 * rr] + sacc[mt][jn][2 * rr + 1];
+				}
+				lrow[mt][rr] = lrow[mt][rr] * alpha[rr] + sum;
 			}
-			lrow[rr] = lrow[rr] * alpha + sum;
+			// The output rescales only when some row's maximum moved: past
+			// the first tiles it seldom does, and the rescale is a quarter
+			// of a tile's instructions.
+			if (__any(alpha[0] != 1.0f || alpha[1] != 1.0f)) {
 #pragma unroll
-			for (int jn = 0; jn < NO; jn++) {
-				o[jn][2 * rr] *= alpha;
-				o[jn][2 * rr + 1] *= alpha;
+				for (int jn = 0; jn < NO; jn++) {
+					o[mt][jn][0] *= alpha[0];
+					o[mt][jn][1] *= alpha[0];
+					o[mt][jn][2] *= alpha[1];
+					o[mt][jn][3] *= alpha[1];
+				}
 			}
 		}
 
-		cp_wait_all();
-		__syncthreads(); // V(t) is in; every warp is done with K(t)
-		if (t + 1 < tb) {
-			mma_tile<T, DMAX>(ks, kg, p.ks[1], n0 + BN, s.sk, p.d, tid);
-			cp_commit();
+		if (ST == 2) {
+			if (t + 1 < tb)
+				cp_wait<2>();
+			else
+				cp_wait<0>();
+			__syncthreads(); // V(t) is in
+		} else {
+			cp_wait_all();
+			__syncthreads(); // V(t) is in; every warp is done with K(t)
+			if (t + 1 < tb) {
+				mma_tile<T, DMAX, FULL>(ks, kg, p.ks[1], n0 + BN, s.sk, p.d, tid);
+				cp_commit();
+			}
 		}
 #pragma unroll
 		for (int kc = 0; kc < BN / 16; kc++) {
-			// P's A fragment: rows gq, gq+8 × keys 2tq, 2tq+1 and +8.
-			unsigned pa[4];
-			pa[0] = Mma<T>::pack(sacc[2 * kc][0], sacc[2 * kc][1]);
-			pa[1] = Mma<T>::pack(sacc[2 * kc][2], sacc[2 * kc][3]);
-			pa[2] = Mma<T>::pack(sacc[2 * kc + 1][0], sacc[2 * kc + 1][1]);
-			pa[3] = Mma<T>::pack(sacc[2 * kc + 1][2], sacc[2 * kc + 1][3]);
+			// P's A fragments: rows gq, gq+8 × keys 2tq, 2tq+1 and +8.
+			unsigned pa[MT][4];
+#pragma unroll
+			for (int mt = 0; mt < MT; mt++) {
+				pa[mt][0] = Mma<T>::pack(sacc[mt][2 * kc][0], sacc[mt][2 * kc][1]);
+				pa[mt][1] = Mma<T>::pack(sacc[mt][2 * kc][2], sacc[mt][2 * kc][3]);
+				pa[mt][2] = Mma<T>::pack(sacc[mt][2 * kc + 1][0], sacc[mt][2 * kc + 1][1]);
+				pa[mt][3] = Mma<T>::pack(sacc[mt][2 * kc + 1][2], sacc[mt][2 * kc + 1][3]);
+			}
 #pragma unroll
 			for (int dp = 0; dp < NO / 2; dp++) {
-				if (dp * 16 < p.d) {
+				if (FULL || dp * 16 < p.d) {
 					unsigned bv[4];
-					ldsm4t(bv, vs + ((kc * 16 + vrow) * LD + dp * 16 + vcol) * 2);
-					Mma<T>::run(o[2 * dp], pa, bv[0], bv[1]);
-					Mma<T>::run(o[2 * dp + 1], pa, bv[2], bv[3]);
+					ldsm4t(bv, vt + (kc * 16 * LD + dp * 16) * 2);
+#pragma unroll
+					for (int mt = 0; mt < MT; mt++) {
+						Mma<T>::run(o[mt][2 * dp], pa[mt], bv[0], bv[1]);
+						Mma<T>::run(o[mt][2 * dp + 1], pa[mt], bv[2], bv[3]);
+					}
 				}
 			}
 		}
 	}
 
+	if (QS && ta >= tb) cp_wait_all(); // q's copies, with no tile to wait for them
 #pragma unroll
-	for (int rr = 0; rr < 2; rr++) {
-		float l = lrow[rr];
-		l += __shfl_xor(l, 1);
-		l += __shfl_xor(l, 2);
-		if (!rv[rr]) continue;
-		const int i = ri[rr], h = rh[rr];
-		// A row that sees no key gets zeros and a log-sum-exp of -inf.
-		const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-		const float lse = l > 0.0f ? (mrow[rr] + log2f(l)) * FA_LN2 : neg_inf();
-		if (p.splits > 1) {
-			const i64 row = ((i64)split * p.h_q + h) * total_rows(p) + s.row0 + i;
-			float* op = p.opart + row * p.d;
+	for (int mt = 0; mt < MT; mt++) {
+#pragma unroll
+		for (int rr = 0; rr < 2; rr++) {
+			float l = lrow[mt][rr];
+			l += __shfl_xor(l, 1);
+			l += __shfl_xor(l, 2);
+			if (!rv[mt][rr]) continue;
+			const int i = ri[mt][rr], h = rh[mt][rr];
+			// A row that sees no key gets zeros and a log-sum-exp of -inf.
+			const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+			const float lse = l > 0.0f ? (mrow[mt][rr] + log2f(l)) * FA_LN2 : neg_inf();
+			if (p.splits > 1) {
+				const i64 row = ((i64)split * p.h_q + h) * total_rows(p) + s.row0 + i;
+				float* op = p.opart + row * p.d;
+#pragma unroll
+				for (int jn = 0; jn < NO; jn++) {
+					const int c = jn * 8 + tq * 2;
+					if (c < p.d) *(float2*)(op + c) = make_float2(o[mt][jn][2 * rr] * inv, o[mt][jn][2 * rr + 1] * inv);
+				}
+				if (tq == 0) p.lsepart[row] = lse;
+				continue;
+			}
+			T* op = (T*)p.o + s.obase + (i64)i * p.os[1] + (i64)h * p.os[2];
 #pragma unroll
 			for (int jn = 0; jn < NO; jn++) {
 				const int c = jn * 8 + tq * 2;
-				if (c < p.d) *(float2*)(op + c) = make_float2(o[jn][2 * rr] * inv, o[jn][2 * rr + 1] * inv);
+				if (c < p.d) *(unsigned*)(op + c) = Mma<T>::pack(o[mt][jn][2 * rr] * inv, o[mt][jn][2 * rr + 1] * inv);
 			}
-			if (tq == 0) p.lsepart[row] = lse;
-			continue;
+			if ((p.flags & FA_LSE) && tq == 0) p.lse[lse_index(p, b, h, i, s.row0)] = lse;
 		}
-		T* op = (T*)p.o + s.obase + (i64)i * p.os[1] + (i64)h * p.os[2];
-#pragma unroll
-		for (int jn = 0; jn < NO; jn++) {
-			const int c = jn * 8 + tq * 2;
-			if (c < p.d) *(unsigned*)(op + c) = Mma<T>::pack(o[jn][2 * rr] * inv, o[jn][2 * rr + 1] * inv);
-		}
-		if ((p.flags & FA_LSE) && tq == 0) p.lse[lse_index(p, b, h, i, s.row0)] = lse;
 	}
 }
 #endif // NVIDIA sm_80+
@@ -1325,9 +1453,16 @@ FA_TYPE(bf16)
 FA_TYPE(f32)
 
 #if FA_NV_MMA
-#define FA_MMA_KERNEL extern "C" __global__ __launch_bounds__(FA_MMA_THREADS) void
-#define FA_MMA(T, D) \
-	FA_MMA_KERNEL attn_mma_##T##_d##D(Params p) { attn_mma<T, D>(p); }
+// attn_mma_<dt>_d<DMAX> takes head dim DMAX itself; attn_mma_<dt>_d<DMAX>_pad
+// the smaller ones, skipping the chunks past d (checks that cost the
+// full-width kernel 15% when it had them).
+#define FA_MMA(T, D)                                                                                            \
+	extern "C" __global__ __launch_bounds__(MmaTiles<D>::THREADS) void attn_mma_##T##_d##D(Params p) {           \
+		attn_mma<T, D, true>(p);                                                                             \
+	}                                                                                                        \
+	extern "C" __global__ __launch_bounds__(MmaTiles<D>::THREADS) void attn_mma_##T##_d##D##_pad(Params p) {     \
+		attn_mma<T, D, false>(p);                                                                            \
+	}
 FA_MMA(f16, 32) FA_MMA(f16, 64) FA_MMA(f16, 128) FA_MMA(f16, 256)
 FA_MMA(bf16, 32) FA_MMA(bf16, 64) FA_MMA(bf16, 128) FA_MMA(bf16, 256)
 #endif

@@ -370,13 +370,15 @@ func TestPlan(t *testing.T) {
 	assert.Equal(t, int(alignUp(int64(n*128*4), 256))+n*4, pl.workspace)
 	assert.Equal(t, int(alignUp(int64(n*128*4), 256)), pl.lsePartOff, "the partial LSEs after the partial outputs")
 
-	// The same on an H100: matrix cores, 64 rows and 128 threads a block.
+	// The same on an H100: matrix cores, 128 rows (two m tiles a warp) and
+	// 128 threads a block.
 	pl, err = newPlan("F", &pr, &Params{Causal: true}, h100)
 	require.NoError(t, err)
 	assert.Equal(t, MatrixCore, pl.backend)
 	assert.Equal(t, "attn_mma_f16_d128", pl.kernel)
-	assert.Equal(t, mmaThreads, pl.threads)
-	assert.Equal(t, hip.Dim3{X: 7, Y: 2, Z: 2 * 2}, pl.grid, "400 rows in blocks of 64; 28 blocks split min(ceil(264/28), 5/2) = 2 ways")
+	assert.Equal(t, 128, pl.threads)
+	assert.Equal(t, 128*136*2+2*2*32*136*2, pl.shared, "q's 128 rows, two stages of K and V tiles of 32 keys, rows of 136 elements")
+	assert.Equal(t, hip.Dim3{X: 4, Y: 2, Z: 2 * 5}, pl.grid, "400 rows in blocks of 128; 16 blocks split min(ceil(264/16), 10/2) = 5 ways")
 
 	// On an MI300X: MFMA 32×32×8 at d 128, four waves of 64 lanes and 32
 	// rows, 32 keys a tile; 400 rows are 4 blocks of 128, 16 blocks on
@@ -462,23 +464,23 @@ func TestPlan(t *testing.T) {
 
 	// Head-dim buckets and tiles by dtype.
 	for _, c := range []struct {
-		dt           DType
-		d            int
-		kernel, mma  string
-		bm, bn, mmBN int
+		dt                        DType
+		d                         int
+		kernel, mma               string
+		bm, bn, mmBM, mmBN, mmSHM int
 	}{
-		{F16, 8, "attn_fwd_f16_d32", "attn_mma_f16_d32", 128, 64, 64},
-		{BF16, 64, "attn_fwd_bf16_d64", "attn_mma_bf16_d64", 64, 64, 64},
-		{F16, 72, "attn_fwd_f16_d128", "attn_mma_f16_d128", 32, 64, 64},
-		{F32, 128, "attn_fwd_f32_d128", "attn_fwd_f32_d128", 32, 32, 64},
-		{BF16, 256, "attn_fwd_bf16_d256", "attn_mma_bf16_d256", 16, 32, 32},
-		{F32, 200, "attn_fwd_f32_d256", "attn_fwd_f32_d256", 16, 16, 32},
+		{F16, 8, "attn_fwd_f16_d32", "attn_mma_f16_d32_pad", 128, 64, 128, 64, 128*40*2 + 2*2*64*40*2},
+		{BF16, 64, "attn_fwd_bf16_d64", "attn_mma_bf16_d64", 64, 64, 128, 64, 128*72*2 + 2*2*64*72*2},
+		{F16, 72, "attn_fwd_f16_d128", "attn_mma_f16_d128_pad", 32, 64, 128, 32, 128*136*2 + 2*2*32*136*2},
+		{F32, 128, "attn_fwd_f32_d128", "attn_fwd_f32_d128", 32, 32, 128, 32, 128*136*2 + 2*2*32*136*2},
+		{BF16, 256, "attn_fwd_bf16_d256", "attn_mma_bf16_d256", 16, 32, 64, 32, 2 * 32 * 264 * 2},
+		{F32, 200, "attn_fwd_f32_d256", "attn_fwd_f32_d256", 16, 16, 64, 32, 2 * 32 * 264 * 2},
 	} {
 		dmax := buckets[bucketIndex(c.d)]
 		bm, bn := tiles(c.dt, dmax)
 		assert.Equal(t, [2]int{c.bm, c.bn}, [2]int{bm, bn}, "%v d %d", c.dt, c.d)
-		bm, bn = mmaTiles(dmax)
-		assert.Equal(t, [2]int{mmaBM, c.mmBN}, [2]int{bm, bn}, "%v d %d", c.dt, c.d)
+		bm, bn, nt, shm := mmaTiles(dmax)
+		assert.Equal(t, [4]int{c.mmBM, c.mmBN, 128, c.mmSHM}, [4]int{bm, bn, nt, shm}, "%v d %d", c.dt, c.d)
 		q, k, v, out := operands(1, 33, 3, 1, 1, c.d)
 		for _, x := range []*Tensor{&q, &k, &v, &out} {
 			x.DType = c.dt
@@ -503,7 +505,8 @@ func TestPlan(t *testing.T) {
 			if c.dt == F32 {
 				assert.Equal(t, c.kernel, pl.kernel)
 			} else {
-				assert.Equal(t, strings.Replace(c.mma, "mma", map[Backend]string{MFMA: "mfma", WMMA: "wmma"}[x.dev.mc], 1), pl.kernel)
+				amd := strings.TrimSuffix(c.mma, "_pad") // one AMD kernel a bucket
+				assert.Equal(t, strings.Replace(amd, "mma", map[Backend]string{MFMA: "mfma", WMMA: "wmma"}[x.dev.mc], 1), pl.kernel)
 			}
 		}
 	}
@@ -684,7 +687,8 @@ func TestKernelParamsLayout(t *testing.T) {
 	assert.Len(t, KernelNames("gfx1030"), 3*(4+8+1), "portable, decode r1 and r4 per bucket, combine; per dtype")
 	for arch, kind := range map[string]string{"sm_90": "mma", "gfx90a": "mfma", "gfx942:sramecc+:xnack-": "mfma", "gfx950": "mfma", "gfx1100": "wmma", "gfx1201": "wmma"} {
 		names := KernelNames(arch)
-		assert.Len(t, names, 3*(4+8+1)+2*4, "%s: and attn_%s for f16 and bf16", arch, kind)
+		perBucket := map[string]int{"mma": 2, "mfma": 1, "wmma": 1}[kind] // attn_mma has its _pad kernels
+		assert.Len(t, names, 3*(4+8+1)+2*4*perBucket, "%s: and attn_%s for f16 and bf16", arch, kind)
 		assert.Contains(t, names, "attn_"+kind+"_bf16_d256", arch)
 		assert.Contains(t, names, "attn_"+kind+"_f16_d32", arch)
 	}

@@ -160,6 +160,10 @@ func (h *Handle) DecodeWorkspace(q Tensor, cache PagedKV, out Tensor, p Params) 
 	return pl.workspace, nil
 }
 
+// optedIn holds the kernels whose launches may take more than 48 KiB of
+// dynamic shared memory (NVIDIA wants each to opt in once).
+var optedIn sync.Map // *hip.Function → true
+
 // argsPool holds the launches' argument buffers, reused across calls and
 // handles.
 var argsPool = sync.Pool{New: func() any { return new(hip.Args) }}
@@ -178,6 +182,14 @@ func (h *Handle) run(op string, pr *problem, p *Params) (Backend, error) {
 	fn, err := kernels.Function(h.dev, pl.kernel)
 	if err != nil {
 		return 0, wrap(op, err)
+	}
+	if pl.shared > 48<<10 {
+		if _, ok := optedIn.Load(fn); !ok {
+			if err := fn.SetMaxDynamicSharedMemory(pl.shared); err != nil {
+				return 0, wrap(op, err)
+			}
+			optedIn.Store(fn, true)
+		}
 	}
 	if p.Workspace%4 != 0 || p.WorkspaceBytes < 0 || (p.Workspace == 0) != (p.WorkspaceBytes == 0) {
 		return 0, errorf(op, ErrArgument, "Params.Workspace %#x of %d bytes: want both zero, or float32-aligned memory and its size", uint64(p.Workspace), p.WorkspaceBytes)
@@ -203,7 +215,7 @@ func (h *Handle) run(op string, pr *problem, p *Params) (Backend, error) {
 	a := argsPool.Get().(*hip.Args)
 	defer argsPool.Put(a)
 	hip.ArgValue(a.Reset(), pl.kp)
-	if err := fn.Launch(hip.LaunchConfig{Grid: pl.grid, Block: hip.Dim3{X: uint32(pl.threads)}, Stream: h.stream}, a); err != nil {
+	if err := fn.Launch(hip.LaunchConfig{Grid: pl.grid, Block: hip.Dim3{X: uint32(pl.threads)}, SharedMem: uint32(pl.shared), Stream: h.stream}, a); err != nil {
 		return 0, wrap(op, err)
 	}
 	if pl.splits > 1 {

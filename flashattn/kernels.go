@@ -49,7 +49,9 @@ func KernelNames(arch string) []string {
 	for _, dt := range mmaDTypes {
 		switch matrixBackend(arch) {
 		case MatrixCore:
-			names = append(names, mmaNames[dt][:]...)
+			for _, m := range mmaNames[dt] {
+				names = append(names, m[:]...)
+			}
 		case MFMA:
 			names = append(names, mfmaNames[dt][:]...)
 		case WMMA:

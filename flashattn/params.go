@@ -249,14 +249,13 @@ const (
 )
 
 // threads is the block size of the portable and decode kernels
-// (FA_THREADS); mmaThreads and mmaBM are attn_mma's (FA_MMA_THREADS,
-// FA_MMA_BM); amdWaves is the waves of a block of attn_mfma and attn_wmma
+// (FA_THREADS); mmaWarps is attn_mma's warps a block (MmaTiles::WARPS);
+// amdWaves is the waves of a block of attn_mfma and attn_wmma
 // (FA_AMD_WAVES).
 const (
-	threads    = 256
-	mmaThreads = 128
-	mmaBM      = 64
-	amdWaves   = 4
+	threads  = 256
+	mmaWarps = 4
+	amdWaves = 4
 )
 
 // decodeRows is the most query rows a KV head may have for FlashDecoding.
@@ -283,7 +282,8 @@ var (
 )
 
 // The kernels' names, built once: fwdNames[dt][bucketIndex(d)] is
-// attn_fwd_<dt>_d<DMAX>, mmaNames the same of attn_mma, decodeNames[dt][bi][0]
+// attn_fwd_<dt>_d<DMAX>, mmaNames[dt][bi][0] the same of attn_mma (head
+// dim DMAX itself) and [1] its _pad kernel (smaller head dims), decodeNames[dt][bi][0]
 // attn_decode_<dt>_d<DMAX>_r1 and [1] its _r4, combineNames[dt]
 // attn_combine_<dt>; mfmaNames and wmmaNames those of attn_mfma and
 // attn_wmma.
@@ -300,11 +300,11 @@ func amdNameTables() (mfma, wmma [F32 + 1][len(buckets)]string) {
 	return mfma, wmma
 }
 
-func kernelNameTables() (fwd, mma [F32 + 1][len(buckets)]string, dec [F32 + 1][len(buckets)][2]string, combine [F32 + 1]string) {
+func kernelNameTables() (fwd [F32 + 1][len(buckets)]string, mma, dec [F32 + 1][len(buckets)][2]string, combine [F32 + 1]string) {
 	for _, dt := range dtypes {
 		for i, d := range buckets {
 			fwd[dt][i] = fmt.Sprintf("attn_fwd_%s_d%d", dt, d)
-			mma[dt][i] = fmt.Sprintf("attn_mma_%s_d%d", dt, d)
+			mma[dt][i] = [2]string{fmt.Sprintf("attn_mma_%s_d%d", dt, d), fmt.Sprintf("attn_mma_%s_d%d_pad", dt, d)}
 			dec[dt][i] = [2]string{fmt.Sprintf("attn_decode_%s_d%d_r1", dt, d), fmt.Sprintf("attn_decode_%s_d%d_r4", dt, d)}
 		}
 		combine[dt] = fmt.Sprintf("attn_combine_%s", dt)
@@ -320,12 +320,26 @@ func tiles(dt DType, dmax int) (bm, bn int) {
 	return bm, bn
 }
 
-// mmaTiles are attn_mma's rows per block and keys per tile (MmaTiles).
-func mmaTiles(dmax int) (bm, bn int) {
-	if dmax > 128 {
-		return mmaBM, 32
+// mmaTiles are attn_mma's rows per block, keys per tile, block size and
+// dynamic shared memory in bytes (MmaTiles in attention.hip): m tiles of
+// 16 rows a warp (two up to head dim 128, q's rows then in shared memory
+// too), keys a tile (64 below head dim 128, 32 from it), stages of K and V
+// (two up to 128).
+func mmaTiles(dmax int) (bm, bn, nthreads, smem int) {
+	mt, bn, st := 2, 64, 2
+	if dmax >= 128 {
+		bn = 32
 	}
-	return mmaBM, 64
+	if dmax > 128 {
+		mt, st = 1, 1
+	}
+	bm = mmaWarps * mt * 16
+	ld := dmax + 8 // a shared row, padded by 16 bytes
+	smem = 2 * st * bn * ld * 2
+	if mt == 2 {
+		smem += bm * ld * 2
+	}
+	return bm, bn, mmaWarps * 32, smem
 }
 
 // amdTiles are attn_mfma's and attn_wmma's rows per block, keys per tile
@@ -462,6 +476,7 @@ type plan struct {
 	combine    string // attn_combine_<dt>, when split
 	grid       hip.Dim3
 	threads    int // the kernel's block size
+	shared     int // the kernel's dynamic shared memory, bytes
 	splits     int
 	rows       int // rows of q over the batch (the LSE's and the partials')
 	workspace  int // bytes of split-KV partials: the outputs, then the LSEs
@@ -611,8 +626,11 @@ func newPlan(op string, pr *problem, p *Params, dev target) (plan, error) {
 		bm, unit, u = decodeTiles(buckets[bi], pr.maxSQ*g)
 		pl.kernel, pl.threads = decodeNames[dt][bi][bm/4], threads
 	case MatrixCore:
-		bm, unit = mmaTiles(buckets[bi])
-		pl.kernel, pl.threads = mmaNames[dt][bi], mmaThreads
+		bm, unit, pl.threads, pl.shared = mmaTiles(buckets[bi])
+		pl.kernel = mmaNames[dt][bi][0]
+		if pr.d != buckets[bi] {
+			pl.kernel = mmaNames[dt][bi][1]
+		}
 	case MFMA:
 		bm, unit, pl.threads = amdTiles(MFMA, buckets[bi])
 		pl.kernel = mfmaNames[dt][bi]
