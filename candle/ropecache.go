@@ -18,23 +18,11 @@ func (t *Tensor) RoPECache(cos, sin *Tensor, queryHeads int, slots, kc, vc *Tens
 	if err := alive(op, t, cos, sin, slots, kc, vc); err != nil {
 		return nil, err
 	}
-	s := t.layout.Shape
-	if len(s) != 3 {
-		return nil, errorf(op, ErrShape, "qkv is %v: want (tokens, query heads + 2·kv heads, head dim)", s)
+	hkv, err := qkvHeads(op, t, cos, sin, queryHeads)
+	if err != nil {
+		return nil, err
 	}
-	n, h, d := s[0], s[1], s[2]
-	hkv := (h - queryHeads) / 2
-	if queryHeads < 1 || hkv < 1 || queryHeads+2*hkv != h {
-		return nil, errorf(op, ErrArgument, "%d query heads of %d: the rest must be as many key heads as value heads, at least one each", queryHeads, h)
-	}
-	if d%2 != 0 {
-		return nil, errorf(op, ErrShape, "qkv is %v: the head dim %d is odd; rotary pairs need an even one", s, d)
-	}
-	for _, c := range []*Tensor{cos, sin} {
-		if !c.layout.Shape.Equal(Shape{n, d / 2}) {
-			return nil, errorf(op, ErrShape, "cos and sin are %v and %v: want [%d %d] (tokens, d/2)", cos.layout.Shape, sin.layout.Shape, n, d/2)
-		}
-	}
+	n, d := t.layout.Shape[0], t.layout.Shape[2]
 	if !slots.layout.Shape.Equal(Shape{n}) {
 		return nil, errorf(op, ErrShape, "slots are %v: want [%d], a row of the caches a token", slots.layout.Shape, n)
 	}
@@ -67,17 +55,43 @@ func (t *Tensor) RoPECache(cos, sin *Tensor, queryHeads int, slots, kc, vc *Tens
 		}
 		return q, nil
 	}
-	return t.ropeCacheOps(cos, sin, queryHeads, hkv, slots, kc, vc)
+	q, k, v, err := t.RoPEQKV(cos, sin, queryHeads)
+	if err != nil {
+		return nil, err
+	}
+	defer k.Close()
+	defer v.Close()
+	if err := kc.IndexAssign(slots, k, 0); err != nil {
+		q.Close()
+		return nil, err
+	}
+	if err := vc.IndexAssign(slots, v, 0); err != nil {
+		q.Close()
+		return nil, err
+	}
+	return q, nil
 }
 
-// ropeCacheOps is RoPECache as separate ops (their intermediates in a
-// scope, closed at the end).
-func (t *Tensor) ropeCacheOps(cos, sin *Tensor, hq, hkv int, slots, kc, vc *Tensor) (*Tensor, error) {
+// RoPEQKV splits a fused projection's heads and rotates the query and key
+// heads: t (T, hq+2·hkv, d), cos and sin as RoPECache takes them. q (T,
+// hq, d) comes back contiguous, k (T, hkv, d) (the rotated key heads) and
+// v (T, hkv, d) as views; the caller closes all three. RoPECache is this
+// and the two cache writes, in one kernel where it can.
+func (t *Tensor) RoPEQKV(cos, sin *Tensor, queryHeads int) (q, k, v *Tensor, err error) {
+	const op = "Tensor.RoPEQKV"
+	if err := alive(op, t, cos, sin); err != nil {
+		return nil, nil, nil, err
+	}
+	hkv, err := qkvHeads(op, t, cos, sin, queryHeads)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	hq := queryHeads
 	sc := NewScope()
 	defer sc.Close()
 	x, err := sc.Adopt(t)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	qk, err := x.Narrow(1, 0, hq+hkv)
 	if err == nil {
@@ -89,7 +103,6 @@ func (t *Tensor) ropeCacheOps(cos, sin *Tensor, hq, hkv int, slots, kc, vc *Tens
 	if err == nil {
 		qk, err = qk.Squeeze(0)
 	}
-	var q, k, v *Tensor
 	if err == nil {
 		q, err = qk.Narrow(1, 0, hq)
 	}
@@ -102,16 +115,34 @@ func (t *Tensor) ropeCacheOps(cos, sin *Tensor, hq, hkv int, slots, kc, vc *Tens
 	if err == nil {
 		v, err = x.Narrow(1, hq+hkv, hkv)
 	}
-	if err == nil {
-		err = kc.IndexAssign(slots, k, 0)
-	}
-	if err == nil {
-		err = vc.IndexAssign(slots, v, 0)
-	}
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
-	return sc.Keep(q), nil
+	return sc.Keep(q), sc.Keep(k), sc.Keep(v), nil
+}
+
+// qkvHeads checks a fused projection's heads t (T, hq+2·hkv, d, d even)
+// and the angles cos and sin (T, d/2) for RoPECache and RoPEQKV, and
+// returns hkv.
+func qkvHeads(op string, t, cos, sin *Tensor, queryHeads int) (int, error) {
+	s := t.layout.Shape
+	if len(s) != 3 {
+		return 0, errorf(op, ErrShape, "qkv is %v: want (tokens, query heads + 2·kv heads, head dim)", s)
+	}
+	n, h, d := s[0], s[1], s[2]
+	hkv := (h - queryHeads) / 2
+	if queryHeads < 1 || hkv < 1 || queryHeads+2*hkv != h {
+		return 0, errorf(op, ErrArgument, "%d query heads of %d: the rest must be as many key heads as value heads, at least one each", queryHeads, h)
+	}
+	if d%2 != 0 {
+		return 0, errorf(op, ErrShape, "qkv is %v: the head dim %d is odd; rotary pairs need an even one", s, d)
+	}
+	for _, c := range []*Tensor{cos, sin} {
+		if !c.layout.Shape.Equal(Shape{n, d / 2}) {
+			return 0, errorf(op, ErrShape, "cos and sin are %v and %v: want [%d %d] (tokens, d/2)", cos.layout.Shape, sin.layout.Shape, n, d/2)
+		}
+	}
+	return hkv, nil
 }
 
 // allContiguous reports whether every tensor's layout is contiguous.

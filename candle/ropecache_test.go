@@ -38,17 +38,20 @@ func ropeCacheRef(qkv, cos, sin []float64, n, hq, hkv, d int, slots []int, k0, v
 	return q, kc, vc
 }
 
+// normalF32s is k normal values, each exact in float32.
+func normalF32s(r *rand.Rand, k int) []float64 {
+	v := make([]float64, k)
+	for i := range v {
+		v[i] = float64(float32(r.NormFloat64()))
+	}
+	return v
+}
+
 func TestRoPECacheOnCPU(t *testing.T) {
 	cpu := CPU()
 	r := rand.New(rand.NewPCG(5, 6))
 	const n, hq, hkv, d, rows = 3, 4, 2, 8, 7
-	rnd := func(k int) []float64 {
-		v := make([]float64, k)
-		for i := range v {
-			v[i] = float64(float32(r.NormFloat64()))
-		}
-		return v
-	}
+	rnd := func(k int) []float64 { return normalF32s(r, k) }
 	qkv, cos, sin := rnd(n*(hq+2*hkv)*d), rnd(n*d/2), rnd(n*d/2)
 	k0, v0 := rnd(rows*hkv*d), rnd(rows*hkv*d)
 	slots := []int{5, 0, 2}
@@ -70,6 +73,40 @@ func TestRoPECacheOnCPU(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRoPEQKVOnCPU checks RoPEQKV's three parts against the reference:
+// written to the rows 0..n-1 of zero caches, its k and v are those rows.
+func TestRoPEQKVOnCPU(t *testing.T) {
+	cpu := CPU()
+	r := rand.New(rand.NewPCG(7, 8))
+	const n, hq, hkv, d = 3, 2, 1, 8
+	rnd := func(k int) []float64 { return normalF32s(r, k) }
+	qkv, cos, sin := rnd(n*(hq+2*hkv)*d), rnd(n*d/2), rnd(n*d/2)
+	zeros := make([]float64, n*hkv*d)
+	wq, wk, wv := ropeCacheRef(qkv, cos, sin, n, hq, hkv, d, []int{0, 1, 2}, zeros, zeros)
+	x := tensorOf(t, cpu, F32, qkv, n, hq+2*hkv, d)
+	q, k, v, err := x.RoPEQKV(tensorOf(t, cpu, F32, cos, n, d/2), tensorOf(t, cpu, F32, sin, n, d/2), hq)
+	require.NoError(t, err)
+	defer q.Close()
+	defer k.Close()
+	defer v.Close()
+	assert.True(t, q.Layout().IsContiguous(), "q comes back contiguous")
+	for _, c := range []struct {
+		name  string
+		got   *Tensor
+		want  []float64
+		shape Shape
+	}{{"q", q, wq, Shape{n, hq, d}}, {"k", k, wk, Shape{n, hkv, d}}, {"v", v, wv, Shape{n, hkv, d}}} {
+		assert.Equal(t, c.shape, c.got.Shape(), c.name)
+		got := values(t, c.got)
+		require.Len(t, got, len(c.want), c.name)
+		for i := range got {
+			require.InDelta(t, c.want[i], got[i], 1e-5, "%s element %d", c.name, i)
+		}
+	}
+	_, _, _, err = x.RoPEQKV(tensorOf(t, cpu, F32, cos, n, d/2), tensorOf(t, cpu, F32, sin, n, d/2), 3)
+	assert.ErrorIs(t, err, ErrArgument, "3 query heads of 4 leave one for k and v")
 }
 
 func TestRoPECacheErrors(t *testing.T) {

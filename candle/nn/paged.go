@@ -429,14 +429,8 @@ func (s *PagedStep) LastRows() *candle.Tensor { return s.last }
 func (s *PagedStep) Attention(layer int, q, k, v *candle.Tensor, p flashattn.Params) (*candle.Tensor, error) {
 	const op = "PagedStep.Attention"
 	c := s.c
-	if s.closed {
-		return nil, attnErrorf(op, candle.ErrClosed, "the step is closed")
-	}
-	if layer < 0 || layer >= c.cfg.Layers {
-		return nil, attnErrorf(op, candle.ErrArgument, "layer %d of a cache of %d", layer, c.cfg.Layers)
-	}
-	if p.LSE != 0 {
-		return nil, attnErrorf(op, candle.ErrArgument, "Params.LSE is set: paged attention returns no log-sum-exp")
+	if err := s.checkCall(op, layer, p); err != nil {
+		return nil, err
 	}
 	if q == nil || k == nil || v == nil {
 		return nil, attnErrorf(op, candle.ErrArgument, "nil q, k or v")
@@ -475,6 +469,21 @@ func (s *PagedStep) Attention(layer int, q, k, v *candle.Tensor, p flashattn.Par
 	return s.attentionCPU(layer, q, p)
 }
 
+// checkCall checks what Attention and AttentionQKV share: an open step,
+// the layer, no LSE.
+func (s *PagedStep) checkCall(op string, layer int, p flashattn.Params) error {
+	if s.closed {
+		return attnErrorf(op, candle.ErrClosed, "the step is closed")
+	}
+	if layer < 0 || layer >= s.c.cfg.Layers {
+		return attnErrorf(op, candle.ErrArgument, "layer %d of a cache of %d", layer, s.c.cfg.Layers)
+	}
+	if p.LSE != 0 {
+		return attnErrorf(op, candle.ErrArgument, "Params.LSE is set: paged attention returns no log-sum-exp")
+	}
+	return nil
+}
+
 // AttentionQKV is Attention from a fused projection's heads with their
 // rotary embeddings: qkv (Len(), h_q + 2·h_kv, d) holds each new token's
 // query, key and value heads; the query and key heads are rotated by cos
@@ -485,17 +494,11 @@ func (s *PagedStep) Attention(layer int, q, k, v *candle.Tensor, p flashattn.Par
 func (s *PagedStep) AttentionQKV(layer int, qkv, cos, sin *candle.Tensor, p flashattn.Params) (*candle.Tensor, error) {
 	const op = "PagedStep.AttentionQKV"
 	c := s.c
-	if s.closed {
-		return nil, attnErrorf(op, candle.ErrClosed, "the step is closed")
-	}
-	if layer < 0 || layer >= c.cfg.Layers {
-		return nil, attnErrorf(op, candle.ErrArgument, "layer %d of a cache of %d", layer, c.cfg.Layers)
+	if err := s.checkCall(op, layer, p); err != nil {
+		return nil, err
 	}
 	if qkv == nil || cos == nil || sin == nil {
 		return nil, attnErrorf(op, candle.ErrArgument, "nil qkv, cos or sin")
-	}
-	if p.LSE != 0 {
-		return nil, attnErrorf(op, candle.ErrArgument, "Params.LSE is set: paged attention returns no log-sum-exp")
 	}
 	hkv, hd := c.cfg.KVHeads, c.cfg.HeadDim
 	qs := qkv.Shape()
@@ -518,37 +521,14 @@ func (s *PagedStep) AttentionQKV(layer int, qkv, cos, sin *candle.Tensor, p flas
 		p.Causal = true
 		return s.attentionHIP(op, d, layer, q, nil, nil, p)
 	}
-	sc := candle.NewScope()
-	defer sc.Close()
-	x, err := sc.Adopt(qkv)
+	q, k, v, err := qkv.RoPEQKV(cos, sin, hq)
 	if err != nil {
 		return nil, err
 	}
-	qk, err := x.Narrow(1, 0, hq+hkv)
-	if err == nil {
-		qk, err = qk.Unsqueeze(0)
-	}
-	if err == nil {
-		qk, err = qk.RoPETHD(cos, sin)
-	}
-	if err == nil {
-		qk, err = qk.Squeeze(0)
-	}
-	var q, k, v *candle.Tensor
-	if err == nil {
-		q, err = qk.Narrow(1, 0, hq)
-	}
-	if err == nil {
-		k, err = qk.Narrow(1, hq, hkv)
-	}
-	if err == nil {
-		v, err = x.Narrow(1, hq+hkv, hkv)
-	}
-	if err != nil {
-		return nil, err
-	}
-	out, err := s.Attention(layer, q, k, v, p)
-	return sc.Keep(out), err
+	defer q.Close()
+	defer k.Close()
+	defer v.Close()
+	return s.Attention(layer, q, k, v, p)
 }
 
 func (s *PagedStep) attentionCPU(layer int, q *candle.Tensor, p flashattn.Params) (*candle.Tensor, error) {
