@@ -404,10 +404,12 @@ template <class T> __device__ __forceinline__ void attn_combine(const Params& p)
 // block streams NG·U keys a step at the memory's bandwidth. Each group
 // keeps an online softmax of its own; the groups merge in shared memory at
 // the end, and the splits (blocks along z) in attn_combine.
-template <class T, int DMAX, int RM, int U> __device__ __forceinline__ void attn_decode(const Params& p) {
+template <class T, int DMAX, int RM, int U, int LAYOUT>
+__device__ __forceinline__ void attn_decode(const Params& p, float* sm_m, float* sm_l, float* sm_o) {
 	const int TPK = DMAX / 8, NG = FA_THREADS / TPK, STEP = NG * U;
-	__shared__ float sm_m[NG * RM], sm_l[NG * RM];
-	__shared__ float sm_o[NG * RM * DMAX];
+	// LAYOUT >= 0 fixes the launch's FA_PAGED and FA_ALIGNED at compile
+	// time; -1 reads them from p.flags.
+	const int flags = LAYOUT >= 0 ? (p.flags & ~(FA_PAGED | FA_ALIGNED)) | LAYOUT : p.flags;
 
 	const int tid = threadIdx.x, g = tid % TPK, grp = tid / TPK;
 	const int hk = blockIdx.y, b = blockIdx.z / p.splits, split = blockIdx.z % p.splits;
@@ -415,15 +417,19 @@ template <class T, int DMAX, int RM, int U> __device__ __forceinline__ void attn
 	Seq s = seq_of(p, b);
 	// A paged length is read from device memory: one past what the block
 	// table's row holds (a stale length) reads only the pages it names.
-	if (p.flags & FA_PAGED) {
+	const bool paged = (flags & FA_PAGED) != 0;
+	if (paged) {
 		const i64 cap = p.bt_stride * (i64)p.page_size;
 		if ((i64)s.sk > cap) s.sk = (int)cap;
 	}
 	const int m0 = blockIdx.x * RM;
 	if (m0 >= s.sq * G) return;
 	const int nr = min(RM, s.sq * G - m0); // the block's rows: the same for every thread
-	const bool aligned = (p.flags & FA_ALIGNED) != 0;
+	const bool aligned = (flags & FA_ALIGNED) != 0;
 	const int off = s.sk - s.sq, left = p.window_left, right = p.window_right;
+	// plain: no window, soft-capping or ALiBi; a key is visible when it is
+	// one of the split's.
+	const bool plain = left < 0 && right < 0 && !(p.softcap > 0.0f) && !(p.flags & FA_ALIBI);
 	const int c0 = g * 8;
 	const bool cin = c0 < p.d;
 
@@ -477,7 +483,7 @@ template <class T, int DMAX, int RM, int U> __device__ __forceinline__ void attn
 			if (j < jb && cin) {
 				i64 ko, vo;
 				bool ok = true;
-				if (p.flags & FA_PAGED) {
+				if (paged) {
 					const int pg = p.block_table[(i64)b * p.bt_stride + j / p.page_size];
 					ok = pg >= 0 && pg < p.num_pages;
 					ko = (i64)pg * p.ks[0] + (i64)(j % p.page_size) * p.ks[1];
@@ -504,10 +510,14 @@ template <class T, int DMAX, int RM, int U> __device__ __forceinline__ void attn
 #pragma unroll
 				for (int e = 0; e < 8; e++) a += q[rr][e] * Tr<T>::load(kx[u].v[e]);
 				for (int x = 1; x < TPK; x <<= 1) a += __shfl_xor(a, x);
-				const int j = j0 + u * NG + grp, i = ri[rr];
-				const bool vis = j < jb && (left < 0 || j >= i + off - left) && (right < 0 || j <= i + off + right);
-				if (p.softcap > 0.0f) a = p.softcap * tanhf(a / p.softcap);
-				a -= slope[rr] * fabsf((float)(i + off - j));
+				const int j = j0 + u * NG + grp;
+				bool vis = j < jb;
+				if (!plain) {
+					const int i = ri[rr];
+					vis = vis && (left < 0 || j >= i + off - left) && (right < 0 || j <= i + off + right);
+					if (p.softcap > 0.0f) a = p.softcap * tanhf(a / p.softcap);
+					a -= slope[rr] * fabsf((float)(i + off - j));
+				}
 				sc[rr][u] = vis ? a * FA_LOG2E : neg_inf();
 			}
 		}
@@ -519,10 +529,12 @@ template <class T, int DMAX, int RM, int U> __device__ __forceinline__ void attn
 			for (int u = 0; u < U; u++) mt = nanmax(mt, sc[rr][u]);
 			const float mn = nanmax(m[rr], mt);
 			if (mn == neg_inf()) continue; // nothing visible yet
-			const float alpha = exp2f(m[rr] - mn);
-			l[rr] *= alpha;
+			if (mn != m[rr]) {
+				const float alpha = exp2f(m[rr] - mn);
+				l[rr] *= alpha;
 #pragma unroll
-			for (int e = 0; e < 8; e++) o[rr][e] *= alpha;
+				for (int e = 0; e < 8; e++) o[rr][e] *= alpha;
+			}
 #pragma unroll
 			for (int u = 0; u < U; u++) {
 				if (sc[rr][u] == neg_inf()) continue; // a hidden key's value is never read
@@ -574,6 +586,30 @@ template <class T, int DMAX, int RM, int U> __device__ __forceinline__ void attn
 			if ((p.flags & FA_LSE) && c == 0) p.lse[lse_index(p, b, h, i, s.row0)] = lse;
 		}
 	}
+}
+
+// attn_decode_any runs attn_decode. On NVIDIA the one-row kernels of the
+// 2-byte types take a copy of it for each layout (dense or paged, aligned
+// or not), whose registers are its own: with one body for every layout,
+// the unaligned loads' and the block table's addressing cost the dense
+// loop registers it spilled, and b8 h32 kv4096 f16 ran 15% slower. The
+// four-row kernels keep one body: their copies ran GQA b8 h32/8 17%
+// slower. The shared memory is the kernel's, declared once.
+template <class T, int DMAX, int RM, int U> __device__ __forceinline__ void attn_decode_any(const Params& p) {
+	const int NG = FA_THREADS / (DMAX / 8);
+	__shared__ float sm_m[NG * RM], sm_l[NG * RM];
+	__shared__ float sm_o[NG * RM * DMAX];
+#if defined(__HIP_PLATFORM_NVIDIA__)
+	if constexpr (sizeof(T) == 2 && RM == 1) {
+		switch (p.flags & (FA_PAGED | FA_ALIGNED)) {
+		case FA_ALIGNED: attn_decode<T, DMAX, RM, U, FA_ALIGNED>(p, sm_m, sm_l, sm_o); return;
+		case FA_PAGED | FA_ALIGNED: attn_decode<T, DMAX, RM, U, FA_PAGED | FA_ALIGNED>(p, sm_m, sm_l, sm_o); return;
+		case FA_PAGED: attn_decode<T, DMAX, RM, U, FA_PAGED>(p, sm_m, sm_l, sm_o); return;
+		default: attn_decode<T, DMAX, RM, U, 0>(p, sm_m, sm_l, sm_o); return;
+		}
+	}
+#endif
+	attn_decode<T, DMAX, RM, U, -1>(p, sm_m, sm_l, sm_o);
 }
 
 // ---------------------------------------------------------------------
@@ -1440,10 +1476,10 @@ template <class T, int DMAX> __device__ __forceinline__ void attn_amd(const Para
 #else
 #define FA_DECODE_KERNEL(T, B) FA_KERNEL
 #endif
-#define FA_FWD(T, D)                                                                             \
-	FA_KERNEL attn_fwd_##T##_d##D(Params p) { attn_fwd<T, D>(p); }                              \
-	FA_DECODE_KERNEL(T, 4) attn_decode_##T##_d##D##_r1(Params p) { attn_decode<T, D, 1, 2>(p); } \
-	FA_DECODE_KERNEL(T, 2) attn_decode_##T##_d##D##_r4(Params p) { attn_decode<T, D, 4, 2>(p); }
+#define FA_FWD(T, D)                                                                                 \
+	FA_KERNEL attn_fwd_##T##_d##D(Params p) { attn_fwd<T, D>(p); }                                   \
+	FA_DECODE_KERNEL(T, 4) attn_decode_##T##_d##D##_r1(Params p) { attn_decode_any<T, D, 1, 2>(p); } \
+	FA_DECODE_KERNEL(T, 2) attn_decode_##T##_d##D##_r4(Params p) { attn_decode_any<T, D, 4, 2>(p); }
 #define FA_TYPE(T)                                                       \
 	FA_FWD(T, 32) FA_FWD(T, 64) FA_FWD(T, 128) FA_FWD(T, 256)           \
 	FA_KERNEL attn_combine_##T(Params p) { attn_combine<T>(p); }
