@@ -370,15 +370,9 @@ func checkAttentionQKV(t *testing.T, dev candle.Device, dt candle.DType) {
 	require.NoError(t, err)
 	defer b.Close()
 	mk := func(shape ...int) *candle.Tensor {
-		v := make([]float64, candle.Shape(shape).Elems())
-		for i := range v {
-			v[i] = r.NormFloat64()
-		}
-		x, err := candle.FromSlice(dev, v, shape...)
+		y, err := randTensor(t, dev, r, shape...).ToDType(dt)
 		require.NoError(t, err)
-		defer x.Close()
-		y, err := x.ToDType(dt)
-		require.NoError(t, err)
+		t.Cleanup(func() { y.Close() })
 		return y
 	}
 	for si, st := range []struct {
