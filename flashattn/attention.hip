@@ -14,6 +14,9 @@
 //                          step (RM 1 or 4 rows a block)
 //   attn_mma_<dt>_d<DMAX>  F16/BF16 on matrix cores where the arch has
 //                          them (NVIDIA sm_80+: mma.sync); absent elsewhere
+//   attn_mmadec_<dt>_d<DMAX>  the same for a decode step's few rows: one
+//                          warp a block, split-KV over the keys (NVIDIA
+//                          sm_80+, head dims up to 128)
 //   attn_mfma_<dt>_d<DMAX>, attn_wmma_<dt>_d<DMAX>  the same on AMD CDNA
 //                          (gfx90a, gfx942, gfx950) and RDNA3/4 (gfx11,
 //                          gfx12); absent elsewhere
@@ -645,10 +648,17 @@ template <class T, int DMAX, int RM, int U> __device__ __forceinline__ void attn
 // warp 294 (64-row blocks with q held and one stage: 270; that kernel
 // with its head-dim checks at run time: 231), d64 64-key tiles 276, d256
 // one m tile, one stage 211.
-template <int DMAX> struct MmaTiles {
-	static const int WARPS = 4;
-	static const int MT = DMAX > 128 ? 1 : 2;
-	static const int BN = DMAX >= 128 ? 32 : 64;
+//
+// DEC: attn_mmadec's tiles, for the at most 16 rows (s_q × G) of a KV
+// head in a decode step: one warp, one m tile, q held, 16-key tiles in two
+// stages (17 KiB at d128, so that six or more blocks share an SM), the
+// keys spread over blocks by split-KV. Measured on an H200 (b8 kv4096
+// d128, µs, against attn_decode): GQA h32/8 bf16 54 (123), MHA f16 155
+// (160); 32-key tiles and rings of four or eight stages did no better.
+template <int DMAX, int DEC = 0> struct MmaTiles {
+	static const int WARPS = DEC ? 1 : 4;
+	static const int MT = DMAX > 128 || DEC ? 1 : 2;
+	static const int BN = DEC ? 16 : DMAX >= 128 ? 32 : 64;
 	static const int ST = DMAX > 128 ? 1 : 2;
 	static const int QS = MT == 2;
 	static const int BM = WARPS * MT * 16;
@@ -723,9 +733,8 @@ template <> struct Mma<bf16> {
 // mma_tile queues the copy of BN rows of K or V from row n0 (of s.sk)
 // into a shared tile: 16-byte chunks, the head dims below d only; rows
 // past the sequence are zeros.
-template <class T, int DMAX, bool FULL>
+template <class T, class Ti, int DMAX, bool FULL>
 __device__ __forceinline__ void mma_tile(unsigned dst, const T* src, i64 rs, int n0, int sk, int d, int tid) {
-	typedef MmaTiles<DMAX> Ti;
 	const int CPR = DMAX / 8; // chunks a row
 #pragma unroll
 	for (int it = 0; it < (Ti::BN * CPR + Ti::THREADS - 1) / Ti::THREADS; it++) {
@@ -738,8 +747,8 @@ __device__ __forceinline__ void mma_tile(unsigned dst, const T* src, i64 rs, int
 	}
 }
 
-template <class T, int DMAX, bool FULL> __device__ __forceinline__ void attn_mma(const Params& p) {
-	typedef MmaTiles<DMAX> Ti;
+template <class T, int DMAX, bool FULL, int DEC> __device__ __forceinline__ void attn_mma(const Params& p) {
+	typedef MmaTiles<DMAX, DEC> Ti;
 	const int BN = Ti::BN, LD = Ti::LD, BM = Ti::BM, MT = Ti::MT, NT = Ti::THREADS;
 	const int NK = DMAX / 16; // k chunks of q·kᵀ
 	const int NS = BN / 8;    // n tiles of a score tile
@@ -851,10 +860,10 @@ template <class T, int DMAX, bool FULL> __device__ __forceinline__ void attn_mma
 		}
 	}
 	if (ta < tb) {
-		mma_tile<T, DMAX, FULL>(ks, kg, p.ks[1], ta * BN, s.sk, p.d, tid);
+		mma_tile<T, Ti, DMAX, FULL>(ks, kg, p.ks[1], ta * BN, s.sk, p.d, tid);
 		cp_commit();
 		if (ST == 2) {
-			mma_tile<T, DMAX, FULL>(vs, vg, p.vs[1], ta * BN, s.sk, p.d, tid);
+			mma_tile<T, Ti, DMAX, FULL>(vs, vg, p.vs[1], ta * BN, s.sk, p.d, tid);
 			cp_commit();
 		}
 	}
@@ -865,15 +874,15 @@ template <class T, int DMAX, bool FULL> __device__ __forceinline__ void attn_mma
 			cp_wait<1>();
 			__syncthreads(); // K(t) is in; every warp is done with tile t-1
 			if (t + 1 < tb) {
-				mma_tile<T, DMAX, FULL>(ks + (TB - so), kg, p.ks[1], n0 + BN, s.sk, p.d, tid);
+				mma_tile<T, Ti, DMAX, FULL>(ks + (TB - so), kg, p.ks[1], n0 + BN, s.sk, p.d, tid);
 				cp_commit();
-				mma_tile<T, DMAX, FULL>(vs + (TB - so), vg, p.vs[1], n0 + BN, s.sk, p.d, tid);
+				mma_tile<T, Ti, DMAX, FULL>(vs + (TB - so), vg, p.vs[1], n0 + BN, s.sk, p.d, tid);
 				cp_commit();
 			}
 		} else {
 			cp_wait_all();
 			__syncthreads(); // K(t) is in; every warp is done with V(t-1)
-			mma_tile<T, DMAX, FULL>(vs, vg, p.vs[1], n0, s.sk, p.d, tid);
+			mma_tile<T, Ti, DMAX, FULL>(vs, vg, p.vs[1], n0, s.sk, p.d, tid);
 			cp_commit();
 		}
 
@@ -993,7 +1002,7 @@ template <class T, int DMAX, bool FULL> __device__ __forceinline__ void attn_mma
 			cp_wait_all();
 			__syncthreads(); // V(t) is in; every warp is done with K(t)
 			if (t + 1 < tb) {
-				mma_tile<T, DMAX, FULL>(ks, kg, p.ks[1], n0 + BN, s.sk, p.d, tid);
+				mma_tile<T, Ti, DMAX, FULL>(ks, kg, p.ks[1], n0 + BN, s.sk, p.d, tid);
 				cp_commit();
 			}
 		}
@@ -1494,13 +1503,26 @@ FA_TYPE(f32)
 // full-width kernel 15% when it had them).
 #define FA_MMA(T, D)                                                                                            \
 	extern "C" __global__ __launch_bounds__(MmaTiles<D>::THREADS) void attn_mma_##T##_d##D(Params p) {           \
-		attn_mma<T, D, true>(p);                                                                             \
+		attn_mma<T, D, true, 0>(p);                                                                          \
 	}                                                                                                        \
 	extern "C" __global__ __launch_bounds__(MmaTiles<D>::THREADS) void attn_mma_##T##_d##D##_pad(Params p) {     \
-		attn_mma<T, D, false>(p);                                                                            \
+		attn_mma<T, D, false, 0>(p);                                                                         \
+	}
+// attn_mmadec_<dt>_d<DMAX>[_pad]: attn_mma for the few rows of a decode
+// step, one warp a block (MmaTiles<DMAX, 1>), the keys spread over blocks
+// by split-KV. Up to head dim 128: at 256 the output's fragments and q's
+// take more registers than a thread has.
+#define FA_MMADEC(T, D)                                                                                          \
+	extern "C" __global__ __launch_bounds__((MmaTiles<D, 1>::THREADS)) void attn_mmadec_##T##_d##D(Params p) {   \
+		attn_mma<T, D, true, 1>(p);                                                                          \
+	}                                                                                                        \
+	extern "C" __global__ __launch_bounds__((MmaTiles<D, 1>::THREADS)) void attn_mmadec_##T##_d##D##_pad(Params p) { \
+		attn_mma<T, D, false, 1>(p);                                                                         \
 	}
 FA_MMA(f16, 32) FA_MMA(f16, 64) FA_MMA(f16, 128) FA_MMA(f16, 256)
 FA_MMA(bf16, 32) FA_MMA(bf16, 64) FA_MMA(bf16, 128) FA_MMA(bf16, 256)
+FA_MMADEC(f16, 32) FA_MMADEC(f16, 64) FA_MMADEC(f16, 128)
+FA_MMADEC(bf16, 32) FA_MMADEC(bf16, 64) FA_MMADEC(bf16, 128)
 #endif
 
 #if FA_AMD_MFMA || FA_AMD_WMMA

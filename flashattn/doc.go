@@ -34,7 +34,10 @@
 //   - MatrixCore: FlashAttention-2 with q·kᵀ and p·v on the matrix cores
 //     of NVIDIA sm_80 and later (mma.sync m16n8k16 with float32
 //     accumulation, ldmatrix, cp.async), F16 and BF16, every head dim and
-//     feature, dense or variable-length.
+//     feature, dense or variable-length. A decode step's few rows (at most
+//     16 a KV head, head dims up to 128) run a kernel of one warp a block
+//     with the keys split over blocks: the rows of a GQA group share each
+//     K and V tile on the matrix cores.
 //   - MFMA and WMMA: the same on AMD's matrix cores, MFMA on CDNA
 //     (gfx90a, gfx942, gfx950: v_mfma 32×32×8 and 16×16×16, wave64) and
 //     WMMA on RDNA3 and RDNA4 (gfx11xx, gfx12xx: v_wmma 16×16×16, wave32).
@@ -43,7 +46,8 @@
 //     yet.
 //   - FlashDecoding: for a decode step's few query rows, the keys spread
 //     over a block's threads and split across the device, each K and V row
-//     read once with 16-byte loads; any dtype and arch, paged caches too.
+//     read once with 16-byte loads; any dtype and arch, paged caches too
+//     (on NVIDIA, the decode steps that MatrixCore does not take).
 //   - Portable: plain float FMAs, correct on any architecture and warp
 //     size; everything the others do not take (F32 prefill, paged caches
 //     with many rows, layouts not aligned to 16 bytes, archs without

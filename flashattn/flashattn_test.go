@@ -406,11 +406,18 @@ func TestPlan(t *testing.T) {
 
 	// Decode's splits fill the device's block slots: the handle asks the
 	// occupancy of the kernel (here as on an H100: four blocks of r1 an
-	// SM, two of r4), else one block a CU.
+	// SM, two of r4, eight of attn_mmadec), else one block a CU. FlashDecoding
+	// runs a decode step where MatrixCore does not (here: no matrix cores).
 	h100dec := h100
-	h100dec.slots = func(kernel string) int {
-		if strings.HasSuffix(kernel, "_r1") {
+	h100dec.mc = 0
+	h100dec.slots = func(kernel string, nthreads, shared int) int {
+		switch {
+		case strings.HasSuffix(kernel, "_r1"):
 			return 4 * 132
+		case strings.HasPrefix(kernel, "attn_mmadec_"):
+			assert.Equal(t, 32, nthreads, kernel)
+			assert.Positive(t, shared, kernel)
+			return 8 * 132
 		}
 		return 2 * 132
 	}
@@ -425,9 +432,39 @@ func TestPlan(t *testing.T) {
 	assert.Equal(t, "attn_decode_f16_d128_r4", pl.kernel)
 	assert.Equal(t, hip.Dim3{X: 1, Y: 8, Z: 8 * 4}, pl.grid)
 	assert.Equal(t, int32(flagAligned|flagLSE|flagAlibi), pl.kp.Flags)
-	pl, err = newPlan("F", &pr, &Params{}, h100)
+	noSlots := h100dec
+	noSlots.slots = nil
+	pl, err = newPlan("F", &pr, &Params{}, noSlots)
 	require.NoError(t, err)
 	assert.Equal(t, hip.Dim3{X: 1, Y: 8, Z: 8 * 2}, pl.grid, "a block a CU: 2 splits fill 128 of 132")
+	// With matrix cores the same step runs attn_mmadec: one warp of 16
+	// rows a block, 16-key tiles; 64 blocks on 1056 slots: 15 splits
+	// fill 91%.
+	mmaDec := h100dec
+	mmaDec.mc = MatrixCore
+	pl, err = newPlan("F", &pr, &Params{}, mmaDec)
+	require.NoError(t, err)
+	assert.Equal(t, MatrixCore, pl.backend)
+	assert.Equal(t, "attn_mmadec_f16_d128", pl.kernel)
+	assert.Equal(t, 32, pl.threads)
+	assert.Equal(t, 2*2*16*136*2, pl.shared, "K and V, two stages of 16 rows of 128 dims padded by 8")
+	assert.Equal(t, hip.Dim3{X: 1, Y: 8, Z: 8 * 15}, pl.grid)
+	assert.Equal(t, "attn_combine_f16", pl.combine)
+	// 16 rows a KV head (two query positions of a group of 8) still fit
+	// its one m tile; 17 go to attn_mma, head dims past 128 to
+	// FlashDecoding.
+	for _, c := range []struct {
+		sq, hq, hkv, d int
+		kernel         string
+	}{{2, 32, 4, 128, "attn_mmadec_f16_d128"}, {1, 16, 1, 64, "attn_mmadec_f16_d64"}, {1, 8, 2, 40, "attn_mmadec_f16_d64_pad"},
+		{17, 8, 8, 128, "attn_mma_f16_d128"}, {1, 16, 16, 256, "attn_decode_f16_d256_r1"}} {
+		q, k, v, out := operands(2, c.sq, 300, c.hq, c.hkv, c.d)
+		pr, err := forwardProblem("F", q, k, v, out)
+		require.NoError(t, err)
+		pl, err := newPlan("F", &pr, &Params{}, mmaDec)
+		require.NoError(t, err)
+		assert.Equal(t, c.kernel, pl.kernel, "%+v", c)
+	}
 
 	// MHA decode: one row a KV head, 256 blocks on 528 slots: 2 splits.
 	q, k, v, out = operands(8, 1, 4096, 32, 32, 128)
@@ -438,13 +475,13 @@ func TestPlan(t *testing.T) {
 	assert.Equal(t, "attn_decode_f16_d128_r1", pl.kernel)
 	assert.Equal(t, hip.Dim3{X: 1, Y: 32, Z: 8 * 2}, pl.grid)
 	// Asked for more splits than groups of keys: one a group of 16.
-	pl, err = newPlan("F", &pr, &Params{Splits: MaxSplits}, h100)
+	pl, err = newPlan("F", &pr, &Params{Splits: MaxSplits}, noSlots)
 	require.NoError(t, err)
 	assert.Equal(t, MaxSplits, pl.splits)
 	q, k, v, out = operands(1, 1, 40, 2, 2, 128)
 	pr, err = forwardProblem("F", q, k, v, out)
 	require.NoError(t, err)
-	pl, err = newPlan("F", &pr, &Params{Splits: MaxSplits}, h100)
+	pl, err = newPlan("F", &pr, &Params{Splits: MaxSplits}, noSlots)
 	require.NoError(t, err)
 	assert.Equal(t, 3, pl.splits, "40 keys are 3 groups of 16")
 	// The grid's z (batch × splits) holds at most 65535.
@@ -611,8 +648,11 @@ func TestDispatch(t *testing.T) {
 		{"rdna4 bf16", BF16, 9, 2, false, false, 0, rdna4, WMMA},
 		{"rdna4 varlen", F16, 33, 4, false, true, 0, rdna4, WMMA},
 		{"rdna4 f32", F32, 33, 4, false, false, 0, rdna4, Portable},
-		{"decode", F16, 1, 16, false, false, 0, h100, FlashDecoding},
-		{"decode rows 8", BF16, 4, 4, false, false, 0, h100, FlashDecoding},
+		{"decode", F16, 1, 16, false, false, 0, h100, MatrixCore},
+		{"decode rows 8", BF16, 4, 4, false, false, 0, h100, MatrixCore},
+		{"decode rows 16", BF16, 8, 4, false, false, 0, h100, MatrixCore},
+		{"varlen decode", F16, 1, 4, false, true, 0, h100, MatrixCore},
+		{"decode without matrix cores", F16, 1, 16, false, false, 0, plain, FlashDecoding},
 		{"paged decode", F16, 1, 2, true, false, 0, h100, FlashDecoding},
 		{"f32 decode", F32, 2, 4, false, false, 0, plain, FlashDecoding},
 		{"unaligned decode", F16, 1, 4, false, false, 68, h100, FlashDecoding},
@@ -687,8 +727,9 @@ func TestKernelParamsLayout(t *testing.T) {
 	assert.Len(t, KernelNames("gfx1030"), 3*(4+8+1), "portable, decode r1 and r4 per bucket, combine; per dtype")
 	for arch, kind := range map[string]string{"sm_90": "mma", "gfx90a": "mfma", "gfx942:sramecc+:xnack-": "mfma", "gfx950": "mfma", "gfx1100": "wmma", "gfx1201": "wmma"} {
 		names := KernelNames(arch)
-		perBucket := map[string]int{"mma": 2, "mfma": 1, "wmma": 1}[kind] // attn_mma has its _pad kernels
-		assert.Len(t, names, 3*(4+8+1)+2*4*perBucket, "%s: and attn_%s for f16 and bf16", arch, kind)
+		// attn_mma has its _pad kernels, and attn_mmadec with them up to d128.
+		perDType := map[string]int{"mma": 2*4 + 2*3, "mfma": 4, "wmma": 4}[kind]
+		assert.Len(t, names, 3*(4+8+1)+2*perDType, "%s: and attn_%s for f16 and bf16", arch, kind)
 		assert.Contains(t, names, "attn_"+kind+"_bf16_d256", arch)
 		assert.Contains(t, names, "attn_"+kind+"_f16_d32", arch)
 	}

@@ -40,11 +40,13 @@ func (g *gpuEnv) checkBackend(t *testing.T, want, got Backend, what string) {
 	assert.Equal(t, want, got, what)
 }
 
-// expect is the backend that a call with rows query rows per KV head
-// runs on this device, every operand 16-byte aligned (as every layout of
-// these tests is): Backend's rule.
-func (g *gpuEnv) expect(dt DType, rows int, paged bool) Backend {
+// expect is the backend that a call with rows query rows per KV head and
+// head dim d runs on this device, every operand 16-byte aligned (as every
+// layout of these tests is): Backend's rule.
+func (g *gpuEnv) expect(dt DType, rows, d int, paged bool) Backend {
 	switch {
+	case g.mc == MatrixCore && dt != F32 && !paged && rows <= mmaDecRows && d <= mmaDecMaxD:
+		return MatrixCore
 	case rows <= 8:
 		return FlashDecoding
 	case g.mc != 0 && dt != F32 && !paged:
@@ -320,7 +322,7 @@ func (g *gpuEnv) forward(t *testing.T, c fwdCase) Backend {
 	}
 	be, err := g.h.Forward(gq, gk, gv, out, p)
 	require.NoError(t, err, c.String())
-	g.checkBackend(t, g.expect(c.dt, c.sq*c.hq/c.hkv, false), be, c.String())
+	g.checkBackend(t, g.expect(c.dt, c.sq*c.hq/c.hkv, c.d, false), be, c.String())
 	want, wantLSE, err := Reference(q, k, v, c.p)
 	require.NoError(t, err)
 	if c.noLSE {
@@ -421,9 +423,10 @@ func TestGPUForwardLayouts(t *testing.T) {
 	}
 }
 
-// TestGPUForwardDecodeFeatures runs every feature through the
-// flash-decoding kernel on dense K and V: one query row a KV head (MHA),
-// and 8 (two blocks of 4 rows: GQA 4 × s_q 2).
+// TestGPUForwardDecodeFeatures runs every feature through the decode
+// kernels on dense K and V (attn_mmadec on NVIDIA up to head dim 128,
+// flash-decoding for F32, head dim 256 and elsewhere): one query row a KV
+// head (MHA), and 8 (GQA 4 × s_q 2; flash-decoding's two blocks of 4).
 func TestGPUForwardDecodeFeatures(t *testing.T) {
 	g := gpu(t)
 	for _, dt := range []DType{F16, BF16, F32} {
@@ -470,7 +473,7 @@ func TestGPUForwardEmpty(t *testing.T) {
 	q, k, v, out := Contiguous(16, F16, 0, 5, 2, 32), Contiguous(16, F16, 0, 5, 2, 32), Contiguous(16, F16, 0, 5, 2, 32), Contiguous(16, F16, 0, 5, 2, 32)
 	be, err := g.h.Forward(q, k, v, out, Params{})
 	require.NoError(t, err)
-	assert.Equal(t, g.expect(F16, 5, false), be, "5 query rows a KV head")
+	assert.Equal(t, g.expect(F16, 5, 32, false), be, "5 query rows a KV head")
 }
 
 func TestGPUForwardVarlen(t *testing.T) {
@@ -494,7 +497,7 @@ func TestGPUForwardVarlen(t *testing.T) {
 					maxQ = max(maxQ, int(n))
 				}
 				if maxQ > 0 {
-					g.checkBackend(t, g.expect(dt, maxQ*2, false), be, name)
+					g.checkBackend(t, g.expect(dt, maxQ*2, 64, false), be, name)
 				}
 			})
 		}
@@ -592,7 +595,7 @@ func TestGPUDecodePaged(t *testing.T) {
 			kv := PagedKV{K: gk, V: gv, BlockTable: g.int32s(flat), BlockTableStride: stride, SeqLens: c.lens, DevSeqLens: g.int32s(c.lens)}
 			be, err := g.h.Decode(gq, kv, out, p)
 			require.NoError(t, err)
-			assert.Equal(t, g.expect(c.dt, c.sq*c.hq/c.hkv, true), be)
+			assert.Equal(t, g.expect(c.dt, c.sq*c.hq/c.hkv, c.d, true), be)
 			want, wantLSE, err := ReferencePaged(q, kc, vc, table, c.lens, c.p)
 			require.NoError(t, err)
 			compare(t, c.dt, want, read(), wantLSE, readLSE(), name)

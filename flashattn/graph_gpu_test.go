@@ -53,7 +53,7 @@ func TestGPUDecodeFixedLaunch(t *testing.T) {
 			t.Logf("workspace: %d bytes", n)
 			// The splits came from the kernel's occupancy (r4: four query
 			// heads a KV head), which the handle now knows.
-			assert.Positive(t, g.h.slots(decodeNames[c.dt][bucketIndex(d)][1]))
+			assert.Positive(t, g.h.slots(decodeNames[c.dt][bucketIndex(d)][1], threads, 0))
 			if n > 0 {
 				p.Workspace, p.WorkspaceBytes = g.buffer(n).Ptr(), n
 			}

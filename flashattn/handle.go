@@ -42,18 +42,18 @@ func NewHandle(s *hip.Stream) (*Handle, error) {
 	return h, nil
 }
 
-// slots is how many blocks of a kernel (of `threads` threads) the device
-// runs at once, from the kernel's occupancy (its registers and shared
-// memory), asked once a kernel; 0 if the kernel cannot be loaded (its
-// launch says why).
-func (h *Handle) slots(kernel string) int {
+// slots is how many blocks of a kernel (of nthreads threads and shared
+// bytes of dynamic shared memory) the device runs at once, from the
+// kernel's occupancy (its registers and shared memory), asked once a
+// kernel; 0 if the kernel cannot be loaded (its launch says why).
+func (h *Handle) slots(kernel string, nthreads, shared int) int {
 	if n, ok := h.occupancy.Load(kernel); ok {
 		return n.(int)
 	}
 	n := 0
 	if fn, err := kernels.Function(h.dev, kernel); err == nil {
-		if grid, block, err := fn.MaxPotentialBlockSize(0, threads); err == nil && block > 0 {
-			n = grid * block / threads
+		if grid, block, err := fn.MaxPotentialBlockSize(shared, nthreads); err == nil && block > 0 {
+			n = grid * block / nthreads
 		}
 	}
 	h.occupancy.Store(kernel, n)

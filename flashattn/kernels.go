@@ -49,8 +49,11 @@ func KernelNames(arch string) []string {
 	for _, dt := range mmaDTypes {
 		switch matrixBackend(arch) {
 		case MatrixCore:
-			for _, m := range mmaNames[dt] {
+			for i, m := range mmaNames[dt] {
 				names = append(names, m[:]...)
+				if mmaDecNames[dt][i][0] != "" {
+					names = append(names, mmaDecNames[dt][i][:]...)
+				}
 			}
 		case MFMA:
 			names = append(names, mfmaNames[dt][:]...)

@@ -181,9 +181,13 @@ type Backend uint8
 
 // The backends. A Handle chooses per call, in this order:
 //
-//   - FlashDecoding when a KV head has at most 8 query rows (s_q × h_q/h_kv
-//     ≤ 8: a decode step, or a few speculative tokens), any dtype, dense,
-//     variable-length or paged;
+//   - MatrixCore's decode kernel (attn_mmadec: one warp a block, the keys
+//     split over blocks) on NVIDIA sm_80 and later when a KV head has at
+//     most 16 query rows (s_q × h_q/h_kv: a decode step, a few
+//     speculative tokens) and the head dim is at most 128, for a call
+//     that MatrixCore takes (below);
+//   - FlashDecoding for the other calls with at most 8 query rows a KV
+//     head: any dtype, dense, variable-length or paged;
 //   - CK on the AMD platform when the Composable Kernel shim is loaded and
 //     accepts the call (CK's godoc says which calls it takes);
 //   - a matrix-core backend where the device's arch has one: MatrixCore
@@ -199,7 +203,8 @@ const (
 	// for the device, plain float arithmetic, any arch and warp size.
 	Portable Backend = iota + 1
 	// MatrixCore is attn_mma: FlashAttention-2 with q·kᵀ and p·v on the
-	// matrix cores (NVIDIA: mma.sync, ldmatrix and cp.async).
+	// matrix cores (NVIDIA: mma.sync, ldmatrix and cp.async), and
+	// attn_mmadec, the same for a decode step's few rows.
 	MatrixCore
 	// FlashDecoding is attn_decode: the keys, not the query rows, spread
 	// over the threads of a block and over blocks (split-KV), for the
@@ -258,8 +263,14 @@ const (
 	amdWaves = 4
 )
 
-// decodeRows is the most query rows a KV head may have for FlashDecoding.
-const decodeRows = 8
+// decodeRows is the most query rows a KV head may have for FlashDecoding;
+// mmaDecRows and mmaDecMaxD the most rows and the largest head dim of
+// attn_mma's decode kernels (attn_mmadec: one m tile of 16 rows a block).
+const (
+	decodeRows = 8
+	mmaDecRows = 16
+	mmaDecMaxD = 128
+)
 
 // buckets are the head-dim buckets of the kernels: their DMAX.
 var buckets = [...]int{32, 64, 128, 256}
@@ -289,6 +300,19 @@ var (
 // attn_wmma.
 var fwdNames, mmaNames, decodeNames, combineNames = kernelNameTables()
 var mfmaNames, wmmaNames = amdNameTables()
+
+// mmaDecNames[dt][bi] are attn_mmadec_<dt>_d<DMAX> and its _pad kernel,
+// for the buckets up to mmaDecMaxD.
+var mmaDecNames = func() (dec [F32 + 1][len(buckets)][2]string) {
+	for _, dt := range mmaDTypes {
+		for i, d := range buckets {
+			if d <= mmaDecMaxD {
+				dec[dt][i] = [2]string{fmt.Sprintf("attn_mmadec_%s_d%d", dt, d), fmt.Sprintf("attn_mmadec_%s_d%d_pad", dt, d)}
+			}
+		}
+	}
+	return dec
+}()
 
 func amdNameTables() (mfma, wmma [F32 + 1][len(buckets)]string) {
 	for _, dt := range mmaDTypes {
@@ -342,6 +366,19 @@ func mmaTiles(dmax int) (bm, bn, nthreads, smem int) {
 	return bm, bn, mmaWarps * 32, smem
 }
 
+// mmaDecTiles are the same of attn_mmadec (MmaTiles<DMAX, 1>): one warp
+// of one m tile, q's fragments in registers, tiles of 16 keys in two
+// stages.
+func mmaDecTiles(dmax int) (bm, bn, nthreads, smem int) {
+	const st = 2
+	bn = 16
+	return 16, bn, 32, 2 * st * bn * (dmax + 8) * 2
+}
+
+// mmaDecode reports whether a MatrixCore launch of rows query rows per KV
+// head and head dim d runs attn_mmadec.
+func mmaDecode(rows int64, d int) bool { return rows <= mmaDecRows && d <= mmaDecMaxD }
+
 // amdTiles are attn_mfma's and attn_wmma's rows per block, keys per tile
 // and block size (AmdTiles): four waves of M rows, M being the fragments'
 // size (MFMA: 32 up to head dim 128, 16 at 256; WMMA: 16), and the most
@@ -382,7 +419,7 @@ type target struct {
 	mc  Backend // the arch's matrix-core kernels: MatrixCore, MFMA, WMMA; 0 if none
 	// slots, when set, is how many blocks of a kernel the device runs at
 	// once (0: unknown), for decode's split-KV.
-	slots func(kernel string) int
+	slots func(kernel string, nthreads, shared int) int
 }
 
 // decodeSplits is the split-KV of a decode launch of blocks blocks (before
@@ -472,7 +509,8 @@ func mmaArch(arch string) bool {
 type plan struct {
 	kp         kParams
 	backend    Backend
-	kernel     string // attn_fwd_, attn_mma_, attn_mfma_, attn_wmma_ or attn_decode_<dt>_d<DMAX>...
+	kernel     string // attn_fwd_, attn_mma_, attn_mmadec_, attn_mfma_, attn_wmma_ or attn_decode_<dt>_d<DMAX>...
+	streams    bool   // a decode kernel (attn_decode, attn_mmadec): splits fill the device's block slots
 	combine    string // attn_combine_<dt>, when split
 	grid       hip.Dim3
 	threads    int // the kernel's block size
@@ -486,11 +524,14 @@ type plan struct {
 
 // choose is the dispatch rule of Backend's godoc.
 func choose(pr *problem, dev target, aligned bool) Backend {
-	g := pr.hq / pr.hkv
+	rows := int64(pr.maxSQ) * int64(pr.hq/pr.hkv)
+	mc := dev.mc != 0 && pr.q.DType != F32 && pr.paged == nil && aligned
 	switch {
-	case int64(pr.maxSQ)*int64(g) <= decodeRows:
+	case mc && dev.mc == MatrixCore && mmaDecode(rows, pr.d):
+		return MatrixCore
+	case rows <= decodeRows:
 		return FlashDecoding
-	case dev.mc != 0 && pr.q.DType != F32 && pr.paged == nil && aligned:
+	case mc:
 		return dev.mc
 	}
 	return Portable
@@ -624,12 +665,18 @@ func newPlan(op string, pr *problem, p *Params, dev target) (plan, error) {
 	switch pl.backend {
 	case FlashDecoding:
 		bm, unit, u = decodeTiles(buckets[bi], pr.maxSQ*g)
-		pl.kernel, pl.threads = decodeNames[dt][bi][bm/4], threads
+		pl.kernel, pl.threads, pl.streams = decodeNames[dt][bi][bm/4], threads, true
 	case MatrixCore:
-		bm, unit, pl.threads, pl.shared = mmaTiles(buckets[bi])
-		pl.kernel = mmaNames[dt][bi][0]
+		names := mmaNames[dt][bi]
+		if mmaDecode(int64(pr.maxSQ)*int64(g), pr.d) {
+			bm, unit, pl.threads, pl.shared = mmaDecTiles(buckets[bi])
+			names, u, pl.streams = mmaDecNames[dt][bi], 1, true
+		} else {
+			bm, unit, pl.threads, pl.shared = mmaTiles(buckets[bi])
+		}
+		pl.kernel = names[0]
 		if pr.d != buckets[bi] {
-			pl.kernel = mmaNames[dt][bi][1]
+			pl.kernel = names[1]
 		}
 	case MFMA:
 		bm, unit, pl.threads = amdTiles(MFMA, buckets[bi])
@@ -658,12 +705,12 @@ func newPlan(op string, pr *problem, p *Params, dev target) (plan, error) {
 	if splits == 0 {
 		splits = 1
 		switch {
-		case pl.backend == FlashDecoding:
+		case pl.streams:
 			// Decode streams the cache: splits that fill the device's
 			// block slots, each with two steps of keys or more.
 			slots := dev.cus
 			if dev.slots != nil {
-				if n := dev.slots(pl.kernel); n > 0 {
+				if n := dev.slots(pl.kernel, pl.threads, pl.shared); n > 0 {
 					slots = n
 				}
 			}

@@ -129,7 +129,7 @@ func matrixOps(image []byte, arch, kernel string) (map[string]int, error) {
 }
 
 // TestROCmTypeChecksNVIDIAKernels compiles the NVIDIA-only kernels
-// (attn_mma, under the sm_80 guard) with hipRTC for gfx942, their inline
+// (attn_mma and attn_mmadec, under the sm_80 guard) with hipRTC for gfx942, their inline
 // PTX taken out: tier 1 has no NVRTC, and this checks their C++ (types,
 // templates, every instantiation) all the same. The PTX itself is checked
 // by NVRTC at tier 2.
@@ -149,7 +149,7 @@ func TestROCmTypeChecksNVIDIAKernels(t *testing.T) {
 	require.NoError(t, err)
 	var want []string
 	for _, s := range KernelNames("sm_90") {
-		if strings.HasPrefix(s, "attn_mma_") || strings.HasPrefix(s, "attn_combine_") {
+		if strings.HasPrefix(s, "attn_mma_") || strings.HasPrefix(s, "attn_mmadec_") || strings.HasPrefix(s, "attn_combine_") {
 			want = append(want, s)
 		}
 	}
