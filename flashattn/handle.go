@@ -51,7 +51,7 @@ func (h *Handle) slots(kernel string, nthreads, shared int) int {
 		return n.(int)
 	}
 	n := 0
-	if fn, err := kernels.Function(h.dev, kernel); err == nil {
+	if fn, err := kernels.Function(h.dev, kernel); err == nil && optIn(fn, shared) == nil {
 		if grid, block, err := fn.MaxPotentialBlockSize(shared, nthreads); err == nil && block > 0 {
 			n = grid * block / nthreads
 		}
@@ -164,6 +164,22 @@ func (h *Handle) DecodeWorkspace(q Tensor, cache PagedKV, out Tensor, p Params) 
 // dynamic shared memory (NVIDIA wants each to opt in once).
 var optedIn sync.Map // *hip.Function → true
 
+// optIn lets fn's launches (and its occupancy queries) take shared bytes of
+// dynamic shared memory: past 48 KiB, once a kernel.
+func optIn(fn *hip.Function, shared int) error {
+	if shared <= 48<<10 {
+		return nil
+	}
+	if _, ok := optedIn.Load(fn); ok {
+		return nil
+	}
+	if err := fn.SetMaxDynamicSharedMemory(shared); err != nil {
+		return err
+	}
+	optedIn.Store(fn, true)
+	return nil
+}
+
 // argsPool holds the launches' argument buffers, reused across calls and
 // handles.
 var argsPool = sync.Pool{New: func() any { return new(hip.Args) }}
@@ -183,13 +199,8 @@ func (h *Handle) run(op string, pr *problem, p *Params) (Backend, error) {
 	if err != nil {
 		return 0, wrap(op, err)
 	}
-	if pl.shared > 48<<10 {
-		if _, ok := optedIn.Load(fn); !ok {
-			if err := fn.SetMaxDynamicSharedMemory(pl.shared); err != nil {
-				return 0, wrap(op, err)
-			}
-			optedIn.Store(fn, true)
-		}
+	if err := optIn(fn, pl.shared); err != nil {
+		return 0, wrap(op, err)
 	}
 	if p.Workspace%4 != 0 || p.WorkspaceBytes < 0 || (p.Workspace == 0) != (p.WorkspaceBytes == 0) {
 		return 0, errorf(op, ErrArgument, "Params.Workspace %#x of %d bytes: want both zero, or float32-aligned memory and its size", uint64(p.Workspace), p.WorkspaceBytes)

@@ -370,9 +370,8 @@ func mmaTiles(dmax int) (bm, bn, nthreads, smem int) {
 // of one m tile, q's fragments in registers, tiles of 16 keys in two
 // stages.
 func mmaDecTiles(dmax int) (bm, bn, nthreads, smem int) {
-	const st = 2
-	bn = 16
-	return 16, bn, 32, 2 * st * bn * (dmax + 8) * 2
+	const keys, stages = 16, 2
+	return 16, keys, 32, 2 * stages * keys * (dmax + 8) * 2
 }
 
 // mmaDecode reports whether a MatrixCore launch of rows query rows per KV
