@@ -75,12 +75,15 @@ func TestNVIDIAGraphFind(t *testing.T) {
 	for _, l := range execs {
 		runs[l]++
 	}
-	// A timing is 4 runs behind one more (nvidia_conv.c's nv_time).
-	assert.Equal(t, map[string]int{"cudnnBackendExecute engine=7 ws=set": 1 + 3*5 + 1, "cudnnBackendExecute engine=3 ws=set": 1 + 3*5 + 1,
-		"cudnnBackendExecute engine=5 ws=set": 1 + 3*5 + 1, "cudnnBackendExecute engine=0 ws=set": 1 + 5 + 1,
+	// A timing is a warm-up, then 4 runs behind one more, three times
+	// (nvidia_conv.c's nv_time).
+	const timing = 1 + 3*5
+	assert.Equal(t, map[string]int{"cudnnBackendExecute engine=7 ws=set": timing + 1 + timing, "cudnnBackendExecute engine=3 ws=set": timing + 1 + timing,
+		"cudnnBackendExecute engine=5 ws=set": timing + 1, "cudnnBackendExecute engine=0 ws=set": 1 + 5 + 1,
 		"cudnnBackendExecute engine=11 ws=set": 1 + 5 + 1}, runs,
-		"each plan warmed up, timed three times and checked once; engines 0 and 11, over twice the best after one timing, timed no more")
-	assert.Len(t, filter(lines, "bcreate 16"), 5, "one variant pack a plan, reused while its data and workspace stay")
+		"each plan warmed up, timed three times and checked once; engines 0 and 11, over twice the best after one timing, timed no more; "+
+			"engines 7 and 3, within 1.25× of the fastest right plan with a workspace, timed once more with it 4 KiB in (1 MiB in does not fit the Find's 9000 bytes)")
+	assert.Len(t, filter(lines, "bcreate 16"), 5+2, "one variant pack a plan, reused while its data and workspace stay, and one for each plan timed with its workspace elsewhere")
 	assert.Equal(t, "cudnnBackendExecute engine=7 ws=set", execs[0])
 	assert.Contains(t, execs, "cudnnBackendExecute engine=5 ws=set", "engine 5 ran: timed and checked")
 	assert.Equal(t, []string{

@@ -35,6 +35,17 @@ type row struct {
 	FindS     float64 `json:"find_s"`
 	TorchFind float64 `json:"torch_find_s,omitempty"`
 	Error     float64 `json:"check_error"`
+	// Candidates is what the Find returned, fastest first: the figures
+	// behind the pick, to tell a Find that misranked from a slow engine.
+	Candidates []candidate `json:"candidates"`
+}
+
+// candidate is one algorithm of a Find: its engine, the time the Find
+// measured and the workspace it needs.
+type candidate struct {
+	Engine    string  `json:"engine"`
+	FindS     float64 `json:"find_s"`
+	Workspace int     `json:"workspace"`
 }
 
 // target is the throughput the issue asks for, as a fraction of PyTorch's.
@@ -149,8 +160,12 @@ func measure(e *bench.ConvEnv, s bench.ConvShape, nhwc bool, iters, reps int) (r
 	if err != nil {
 		return row{}, err
 	}
+	var cands []candidate
+	for _, a := range cb.Algos {
+		cands = append(cands, candidate{Engine: a.Engine, FindS: a.Time.Seconds(), Workspace: a.Workspace})
+	}
 	return row{Name: s.Name, Layout: map[bool]string{false: "NCHW", true: "NHWC"}[nhwc], Seconds: d.Seconds(), TFLOPs: s.TFLOPs(d),
-		Engine: cb.Algo.Engine, Workspace: cb.Algo.Workspace, FindS: cb.FindTime.Seconds(), Error: worst}, nil
+		Engine: cb.Algo.Engine, Workspace: cb.Algo.Workspace, FindS: cb.FindTime.Seconds(), Error: worst, Candidates: cands}, nil
 }
 
 func shapeOf(shapes []bench.ConvShape, name string) bench.ConvShape {
