@@ -730,22 +730,57 @@ template <> struct Mma<bf16> {
 	}
 };
 
-// mma_tile queues the copy of BN rows of K or V from row n0 (of s.sk)
-// into a shared tile: 16-byte chunks, the head dims below d only; rows
-// past the sequence are zeros.
-template <class T, class Ti, int DMAX, bool FULL>
-__device__ __forceinline__ void mma_tile(unsigned dst, const T* src, i64 rs, int n0, int sk, int d, int tid) {
-	const int CPR = DMAX / 8; // chunks a row
+// MmaCopy is a thread's share of the copies of K or V tiles into shared
+// memory: the same 16-byte chunk (head dims c to c + 7) of rows row0,
+// row0 + RSTEP, ... of each tile. With INC the chunks are read through a
+// byte pointer that moves a row stride at a time; without, each chunk's
+// address comes from its row index, a 64-bit multiply and a dozen integer
+// instructions (125 of the 807 instructions of attn_mma's tile step at
+// d128). Measured on an H200 (TFLOP/s, f16 b4 h32 s4096; decode µs, b8
+// kv4096 d128): INC made d256 266 against 218 (its spills went from 144
+// bytes to 8) and the MHA decode step 149-151 against 153-156, but d128
+// 293 against 301 and d64 273 against 279 (fewer instructions, a worse
+// schedule): attn_mma takes it for decode and d256.
+template <class T, class Ti, int DMAX, bool FULL, bool INC> struct MmaCopy {
+	static const int CPR = DMAX / 8;            // chunks a row
+	static const int RSTEP = Ti::THREADS / CPR; // rows between a thread's chunks
+	static_assert(Ti::THREADS % CPR == 0, "a thread's chunks share their head dims");
+	const T* base;   // the sequence's row 0
+	const char* src; // INC: this thread's chunk of row tid / CPR
+	i64 rs, rb;      // the row stride in elements and in bytes
+	int d, tid;
+	__device__ __forceinline__ MmaCopy(const T* s, i64 rs_, int d_, int tid_) : base(s), rs(rs_), rb(rs_ * (i64)sizeof(T)), d(d_), tid(tid_) {
+		src = (const char*)(s + tid % CPR * 8) + tid / CPR * rb;
+	}
+	// tile queues the copy of BN rows from row n0 (of sk) into the shared
+	// tile at dst; rows past the sequence are zeros.
+	__device__ __forceinline__ void tile(unsigned dst, int n0, int sk) const {
+		const int IT = (Ti::BN * CPR + Ti::THREADS - 1) / Ti::THREADS;
+		if (INC) {
+			const int row0 = tid / CPR, c = tid % CPR * 8;
+			const char* g = src + n0 * rb;
 #pragma unroll
-	for (int it = 0; it < (Ti::BN * CPR + Ti::THREADS - 1) / Ti::THREADS; it++) {
-		const int x = it * Ti::THREADS + tid, row = x / CPR, c = (x % CPR) * 8;
-		if ((Ti::BN * CPR % Ti::THREADS == 0 || x < Ti::BN * CPR) && (FULL || c < d)) {
-			const int j = n0 + row;
-			const bool ok = j < sk;
-			cp16(dst + (row * Ti::LD + c) * 2, src + (ok ? (i64)j * rs : 0) + c, ok ? 16 : 0);
+			for (int it = 0; it < IT; it++) {
+				const int row = row0 + it * RSTEP;
+				if ((Ti::BN % RSTEP == 0 || row < Ti::BN) && (FULL || c < d)) {
+					const bool ok = n0 + row < sk;
+					cp16(dst + (row * Ti::LD + c) * 2, ok ? g : src, ok ? 16 : 0);
+				}
+				g += RSTEP * rb;
+			}
+		} else {
+#pragma unroll
+			for (int it = 0; it < IT; it++) {
+				const int x = it * Ti::THREADS + tid, row = x / CPR, c = (x % CPR) * 8;
+				if ((Ti::BN * CPR % Ti::THREADS == 0 || x < Ti::BN * CPR) && (FULL || c < d)) {
+					const int j = n0 + row;
+					const bool ok = j < sk;
+					cp16(dst + (row * Ti::LD + c) * 2, base + (ok ? (i64)j * rs : 0) + c, ok ? 16 : 0);
+				}
+			}
 		}
 	}
-}
+};
 
 template <class T, int DMAX, bool FULL, int DEC> __device__ __forceinline__ void attn_mma(const Params& p) {
 	typedef MmaTiles<DMAX, DEC> Ti;
@@ -835,8 +870,9 @@ template <class T, int DMAX, bool FULL, int DEC> __device__ __forceinline__ void
 	const float sl = plain ? p.scale * FA_LOG2E : 1.0f;
 
 	const unsigned qsm = smem_addr(fa_smem), ks = smem_addr(kbuf), vs = smem_addr(vbuf);
-	const T* kg = (const T*)p.k + s.kbase + (i64)p.ks[2] * hk;
-	const T* vg = (const T*)p.v + s.vbase + (i64)p.vs[2] * hk;
+	typedef MmaCopy<T, Ti, DMAX, FULL, (DEC || DMAX > 128)> Copy;
+	const Copy kcopy((const T*)p.k + s.kbase + (i64)p.ks[2] * hk, p.ks[1], p.d, tid);
+	const Copy vcopy((const T*)p.v + s.vbase + (i64)p.vs[2] * hk, p.vs[1], p.d, tid);
 	// The lanes' rows and columns in ldmatrix's four 8×8 matrices: for K
 	// (x4: keys 0-7 and 8-15 of a pair of n tiles × dims 0-7, 8-15), for
 	// V (x4.trans: keys 0-7, 8-15 × dims 0-7 and 8-15 of a pair of n
@@ -860,10 +896,10 @@ template <class T, int DMAX, bool FULL, int DEC> __device__ __forceinline__ void
 		}
 	}
 	if (ta < tb) {
-		mma_tile<T, Ti, DMAX, FULL>(ks, kg, p.ks[1], ta * BN, s.sk, p.d, tid);
+		kcopy.tile(ks, ta * BN, s.sk);
 		cp_commit();
 		if (ST == 2) {
-			mma_tile<T, Ti, DMAX, FULL>(vs, vg, p.vs[1], ta * BN, s.sk, p.d, tid);
+			vcopy.tile(vs, ta * BN, s.sk);
 			cp_commit();
 		}
 	}
@@ -874,15 +910,15 @@ template <class T, int DMAX, bool FULL, int DEC> __device__ __forceinline__ void
 			cp_wait<1>();
 			__syncthreads(); // K(t) is in; every warp is done with tile t-1
 			if (t + 1 < tb) {
-				mma_tile<T, Ti, DMAX, FULL>(ks + (TB - so), kg, p.ks[1], n0 + BN, s.sk, p.d, tid);
+				kcopy.tile(ks + (TB - so), n0 + BN, s.sk);
 				cp_commit();
-				mma_tile<T, Ti, DMAX, FULL>(vs + (TB - so), vg, p.vs[1], n0 + BN, s.sk, p.d, tid);
+				vcopy.tile(vs + (TB - so), n0 + BN, s.sk);
 				cp_commit();
 			}
 		} else {
 			cp_wait_all();
 			__syncthreads(); // K(t) is in; every warp is done with V(t-1)
-			mma_tile<T, Ti, DMAX, FULL>(vs, vg, p.vs[1], n0, s.sk, p.d, tid);
+			vcopy.tile(vs, n0, s.sk);
 			cp_commit();
 		}
 
@@ -1002,7 +1038,7 @@ template <class T, int DMAX, bool FULL, int DEC> __device__ __forceinline__ void
 			cp_wait_all();
 			__syncthreads(); // V(t) is in; every warp is done with K(t)
 			if (t + 1 < tb) {
-				mma_tile<T, Ti, DMAX, FULL>(ks, kg, p.ks[1], n0 + BN, s.sk, p.d, tid);
+				kcopy.tile(ks, n0 + BN, s.sk);
 				cp_commit();
 			}
 		}
