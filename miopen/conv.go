@@ -663,9 +663,12 @@ func (h *Handle) find(p *convProblem, opts []ConvOption) ([]ConvAlgoPerf, error)
 // descriptor's shape and the options): the Find of a problem runs once.
 //
 // On NVIDIA the Find also times the execution plans of up to ten engines
-// of cuDNN's graph API (as PyTorch's cudnn.benchmark does), and cuBLAS for
-// a 1x1 convolution; the handle keeps the plans. Setting
-// ROCM_GO_CUDNN_GRAPH=0 before the library loads leaves the graph API out.
+// of cuDNN's graph API (as PyTorch's cudnn.benchmark does; those within
+// 1.25× of the fastest again with their workspace at two other offsets,
+// ranked by the mean: some plans run up to 15% slower at some workspace
+// addresses than at others), and cuBLAS for a 1x1 convolution; the handle
+// keeps the plans. Setting ROCM_GO_CUDNN_GRAPH=0 before the library loads
+// leaves the graph API out.
 func (h *Handle) FindConvolutionForward(conv *ConvolutionDescriptor, x, w, y Tensor, opts ...ConvOption) ([]ConvAlgoPerf, error) {
 	return h.find(&convProblem{op: "Handle.FindConvolutionForward", dir: ConvForward, conv: conv, a: x, b: w, out: y}, opts)
 }
