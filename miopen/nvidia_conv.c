@@ -675,13 +675,14 @@ static void nv_check_plans(struct rgnv_handle* h, int kind, const struct rgnv_te
 // 142-146 us at all six. Timed once, such a plan wins a Find by the luck of
 // the Find's buffer and runs slower at the workspace a caller gives it
 // (Tensor.Conv2d's row of that convolution read 0.83-0.85 of PyTorch in
-// four sessions with configuration 6 or 8). The plans near the fastest that take a workspace are therefore
-// timed again with it at these offsets, and their time is the mean over
-// the placements: the time to expect where a workspace lands anywhere.
+// four sessions with configuration 6 or 8). The plans near the fastest
+// that take a workspace are therefore timed again with it at these
+// offsets, and their time is the mean over the placements: the time to
+// expect where a workspace lands anywhere.
 static const size_t nv_ws_offsets[] = {4096, (size_t)1 << 20};
 
-// NV_RETIME_WITHIN is how far from the fastest a plan is timed again: a
-// plan slower than that cannot win at any placement.
+// NV_RETIME_WITHIN is how far from the fastest a plan is timed again:
+// the placements measured moved a plan's time by 18% at most.
 #define NV_RETIME_WITHIN 1.25f
 
 // nv_retime_placed times the graph-API candidates (cand[first:k], plans
