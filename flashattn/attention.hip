@@ -675,9 +675,13 @@ __device__ __forceinline__ unsigned smem_addr(const void* ptr) {
 	return r;
 }
 // cp16 copies 16 bytes from global to shared memory, asynchronously;
-// bytes < 16 reads only that many and fills the rest with zeros.
+// bytes < 16 reads only that many and fills the rest with zeros. The L2
+// fetches the 128 bytes around them (L2::128B): measured on an H200, the
+// decode steps (b8 kv4096 d128) 147.0-147.6 µs against 149.8-150.2 for
+// MHA and 52.9-53.5 against 54.3-54.4 for GQA, prefill unchanged
+// (L2::256B: d256 4% slower).
 __device__ __forceinline__ void cp16(unsigned dst, const void* src, int bytes) {
-	asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
+	asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
 }
 __device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 __device__ __forceinline__ void cp_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
