@@ -767,6 +767,10 @@ template <class T, class Ti, int DMAX, bool FULL, bool INC> struct MmaCopy {
 			for (int it = 0; it < IT; it++) {
 				const int row = row0 + it * RSTEP;
 				if ((Ti::BN % RSTEP == 0 || row < Ti::BN) && (FULL || c < d)) {
+					// A row past the sequence reads no byte (size 0) at the
+					// thread's first chunk, a few rows past row 0 at most
+					// (base itself, always inside, cost d256 32 more bytes of
+					// spills).
 					const bool ok = n0 + row < sk;
 					cp16(dst + (row * Ti::LD + c) * 2, ok ? g : src, ok ? 16 : 0);
 				}
