@@ -169,6 +169,7 @@ var kernelNames = func() (k struct {
 	// The quantized ops (quant.hip), by kind, GGML type id and dtype.
 	quant [numQuantKinds][GGMLQ8_K + 1][numDTypes]string
 	qx    [numDTypes]string
+	k4    [2][numDTypes]string // qmatvec8k4 by rows a warp less one
 }) {
 	for kind := range numQuantKinds {
 		for _, typ := range quantTypes() {
@@ -178,6 +179,8 @@ var kernelNames = func() (k struct {
 		}
 	}
 	k.qx[F16], k.qx[BF16] = "qx_f16", "qx_bf16"
+	k.k4[0][F16], k.k4[0][BF16] = "qmatvec8k4_f16", "qmatvec8k4_bf16"
+	k.k4[1][F16], k.k4[1][BF16] = "qmatvec8k4x2_f16", "qmatvec8k4x2_bf16"
 	for _, sz := range []int{1, 2, 4, 8} {
 		b := sizeNames[sz]
 		k.copy[sz], k.copyRows[sz], k.transpose[sz], k.fill[sz] = "copy_"+b, "copy_rows_"+b, "transpose_"+b, "fill_"+b
@@ -241,6 +244,12 @@ func (b *hipBackend) function(f family, name string) (*hip.Function, error) {
 // launch queues kernel name of a family on the device's stream with the
 // arguments args packs.
 func (b *hipBackend) launch(f family, name string, grid, block hip.Dim3, args func(*hip.Args)) error {
+	return b.launchShared(f, name, grid, block, 0, args)
+}
+
+// launchShared is launch with shared bytes of dynamic shared memory a
+// block.
+func (b *hipBackend) launchShared(f family, name string, grid, block hip.Dim3, shared int, args func(*hip.Args)) error {
 	fn, err := b.function(f, name)
 	if err != nil {
 		return err
@@ -248,7 +257,7 @@ func (b *hipBackend) launch(f family, name string, grid, block hip.Dim3, args fu
 	a := b.args.Get().(*hip.Args)
 	a.Reset()
 	args(a)
-	err = fn.Launch(hip.LaunchConfig{Grid: grid, Block: block, Stream: b.stream}, a)
+	err = fn.Launch(hip.LaunchConfig{Grid: grid, Block: block, SharedMem: uint32(shared), Stream: b.stream}, a)
 	b.args.Put(a)
 	return err
 }

@@ -301,8 +301,11 @@ func KernelNames(module string) []string {
 				}
 			}
 		}
-		add("qx_f16")
-		add("qx_bf16")
+		for _, dt := range []DType{F16, BF16} {
+			add("qx_%s", dt)
+			add("qmatvec8k4_%s", dt)
+			add("qmatvec8k4x2_%s", dt)
+		}
 	case "reduce.hip":
 		for op := range numReduce {
 			for _, dt := range DTypes() {

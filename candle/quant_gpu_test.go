@@ -112,6 +112,62 @@ func TestGPUQuantized(t *testing.T) {
 	}
 }
 
+// TestGPUQMatvecK4 runs qmatvec8k4 (Q4_K against one row of x) on each of
+// its ways against the CPU: two rows a warp (n past a wave of blocks of a
+// warp a row, with a short last block), warps sharing rows (few rows,
+// long ones), a warp a row; with and without a residual.
+func TestGPUQMatvecK4(t *testing.T) {
+	d := gpu(t)
+	cpu := CPU()
+	r := rand.New(rand.NewPCG(49, 50))
+	b := (*hipBackend)(d)
+	warps := int(block1D.X) / b.props.WarpSize
+	wide := warps*b.props.MultiProcessorCount*qmatvecBlocksPerSM + 5
+	for _, s := range [][2]int{{wide, 256}, {40, 8192}, {37, 512}, {3, 2048}} {
+		n, k := s[0], s[1]
+		qg, qc, blocks := quantPair(t, d, r, GGMLQ4_K, n, k)
+		w, err := DequantizeBlocks(nil, GGMLQ4_K, blocks)
+		require.NoError(t, err)
+		for _, dt := range []DType{F16, BF16} {
+			for _, residual := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%dx%d %s residual %v", n, k, dt, residual), func(t *testing.T) {
+					xs := make([]float64, k)
+					for i := range xs {
+						xs[i] = roundTo(dt, r.NormFloat64())
+					}
+					rs := make([]float64, n)
+					for i := range rs {
+						if residual {
+							rs[i] = roundTo(dt, r.NormFloat64())
+						}
+					}
+					xg, xc := tensorOf(t, d, dt, xs, 1, k), tensorOf(t, cpu, F32, xs, 1, k)
+					var og, oc QMatmulOptions
+					if residual {
+						og.Residual, oc.Residual = tensorOf(t, d, dt, rs, 1, n), tensorOf(t, cpu, F32, rs, 1, n)
+					}
+					yg, err := xg.QMatmulWith(qg, og)
+					require.NoError(t, err)
+					yc, err := xc.QMatmulWith(qc, oc)
+					require.NoError(t, err)
+					gv, cv := values(t, yg), values(t, yc)
+					worst := 0.0
+					for j := range n {
+						mag := math.Abs(rs[j])
+						for p := range k {
+							mag += math.Abs(xs[p] * float64(w[j*k+p]))
+						}
+						worst = math.Max(worst, math.Abs(gv[j]-cv[j])/(mag+1e-30))
+					}
+					assert.LessOrEqual(t, worst, qTolerance[dt], "worst relative error %.3g", worst)
+					yg.Close()
+					yc.Close()
+				})
+			}
+		}
+	}
+}
+
 // TestGPUQMatvecExtremeX gives the matrix-vector kernels x rows that the
 // 8-bit path must not get wrong quietly: a NaN (the row's outputs NaN),
 // an infinity (not finite), values near BF16's smallest normal and near

@@ -16,6 +16,9 @@
 //   qmatvec8w_<q>_<dt> qmatvec8 of up to QMV_WIDE rows (decode batches of 5 to 8),
 //                      in a kernel of its own: twice the accumulators would cost
 //                      the common one row registers
+//   qmatvec8k4_<dt>    qmatvec8 of Q4_K and one row of x (decode at batch 1) in
+//                      16-byte loads, x in shared memory; qmatvec8k4x2_<dt> two
+//                      rows of w a warp, for large n
 // (More rows run on BLAS over slices of w that dequant_ expands: quant_hip.go.)
 // Blocks are read with 2-byte loads (every block size is even, and the f16
 // fields sit at even offsets), 16-byte ones where a type's block keeps
@@ -636,6 +639,126 @@ __device__ __forceinline__ void qmatvec8(int m, int split, u64 n, u64 k, const i
 	}
 }
 
+// k4x is what a lane of qmatvec8k4 takes of x for a pair of chunks 2p,
+// 2p + 1: their 64 8-bit values, scales and half sums.
+struct k4x {
+	int4 q[4];
+	float2 d;
+	int4 s;
+};
+
+// k4pair is the product of x with chunks 2t and 2t + 1 of a Q4_K block
+// whose first 16 bytes (d, dmin, the 12 scale bytes) are h and whose quant
+// bytes of those chunks are q0, q1 (chunk 2t in the low nibbles, 2t + 1 in
+// the high ones): scale_min_k4's unpacking on the head's words.
+__device__ __forceinline__ float k4pair(uint4 h, uint4 q0, uint4 q1, int t, const k4x& x) {
+	const float d = __half2float(__ushort_as_half((unsigned short)(h.x & 0xFFFFu)));
+	const float dmin = __half2float(__ushort_as_half((unsigned short)(h.x >> 16)));
+	const u32 qw[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
+	float out = 0.0f;
+#pragma unroll
+	for (int e = 0; e < 2; e++) {
+		const int sh = 8 * ((2 * t + e) & 3);
+		const u32 ys = h.y >> sh, zs = h.z >> sh, ws = h.w >> sh;
+		const float sc = (float)(t < 2 ? ys & 63u : (ws & 15u) | (ys >> 2 & 0x30u));
+		const float mn = (float)(t < 2 ? zs & 63u : (ws >> 4 & 15u) | (zs >> 2 & 0x30u));
+		int dot = 0;
+#pragma unroll
+		for (int i = 0; i < 8; i++) {
+			const int q = (int)(qw[i] >> (4 * e) & 0x0F0F0F0Fu);
+			const int4 xv = x.q[2 * e + i / 4];
+			dot = dp4a(q, i % 4 == 0 ? xv.x : i % 4 == 1 ? xv.y : i % 4 == 2 ? xv.z : xv.w, dot);
+		}
+		const int hs = e == 0 ? x.s.x + x.s.y : x.s.z + x.s.w;
+		out += (e == 0 ? x.d.x : x.d.y) * (d * sc * (float)dot - dmin * mn * (float)hs);
+	}
+	return out;
+}
+
+// qmatvec8k4 is qmatvec8 for Q4_K weights and one row of x. A lane takes a
+// pair of chunks of a block at a time: the 32 quant bytes they share (one's
+// values in the low nibbles, the other's in the high ones) and the block's
+// 16-byte head, three 16-byte loads for 64 values where qmatvec8 makes a
+// dozen loads a chunk of 32. x waits in shared memory (dynamic: 88 bytes a
+// pair, quant_hip.go's k4Shared), staged once a block: xq in four planes (plane i
+// holds 16-byte word i of each pair: a warp's reads of a plane are
+// consecutive), then the half sums and the scales. RW rows a warp, their
+// loads in flight together; split warps a row as in qmatvec8. On an H200
+// (Q4_K, BF16 x, µs, against qmatvec8): 128256×2048 40.5 with two rows a
+// warp (48.1 with one, 82.6); 16384×2048 6.75 (7.8, 11.8); 3072×2048 3.14
+// with one (3.27 with two, 3.61); 2048×8192 4.75 (6.0).
+template <class T, int RW>
+__device__ __forceinline__ void qmatvec8k4(int split, u64 n, u64 k, const int* __restrict__ xq, const float* __restrict__ xd,
+                                           const int* __restrict__ xs, const u8* __restrict__ w, T* __restrict__ y,
+                                           const T* __restrict__ res) {
+	__shared__ float part[RW][1024 / 32]; // the warps' sums, when split
+	extern __shared__ int4 k4s[];
+	const int lane = threadIdx.x % warpSize, wib = threadIdx.x / warpSize, wpb = blockDim.x / warpSize;
+	const int rpb = wpb / split * RW, wr = wib / split, ws = wib % split;
+	const u64 pairs = k / 64, rb = k / 256 * 144, p0 = (u64)ws * warpSize + lane, stride = (u64)split * warpSize;
+	const int4* q4 = (const int4*)xq;
+	for (u64 g = threadIdx.x; g < 4 * pairs; g += blockDim.x) k4s[g % 4 * pairs + g / 4] = q4[g];
+	for (u64 g = threadIdx.x; g < pairs; g += blockDim.x) k4s[4 * pairs + g] = ((const int4*)xs)[g];
+	float2* const d2 = (float2*)(k4s + 5 * pairs);
+	for (u64 g = threadIdx.x; g < pairs; g += blockDim.x) d2[g] = ((const float2*)xd)[g];
+	__syncthreads();
+	// The loop's bounds are the block's, not the warp's: its barriers.
+	for (u64 base = (u64)blockIdx.x * rpb; base < n; base += (u64)gridDim.x * rpb) {
+		const u64 j0 = base + (u64)wr * RW;
+		float acc[RW];
+#pragma unroll
+		for (int r = 0; r < RW; r++) acc[r] = 0.0f;
+		for (u64 p = p0; p < pairs; p += stride) {
+			const int t = (int)(p % 4);
+			const u64 off = p / 4 * 144;
+			uint4 h[RW], q0[RW], q1[RW];
+#pragma unroll
+			for (int r = 0; r < RW; r++) {
+				const u8* b = w + min(j0 + r, n - 1) * rb + off; // a row past n reads row n - 1, unused
+				h[r] = *(const uint4*)b;
+				q0[r] = *(const uint4*)(b + 16 + 32 * t);
+				q1[r] = *(const uint4*)(b + 32 + 32 * t);
+			}
+			k4x x;
+#pragma unroll
+			for (int i = 0; i < 4; i++) x.q[i] = k4s[i * pairs + p];
+			x.s = k4s[4 * pairs + p];
+			x.d = d2[p];
+#pragma unroll
+			for (int r = 0; r < RW; r++) acc[r] += k4pair(h[r], q0[r], q1[r], t, x);
+		}
+#pragma unroll
+		for (int r = 0; r < RW; r++) {
+			float s = acc[r];
+			for (int o = warpSize / 2; o > 0; o >>= 1) s += __shfl_xor(s, o);
+			acc[r] = s;
+		}
+		if (split > 1) {
+			if (lane == 0) {
+#pragma unroll
+				for (int r = 0; r < RW; r++) part[r][wib] = acc[r];
+			}
+			__syncthreads();
+			if (ws == 0) {
+#pragma unroll
+				for (int r = 0; r < RW; r++) {
+					float s = 0.0f;
+					for (int i = 0; i < split; i++) s += part[r][wib + i];
+					acc[r] = s;
+				}
+			}
+			__syncthreads();
+		}
+		if (ws == 0 && lane == 0) {
+#pragma unroll
+			for (int r = 0; r < RW; r++) {
+				const u64 j = j0 + r;
+				if (j < n) y[j] = Traits<T>::store(acc[r] + (res ? Traits<T>::load(res[j]) : 0.0f));
+			}
+		}
+	}
+}
+
 // qmatvec: a warp a row j of w; lane l takes the row's chunks l, l + warp,
 // ...; each chunk meets the m rows of x.
 template <int Q, class T>
@@ -688,6 +811,18 @@ __device__ __forceinline__ void qmatvec(int m, u64 n, u64 k, const T* __restrict
 	                               const u8* w, T* y, const T* res) {                                                  \
 		qmatvec8<Q, T, QMV_WIDE>(m, split, n, k, xq, xd, xs, w, y, res);                                             \
 	}
+// Q4_K against one row of x: a warp a row, and two rows a warp (x2).
+#define K4_KERNELS(TN, T)                                                                                            \
+	Q_KERNEL qmatvec8k4_##TN(int split, u64 n, u64 k, const int* xq, const float* xd, const int* xs, const u8* w, T* y,   \
+	                         const T* res) {                                                                           \
+		qmatvec8k4<T, 1>(split, n, k, xq, xd, xs, w, y, res);                                                        \
+	}                                                                                                                \
+	Q_KERNEL qmatvec8k4x2_##TN(int split, u64 n, u64 k, const int* xq, const float* xd, const int* xs, const u8* w,       \
+	                           T* y, const T* res) {                                                                   \
+		qmatvec8k4<T, 2>(split, n, k, xq, xd, xs, w, y, res);                                                        \
+	}
+K4_KERNELS(f16, f16)
+K4_KERNELS(bf16, bf16)
 #define QX_KERNEL(TN, T)                                                                                             \
 	Q_KERNEL qx_##TN(u64 k, const T* x, int gated, float eps, const T* alpha, int* xq, float* xd, int* xs) {             \
 		const QFuse<T> f = {gated, eps, alpha};                                                                      \
