@@ -349,14 +349,20 @@ template <class T, int DMAX> __device__ __forceinline__ void attn_fwd(const Para
 
 // attn_combine merges the splits of each (row, head): weights exp(lse_s -
 // lse) where lse is the log-sum-exp over the splits. A block takes one
-// (row, head) at a time: the splits' log-sum-exps come into shared memory
-// once, then each thread takes a head dim. A split whose log-sum-exp is
-// -inf saw no key (a split past a short sequence's end, in a launch sized
-// for longer ones): its weight is 0 and its partial output, which may be
-// unwritten, is never read.
+// (row, head) at a time: the splits' log-sum-exps and weights come into
+// shared memory once; then the block's threads make FA_THREADS / d groups
+// of d, a thread a head dim, each group over every group-th split with
+// four partials' loads in flight, and the groups' sums meet in shared
+// memory. A split whose log-sum-exp is -inf saw no key (a split past a
+// short sequence's end, in a launch sized for longer ones): its weight is
+// 0 and its partial output, which may be unwritten, is never read. (A
+// thread a head dim over every split, one load at a time, took 8 µs on an
+// H200 for 30 splits of 32 heads of 64.)
 template <class T> __device__ __forceinline__ void attn_combine(const Params& p) {
 	__shared__ float sl[FA_THREADS]; // the splits' log-sum-exps (splits <= FA_THREADS)
-	const int tid = threadIdx.x;
+	__shared__ float sw[FA_THREADS]; // their weights
+	__shared__ float sa[FA_THREADS]; // the groups' sums
+	const int tid = threadIdx.x, d = p.d, ng = FA_THREADS / d, grp = tid / d, c = tid % d;
 	const i64 rows = total_rows(p), pairs = rows * p.h_q;
 	for (i64 x = blockIdx.x; x < pairs; x += gridDim.x) {
 		const int h = (int)(x % p.h_q);
@@ -365,35 +371,52 @@ template <class T> __device__ __forceinline__ void attn_combine(const Params& p)
 		__syncthreads();
 		float mx = neg_inf();
 		for (int sp = 0; sp < p.splits; sp++) mx = nanmax(mx, sl[sp]);
-		int b, i;
-		i64 oo;
-		if (p.flags & FA_VARLEN) {
-			b = 0;
-			i = (int)row;
-			oo = row * p.os[1];
-		} else {
-			b = (int)(row / p.s_q);
-			i = (int)(row % p.s_q);
-			oo = (i64)b * p.os[0] + (i64)i * p.os[1];
+		if (tid < p.splits) sw[tid] = sl[tid] == neg_inf() ? 0.0f : expf(sl[tid] - mx);
+		__syncthreads();
+		float acc = 0.0f;
+		if (mx != neg_inf() && grp < ng) {
+			const float* op = p.opart + ((i64)h * rows + row) * d + c;
+			const i64 step = (i64)p.h_q * rows * d; // a split's partials
+			int sp = grp;
+			for (; sp + 3 * ng < p.splits; sp += 4 * ng) {
+				float v[4];
+#pragma unroll
+				for (int u = 0; u < 4; u++) v[u] = sl[sp + u * ng] == neg_inf() ? 0.0f : op[(sp + u * ng) * step];
+#pragma unroll
+				for (int u = 0; u < 4; u++) acc += sw[sp + u * ng] * v[u];
+			}
+			for (; sp < p.splits; sp += ng) {
+				if (sl[sp] != neg_inf()) acc += sw[sp] * op[sp * step];
+			}
 		}
-		for (int c = tid; c < p.d; c += FA_THREADS) {
+		if (ng > 1) {
+			sa[tid] = acc;
+			__syncthreads();
+		}
+		if (tid < d) {
+			int b, i;
+			i64 oo;
+			if (p.flags & FA_VARLEN) {
+				b = 0;
+				i = (int)row;
+				oo = row * p.os[1];
+			} else {
+				b = (int)(row / p.s_q);
+				i = (int)(row % p.s_q);
+				oo = (i64)b * p.os[0] + (i64)i * p.os[1];
+			}
 			float val = 0.0f, lse = neg_inf();
 			if (mx != neg_inf()) {
-				float sum = 0.0f, acc = 0.0f;
-				for (int sp = 0; sp < p.splits; sp++) {
-					if (sl[sp] == neg_inf()) continue;
-					const i64 pr = ((i64)sp * p.h_q + h) * rows + row;
-					const float w = expf(sl[sp] - mx);
-					sum += w;
-					acc += w * p.opart[pr * p.d + c];
-				}
+				for (int gi = 1; gi < ng; gi++) acc += sa[gi * d + c];
+				float sum = 0.0f;
+				for (int sp = 0; sp < p.splits; sp++) sum += sw[sp];
 				val = acc / sum;
 				lse = mx + logf(sum);
 			}
 			((T*)p.o)[oo + (i64)h * p.os[2] + c] = Tr<T>::store(val);
 			if ((p.flags & FA_LSE) && c == 0) p.lse[lse_index(p, b, h, i, 0)] = lse;
 		}
-		__syncthreads(); // every thread is done with sl
+		__syncthreads(); // every thread is done with sl, sw and sa
 	}
 }
 
@@ -436,6 +459,30 @@ __device__ __forceinline__ void attn_decode(const Params& p, float* sm_m, float*
 	const int c0 = g * 8;
 	const bool cin = c0 < p.d;
 
+	// The keys any row of the block may see, and this split's share of
+	// them in whole steps of STEP keys: a short sequence in a launch sized
+	// for long ones takes fewer splits, each full, and attn_combine has
+	// fewer to merge (a cache of 520 keys took 9 splits of 64 keys
+	// instead of 17 of 32 out of 30).
+	const int ilo = m0 / G, ihi = (m0 + nr - 1) / G;
+	int lo = 0, hi = s.sk;
+	if (left >= 0) lo = max(0, ilo + off - left);
+	if (right >= 0) hi = min(s.sk, ihi + off + right + 1);
+	const int n = max(hi - lo, 0);
+	const int per = ((n + p.splits - 1) / p.splits + STEP - 1) / STEP * STEP;
+	const int ja = min(hi, lo + split * per), jb = min(hi, ja + per);
+	// A split with no keys (past a short sequence's end, when the launch
+	// is sized for longer ones) only says so, before reading q:
+	// attn_combine skips a log-sum-exp of -inf without reading the
+	// partial output.
+	if (p.splits > 1 && ja >= jb) {
+		for (int rr = tid; rr < nr; rr += FA_THREADS) {
+			const int r = m0 + rr, i = r / G, h = hk * G + r % G;
+			p.lsepart[((i64)split * p.h_q + h) * total_rows(p) + s.row0 + i] = neg_inf();
+		}
+		return;
+	}
+
 	int ri[RM];
 	float slope[RM], q[RM][8], m[RM], l[RM], o[RM][8];
 #pragma unroll
@@ -452,26 +499,6 @@ __device__ __forceinline__ void attn_decode(const Params& p, float* sm_m, float*
 		}
 		m[rr] = neg_inf();
 		l[rr] = 0.0f;
-	}
-
-	// The keys any row of the block may see, and this split's share of
-	// them in whole steps of NG keys.
-	const int ilo = m0 / G, ihi = (m0 + nr - 1) / G;
-	int lo = 0, hi = s.sk;
-	if (left >= 0) lo = max(0, ilo + off - left);
-	if (right >= 0) hi = min(s.sk, ihi + off + right + 1);
-	const int n = max(hi - lo, 0);
-	const int per = ((n + p.splits - 1) / p.splits + NG - 1) / NG * NG;
-	const int ja = min(hi, lo + split * per), jb = min(hi, ja + per);
-	// A split with no keys (past a short sequence's end, when the launch
-	// is sized for longer ones) only says so: attn_combine skips a
-	// log-sum-exp of -inf without reading the partial output.
-	if (p.splits > 1 && ja >= jb) {
-		for (int rr = tid; rr < nr; rr += FA_THREADS) {
-			const int r = m0 + rr, i = r / G, h = hk * G + r % G;
-			p.lsepart[((i64)split * p.h_q + h) * total_rows(p) + s.row0 + i] = neg_inf();
-		}
-		return;
 	}
 
 	const T* kg = (const T*)p.k + (i64)hk * p.ks[2] + c0;
