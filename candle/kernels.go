@@ -295,6 +295,9 @@ func KernelNames(module string) []string {
 				kinds := []quantKind{qDequant, qRows, qMatvec} // the float products, or the 8-bit ones
 				if qmatvecI8(q, dt) {
 					kinds = []quantKind{qDequant, qRows, qMatvec8, qMatvec8W}
+					if q == GGMLQ6_K {
+						kinds = append(kinds, qMatvec8S)
+					}
 				}
 				for _, k := range kinds {
 					add("%s", quantKernelName(k, q, dt))

@@ -112,25 +112,33 @@ func TestGPUQuantized(t *testing.T) {
 	}
 }
 
-// TestGPUQMatvecK4 runs qmatvec8k4 (Q4_K against one row of x) on each of
-// its ways against the CPU: two rows a warp (n past a wave of blocks of a
-// warp a row, with a short last block), warps sharing rows (few rows,
-// long ones), a warp a row; with and without a residual.
-func TestGPUQMatvecK4(t *testing.T) {
+// TestGPUQMatvecOneRow runs the products of one row of x on each of
+// their ways against the CPU: qmatvec8k4 (Q4_K) with two rows a warp (n
+// past a wave of blocks of a warp a row, with a short last block), with
+// warps sharing rows (few rows, long ones) and with a warp a row;
+// qmatvec8s (Q6_K rows of 2048 values: 16-byte aligned); qmatvec8 for the
+// other types; each with and without a residual.
+func TestGPUQMatvecOneRow(t *testing.T) {
 	d := gpu(t)
 	cpu := CPU()
 	r := rand.New(rand.NewPCG(49, 50))
 	b := (*hipBackend)(d)
 	warps := int(block1D.X) / b.props.WarpSize
 	wide := warps*b.props.MultiProcessorCount*qmatvecBlocksPerSM + 5
-	for _, s := range [][2]int{{wide, 256}, {40, 8192}, {37, 512}, {3, 2048}} {
-		n, k := s[0], s[1]
-		qg, qc, blocks := quantPair(t, d, r, GGMLQ4_K, n, k)
-		w, err := DequantizeBlocks(nil, GGMLQ4_K, blocks)
+	for _, s := range []struct {
+		typ  GGMLType
+		n, k int
+	}{
+		{GGMLQ4_K, wide, 256}, {GGMLQ4_K, 40, 8192}, {GGMLQ4_K, 37, 512}, {GGMLQ4_K, 3, 2048},
+		{GGMLQ6_K, 37, 2048}, {GGMLQ8_0, 45, 1024}, {GGMLQ4_0, 300, 512}, {GGMLQ5_K, 29, 1024}, {GGMLQ5_1, 9, 256},
+	} {
+		typ, n, k := s.typ, s.n, s.k
+		qg, qc, blocks := quantPair(t, d, r, typ, n, k)
+		w, err := DequantizeBlocks(nil, typ, blocks)
 		require.NoError(t, err)
 		for _, dt := range []DType{F16, BF16} {
 			for _, residual := range []bool{false, true} {
-				t.Run(fmt.Sprintf("%dx%d %s residual %v", n, k, dt, residual), func(t *testing.T) {
+				t.Run(fmt.Sprintf("%s %dx%d %s residual %v", typ, n, k, dt, residual), func(t *testing.T) {
 					xs := make([]float64, k)
 					for i := range xs {
 						xs[i] = roundTo(dt, r.NormFloat64())

@@ -21,10 +21,11 @@ const (
 	qMatvec
 	qMatvec8
 	qMatvec8W
+	qMatvec8S
 	numQuantKinds
 )
 
-var quantKindNames = [numQuantKinds]string{"dequant", "qrows", "qmatvec", "qmatvec8", "qmatvec8w"}
+var quantKindNames = [numQuantKinds]string{"dequant", "qrows", "qmatvec", "qmatvec8", "qmatvec8w", "qmatvec8s"}
 
 // quantKernel names a kernel of quant.hip, "qmatvec_q4_k_bf16", from the
 // names made once (kernelNames).
@@ -158,6 +159,14 @@ func (b *hipBackend) qmatvec(typ GGMLType, x view, w, dst *Storage, m, n, k int,
 	}
 	if m == 1 && typ == GGMLQ4_K && k4Shared(k) <= k4SharedMost {
 		return b.qmatvec8k4(n, k, xq, xd, xs, w, dst, res, warps, slots)
+	}
+	if rb := k / typ.BlockSize() * typ.TypeSize(); m == 1 && typ == GGMLQ6_K && rb%16 == 0 && k*11/8+warps*rb <= k4SharedMost {
+		// A row of w a warp, copied into shared memory first (quant.hip's
+		// qmatvec8s: Q6_K's blocks keep 2-byte alignment only).
+		grid := hip.Dim3{X: uint32(max(1, min((n+warps-1)/warps, slots))), Y: 1, Z: 1}
+		return b.launchShared(famQuant, quantKernel(qMatvec8S, typ, dt), grid, block1D, k*11/8+warps*rb, func(a *hip.Args) {
+			a.Uint64(uint64(n)).Uint64(uint64(k)).Ptr(xq).Ptr(xd).Ptr(xs).Ptr(storagePtr(w)).Ptr(storagePtr(dst)).Ptr(res)
+		})
 	}
 	split := qmatvecSplit(n, k/32, warps, b.props.WarpSize, slots)
 	rows := warps / split

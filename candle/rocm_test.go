@@ -59,7 +59,7 @@ func TestROCmCompilesEveryKernel(t *testing.T) {
 }
 
 // checkDotProducts checks that the 8-bit matrix-vector kernels (qmatvec8_,
-// qmatvec8w_, qmatvec8k4_, qmatvec8k4x2_) multiply on the arch's 4-byte dot product instruction, not
+// qmatvec8w_, qmatvec8s_, qmatvec8k4_, qmatvec8k4x2_) multiply on the arch's 4-byte dot product instruction, not
 // the portable fallback, and that the float ones (qmatvec_) have none: gfx90a and
 // gfx942 run __builtin_amdgcn_sdot4 as v_dot4c_i32_i8 (VOP2, opcode 0x39:
 // the accumulator in place), gfx11 and gfx12 __builtin_amdgcn_sudot4 as
@@ -102,6 +102,8 @@ func checkDotProducts(t *testing.T, arch string, image []byte, syms []string) {
 			switch {
 			case strings.HasPrefix(s.Name, "qmatvec8w_"):
 				want = 128
+			case strings.HasPrefix(s.Name, "qmatvec8s_"):
+				want = 16 // a chunk at a time, the loop unrolled twice
 			case strings.HasPrefix(s.Name, "qmatvec8k4_"):
 				want = 16 // qmatvec8k4: sixteen a pair of chunks, a row a warp
 			case strings.HasPrefix(s.Name, "qmatvec8k4x2_"):

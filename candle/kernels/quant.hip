@@ -16,6 +16,8 @@
 //   qmatvec8w_<q>_<dt> qmatvec8 of up to QMV_WIDE rows (decode batches of 5 to 8),
 //                      in a kernel of its own: twice the accumulators would cost
 //                      the common one row registers
+//   qmatvec8s_q6_k_<dt> qmatvec8 of Q6_K and one row of x, each row of w first copied
+//                      into shared memory in 16-byte loads (rows that keep the alignment)
 //   qmatvec8k4_<dt>    qmatvec8 of Q4_K and one row of x (decode at batch 1) in
 //                      16-byte loads, x in shared memory; qmatvec8k4x2_<dt> two
 //                      rows of w a warp, for large n
@@ -639,6 +641,64 @@ __device__ __forceinline__ void qmatvec8(int m, int split, u64 n, u64 k, const i
 	}
 }
 
+// qmatvec8s is qmatvec8 of one row of x (m = 1) for weights whose rows
+// keep 16-byte alignment (quant_hip.go checks): each warp first copies a
+// row of w into shared memory in 16-byte loads, all in flight at once,
+// every byte of a line used; then its lanes take the row's chunks from
+// there as qmatvec8 does, and x (qx's output, staged once a block).
+// Dynamic shared memory: k·11/8 bytes of x, then a row of w for each warp.
+// For Q6_K, whose 210-byte blocks qmatvec8 reads in 2-byte and byte loads
+// straight from global memory: on an H200 (BF16 x, qx included, µs)
+// 128256×2048 117.7 against 143.8, 16384×2048 15.5 against 22.2,
+// 3072×2048 5.9 against 7.0. Q8_0's, Q4_0's and Q5_K's LM heads ran
+// 110→134, 77→92 and 94→98 µs so: the copy and the products of a row
+// take turns, where qmatvec8 overlaps them across a warp's loads.
+template <int Q, class T>
+__device__ __forceinline__ void qmatvec8s(u64 n, u64 k, const int* __restrict__ xq, const float* __restrict__ xd,
+                                          const int* __restrict__ xs, const u8* __restrict__ w, T* __restrict__ y,
+                                          const T* __restrict__ res) {
+	extern __shared__ int4 q8s[];
+	const int lane = threadIdx.x % warpSize, wib = threadIdx.x / warpSize, wpb = blockDim.x / warpSize;
+	const u64 per = k / 32, rb = k / QT<Q>::BLOCK * QT<Q>::SIZE, r16 = rb / 16;
+	int4* const sq = q8s;                         // x's quants: k bytes
+	float* const sd = (float*)(q8s + k / 16);     // its scales: per floats
+	int* const ss = (int*)(sd + per);             // its half sums: 2·per ints
+	int4* const sw = q8s + k / 16 + per * 12 / 16 + wib * r16; // this warp's row of w
+	for (u64 g = threadIdx.x; g < k / 16; g += blockDim.x) sq[g] = ((const int4*)xq)[g];
+	for (u64 g = threadIdx.x; g < per; g += blockDim.x) sd[g] = xd[g];
+	for (u64 g = threadIdx.x; g < 2 * per; g += blockDim.x) ss[g] = xs[g];
+	// The loop's bounds are the block's, not the warp's: its barriers.
+	for (u64 base = (u64)blockIdx.x * wpb; base < n; base += (u64)gridDim.x * wpb) {
+		const u64 j = base + wib;
+		const bool live = j < n;
+		if (live) {
+			const int4* src = (const int4*)(w + j * rb);
+#pragma unroll 4
+			for (u64 g = lane; g < r16; g += warpSize) sw[g] = src[g];
+		}
+		__syncthreads(); // the rows (and, the first time, x) are in
+		float acc = 0.0f;
+		if (live) {
+			const u8* row = (const u8*)sw;
+#pragma unroll 2
+			for (u64 i = lane; i < per; i += warpSize) {
+				int c;
+				const u8* b = chunk_at<Q>(row, i, c);
+				int q[8];
+				float a0, a1, b0, b1;
+				qchunk<Q>(b, c, q, a0, a1, b0, b1);
+				const int4 x0 = sq[2 * i], x1 = sq[2 * i + 1];
+				const int d0 = dp4a(q[3], x0.w, dp4a(q[2], x0.z, dp4a(q[1], x0.y, dp4a(q[0], x0.x, 0))));
+				const int d1 = dp4a(q[7], x1.w, dp4a(q[6], x1.z, dp4a(q[5], x1.y, dp4a(q[4], x1.x, 0))));
+				acc += sd[i] * (a0 * (float)d0 + a1 * (float)d1 + b0 * (float)ss[2 * i] + b1 * (float)ss[2 * i + 1]);
+			}
+		}
+		for (int o = warpSize / 2; o > 0; o >>= 1) acc += __shfl_xor(acc, o);
+		if (live && lane == 0) y[j] = Traits<T>::store(acc + (res ? Traits<T>::load(res[j]) : 0.0f));
+		__syncthreads(); // every warp is done with its row
+	}
+}
+
 // k4x is what a lane of qmatvec8k4 takes of x for a pair of chunks 2p,
 // 2p + 1: their 64 8-bit values, scales and half sums.
 struct k4x {
@@ -823,6 +883,15 @@ __device__ __forceinline__ void qmatvec(int m, u64 n, u64 k, const T* __restrict
 	}
 K4_KERNELS(f16, f16)
 K4_KERNELS(bf16, bf16)
+// Q6_K's products of one row through shared memory (qmatvec8s).
+#define Q8S_KERNEL(QN, Q, TN, T)                                                                                     \
+	Q_KERNEL qmatvec8s_##QN##_##TN(u64 n, u64 k, const int* xq, const float* xd, const int* xs, const u8* w, T* y,      \
+	                               const T* res) {                                                                     \
+		qmatvec8s<Q, T>(n, k, xq, xd, xs, w, y, res);                                                                \
+	}
+Q8S_KERNEL(q6_k, GGML_Q6_K, f16, f16)
+Q8S_KERNEL(q6_k, GGML_Q6_K, bf16, bf16)
+
 #define QX_KERNEL(TN, T)                                                                                             \
 	Q_KERNEL qx_##TN(u64 k, const T* x, int gated, float eps, const T* alpha, int* xq, float* xd, int* xs) {             \
 		const QFuse<T> f = {gated, eps, alpha};                                                                      \
