@@ -117,7 +117,7 @@ func ExampleKernelCache() {
 	// nn.hip: 32 kernels
 	// sort.hip: 14 kernels
 	// sample.hip: 10 kernels
-	// quant.hip: 123 kernels
+	// quant.hip: 127 kernels
 }
 
 // NewDevice names a device; "auto" is the GPU when HIP loads and finds

@@ -169,7 +169,7 @@ var kernelNames = func() (k struct {
 	// The quantized ops (quant.hip), by kind, GGML type id and dtype.
 	quant [numQuantKinds][GGMLQ8_K + 1][numDTypes]string
 	qx    [numDTypes]string
-	k4    [2][numDTypes]string // qmatvec8k4 by rows a warp less one
+	k4    [2][2][numDTypes]string // qmatvec8k4 by x quantized in it, rows a warp less one
 }) {
 	for kind := range numQuantKinds {
 		for _, typ := range quantTypes() {
@@ -179,8 +179,10 @@ var kernelNames = func() (k struct {
 		}
 	}
 	k.qx[F16], k.qx[BF16] = "qx_f16", "qx_bf16"
-	k.k4[0][F16], k.k4[0][BF16] = "qmatvec8k4_f16", "qmatvec8k4_bf16"
-	k.k4[1][F16], k.k4[1][BF16] = "qmatvec8k4x2_f16", "qmatvec8k4x2_bf16"
+	for _, dt := range []DType{F16, BF16} {
+		k.k4[0][0][dt], k.k4[0][1][dt] = "qmatvec8k4_"+dtypeNames[dt], "qmatvec8k4x2_"+dtypeNames[dt]
+		k.k4[1][0][dt], k.k4[1][1][dt] = "qmatvec8k4q_"+dtypeNames[dt], "qmatvec8k4qx2_"+dtypeNames[dt]
+	}
 	for _, sz := range []int{1, 2, 4, 8} {
 		b := sizeNames[sz]
 		k.copy[sz], k.copyRows[sz], k.transpose[sz], k.fill[sz] = "copy_"+b, "copy_rows_"+b, "transpose_"+b, "fill_"+b

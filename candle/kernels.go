@@ -308,6 +308,8 @@ func KernelNames(module string) []string {
 			add("qx_%s", dt)
 			add("qmatvec8k4_%s", dt)
 			add("qmatvec8k4x2_%s", dt)
+			add("qmatvec8k4q_%s", dt)
+			add("qmatvec8k4qx2_%s", dt)
 		}
 	case "reduce.hip":
 		for op := range numReduce {

@@ -115,7 +115,8 @@ func TestGPUQuantized(t *testing.T) {
 // TestGPUQMatvecOneRow runs the products of one row of x on each of
 // their ways against the CPU: qmatvec8k4 (Q4_K) with two rows a warp (n
 // past a wave of blocks of a warp a row, with a short last block), with
-// warps sharing rows (few rows, long ones) and with a warp a row;
+// warps sharing rows (few rows, long ones) and with a warp a row, x
+// quantized in the kernel (k up to 2048) or by qx (longer rows);
 // qmatvec8s (Q6_K rows of 2048 values: 16-byte aligned); qmatvec8 for the
 // other types; each with and without a residual.
 func TestGPUQMatvecOneRow(t *testing.T) {
@@ -129,7 +130,7 @@ func TestGPUQMatvecOneRow(t *testing.T) {
 		typ  GGMLType
 		n, k int
 	}{
-		{GGMLQ4_K, wide, 256}, {GGMLQ4_K, 40, 8192}, {GGMLQ4_K, 37, 512}, {GGMLQ4_K, 3, 2048},
+		{GGMLQ4_K, wide, 256}, {GGMLQ4_K, wide, 4096}, {GGMLQ4_K, 40, 8192}, {GGMLQ4_K, 37, 512}, {GGMLQ4_K, 3, 2048},
 		{GGMLQ6_K, 37, 2048}, {GGMLQ8_0, 45, 1024}, {GGMLQ4_0, 300, 512}, {GGMLQ5_K, 29, 1024}, {GGMLQ5_1, 9, 256},
 	} {
 		typ, n, k := s.typ, s.n, s.k
@@ -255,12 +256,14 @@ func TestGPUQMatmulWith(t *testing.T) {
 	d := gpu(t)
 	cpu := CPU()
 	r := rand.New(rand.NewPCG(47, 48))
-	// 64×2048: two warps a row (qmatvecSplit), and qx's norm over a row
-	// of eight values a thread of its one block.
+	// 64×2048: two warps a row (qmatvecSplit) for the types on qmatvec8,
+	// and a norm over a row of eight values a thread of one block (qx's,
+	// or Q4_K's qmatvec8k4q's for one row); 40×4096: Q4_K's one row through
+	// qx and qmatvec8k4, norm and gate.
 	for _, c := range []struct {
 		typ  GGMLType
 		n, k int
-	}{{GGMLQ4_K, 300, 512}, {GGMLQ8_0, 300, 512}, {GGMLQ6_K, 300, 512}, {GGMLQ5_0, 300, 512}, {GGMLQ3_K, 300, 512}, {GGMLQ4_K, 64, 2048}} {
+	}{{GGMLQ4_K, 300, 512}, {GGMLQ8_0, 300, 512}, {GGMLQ6_K, 300, 512}, {GGMLQ5_0, 300, 512}, {GGMLQ3_K, 300, 512}, {GGMLQ4_K, 64, 2048}, {GGMLQ4_K, 40, 4096}} {
 		typ, n, k := c.typ, c.n, c.k
 		qg, qc, _ := quantPair(t, d, r, typ, n, k)
 		for _, dt := range []DType{F16, BF16} {

@@ -129,6 +129,17 @@ func (b *hipBackend) qmatvec(typ GGMLType, x view, w, dst *Storage, m, n, k int,
 			a.Int32(int32(m)).Uint64(uint64(n)).Uint64(uint64(k)).Ptr(ptr(x)).Ptr(storagePtr(w)).Ptr(storagePtr(dst))
 		})
 	}
+	var alpha, res hip.DevicePtr
+	if f.alpha.st != nil {
+		alpha = ptr(f.alpha)
+	}
+	if f.res.st != nil {
+		res = ptr(f.res)
+	}
+	if m == 1 && typ == GGMLQ4_K && k4Shared(k) <= k4SharedMost && k/8 <= int(block1D.X) {
+		// x quantized by each block of the product, in one pass.
+		return b.qmatvec8k4(x, k4x{}, w, dst, n, k, f, alpha, res, warps, slots)
+	}
 	// x to 8 bits once (qx, with f's norm or gate), then the product.
 	chunks := m * k / 32
 	scratch, err := b.pool.get(chunks * (32 + 4 + 8))
@@ -139,13 +150,6 @@ func (b *hipBackend) qmatvec(typ GGMLType, x view, w, dst *Storage, m, n, k int,
 	xq := scratch.buf.Ptr()
 	xd := xq.Add(chunks * 32)
 	xs := xd.Add(chunks * 4)
-	var alpha, res hip.DevicePtr
-	if f.alpha.st != nil {
-		alpha = ptr(f.alpha)
-	}
-	if f.res.st != nil {
-		res = ptr(f.res)
-	}
 	// A thread a value, or with the norm one block a row (its sum of
 	// squares): quant.hip's qx.
 	qxGrid := hip.Dim3{X: uint32((k + int(block1D.X) - 1) / int(block1D.X)), Y: uint32(m), Z: 1}
@@ -158,7 +162,7 @@ func (b *hipBackend) qmatvec(typ GGMLType, x view, w, dst *Storage, m, n, k int,
 		return err
 	}
 	if m == 1 && typ == GGMLQ4_K && k4Shared(k) <= k4SharedMost {
-		return b.qmatvec8k4(n, k, xq, xd, xs, w, dst, res, warps, slots)
+		return b.qmatvec8k4(x, k4x{xq, xd, xs}, w, dst, n, k, f, alpha, res, warps, slots)
 	}
 	if rb := k / typ.BlockSize() * typ.TypeSize(); m == 1 && typ == GGMLQ6_K && rb%16 == 0 && k*11/8+warps*rb <= k4SharedMost {
 		// A row of w a warp, copied into shared memory first (quant.hip's
@@ -189,12 +193,19 @@ func k4Shared(k int) int { return k / 64 * 88 }
 // shared memory every device gives a block without asking.
 const k4SharedMost = 45056
 
-// qmatvec8k4 is the product of one row of x, quantized by qx, and a Q4_K
-// weight (quant.hip's qmatvec8k4): a warp a row of w where one wave of
-// blocks covers n, else two rows a warp (on an H200, the LM head's
-// 128256×2048 took 40.5 µs so against 48.1; 3072×2048, 3.14 µs against
-// 3.27). Warps share a row only when n leaves SMs without a block.
-func (b *hipBackend) qmatvec8k4(n, k int, xq, xd, xs hip.DevicePtr, w, dst *Storage, res hip.DevicePtr, warps, slots int) error {
+// k4x is qx's output for qmatvec8k4; all zero when the kernel quantizes x
+// itself.
+type k4x struct{ xq, xd, xs hip.DevicePtr }
+
+// qmatvec8k4 is the product of one row of x and a Q4_K weight (quant.hip's
+// qmatvec8k4): with qx's output q, or, when q is zero, with x quantized (f
+// applied) by each block of the product, which costs less than qx's launch
+// for a row a block quantizes in one pass (k up to 8 values a thread). A
+// warp a row of w where one wave of blocks covers n, else two rows a warp
+// (on an H200, the LM head's 128256×2048 took 40.5 µs so against 48.1;
+// 3072×2048, 3.14 µs against 3.27). Warps share a row only when n leaves
+// SMs without a block.
+func (b *hipBackend) qmatvec8k4(x view, q k4x, w, dst *Storage, n, k int, f qfuse, alpha, res hip.DevicePtr, warps, slots int) error {
 	wide := 0
 	if (n+warps-1)/warps > slots {
 		wide = 1
@@ -206,8 +217,14 @@ func (b *hipBackend) qmatvec8k4(n, k int, xq, xd, xs hip.DevicePtr, w, dst *Stor
 	}
 	rows /= split
 	grid := hip.Dim3{X: uint32(max(1, min((n+rows-1)/rows, slots))), Y: 1, Z: 1}
-	return b.launchShared(famQuant, kernelNames.k4[wide][dst.dtype], grid, block1D, k4Shared(k), func(a *hip.Args) {
-		a.Int32(int32(split)).Uint64(uint64(n)).Uint64(uint64(k)).Ptr(xq).Ptr(xd).Ptr(xs)
+	fused := b2i(q.xq == 0)
+	return b.launchShared(famQuant, kernelNames.k4[fused][wide][dst.dtype], grid, block1D, k4Shared(k), func(a *hip.Args) {
+		a.Int32(int32(split)).Uint64(uint64(n)).Uint64(uint64(k))
+		if fused == 1 {
+			a.Ptr(ptr(x)).Int32(int32(b2i(f.gated))).Float32(float32(f.eps)).Ptr(alpha)
+		} else {
+			a.Ptr(q.xq).Ptr(q.xd).Ptr(q.xs)
+		}
 		a.Ptr(storagePtr(w)).Ptr(storagePtr(dst)).Ptr(res)
 	})
 }

@@ -59,7 +59,7 @@ func TestROCmCompilesEveryKernel(t *testing.T) {
 }
 
 // checkDotProducts checks that the 8-bit matrix-vector kernels (qmatvec8_,
-// qmatvec8w_, qmatvec8s_, qmatvec8k4_, qmatvec8k4x2_) multiply on the arch's 4-byte dot product instruction, not
+// qmatvec8w_, qmatvec8s_, and qmatvec8k4's four) multiply on the arch's 4-byte dot product instruction, not
 // the portable fallback, and that the float ones (qmatvec_) have none: gfx90a and
 // gfx942 run __builtin_amdgcn_sdot4 as v_dot4c_i32_i8 (VOP2, opcode 0x39:
 // the accumulator in place), gfx11 and gfx12 __builtin_amdgcn_sudot4 as
@@ -104,9 +104,9 @@ func checkDotProducts(t *testing.T, arch string, image []byte, syms []string) {
 				want = 128
 			case strings.HasPrefix(s.Name, "qmatvec8s_"):
 				want = 16 // a chunk at a time, the loop unrolled twice
-			case strings.HasPrefix(s.Name, "qmatvec8k4_"):
+			case strings.HasPrefix(s.Name, "qmatvec8k4_"), strings.HasPrefix(s.Name, "qmatvec8k4q_"):
 				want = 16 // qmatvec8k4: sixteen a pair of chunks, a row a warp
-			case strings.HasPrefix(s.Name, "qmatvec8k4x2_"):
+			case strings.HasPrefix(s.Name, "qmatvec8k4x2_"), strings.HasPrefix(s.Name, "qmatvec8k4qx2_"):
 				want = 32
 			}
 			assert.GreaterOrEqual(t, dots, want, "%s %s: dot product instructions", arch, s.Name)

@@ -20,7 +20,8 @@
 //                      into shared memory in 16-byte loads (rows that keep the alignment)
 //   qmatvec8k4_<dt>    qmatvec8 of Q4_K and one row of x (decode at batch 1) in
 //                      16-byte loads, x in shared memory; qmatvec8k4x2_<dt> two
-//                      rows of w a warp, for large n
+//                      rows of w a warp, for large n; qmatvec8k4q_<dt> and
+//                      qmatvec8k4qx2_<dt> quantize x themselves (qx in the kernel)
 // (More rows run on BLAS over slices of w that dequant_ expands: quant_hip.go.)
 // Blocks are read with 2-byte loads (every block size is even, and the f16
 // fields sit at even offsets), 16-byte ones where a type's block keeps
@@ -453,12 +454,12 @@ template <class T> __device__ __forceinline__ void load8(const T* __restrict__ p
 	}
 }
 
-// qx_chunk stores a chunk's 8-bit values, scale and halves' sums (see
-// qx) from a thread's 8 values v: four neighbouring threads take a chunk
-// (sub: which 8 of it), and the shuffles stay within them (any warp
-// size). Every lane calls it; live says whether the thread has values.
-__device__ __forceinline__ void qx_chunk(const float* v, int sub, u64 c, bool live, int* __restrict__ xq, float* __restrict__ xd,
-                                         int* __restrict__ xs) {
+// qx_quant quantizes a chunk (see qx) from a thread's 8 values v: four
+// neighbouring threads take a chunk, and the shuffles stay within them
+// (any warp size). Every lane calls it. q: the thread's values in 8 bits,
+// h: the sum of its half of the chunk's (two threads), d: the chunk's
+// scale (NaN for a NaN or an infinity in the chunk).
+__device__ __forceinline__ void qx_quant(const float* v, int* q, int& h, float& d) {
 	float amax = 0.0f;
 	int bad = 0;
 #pragma unroll
@@ -470,7 +471,7 @@ __device__ __forceinline__ void qx_chunk(const float* v, int sub, u64 c, bool li
 		amax = fmaxf(amax, __shfl_xor(amax, o));
 		bad |= __shfl_xor(bad, o);
 	}
-	int q[2], h = 0;
+	h = 0;
 #pragma unroll
 	for (int j = 0; j < 2; j++) {
 		q[j] = 0;
@@ -483,10 +484,20 @@ __device__ __forceinline__ void qx_chunk(const float* v, int sub, u64 c, bool li
 			h += qi;
 		}
 	}
-	h += __shfl_xor(h, 1); // the chunk's half: two threads
+	h += __shfl_xor(h, 1);
+	d = bad ? __int_as_float(0x7fc00000) : amax / 127.0f;
+}
+
+// qx_chunk stores qx_quant's chunk c (sub: which 8 of it the thread has);
+// live says whether the thread has values.
+__device__ __forceinline__ void qx_chunk(const float* v, int sub, u64 c, bool live, int* __restrict__ xq, float* __restrict__ xd,
+                                         int* __restrict__ xs) {
+	int q[2], h;
+	float d;
+	qx_quant(v, q, h, d);
 	if (live) {
 		((int2*)xq)[c * 4 + sub] = make_int2(q[0], q[1]);
-		if (sub == 0) xd[c] = bad ? __int_as_float(0x7fc00000) : amax / 127.0f;
+		if (sub == 0) xd[c] = d;
 		if (sub % 2 == 0) xs[2 * c + sub / 2] = h;
 	}
 }
@@ -740,30 +751,104 @@ __device__ __forceinline__ float k4pair(uint4 h, uint4 q0, uint4 q1, int t, cons
 // values in the low nibbles, the other's in the high ones) and the block's
 // 16-byte head, three 16-byte loads for 64 values where qmatvec8 makes a
 // dozen loads a chunk of 32. x waits in shared memory (dynamic: 88 bytes a
-// pair, quant_hip.go's k4Shared), staged once a block: xq in four planes (plane i
-// holds 16-byte word i of each pair: a warp's reads of a plane are
-// consecutive), then the half sums and the scales. RW rows a warp, their
-// loads in flight together; split warps a row as in qmatvec8. On an H200
-// (Q4_K, BF16 x, µs, against qmatvec8): 128256×2048 40.5 with two rows a
-// warp (48.1 with one, 82.6); 16384×2048 6.75 (7.8, 11.8); 3072×2048 3.14
+// pair, quant_hip.go's k4Shared), staged once a block: xq in four planes
+// (plane i holds 16-byte word i of each pair: a warp's reads of a plane
+// are consecutive), then the half sums and the scales. RW rows a warp,
+// their loads in flight together; split warps a row as in qmatvec8. On an
+// H200 (Q4_K, BF16 x, µs, against qmatvec8): 128256×2048 40.5 with two rows
+// a warp (48.1 with one, 82.6); 16384×2048 6.75 (7.8, 11.8); 3072×2048 3.14
 // with one (3.27 with two, 3.61); 2048×8192 4.75 (6.0).
-template <class T, int RW>
-__device__ __forceinline__ void qmatvec8k4(int split, u64 n, u64 k, const int* __restrict__ xq, const float* __restrict__ xd,
+//
+// FX: the block quantizes x itself (f applied, qx's way: a thread 8
+// values, four threads a chunk) instead of copying qx's output, with a
+// warp a row's first loads of w issued before (their latency under x's).
+// For rows of x a block quantizes in one pass (quant_hip.go): qx's launch
+// costs more there (q, k and v with the norm 5.07 µs against 5.70; o 3.69
+// against 4.52; the LM head 41.3 against 42.7), but a gated 2 × 8192 row
+// in four passes made down 10.6 µs against 6.5.
+template <class T, int RW, bool FX>
+__device__ __forceinline__ void qmatvec8k4(int split, u64 n, u64 k, const T* __restrict__ x, const QFuse<T> f,
+                                           const int* __restrict__ xq, const float* __restrict__ xd,
                                            const int* __restrict__ xs, const u8* __restrict__ w, T* __restrict__ y,
                                            const T* __restrict__ res) {
-	__shared__ float part[RW][1024 / 32]; // the warps' sums, when split
+	__shared__ float part[RW][1024 / 32]; // the warps' sums: a row's splits; with FX x's squares
 	extern __shared__ int4 k4s[];
 	const int lane = threadIdx.x % warpSize, wib = threadIdx.x / warpSize, wpb = blockDim.x / warpSize;
 	const int rpb = wpb / split * RW, wr = wib / split, ws = wib % split;
 	const u64 pairs = k / 64, rb = k / 256 * 144, p0 = (u64)ws * warpSize + lane, stride = (u64)split * warpSize;
-	const int4* q4 = (const int4*)xq;
-	for (u64 g = threadIdx.x; g < 4 * pairs; g += blockDim.x) k4s[g % 4 * pairs + g / 4] = q4[g];
-	for (u64 g = threadIdx.x; g < pairs; g += blockDim.x) k4s[4 * pairs + g] = ((const int4*)xs)[g];
+	const u64 base0 = (u64)blockIdx.x * rpb;
 	float2* const d2 = (float2*)(k4s + 5 * pairs);
-	for (u64 g = threadIdx.x; g < pairs; g += blockDim.x) d2[g] = ((const float2*)xd)[g];
+	// The first pair's loads, before x's (a row a warp: with two, the
+	// registers they hold meanwhile spill).
+	const bool early = FX && RW == 1 && base0 < n && p0 < pairs;
+	uint4 h0[RW], a0[RW], b0[RW];
+	if (early) {
+#pragma unroll
+		for (int r = 0; r < RW; r++) {
+			const u8* b = w + min(base0 + (u64)wr * RW + r, n - 1) * rb + p0 / 4 * 144;
+			const int t = (int)(p0 % 4);
+			h0[r] = *(const uint4*)b;
+			a0[r] = *(const uint4*)(b + 16 + 32 * t);
+			b0[r] = *(const uint4*)(b + 32 + 32 * t);
+		}
+	}
+	if (FX) {
+		float* const sd = (float*)d2;              // chunk c's scale
+		int* const sh = (int*)(k4s + 4 * pairs);    // its half sums at 2c, 2c + 1
+		const int sub = threadIdx.x % 4;
+		const bool vec = aligned16(x) && (!f.alpha || aligned16(f.alpha));
+		const u64 groups = k / 8;
+		float ss = 0.0f;
+		for (u64 g0 = 0; g0 < groups; g0 += blockDim.x) {
+			const u64 e8 = g0 + threadIdx.x;
+			const bool live = e8 < groups;
+			const u64 e = live ? e8 * 8 : 0;
+			float v[8];
+			load8<T>(x + e, vec, v);
+			if (f.gated) {
+				float u[8];
+				load8<T>(x + k + e, vec, u);
+#pragma unroll
+				for (int j = 0; j < 8; j++) v[j] = v[j] / (1.0f + expf(-v[j])) * u[j];
+			}
+			if (f.alpha) {
+				float a[8];
+				load8<T>(f.alpha + e, vec, a);
+#pragma unroll
+				for (int j = 0; j < 8; j++) {
+					ss += live ? v[j] * v[j] : 0.0f;
+					v[j] *= a[j];
+				}
+			}
+			int q[2], h;
+			float d;
+			qx_quant(v, q, h, d);
+			if (live) {
+				const u64 c = e8 / 4;
+				((int2*)(k4s + (2 * (c % 2) + sub / 2) * pairs + c / 2))[sub % 2] = make_int2(q[0], q[1]);
+				if (sub == 0) sd[c] = d;
+				if (sub % 2 == 0) sh[2 * c + sub / 2] = h;
+			}
+		}
+		if (f.alpha) {
+			for (int o = warpSize / 2; o > 0; o >>= 1) ss += __shfl_xor(ss, o);
+			if (lane == 0) part[0][wib] = ss;
+			__syncthreads();
+			ss = 0.0f;
+			for (int i = 0; i < wpb; i++) ss += part[0][i];
+			const float rs = 1.0f / sqrtf(ss / (float)k + f.eps);
+			// The scales this thread stored, times the 1 / RMS.
+			for (u64 e8 = threadIdx.x; sub == 0 && e8 < groups; e8 += blockDim.x) sd[e8 / 4] *= rs;
+		}
+	} else {
+		const int4* q4 = (const int4*)xq;
+		for (u64 g = threadIdx.x; g < 4 * pairs; g += blockDim.x) k4s[g % 4 * pairs + g / 4] = q4[g];
+		for (u64 g = threadIdx.x; g < pairs; g += blockDim.x) k4s[4 * pairs + g] = ((const int4*)xs)[g];
+		for (u64 g = threadIdx.x; g < pairs; g += blockDim.x) d2[g] = ((const float2*)xd)[g];
+	}
 	__syncthreads();
 	// The loop's bounds are the block's, not the warp's: its barriers.
-	for (u64 base = (u64)blockIdx.x * rpb; base < n; base += (u64)gridDim.x * rpb) {
+	for (u64 base = base0; base < n; base += (u64)gridDim.x * rpb) {
 		const u64 j0 = base + (u64)wr * RW;
 		float acc[RW];
 #pragma unroll
@@ -772,20 +857,25 @@ __device__ __forceinline__ void qmatvec8k4(int split, u64 n, u64 k, const int* _
 			const int t = (int)(p % 4);
 			const u64 off = p / 4 * 144;
 			uint4 h[RW], q0[RW], q1[RW];
+			if (early && base == base0 && p == p0) {
 #pragma unroll
-			for (int r = 0; r < RW; r++) {
-				const u8* b = w + min(j0 + r, n - 1) * rb + off; // a row past n reads row n - 1, unused
-				h[r] = *(const uint4*)b;
-				q0[r] = *(const uint4*)(b + 16 + 32 * t);
-				q1[r] = *(const uint4*)(b + 32 + 32 * t);
+				for (int r = 0; r < RW; r++) h[r] = h0[r], q0[r] = a0[r], q1[r] = b0[r];
+			} else {
+#pragma unroll
+				for (int r = 0; r < RW; r++) {
+					const u8* b = w + min(j0 + r, n - 1) * rb + off; // a row past n reads row n - 1, unused
+					h[r] = *(const uint4*)b;
+					q0[r] = *(const uint4*)(b + 16 + 32 * t);
+					q1[r] = *(const uint4*)(b + 32 + 32 * t);
+				}
 			}
-			k4x x;
+			k4x xv;
 #pragma unroll
-			for (int i = 0; i < 4; i++) x.q[i] = k4s[i * pairs + p];
-			x.s = k4s[4 * pairs + p];
-			x.d = d2[p];
+			for (int i = 0; i < 4; i++) xv.q[i] = k4s[i * pairs + p];
+			xv.s = k4s[4 * pairs + p];
+			xv.d = d2[p];
 #pragma unroll
-			for (int r = 0; r < RW; r++) acc[r] += k4pair(h[r], q0[r], q1[r], t, x);
+			for (int r = 0; r < RW; r++) acc[r] += k4pair(h[r], q0[r], q1[r], t, xv);
 		}
 #pragma unroll
 		for (int r = 0; r < RW; r++) {
@@ -871,15 +961,24 @@ __device__ __forceinline__ void qmatvec(int m, u64 n, u64 k, const T* __restrict
 	                               const u8* w, T* y, const T* res) {                                                  \
 		qmatvec8<Q, T, QMV_WIDE>(m, split, n, k, xq, xd, xs, w, y, res);                                             \
 	}
-// Q4_K against one row of x: a warp a row, and two rows a warp (x2).
+// Q4_K against one row of x: a warp a row, and two rows a warp (x2); qx's
+// output staged, or x quantized in the kernel (q).
 #define K4_KERNELS(TN, T)                                                                                            \
 	Q_KERNEL qmatvec8k4_##TN(int split, u64 n, u64 k, const int* xq, const float* xd, const int* xs, const u8* w, T* y,   \
 	                         const T* res) {                                                                           \
-		qmatvec8k4<T, 1>(split, n, k, xq, xd, xs, w, y, res);                                                        \
+		qmatvec8k4<T, 1, false>(split, n, k, nullptr, QFuse<T>{}, xq, xd, xs, w, y, res);                            \
 	}                                                                                                                \
 	Q_KERNEL qmatvec8k4x2_##TN(int split, u64 n, u64 k, const int* xq, const float* xd, const int* xs, const u8* w,       \
 	                           T* y, const T* res) {                                                                   \
-		qmatvec8k4<T, 2>(split, n, k, xq, xd, xs, w, y, res);                                                        \
+		qmatvec8k4<T, 2, false>(split, n, k, nullptr, QFuse<T>{}, xq, xd, xs, w, y, res);                            \
+	}                                                                                                                \
+	Q_KERNEL qmatvec8k4q_##TN(int split, u64 n, u64 k, const T* x, int gated, float eps, const T* alpha, const u8* w,    \
+	                          T* y, const T* res) {                                                                    \
+		qmatvec8k4<T, 1, true>(split, n, k, x, QFuse<T>{gated, eps, alpha}, nullptr, nullptr, nullptr, w, y, res);   \
+	}                                                                                                                \
+	Q_KERNEL qmatvec8k4qx2_##TN(int split, u64 n, u64 k, const T* x, int gated, float eps, const T* alpha, const u8* w,  \
+	                            T* y, const T* res) {                                                                  \
+		qmatvec8k4<T, 2, true>(split, n, k, x, QFuse<T>{gated, eps, alpha}, nullptr, nullptr, nullptr, w, y, res);   \
 	}
 K4_KERNELS(f16, f16)
 K4_KERNELS(bf16, bf16)
