@@ -57,7 +57,7 @@ func heartbeatURL(hive string) (string, error) {
 	return u.String(), nil
 }
 
-// Start begins beating until ctx ends; Stop waits for the last beat.
+// Start begins beating until ctx ends; Wait waits for the last beat.
 func (h *Heartbeat) Start(ctx context.Context) {
 	if h.Client == nil {
 		h.Client = &http.Client{Timeout: 10 * time.Second}
@@ -78,7 +78,10 @@ func (h *Heartbeat) Kick() {
 	}
 }
 
-// Wait returns when the loop has ended (its context done).
+// Wait returns when the loop has ended: its context done, and a beat
+// under way answered (or timed out by the client). A beat is never cut
+// short: the hive may still record a cancelled request after the next one,
+// and a worker's "ready" would then follow its "draining".
 func (h *Heartbeat) Wait() { <-h.done }
 
 func (h *Heartbeat) loop(ctx context.Context) {
@@ -86,8 +89,9 @@ func (h *Heartbeat) loop(ctx context.Context) {
 	t := time.NewTicker(h.Interval)
 	defer t.Stop()
 	failing := false
+	bctx := context.WithoutCancel(ctx) // see Wait
 	for {
-		err := h.Beat(ctx)
+		err := h.Beat(bctx)
 		switch {
 		case err != nil && ctx.Err() == nil && !failing:
 			h.Logger.Warn("heartbeat failed; will retry", "url", h.URL, "err", err)

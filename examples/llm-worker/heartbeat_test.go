@@ -127,6 +127,41 @@ func TestHeartbeatBeats(t *testing.T) {
 	assert.Len(t, after, len(before)+2, "no beat after the stop")
 }
 
+// TestHeartbeatStopFinishesBeat: stopping lets a beat under way finish (a
+// beat cut short could reach the hive after the one the worker sends next:
+// TestWorkerLifecycle once saw "ready" after "draining").
+func TestHeartbeatStopFinishesBeat(t *testing.T) {
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	var got atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case entered <- struct{}{}:
+		default:
+		}
+		<-release
+		got.Add(1)
+	}))
+	defer srv.Close()
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	defer free() // before srv.Close, which waits for the handler
+	hb := &Heartbeat{URL: srv.URL, Interval: time.Hour, Payload: func() HeartbeatPayload { return HeartbeatPayload{WorkerID: "w"} }}
+	ctx, cancel := context.WithCancel(context.Background())
+	hb.Start(ctx)
+	<-entered
+	cancel()
+	waited := make(chan struct{})
+	go func() { hb.Wait(); close(waited) }()
+	select {
+	case <-waited:
+		t.Fatal("Wait returned with a beat under way")
+	case <-time.After(50 * time.Millisecond):
+	}
+	free()
+	<-waited
+	assert.Equal(t, int32(1), got.Load(), "the beat under way reached the hive before Wait returned")
+}
+
 func TestHeartbeatUnreachableHive(t *testing.T) {
 	h := newHive(t)
 	url := h.URL
