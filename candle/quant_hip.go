@@ -124,7 +124,7 @@ func (b *hipBackend) qmatvec(typ GGMLType, x view, w, dst *Storage, m, n, k int,
 	warps := int(block1D.X) / max(b.props.WarpSize, 1)
 	slots := max(b.props.MultiProcessorCount, 1) * qmatvecBlocksPerSM
 	if !qmatvecI8(typ, dt) { // a warp a row
-		grid := hip.Dim3{X: uint32(max(1, min((n+warps-1)/warps, slots))), Y: 1, Z: 1}
+		grid := qmatvecGrid(n, warps, slots)
 		return b.launch(famQuant, quantKernel(qMatvec, typ, dt), grid, block1D, func(a *hip.Args) {
 			a.Int32(int32(m)).Uint64(uint64(n)).Uint64(uint64(k)).Ptr(ptr(x)).Ptr(storagePtr(w)).Ptr(storagePtr(dst))
 		})
@@ -167,14 +167,14 @@ func (b *hipBackend) qmatvec(typ GGMLType, x view, w, dst *Storage, m, n, k int,
 	if rb := k / typ.BlockSize() * typ.TypeSize(); m == 1 && typ == GGMLQ6_K && rb%16 == 0 && k*11/8+warps*rb <= k4SharedMost {
 		// A row of w a warp, copied into shared memory first (quant.hip's
 		// qmatvec8s: Q6_K's blocks keep 2-byte alignment only).
-		grid := hip.Dim3{X: uint32(max(1, min((n+warps-1)/warps, slots))), Y: 1, Z: 1}
+		grid := qmatvecGrid(n, warps, slots)
 		return b.launchShared(famQuant, quantKernel(qMatvec8S, typ, dt), grid, block1D, k*11/8+warps*rb, func(a *hip.Args) {
 			a.Uint64(uint64(n)).Uint64(uint64(k)).Ptr(xq).Ptr(xd).Ptr(xs).Ptr(storagePtr(w)).Ptr(storagePtr(dst)).Ptr(res)
 		})
 	}
 	split := qmatvecSplit(n, k/32, warps, b.props.WarpSize, slots)
 	rows := warps / split
-	grid := hip.Dim3{X: uint32(max(1, min((n+rows-1)/rows, slots))), Y: 1, Z: 1}
+	grid := qmatvecGrid(n, rows, slots)
 	kind := qMatvec8
 	if m > qmatvecRows {
 		kind = qMatvec8W
@@ -183,6 +183,12 @@ func (b *hipBackend) qmatvec(typ GGMLType, x view, w, dst *Storage, m, n, k int,
 		a.Int32(int32(m)).Int32(int32(split)).Uint64(uint64(n)).Uint64(uint64(k)).Ptr(xq).Ptr(xd).Ptr(xs)
 		a.Ptr(storagePtr(w)).Ptr(storagePtr(dst)).Ptr(res)
 	})
+}
+
+// qmatvecGrid is the matrix-vector kernels' grid for n rows of w, rows a
+// block: at most one wave of blocks (slots), each looping over rows.
+func qmatvecGrid(n, rows, slots int) hip.Dim3 {
+	return hip.Dim3{X: uint32(max(1, min((n+rows-1)/rows, slots))), Y: 1, Z: 1}
 }
 
 // k4Shared is the shared memory qmatvec8k4 stages x in: 88 bytes for each
@@ -216,7 +222,7 @@ func (b *hipBackend) qmatvec8k4(x view, q k4x, w, dst *Storage, n, k int, f qfus
 		split *= 2
 	}
 	rows /= split
-	grid := hip.Dim3{X: uint32(max(1, min((n+rows-1)/rows, slots))), Y: 1, Z: 1}
+	grid := qmatvecGrid(n, rows, slots)
 	fused := b2i(q.xq == 0)
 	return b.launchShared(famQuant, kernelNames.k4[fused][wide][dst.dtype], grid, block1D, k4Shared(k), func(a *hip.Args) {
 		a.Int32(int32(split)).Uint64(uint64(n)).Uint64(uint64(k))
