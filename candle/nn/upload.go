@@ -24,7 +24,8 @@ import (
 // for and a few chunks beyond it, and each tensor is copied by DMA from
 // them; a chunk's buffer goes back once every tensor in it is loaded. The
 // buffers are the process's, kept for the next load (FreePinnedBuffers
-// frees them): allocating pinned memory is slower than reading a file. If
+// frees them): allocating pinned memory is slower than reading a file,
+// and ReservePinnedBuffers allocates them before a first load. If
 // reading or allocating fails, the file's tensors go through candle's
 // staging buffers instead (candle.FromBytes), with the same result. The
 // CPU device reads the mapping directly either way.
@@ -44,11 +45,11 @@ type Transfer struct {
 	// Chunk is the bytes read or registered at a time, a multiple of the
 	// page size (default 4 MiB read, 128 MiB registered).
 	Chunk int
-	// Workers is the goroutines reading or registering chunks (default 12
+	// Workers is the goroutines reading or registering chunks (default 14
 	// read, fewer on a host of fewer cores; 2 registered).
 	Workers int
 	// Ahead is how many chunks are read or registered beyond the last one
-	// a load asks for (default 24 read, 4 registered).
+	// a load asks for (default 8 read, 4 registered).
 	Ahead int
 	// Keep keeps every registered chunk registered until Close, instead of
 	// unregistering each once its tensors are loaded: no unregistering
@@ -57,15 +58,17 @@ type Transfer struct {
 	Keep bool
 }
 
-// The defaults of Transfer: what measured best on an H100 host of the
-// strategies bench's loading rows try (bench/RESULTS.md: 4 MiB chunks
-// read by 12 goroutines, 24 ahead, moved a 2.47 GB checkpoint from the
-// page cache at 0.80-0.88 of the pinned copy rate in two runs, where
-// registering 128 MiB chunks reached 0.39-0.41).
+// The defaults of Transfer: what measured best of the strategies
+// tensorbench's loading rows try (bench/RESULTS.md). On H200 hosts, 4 MiB
+// chunks read by 14 goroutines, 8 ahead, moved a 2.47 GB checkpoint from
+// the page cache at 0.80-0.89 of the pinned copy rate where 12 goroutines,
+// 24 ahead (the default before) read 0.72-0.85 in the same runs: fewer
+// buffers in flight, and fewer to allocate for a process's first load.
+// Registering 128 MiB chunks reached 0.37-0.42.
 const (
 	defaultReadChunk   = 4 << 20
-	defaultReadWorkers = 12
-	defaultReadAhead   = 24
+	defaultReadWorkers = 14
+	defaultReadAhead   = 8
 	defaultRegChunk    = 128 << 20
 	defaultRegWorkers  = 2
 	defaultRegAhead    = 4
@@ -90,6 +93,11 @@ func (t Transfer) resolved() Transfer {
 	}
 	return t
 }
+
+// pinnedBuffers is how many pinned buffers a load that reads holds at
+// most: one a reading goroutine, the chunks ahead, and two a load copies
+// from. t is resolved.
+func (t Transfer) pinnedBuffers() int { return t.Workers + t.Ahead + 2 }
 
 func (t Transfer) String() string {
 	if t.Staging {
@@ -484,7 +492,7 @@ func newUploader(dev *candle.HIPDevice, file io.ReaderAt, mapped []byte, t Trans
 		return &held{pin: pin}, err
 	}
 	if u.read {
-		u.pool, u.room = poolOf(t.Chunk), t.Workers+t.Ahead+2
+		u.pool, u.room = poolOf(t.Chunk), t.pinnedBuffers()
 		register = u.readChunk
 	}
 	u.win = newWindow(mapped, t, tensors, register, u.release)
@@ -681,7 +689,7 @@ func (u *uploader) readStats() TransferStats {
 // not the registration, cost the most), and 21 ms as one mapping in huge
 // pages. A first load still waits for them (fresh memory comes at a
 // tenth of the copy rate): 2.47 GB in 78-81 ms there, against 51-56 ms
-// once the pool has grown. Where mapping or registering fails,
+// once the pool has grown (ReservePinnedBuffers grows it beforehand). Where mapping or registering fails,
 // MallocHost's memory serves, a buffer at a time. The memory is portable:
 // every device of the process copies from it.
 var pinnedPools struct {
@@ -864,6 +872,46 @@ func (p *pinnedPool) put(b *hip.PinnedBuffer) {
 	p.mu.Lock()
 	p.free = append(p.free, b)
 	p.mu.Unlock()
+}
+
+// ReservePinnedBuffers allocates the pinned buffers that a load with t
+// reads into (Transfer: Chunk, Workers and Ahead; none for Register or
+// Staging), so that the process's first load does not wait for them, and
+// reports the bytes they hold. Fresh pinned memory comes slowly (96 MiB
+// in 15-24 ms on an H200's host), and there a process's first load of a
+// 2.47 GB checkpoint took 80-92 ms allocating its own buffers, 64-69 ms
+// with them reserved, where a repeated load takes 51-55 ms
+// (bench/RESULTS.md): call it while the program does something else
+// before loading, as llm-worker does while its tokenizer loads. The
+// buffers are the process's, kept until FreePinnedBuffers.
+func ReservePinnedBuffers(dev *candle.HIPDevice, t Transfer) (int64, error) {
+	if dev == nil {
+		return 0, fmt.Errorf("nn: ReservePinnedBuffers: nil device: %w", candle.ErrDevice)
+	}
+	if t.Register || t.Staging {
+		return 0, nil
+	}
+	t = t.resolved()
+	p, room := poolOf(t.Chunk), t.pinnedBuffers()
+	var got []*hip.PinnedBuffer
+	defer func() {
+		for _, b := range got {
+			p.put(b)
+		}
+	}()
+	for {
+		b, err := p.get(dev.HIP(), room)
+		if errors.Is(err, errNoRoom) {
+			break
+		}
+		if err != nil {
+			return 0, fmt.Errorf("nn: ReservePinnedBuffers: %w", err)
+		}
+		got = append(got, b)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return int64(p.n) * int64(p.size), nil
 }
 
 // FreePinnedBuffers frees the pinned buffers that loading keeps for the

@@ -156,4 +156,29 @@ func TestGPULoad(t *testing.T) {
 	freed, err = FreePinnedBuffers()
 	require.NoError(t, err)
 	assert.Zero(t, freed, "freed once")
+
+	// Reserved, they are what a load with the same transfer holds at most,
+	// so that the load allocates none.
+	tr := Transfer{Chunk: 64 << 10}
+	want := int64(tr.resolved().pinnedBuffers()) * 64 << 10
+	reserved, err := ReservePinnedBuffers(dev, tr)
+	require.NoError(t, err)
+	assert.Equal(t, want, reserved)
+	reserved, err = ReservePinnedBuffers(dev, tr)
+	require.NoError(t, err)
+	assert.Equal(t, want, reserved, "reserving again allocates nothing more")
+	vb, err := OpenVarBuilder(path, dev, candle.BF16, WithTransfer(tr))
+	require.NoError(t, err)
+	for _, n := range []string{"a.f32", "b.bf16", "g.bf16"} {
+		x, err := vb.Get(n, es[n].shape...)
+		require.NoError(t, err)
+		x.Close()
+	}
+	require.NoError(t, vb.Close())
+	freed, err = FreePinnedBuffers()
+	require.NoError(t, err)
+	assert.Equal(t, want, freed, "the load used the reserved buffers, no more")
+	reserved, err = ReservePinnedBuffers(dev, Transfer{Register: true})
+	require.NoError(t, err)
+	assert.Zero(t, reserved, "registering reads into no buffers")
 }

@@ -311,13 +311,16 @@ func TestTransferOptions(t *testing.T) {
 	assert.Equal(t, Transfer{Chunk: defaultReadChunk, Workers: workers, Ahead: defaultReadAhead}, d)
 	assert.Equal(t, Transfer{Register: true, Chunk: defaultRegChunk, Workers: defaultRegWorkers, Ahead: defaultRegAhead}, Transfer{Register: true}.resolved())
 	assert.Equal(t, 2*page, Transfer{Chunk: page + 1}.resolved().Chunk, "rounded up to pages")
-	assert.Equal(t, fmt.Sprintf("read in 4.0 MiB chunks by %d goroutines, 24 ahead", workers), Transfer{}.String())
+	assert.Equal(t, fmt.Sprintf("read in 4.0 MiB chunks by %d goroutines, 8 ahead", workers), Transfer{}.String())
+	assert.Equal(t, workers+defaultReadAhead+2, d.pinnedBuffers())
 	assert.Equal(t, "registered in 128 MiB chunks by 2 goroutines, 4 ahead", Transfer{Register: true}.String())
 	assert.Equal(t, "staging", Transfer{Staging: true}.String())
 	assert.Equal(t, "registered in 8.0 MiB chunks by 2 goroutines, 4 ahead, kept until Close", Transfer{Register: true, Chunk: 8 << 20, Keep: true}.String())
 	var o Transfer
 	WithTransfer(Transfer{Workers: 4})(&o)
 	assert.Equal(t, 4, o.Workers)
+	_, err := ReservePinnedBuffers(nil, Transfer{})
+	assert.ErrorIs(t, err, candle.ErrDevice, "a nil device is an error, not a crash")
 
 	// The CPU device reads the mapping either way.
 	dir := t.TempDir()
