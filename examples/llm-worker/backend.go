@@ -9,6 +9,7 @@ import (
 	"github.com/rocm-go/rocm/candle/gguf"
 	"github.com/rocm-go/rocm/candle/models/generate"
 	"github.com/rocm-go/rocm/candle/models/llama"
+	"github.com/rocm-go/rocm/candle/nn"
 	"github.com/rocm-go/rocm/tokenizer"
 )
 
@@ -70,12 +71,26 @@ func loadModel(o LoadOptions, dev candle.Device) (*tokenizer.Tokenizer, *llama.M
 		}
 		load = func(dt candle.DType) (*llama.Model, error) { return llama.LoadGGUF(o.Dir, dev, dt, opts) }
 	} else {
+		// Loading's pinned buffers are allocated while the tokenizer loads,
+		// so that the weights do not wait for them (ReservePinnedBuffers).
+		// Without them the load allocates its own, more slowly.
+		reserved := make(chan struct{})
+		if hd, ok := dev.(*candle.HIPDevice); ok {
+			go func() {
+				defer close(reserved)
+				nn.ReservePinnedBuffers(hd, nn.Transfer{})
+			}()
+		} else {
+			close(reserved)
+		}
+		defer func() { <-reserved }()
 		if cfg, err = llama.LoadConfig(o.Dir); err != nil {
 			return nil, nil, 0, err
 		}
 		if tok, err = tokenizer.LoadDir(o.Dir); err != nil {
 			return nil, nil, 0, err
 		}
+		<-reserved
 		load = func(dt candle.DType) (*llama.Model, error) { return llama.Load(o.Dir, dev, dt, opts) }
 	}
 	dt, err := chooseDType(o.DType, dev, cfg)

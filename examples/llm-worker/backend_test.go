@@ -12,23 +12,38 @@ import (
 
 	"github.com/rocm-go/rocm/candle"
 	"github.com/rocm-go/rocm/candle/models/llama/mkmodel"
+	"github.com/rocm-go/rocm/hip"
+	"github.com/rocm-go/rocm/internal/testenv"
 )
 
 // TestRealBackendOnCPU runs the real backend on a small random model:
 // the chat template, encoding, a greedy generation (twice, the same),
 // the engine's refusals as the worker's errors, and Close.
-func TestRealBackendOnCPU(t *testing.T) {
+func TestRealBackendOnCPU(t *testing.T) { testRealBackend(t, "cpu", "cpu", "f32") }
+
+// TestGPURealBackend is the same on the GPU, where the model loads
+// through pinned buffers reserved while the tokenizer loads.
+func TestGPURealBackend(t *testing.T) {
+	n, err := hip.DeviceCount()
+	if err == nil && n == 0 {
+		err = candle.ErrDevice
+	}
+	testenv.Need(t, 2, "a GPU", err)
+	testRealBackend(t, "hip:0", "hip:0", "bf16")
+}
+
+func testRealBackend(t *testing.T, device, wantDevice, wantDType string) {
 	dir := t.TempDir()
 	require.NoError(t, mkmodel.Write(dir, mkmodel.Tiny(), nil))
 	var done, total int64
-	b, err := openBackend(LoadOptions{Dir: dir, Device: "cpu", DType: "auto", MaxBatch: 4, MaxQueue: 4,
+	b, err := openBackend(LoadOptions{Dir: dir, Device: device, DType: "auto", MaxBatch: 4, MaxQueue: 4,
 		Progress: func(d, tot int64) { done, total = d, tot }})
 	require.NoError(t, err)
 	assert.Positive(t, total)
 	assert.Equal(t, total, done, "the progress reaches the total")
 	info := b.Info()
-	assert.Equal(t, "cpu", info.Device)
-	assert.Equal(t, "f32", info.DType)
+	assert.Equal(t, wantDevice, info.Device)
+	assert.Equal(t, wantDType, info.DType)
 	assert.Positive(t, info.CacheTokens)
 	assert.NotEmpty(t, b.EOS())
 
