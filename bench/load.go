@@ -148,6 +148,34 @@ func (b *Tensors) MedianLoad(c *Checkpoint, t nn.Transfer, reps int) (first, med
 	return first, ls[reps/2], nil
 }
 
+// FreshLoad is the median Closed load of reps loads, each after
+// nn.FreePinnedBuffers, so that it allocates its pinned buffers as a
+// process's first load does, or, with reserve, after
+// nn.ReservePinnedBuffers too, whose median time it returns.
+func (b *Tensors) FreshLoad(c *Checkpoint, t nn.Transfer, reserve bool, reps int) (Load, time.Duration, error) {
+	ls := make([]Load, reps)
+	rs := make([]time.Duration, reps)
+	for i := range ls {
+		if _, err := nn.FreePinnedBuffers(); err != nil {
+			return Load{}, 0, err
+		}
+		if reserve {
+			start := time.Now()
+			if _, err := nn.ReservePinnedBuffers(b.Dev, t); err != nil {
+				return Load{}, 0, err
+			}
+			rs[i] = time.Since(start)
+		}
+		var err error
+		if ls[i], err = b.Load(c, t); err != nil {
+			return Load{}, 0, err
+		}
+	}
+	slices.SortFunc(ls, func(x, y Load) int { return int(x.Closed - y.Closed) })
+	slices.Sort(rs)
+	return ls[reps/2], rs[reps/2], nil
+}
+
 // Registration is the cost of registering the checkpoint's mapping with
 // the device alone, no copies: a fresh read-only mapping (as loading
 // makes) registered in chunks by goroutines, then unregistered, in GB/s.
