@@ -689,9 +689,10 @@ func (u *uploader) readStats() TransferStats {
 // not the registration, cost the most), and 21 ms as one mapping in huge
 // pages. A first load still waits for them (fresh memory comes at a
 // tenth of the copy rate): 2.47 GB in 78-81 ms there, against 51-56 ms
-// once the pool has grown (ReservePinnedBuffers grows it beforehand). Where mapping or registering fails,
-// MallocHost's memory serves, a buffer at a time. The memory is portable:
-// every device of the process copies from it.
+// once the pool has grown (ReservePinnedBuffers grows it beforehand).
+// Where mapping or registering fails, MallocHost's memory serves, a
+// buffer at a time. The memory is portable: every device of the process
+// copies from it.
 var pinnedPools struct {
 	sync.Mutex
 	bySize map[int]*pinnedPool
