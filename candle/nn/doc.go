@@ -4,7 +4,9 @@
 // VarBuilder that checks each parameter's name, shape and dtype. On a HIP
 // device goroutines read the file into pinned buffers a chunk at a time,
 // ahead of the copies, and tensors go from them by DMA (Transfer says how,
-// and falls back to staging where reading fails).
+// and falls back to staging where reading fails). The buffers stay for
+// the next load; ReservePinnedBuffers makes them before a process's first
+// load, while the program does something else.
 //
 //	vb, err := nn.OpenVarBuilder("/models/Llama-3.2-1B", dev, candle.BF16)
 //	defer vb.Close()
