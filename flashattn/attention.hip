@@ -374,7 +374,7 @@ template <class T> __device__ __forceinline__ void attn_combine(const Params& p)
 		// Every 32 lanes reduce the splits by shuffles, not one by one.
 		float mx = neg_inf();
 		for (int sp = tid & 31; sp < p.splits; sp += 32) mx = nanmax(mx, sl[sp]);
-		for (int x = 1; x < 32; x <<= 1) mx = nanmax(mx, __shfl_xor(mx, x));
+		for (int m = 1; m < 32; m <<= 1) mx = nanmax(mx, __shfl_xor(mx, m));
 		if (tid < p.splits) sw[tid] = sl[tid] == neg_inf() ? 0.0f : expf(sl[tid] - mx);
 		__syncthreads();
 		float acc = 0.0f;
@@ -397,7 +397,7 @@ template <class T> __device__ __forceinline__ void attn_combine(const Params& p)
 		}
 		float sum = 0.0f;
 		for (int sp = tid & 31; sp < p.splits; sp += 32) sum += sw[sp];
-		for (int x = 1; x < 32; x <<= 1) sum += __shfl_xor(sum, x);
+		for (int m = 1; m < 32; m <<= 1) sum += __shfl_xor(sum, m);
 		if (ng > 1) {
 			sa[tid] = acc;
 			__syncthreads();
