@@ -136,7 +136,8 @@ func (b *hipBackend) qmatvec(typ GGMLType, x view, w, dst *Storage, m, n, k int,
 	if f.res.st != nil {
 		res = ptr(f.res)
 	}
-	if m == 1 && typ == GGMLQ4_K && k4Shared(k) <= k4SharedMost && k/8 <= int(block1D.X) {
+	k4 := m == 1 && typ == GGMLQ4_K && k4Shared(k) <= k4SharedMost // qmatvec8k4
+	if k4 && k/8 <= int(block1D.X) {
 		// x quantized by each block of the product, in one pass.
 		return b.qmatvec8k4(x, k4x{}, w, dst, n, k, f, alpha, res, warps, slots)
 	}
@@ -161,14 +162,16 @@ func (b *hipBackend) qmatvec(typ GGMLType, x view, w, dst *Storage, m, n, k int,
 	}); err != nil {
 		return err
 	}
-	if m == 1 && typ == GGMLQ4_K && k4Shared(k) <= k4SharedMost {
+	if k4 {
 		return b.qmatvec8k4(x, k4x{xq, xd, xs}, w, dst, n, k, f, alpha, res, warps, slots)
 	}
-	if rb := k / typ.BlockSize() * typ.TypeSize(); m == 1 && typ == GGMLQ6_K && rb%16 == 0 && k*11/8+warps*rb <= k4SharedMost {
+	// qmatvec8s's shared memory: x (k·11/8 bytes), then a row of w a warp.
+	rb := k / typ.BlockSize() * typ.TypeSize()
+	if shared := k*11/8 + warps*rb; m == 1 && typ == GGMLQ6_K && rb%16 == 0 && shared <= k4SharedMost {
 		// A row of w a warp, copied into shared memory first (quant.hip's
 		// qmatvec8s: Q6_K's blocks keep 2-byte alignment only).
 		grid := qmatvecGrid(n, warps, slots)
-		return b.launchShared(famQuant, quantKernel(qMatvec8S, typ, dt), grid, block1D, k*11/8+warps*rb, func(a *hip.Args) {
+		return b.launchShared(famQuant, quantKernel(qMatvec8S, typ, dt), grid, block1D, shared, func(a *hip.Args) {
 			a.Uint64(uint64(n)).Uint64(uint64(k)).Ptr(xq).Ptr(xd).Ptr(xs).Ptr(storagePtr(w)).Ptr(storagePtr(dst)).Ptr(res)
 		})
 	}
