@@ -488,6 +488,19 @@ __device__ __forceinline__ void qx_quant(const float* v, int* q, int& h, float& 
 	d = bad ? __int_as_float(0x7fc00000) : amax / 127.0f;
 }
 
+// block_inv_rms is 1 / RMS of a row of k values from each thread's sum
+// of squares ss: a block reduction through red (a float a warp). Every
+// thread of the block calls it.
+__device__ __forceinline__ float block_inv_rms(float ss, u64 k, float eps, float* red) {
+	const int lane = threadIdx.x % warpSize, wib = threadIdx.x / warpSize, wpb = blockDim.x / warpSize;
+	for (int o = warpSize / 2; o > 0; o >>= 1) ss += __shfl_xor(ss, o);
+	if (lane == 0) red[wib] = ss;
+	__syncthreads();
+	ss = 0.0f;
+	for (int i = 0; i < wpb; i++) ss += red[i];
+	return 1.0f / sqrtf(ss / (float)k + eps);
+}
+
 // qx_chunk stores qx_quant's chunk c (sub: which 8 of it the thread has);
 // live says whether the thread has values.
 __device__ __forceinline__ void qx_chunk(const float* v, int sub, u64 c, bool live, int* __restrict__ xq, float* __restrict__ xd,
@@ -568,13 +581,7 @@ __device__ __forceinline__ void qx(u64 k, const T* __restrict__ x, const QFuse<T
 		qx_chunk(v, sub, c0 + e8 / 4, live, xq, xd, xs);
 	}
 	__shared__ float red[1024 / 32];
-	const int lane = threadIdx.x % warpSize, wib = threadIdx.x / warpSize, wpb = blockDim.x / warpSize;
-	for (int o = warpSize / 2; o > 0; o >>= 1) ss += __shfl_xor(ss, o);
-	if (lane == 0) red[wib] = ss;
-	__syncthreads();
-	ss = 0.0f;
-	for (int i = 0; i < wpb; i++) ss += red[i];
-	const float rs = 1.0f / sqrtf(ss / (float)k + f.eps);
+	const float rs = block_inv_rms(ss, k, f.eps, red);
 	// The scales this thread stored, times the 1 / RMS.
 	for (u64 e8 = threadIdx.x; sub == 0 && e8 < groups; e8 += blockDim.x) xd[c0 + e8 / 4] *= rs;
 }
@@ -831,12 +838,7 @@ __device__ __forceinline__ void qmatvec8k4(int split, u64 n, u64 k, const T* __r
 			}
 		}
 		if (f.alpha) {
-			for (int o = warpSize / 2; o > 0; o >>= 1) ss += __shfl_xor(ss, o);
-			if (lane == 0) part[0][wib] = ss;
-			__syncthreads();
-			ss = 0.0f;
-			for (int i = 0; i < wpb; i++) ss += part[0][i];
-			const float rs = 1.0f / sqrtf(ss / (float)k + f.eps);
+			const float rs = block_inv_rms(ss, k, f.eps, part[0]);
 			// The scales this thread stored, times the 1 / RMS.
 			for (u64 e8 = threadIdx.x; sub == 0 && e8 < groups; e8 += blockDim.x) sd[e8 / 4] *= rs;
 		}
