@@ -144,8 +144,13 @@ func (b *Tensors) MedianLoad(c *Checkpoint, t nn.Transfer, reps int) (first, med
 			return
 		}
 	}
+	return first, medianClosed(ls), nil
+}
+
+// medianClosed is the load of median Closed time.
+func medianClosed(ls []Load) Load {
 	slices.SortFunc(ls, func(x, y Load) int { return int(x.Closed - y.Closed) })
-	return first, ls[reps/2], nil
+	return ls[len(ls)/2]
 }
 
 // FreshLoad is the median Closed load of reps loads, each after
@@ -171,9 +176,8 @@ func (b *Tensors) FreshLoad(c *Checkpoint, t nn.Transfer, reserve bool, reps int
 			return Load{}, 0, err
 		}
 	}
-	slices.SortFunc(ls, func(x, y Load) int { return int(x.Closed - y.Closed) })
 	slices.Sort(rs)
-	return ls[reps/2], rs[reps/2], nil
+	return medianClosed(ls), rs[reps/2], nil
 }
 
 // Registration is the cost of registering the checkpoint's mapping with
