@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/dustin/go-humanize"
@@ -19,6 +20,10 @@ import (
 // current inside the same C call.
 type Device struct {
 	ordinal int
+	// early caches whether launches can start early (EarlyLaunch) on
+	// the platform loaded when it was asked: 0 not asked, else
+	// platform<<1 | 1 where they can, platform<<1 where not.
+	early atomic.Int32
 }
 
 var devices sync.Map // ordinal → *Device
@@ -192,6 +197,24 @@ func (d *Device) Properties() (*DeviceProperties, error) {
 		p.UUID[i] = byte(cp.uuid.bytes[i])
 	}
 	return p, nil
+}
+
+// canLaunchEarly reports whether kernels on the device can start before
+// the previous kernel of their stream ends (LaunchConfig.EarlyLaunch):
+// NVIDIA devices of compute capability 9.0 and later.
+func (d *Device) canLaunchEarly() bool {
+	p := int32(LoadedPlatform()) << 1
+	if v := d.early.Load(); v != 0 && v&^1 == p {
+		return v&1 == 1
+	}
+	v := p
+	if LoadedPlatform() == PlatformNVIDIA {
+		if cc, err := d.Attribute(DeviceAttributeComputeCapabilityMajor); err == nil && cc >= 9 {
+			v |= 1
+		}
+	}
+	d.early.Store(v)
+	return v&1 == 1
 }
 
 // Attribute reads one device attribute.

@@ -316,7 +316,8 @@ func TestFakeRuntimeLaunch(t *testing.T) {
 	a.Ptr(out.Ptr()).Int8(-3).Int32(-70000).Int64(1 << 40).Float32(1.5).Float64(math.Pi).Uint16(0xBEEF)
 	ArgValue(&a, s16{A: 2.5, B: 7, C: -1})
 	a.Uint8(9)
-	require.NoError(t, f.Launch(LaunchConfig{Grid: Dim3{X: 4}, Block: Dim3{X: 64}}, &a))
+	// EarlyLaunch is an ordinary launch on AMD.
+	require.NoError(t, f.Launch(LaunchConfig{Grid: Dim3{X: 4}, Block: Dim3{X: 64}, EarlyLaunch: true}, &a))
 
 	got := make([]byte, 8+a.Len())
 	require.NoError(t, out.CopyToHost(got))

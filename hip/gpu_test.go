@@ -64,6 +64,34 @@ extern "C" __global__ void slow_double(float* x, int n, long long cycles) {
 }
 
 extern "C" __global__ void empty() {}
+
+// For early launches (LaunchConfig.EarlyLaunch), on sm_90 and later:
+// slow_double_early lets the next kernel launch first thing, then spins
+// and doubles x; add_after waits for the previous kernel, then adds v;
+// peek copies x to y without waiting.
+__device__ void grid_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+	asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+extern "C" __global__ void slow_double_early(float* x, int n, long long cycles) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+	asm volatile("griddepcontrol.launch_dependents;");
+#endif
+	long long start = clock64();
+	while (clock64() - start < cycles) {}
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i < n) x[i] *= 2.0f;
+}
+extern "C" __global__ void add_after(float* x, int n, float v) {
+	grid_wait();
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i < n) x[i] += v;
+}
+extern "C" __global__ void peek(const float* x, float* y, int n) {
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i < n) y[i] = x[i];
+}
 `
 
 var kernels struct {
@@ -398,6 +426,82 @@ func TestGPUStreamOrderingAndEvents(t *testing.T) {
 	assert.Greater(t, el, 20*time.Millisecond, "the slow kernel spun for about 50 ms")
 	assert.Less(t, el, 5*time.Second)
 	t.Logf("101 kernels and a 50 ms spin took %v", el)
+}
+
+// A kernel launched early may start while the previous one runs (NVIDIA
+// sm_90 and later): one that waits sees that kernel's writes, one that
+// does not wait reads before them. Elsewhere both run after it. Through a
+// captured graph as well.
+func TestGPUEarlyLaunch(t *testing.T) {
+	d := gpu(t)
+	m, code := loadKernels(t, d)
+	p, err := d.Properties()
+	require.NoError(t, err)
+	early := hip.LoadedPlatform() == hip.PlatformNVIDIA && p.Major >= 9
+	const n = 1 << 12
+	x, err := d.Malloc(n * 4)
+	require.NoError(t, err)
+	defer x.Close()
+	y, err := d.Malloc(n * 4)
+	require.NoError(t, err)
+	defer y.Close()
+	s, err := d.NewStream(hip.WithStreamFlags(hip.StreamNonBlocking))
+	require.NoError(t, err)
+	defer s.Close()
+	ones := make([]float32, n)
+	for i := range ones {
+		ones[i] = 1
+	}
+	cfg := hip.LaunchConfig{Grid: hip.Dim3{X: n / 256}, Block: hip.Dim3{X: 256}, Stream: s}
+	later := cfg
+	later.EarlyLaunch = true
+	cycles := int64(p.ClockRateKHz) * 20 // about 20 ms
+	slow, add, peek := function(t, m, code, "slow_double_early"), function(t, m, code, "add_after"), function(t, m, code, "peek")
+	var a hip.Args
+	run := func(second func() error) []float32 {
+		require.NoError(t, x.CopyFromHost(hip.AsBytes(ones)))
+		require.NoError(t, y.MemsetAsync(0, s))
+		require.NoError(t, slow.Launch(cfg, a.Reset().Ptr(x.Ptr()).Int32(n).Int64(cycles)))
+		require.NoError(t, second())
+		require.NoError(t, s.Synchronize())
+		got := make([]float32, n)
+		require.NoError(t, x.CopyToHost(hip.AsBytes(got)))
+		return got
+	}
+	for i, v := range run(func() error { return add.Launch(later, a.Reset().Ptr(x.Ptr()).Int32(n).Float32(0.5)) }) {
+		require.Equal(t, float32(2.5), v, "element %d: the early kernel waited for the doubling", i)
+	}
+	run(func() error { return peek.Launch(later, a.Reset().Ptr(x.Ptr()).Ptr(y.Ptr()).Int32(n)) })
+	seen := make([]float32, n)
+	require.NoError(t, y.CopyToHost(hip.AsBytes(seen)))
+	want := float32(2)
+	if early {
+		want = 1 // read while the first kernel spun
+	}
+	assert.Equal(t, want, seen[0], "an early kernel that does not wait (early launches on this device: %v)", early)
+	t.Logf("early launches on this device: %v; a kernel that does not wait read %v", early, seen[0])
+
+	// Captured and replayed.
+	require.NoError(t, x.CopyFromHost(hip.AsBytes(ones)))
+	require.NoError(t, s.BeginCapture(hip.StreamCaptureModeGlobal))
+	require.NoError(t, slow.Launch(cfg, a.Reset().Ptr(x.Ptr()).Int32(n).Int64(cycles/10)))
+	require.NoError(t, add.Launch(later, a.Reset().Ptr(x.Ptr()).Int32(n).Float32(0.5)))
+	require.NoError(t, add.Launch(later, a.Reset().Ptr(x.Ptr()).Int32(n).Float32(0.25)))
+	g, err := s.EndCapture()
+	require.NoError(t, err)
+	defer g.Close()
+	exec, err := g.Instantiate()
+	require.NoError(t, err)
+	defer exec.Close()
+	for range 2 {
+		require.NoError(t, exec.Launch(s))
+	}
+	require.NoError(t, s.Synchronize())
+	got := make([]float32, n)
+	require.NoError(t, x.CopyToHost(hip.AsBytes(got)))
+	for i, v := range got {
+		require.Equal(t, float32(6.25), v, "element %d: (1·2 + 0.75)·2 + 0.75 after two replays", i)
+	}
 }
 
 func TestGPUGraphCaptureAndReplay(t *testing.T) {

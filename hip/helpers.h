@@ -24,15 +24,26 @@ void rg_hip_install_nvidia(void* cudart, void* cuda);
 int rg_hip_nvidia_status(int cuda_status);
 int rg_hip_nvidia_cuda_status(int hip_status);
 hipError_t rg_hip_nvidia_max_dynamic_shared(hipFunction_t f, int bytes);
+hipError_t rg_hip_nvidia_launch_early(int dev, hipFunction_t f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                      unsigned by, unsigned bz, unsigned shared, hipStream_t s, void* args,
+                                      size_t size);
 
 // rg_hip_launch launches f with its arguments packed in one buffer, which
 // the runtime copies before returning; the device is made current in the
 // same call. Handles and the buffer come as integers: the launch is the
 // hottest call, and pointer arguments cost cgo a check each (the caller
-// keeps the buffer, heap memory, alive across the call).
+// keeps the buffer, heap memory, alive across the call). early launches
+// through CUDA's cuLaunchKernelEx with programmatic stream serialization
+// (the caller checked the device has it), or as usual where the driver
+// lacks that call.
 static inline hipError_t rg_hip_launch(int dev, uintptr_t f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                                        unsigned by, unsigned bz, unsigned shared, uintptr_t stream, uintptr_t args,
-                                       size_t size) {
+                                       size_t size, int early) {
+	if (early) {
+		hipError_t e = rg_hip_nvidia_launch_early(dev, (hipFunction_t)f, gx, gy, gz, bx, by, bz, shared,
+		                                          (hipStream_t)stream, (void*)args, size);
+		if (e != RG_HIP_MISSING) return e;
+	}
 	if (size == 0) {
 		return rg_hipModuleLaunchKernel_on(dev, (hipFunction_t)f, gx, gy, gz, bx, by, bz, shared, (hipStream_t)stream,
 		                                   NULL, NULL);

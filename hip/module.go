@@ -264,6 +264,16 @@ type LaunchConfig struct {
 	SharedMem uint32
 	// Stream is where the launch is queued; nil is the null stream.
 	Stream *Stream
+	// EarlyLaunch lets the kernel start before the previous kernel of
+	// its stream has ended, so that its launch and its first
+	// instructions overlap that kernel's last ones: CUDA's programmatic
+	// dependent launch, on NVIDIA devices of compute capability 9.0 and
+	// later (elsewhere, and with drivers before CUDA 12, the launch is
+	// as usual). The kernel must then execute griddepcontrol.wait before
+	// it reads or writes memory that an earlier kernel of the stream
+	// writes or reads: the wait returns once the previous kernel has
+	// ended and its writes are visible.
+	EarlyLaunch bool
 }
 
 // Launch queues the kernel with its arguments. args are copied during the
@@ -298,7 +308,11 @@ func (f *Function) Launch(cfg LaunchConfig, args *Args) error {
 	if args != nil && len(args.buf) > 0 {
 		p, n = C.uintptr_t(uintptr(unsafe.Pointer(&args.buf[0]))), C.size_t(len(args.buf))
 	}
-	st := C.rg_hip_launch(f.dev, C.uintptr_t(uintptr(unsafe.Pointer(f.h))), gx, gy, gz, bx, by, bz, C.uint(cfg.SharedMem), h, p, n)
+	var early C.int
+	if cfg.EarlyLaunch && f.mod.dev.canLaunchEarly() {
+		early = 1
+	}
+	st := C.rg_hip_launch(f.dev, C.uintptr_t(uintptr(unsafe.Pointer(f.h))), gx, gy, gz, bx, by, bz, C.uint(cfg.SharedMem), h, p, n, early)
 	runtime.KeepAlive(f)
 	runtime.KeepAlive(cfg.Stream)
 	runtime.KeepAlive(args)

@@ -374,6 +374,43 @@ static hipError_t rgnv_hipModuleLaunchKernel(hipFunction_t f, unsigned gx, unsig
 	}
 	return NV(cuLaunchKernel, f, gx, gy, gz, bx, by, bz, shared, s, params, ce);
 }
+
+// CUDA's CUlaunchAttribute and CUlaunchConfig (cuda.h, CUDA 12.0 on): an
+// attribute is its id padded to 8 bytes and a 64-byte value.
+typedef struct {
+	int id;
+	char pad[4];
+	union {
+		char bytes[64];
+		unsigned long long align;
+		int programmatic_stream_serialization_allowed;
+	} value;
+} nv_launch_attribute;
+
+typedef struct {
+	unsigned gx, gy, gz, bx, by, bz, shared;
+	void* stream;
+	nv_launch_attribute* attrs;
+	unsigned num_attrs;
+} nv_launch_config;
+
+enum { NV_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6 };
+
+hipError_t rg_hip_nvidia_launch_early(int dev, hipFunction_t f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                      unsigned by, unsigned bz, unsigned shared, hipStream_t s, void* args,
+                                      size_t size) {
+	if (RG_HIP_CU(cuLaunchKernelEx) == NULL) return RG_HIP_MISSING; // a driver before CUDA 12
+	if (rg_hip_setdev == NULL) return RG_HIP_NODEVICE;
+	int st = rg_hip_setdev(dev);
+	if (st != 0) return (hipError_t)st;
+	nv_launch_attribute a;
+	memset(&a, 0, sizeof a);
+	a.id = NV_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+	a.value.programmatic_stream_serialization_allowed = 1;
+	nv_launch_config c = {gx, gy, gz, bx, by, bz, shared, s, &a, 1};
+	void* extra[5] = {RG_HIP_LAUNCH_PARAM_BUFFER_POINTER, args, RG_HIP_LAUNCH_PARAM_BUFFER_SIZE, &size, NULL};
+	return NV(cuLaunchKernelEx, &c, f, NULL, size == 0 ? NULL : extra);
+}
 // HIP_FUNC_ATTRIBUTE_* and CU_FUNC_ATTRIBUTE_* agree from 0 to 9.
 static hipError_t rgnv_hipFuncGetAttribute(int* v, hipFunction_attribute a, hipFunction_t f) {
 	if ((int)a < 0 || (int)a > 9) return hipErrorInvalidValue;

@@ -114,6 +114,15 @@ func TestNVIDIAMemoryAndLaunch(t *testing.T) {
 	require.NoError(t, b.CopyToHost(echo))
 	assert.Equal(t, uint64(a.Len()), binary.LittleEndian.Uint64(echo))
 	assert.Equal(t, a.Bytes(), echo[8:])
+
+	// An early launch (the fake's device is sm_90) goes through
+	// cuLaunchKernelEx with programmatic stream serialization, id 6, on.
+	require.NoError(t, b.MemsetD32(0))
+	require.NoError(t, f.Launch(LaunchConfig{Grid: Dim3{X: 1}, Block: Dim3{X: 1}, EarlyLaunch: true}, &a))
+	early := make([]byte, 8+a.Len()+8)
+	require.NoError(t, b.CopyToHost(early))
+	assert.Equal(t, a.Bytes(), early[8:8+a.Len()])
+	assert.Equal(t, []uint32{6, 1}, []uint32{binary.LittleEndian.Uint32(early[8+a.Len():]), binary.LittleEndian.Uint32(early[12+a.Len():])})
 }
 
 func TestNVIDIAFlagsAndStatuses(t *testing.T) {

@@ -179,6 +179,7 @@ static const struct {
 	{"cuModuleGetFunction", rg_hip_cu_lib_cuda},
 	{"cuModuleGetGlobal_v2", rg_hip_cu_lib_cuda},
 	{"cuLaunchKernel", rg_hip_cu_lib_cuda},
+	{"cuLaunchKernelEx", rg_hip_cu_lib_cuda},
 	{"cuFuncGetAttribute", rg_hip_cu_lib_cuda},
 	{"cuFuncSetAttribute", rg_hip_cu_lib_cuda},
 	{"cuOccupancyMaxPotentialBlockSize", rg_hip_cu_lib_cuda},

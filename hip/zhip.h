@@ -1091,12 +1091,13 @@ enum {
 	rg_hip_cu_idx_cuModuleGetFunction = 57,
 	rg_hip_cu_idx_cuModuleGetGlobal_v2 = 58,
 	rg_hip_cu_idx_cuLaunchKernel = 59,
-	rg_hip_cu_idx_cuFuncGetAttribute = 60,
-	rg_hip_cu_idx_cuFuncSetAttribute = 61,
-	rg_hip_cu_idx_cuOccupancyMaxPotentialBlockSize = 62,
-	rg_hip_cu_idx_cuMemsetD32_v2 = 63,
-	rg_hip_cu_idx_cuMemsetD32Async = 64,
-	rg_hip_cu_count = 65
+	rg_hip_cu_idx_cuLaunchKernelEx = 60,
+	rg_hip_cu_idx_cuFuncGetAttribute = 61,
+	rg_hip_cu_idx_cuFuncSetAttribute = 62,
+	rg_hip_cu_idx_cuOccupancyMaxPotentialBlockSize = 63,
+	rg_hip_cu_idx_cuMemsetD32_v2 = 64,
+	rg_hip_cu_idx_cuMemsetD32Async = 65,
+	rg_hip_cu_count = 66
 };
 
 typedef int (*rg_hip_cu_fn_cudaGetDeviceCount)(int*);
@@ -1159,6 +1160,7 @@ typedef int (*rg_hip_cu_fn_cuModuleUnload)(void*);
 typedef int (*rg_hip_cu_fn_cuModuleGetFunction)(void**, void*, const char*);
 typedef int (*rg_hip_cu_fn_cuModuleGetGlobal_v2)(unsigned long long*, size_t*, void*, const char*);
 typedef int (*rg_hip_cu_fn_cuLaunchKernel)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*, void**, void**);
+typedef int (*rg_hip_cu_fn_cuLaunchKernelEx)(const void*, void*, void**, void**);
 typedef int (*rg_hip_cu_fn_cuFuncGetAttribute)(int*, int, void*);
 typedef int (*rg_hip_cu_fn_cuFuncSetAttribute)(void*, int, int);
 typedef int (*rg_hip_cu_fn_cuOccupancyMaxPotentialBlockSize)(int*, int*, void*, size_t (*)(int), size_t, int);

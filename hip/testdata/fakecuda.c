@@ -2,7 +2,8 @@
 // NVIDIA translation layer (nvidia.c). One "sm_90" device; device memory is
 // host memory. cuLaunchKernel checks that the launch's extra array ends with
 // CUDA's CU_LAUNCH_PARAM_END (0), not HIP's (3), and copies the argument
-// buffer to its first argument, like fakehip's echo kernel.
+// buffer to its first argument, like fakehip's echo kernel (cuLaunchKernelEx
+// as well, and the launch's attribute after it).
 #include <stdlib.h>
 #include <string.h>
 
@@ -115,6 +116,34 @@ int cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, 
 	memcpy(&out, buf, sizeof out);
 	memcpy(out, &size, sizeof size);
 	memcpy((char*)out + 8, buf, size);
+	return 0;
+}
+// cuLaunchKernelEx echoes as cuLaunchKernel does, then writes the launch's
+// one attribute after the echo: its id and its value's first int.
+typedef struct {
+	int id;
+	char pad[4];
+	union {
+		char bytes[64];
+		int i;
+	} value;
+} attr;
+typedef struct {
+	unsigned gx, gy, gz, bx, by, bz, shared;
+	void* stream;
+	attr* attrs;
+	unsigned num_attrs;
+} config;
+int cuLaunchKernelEx(const config* c, void* f, void** params, void** extra) {
+	int st = cuLaunchKernel(f, c->gx, c->gy, c->gz, c->bx, c->by, c->bz, c->shared, c->stream, params, extra);
+	if (st != 0 || extra == NULL) return st;
+	if (c->num_attrs != 1 || sizeof(attr) != 72) return 1;
+	char* buf = extra[1];
+	size_t size = *(size_t*)extra[3];
+	char* out;
+	memcpy(&out, buf, sizeof out);
+	int got[2] = {c->attrs[0].id, c->attrs[0].value.i};
+	memcpy(out + 8 + size, got, sizeof got);
 	return 0;
 }
 int cuMemsetD32_v2(devptr d, unsigned v, size_t n) {
