@@ -259,7 +259,9 @@ func (b *hipBackend) launchShared(f family, name string, grid, block hip.Dim3, s
 	a := b.args.Get().(*hip.Args)
 	a.Reset()
 	args(a)
-	err = fn.Launch(hip.LaunchConfig{Grid: grid, Block: block, SharedMem: uint32(shared), Stream: b.stream}, a)
+	// Every candle kernel waits for the previous one first thing
+	// (RG_GRID_WAIT), so each may launch before that one ends.
+	err = fn.Launch(hip.LaunchConfig{Grid: grid, Block: block, SharedMem: uint32(shared), Stream: b.stream, EarlyLaunch: true}, a)
 	b.args.Put(a)
 	return err
 }

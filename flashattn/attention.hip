@@ -43,6 +43,19 @@ typedef __hip_bfloat16 bf16;
 #define FA_MAX_ALIBI 256
 #define FA_KERNEL extern "C" __global__ __launch_bounds__(FA_THREADS) void
 
+// FA_GRID_WAIT is every kernel's first statement: the kernels launch
+// early (hip.LaunchConfig.EarlyLaunch), and on sm_90 and later one may
+// start while the stream's previous kernel still runs. It waits here
+// until that kernel has ended and its writes are visible, then lets the
+// next kernel launch. Nothing on other devices.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define FA_GRID_WAIT() asm volatile("griddepcontrol.wait;\n\tgriddepcontrol.launch_dependents;" ::: "memory")
+#else
+#define FA_GRID_WAIT() \
+	do {           \
+	} while (0)
+#endif
+
 // Flags of Params.flags.
 #define FA_VARLEN 1   // cu_q, cu_k give each sequence's rows
 #define FA_PAGED 2    // K and V are pages: block_table, seqlens_k
@@ -1564,12 +1577,12 @@ template <class T, int DMAX> __device__ __forceinline__ void attn_amd(const Para
 #define FA_DECODE_KERNEL(T, B) FA_KERNEL
 #endif
 #define FA_FWD(T, D)                                                                                 \
-	FA_KERNEL attn_fwd_##T##_d##D(Params p) { attn_fwd<T, D>(p); }                                   \
-	FA_DECODE_KERNEL(T, 4) attn_decode_##T##_d##D##_r1(Params p) { attn_decode_any<T, D, 1, 2>(p); } \
-	FA_DECODE_KERNEL(T, 2) attn_decode_##T##_d##D##_r4(Params p) { attn_decode_any<T, D, 4, 2>(p); }
+	FA_KERNEL attn_fwd_##T##_d##D(Params p) { FA_GRID_WAIT(); attn_fwd<T, D>(p); }                   \
+	FA_DECODE_KERNEL(T, 4) attn_decode_##T##_d##D##_r1(Params p) { FA_GRID_WAIT(); attn_decode_any<T, D, 1, 2>(p); } \
+	FA_DECODE_KERNEL(T, 2) attn_decode_##T##_d##D##_r4(Params p) { FA_GRID_WAIT(); attn_decode_any<T, D, 4, 2>(p); }
 #define FA_TYPE(T)                                                       \
 	FA_FWD(T, 32) FA_FWD(T, 64) FA_FWD(T, 128) FA_FWD(T, 256)           \
-	FA_KERNEL attn_combine_##T(Params p) { attn_combine<T>(p); }
+	FA_KERNEL attn_combine_##T(Params p) { FA_GRID_WAIT(); attn_combine<T>(p); }
 
 FA_TYPE(f16)
 FA_TYPE(bf16)
@@ -1581,10 +1594,10 @@ FA_TYPE(f32)
 // full-width kernel 15% when it had them).
 #define FA_MMA(T, D)                                                                                            \
 	extern "C" __global__ __launch_bounds__(MmaTiles<D>::THREADS) void attn_mma_##T##_d##D(Params p) {           \
-		attn_mma<T, D, true, 0>(p);                                                                          \
+		FA_GRID_WAIT(); attn_mma<T, D, true, 0>(p);                                                          \
 	}                                                                                                        \
 	extern "C" __global__ __launch_bounds__(MmaTiles<D>::THREADS) void attn_mma_##T##_d##D##_pad(Params p) {     \
-		attn_mma<T, D, false, 0>(p);                                                                         \
+		FA_GRID_WAIT(); attn_mma<T, D, false, 0>(p);                                                         \
 	}
 // attn_mmadec_<dt>_d<DMAX>[_pad]: attn_mma for the few rows of a decode
 // step, one warp a block (MmaTiles<DMAX, 1>), the keys spread over blocks
@@ -1592,10 +1605,10 @@ FA_TYPE(f32)
 // take more registers than a thread has.
 #define FA_MMADEC(T, D)                                                                                          \
 	extern "C" __global__ __launch_bounds__((MmaTiles<D, 1>::THREADS)) void attn_mmadec_##T##_d##D(Params p) {   \
-		attn_mma<T, D, true, 1>(p);                                                                          \
+		FA_GRID_WAIT(); attn_mma<T, D, true, 1>(p);                                                          \
 	}                                                                                                        \
 	extern "C" __global__ __launch_bounds__((MmaTiles<D, 1>::THREADS)) void attn_mmadec_##T##_d##D##_pad(Params p) { \
-		attn_mma<T, D, false, 1>(p);                                                                         \
+		FA_GRID_WAIT(); attn_mma<T, D, false, 1>(p);                                                         \
 	}
 FA_MMA(f16, 32) FA_MMA(f16, 64) FA_MMA(f16, 128) FA_MMA(f16, 256)
 FA_MMA(bf16, 32) FA_MMA(bf16, 64) FA_MMA(bf16, 128) FA_MMA(bf16, 256)
@@ -1607,7 +1620,7 @@ FA_MMADEC(bf16, 32) FA_MMADEC(bf16, 64) FA_MMADEC(bf16, 128)
 #define FA_AMD(T, D, KIND)                                                                                      \
 	extern "C" __global__ __launch_bounds__((AmdTiles<D, Frag<T, D>::F>::THREADS)) void attn_##KIND##_##T##_d##D( \
 	    Params p) {                                                                                             \
-		attn_amd<T, D>(p);                                                                                      \
+		FA_GRID_WAIT(); attn_amd<T, D>(p);                                                                      \
 	}
 #if FA_AMD_MFMA
 #define FA_AMD_TYPE(T) FA_AMD(T, 32, mfma) FA_AMD(T, 64, mfma) FA_AMD(T, 128, mfma) FA_AMD(T, 256, mfma)

@@ -226,7 +226,9 @@ func (h *Handle) run(op string, pr *problem, p *Params) (Backend, error) {
 	a := argsPool.Get().(*hip.Args)
 	defer argsPool.Put(a)
 	hip.ArgValue(a.Reset(), pl.kp)
-	if err := fn.Launch(hip.LaunchConfig{Grid: pl.grid, Block: hip.Dim3{X: uint32(pl.threads)}, SharedMem: uint32(pl.shared), Stream: h.stream}, a); err != nil {
+	// Every kernel here waits for the stream's previous kernel first
+	// thing (FA_GRID_WAIT), so each may launch before that one ends.
+	if err := fn.Launch(hip.LaunchConfig{Grid: pl.grid, Block: hip.Dim3{X: uint32(pl.threads)}, SharedMem: uint32(pl.shared), Stream: h.stream, EarlyLaunch: true}, a); err != nil {
 		return 0, wrap(op, err)
 	}
 	if pl.splits > 1 {
@@ -236,7 +238,7 @@ func (h *Handle) run(op string, pr *problem, p *Params) (Backend, error) {
 		}
 		// A block per (row, head).
 		grid := uint32(min(int64(pl.rows)*int64(pr.hq), 65535))
-		if err := cf.Launch(hip.LaunchConfig{Grid: hip.Dim3{X: grid}, Block: hip.Dim3{X: threads}, Stream: h.stream}, a); err != nil {
+		if err := cf.Launch(hip.LaunchConfig{Grid: hip.Dim3{X: grid}, Block: hip.Dim3{X: threads}, Stream: h.stream, EarlyLaunch: true}, a); err != nil {
 			return 0, wrap(op, err)
 		}
 	}

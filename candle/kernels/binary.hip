@@ -68,7 +68,7 @@ __device__ __forceinline__ void binary(const Index& ix, u64 n, const T* a, const
 }
 
 #define RG_BINARY(name, Op, O, tname, T) \
-	RG_KERNEL name##_##tname(const Index ix, u64 n, const T* a, const T* b, O* out) { binary<T, O, Op>(ix, n, a, b, out); }
+	RG_KERNEL name##_##tname(const Index ix, u64 n, const T* a, const T* b, O* out) { RG_GRID_WAIT(); binary<T, O, Op>(ix, n, a, b, out); }
 #define RG_ARITH(name, Op)                                                                                    \
 	RG_BINARY(name, Op, f32, f32, f32) RG_BINARY(name, Op, f16, f16, f16) RG_BINARY(name, Op, bf16, bf16, bf16)  \
 	RG_BINARY(name, Op, f64, f64, f64) RG_BINARY(name, Op, u8, u8, u8) RG_BINARY(name, Op, u32, u32, u32)        \

@@ -38,7 +38,7 @@ __device__ __forceinline__ void cast(const Index& ix, u64 n, const S* in, D* out
 }
 
 #define RG_CAST(sname, S, dname, D) \
-	RG_KERNEL cast_##sname##_##dname(const Index ix, u64 n, const S* in, D* out) { cast<S, D>(ix, n, in, out); }
+	RG_KERNEL cast_##sname##_##dname(const Index ix, u64 n, const S* in, D* out) { RG_GRID_WAIT(); cast<S, D>(ix, n, in, out); }
 #define RG_CAST_FROM(sname, S)                                                                              \
 	RG_CAST(sname, S, f32, f32) RG_CAST(sname, S, f16, f16) RG_CAST(sname, S, bf16, bf16)                   \
 	RG_CAST(sname, S, f64, f64) RG_CAST(sname, S, u8, u8) RG_CAST(sname, S, u32, u32) RG_CAST(sname, S, i64, i64)

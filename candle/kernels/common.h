@@ -20,6 +20,19 @@ typedef __hip_bfloat16 bf16;
 #define RG_MAX_RANK 8
 #define RG_KERNEL extern "C" __global__ __launch_bounds__(RG_BLOCK) void
 
+// RG_GRID_WAIT is every kernel's first statement. candle launches its
+// kernels early (hip.LaunchConfig.EarlyLaunch): on sm_90 and later a
+// kernel may start while the previous kernel of the stream still runs,
+// and waits here until that one has ended and its writes are visible;
+// then it lets the next kernel launch. Nothing on other devices.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define RG_GRID_WAIT() asm volatile("griddepcontrol.wait;\n\tgriddepcontrol.launch_dependents;" ::: "memory")
+#else
+#define RG_GRID_WAIT() \
+	do {           \
+	} while (0)
+#endif
+
 // Index is how a kernel walks up to four operands of one shape, passed by
 // value (package candle's kIndex): rank 0 means every operand is
 // contiguous (element i is at i); else element i (row-major over dims) of

@@ -22,7 +22,7 @@ __device__ __forceinline__ void copy(const Index& ix, u64 n, const T* src, T* ds
 	}
 }
 #define RG_COPY(name, N) \
-	RG_KERNEL copy_##name(const Index ix, u64 n, const Bytes<N>::T* src, Bytes<N>::T* dst) { copy(ix, n, src, dst); }
+	RG_KERNEL copy_##name(const Index ix, u64 n, const Bytes<N>::T* src, Bytes<N>::T* dst) { RG_GRID_WAIT(); copy(ix, n, src, dst); }
 RG_SIZES(RG_COPY)
 
 // copy_rows copies nrows rows of rowlen contiguous elements, a block per
@@ -36,7 +36,7 @@ __device__ __forceinline__ void copy_rows(const Index& rows, u64 nrows, u64 rowl
 	}
 }
 #define RG_COPY_ROWS(name, N)                                                                                  \
-	RG_KERNEL copy_rows_##name(const Index rows, u64 nrows, u64 rowlen, const Bytes<N>::T* src, Bytes<N>::T* dst) { \
+	RG_KERNEL copy_rows_##name(const Index rows, u64 nrows, u64 rowlen, const Bytes<N>::T* src, Bytes<N>::T* dst) { RG_GRID_WAIT(); \
 		copy_rows(rows, nrows, rowlen, src, dst);                                                              \
 	}
 RG_SIZES(RG_COPY_ROWS)
@@ -68,7 +68,7 @@ __device__ __forceinline__ void transpose(u64 rows, u64 cols, i64 sbatch, i64 sc
 	}
 }
 #define RG_TRANSPOSE(name, N)                                                                                        \
-	RG_KERNEL transpose_##name(u64 rows, u64 cols, i64 sbatch, i64 scol, const Bytes<N>::T* src, Bytes<N>::T* dst) { \
+	RG_KERNEL transpose_##name(u64 rows, u64 cols, i64 sbatch, i64 scol, const Bytes<N>::T* src, Bytes<N>::T* dst) { RG_GRID_WAIT(); \
 		transpose(rows, cols, sbatch, scol, src, dst);                                                                 \
 	}
 RG_SIZES(RG_TRANSPOSE)

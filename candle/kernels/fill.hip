@@ -16,11 +16,11 @@ __device__ __forceinline__ void fill(const Index& ix, u64 n, T* out, T v) {
 	}
 }
 #define RG_FILL(name, N) \
-	RG_KERNEL fill_##name(const Index ix, u64 n, Bytes<N>::T* out, u64 bits) { fill(ix, n, out, (Bytes<N>::T)bits); }
+	RG_KERNEL fill_##name(const Index ix, u64 n, Bytes<N>::T* out, u64 bits) { RG_GRID_WAIT(); fill(ix, n, out, (Bytes<N>::T)bits); }
 RG_SIZES(RG_FILL)
 
 #define RG_ARANGE(name, T)                                                 \
-	RG_KERNEL arange_##name(u64 n, T* out, double start, double step) {   \
+	RG_KERNEL arange_##name(u64 n, T* out, double start, double step) { RG_GRID_WAIT(); \
 		for (u64 i = gstart(); i < n; i += gstep()) out[i] = from_double<T>(__dadd_rn(start, __dmul_rn((double)i, step))); \
 	}
 RG_ALL_TYPES(RG_ARANGE)
@@ -47,10 +47,10 @@ __device__ __forceinline__ double random(bool normal, double a, double b, u64 se
 }
 
 #define RG_RAND(name, T, dbl)                                                                            \
-	RG_KERNEL rand_uniform_##name(u64 n, T* out, double a, double b, u64 seed, u64 off) {                 \
+	RG_KERNEL rand_uniform_##name(u64 n, T* out, double a, double b, u64 seed, u64 off) { RG_GRID_WAIT(); \
 		for (u64 i = gstart(); i < n; i += gstep()) out[i] = from_double<T>(random<dbl>(false, a, b, seed, off + i)); \
 	}                                                                                                    \
-	RG_KERNEL rand_normal_##name(u64 n, T* out, double a, double b, u64 seed, u64 off) {                  \
+	RG_KERNEL rand_normal_##name(u64 n, T* out, double a, double b, u64 seed, u64 off) { RG_GRID_WAIT();  \
 		for (u64 i = gstart(); i < n; i += gstep()) out[i] = from_double<T>(random<dbl>(true, a, b, seed, off + i)); \
 	}
 RG_RAND(f32, f32, false)

@@ -95,19 +95,19 @@ __device__ __forceinline__ void put_add(const Index& ix, u64 n, const I* ids, co
 
 #define RG_TAKE_PUT(iname, I, name, N)                                                                        \
 	RG_KERNEL take_rows_##iname##_##name(const Index rows, u64 nrows, u64 rowlen, const I* ids,                   \
-	                                     const Bytes<N>::T* src, Bytes<N>::T* out, i64 size, i64 stride) {         \
+	                                     const Bytes<N>::T* src, Bytes<N>::T* out, i64 size, i64 stride) { RG_GRID_WAIT(); \
 		take_rows(rows, nrows, rowlen, ids, src, out, size, stride);                                               \
 	}                                                                                                         \
 	RG_KERNEL take_##iname##_##name(const Index ix, u64 n, const I* ids, const Bytes<N>::T* src,             \
-	                                Bytes<N>::T* out, i64 size, i64 stride) {                                 \
+	                                Bytes<N>::T* out, i64 size, i64 stride) { RG_GRID_WAIT();                 \
 		take(ix, n, ids, src, out, size, stride);                                                             \
 	}                                                                                                         \
 	RG_KERNEL put_##iname##_##name(const Index ix, u64 n, const I* ids, const Bytes<N>::T* src,              \
-	                               Bytes<N>::T* dst, i64 size, i64 stride) {                                  \
+	                               Bytes<N>::T* dst, i64 size, i64 stride) { RG_GRID_WAIT();                  \
 		put(ix, n, ids, src, dst, size, stride);                                                              \
 	}                                                                                                         \
 	RG_KERNEL put_rows_##iname##_##name(const Index rows, u64 nrows, u64 rowlen, const I* ids,                    \
-	                                    const Bytes<N>::T* src, Bytes<N>::T* dst, i64 size, i64 stride) {          \
+	                                    const Bytes<N>::T* src, Bytes<N>::T* dst, i64 size, i64 stride) { RG_GRID_WAIT(); \
 		put_rows(rows, nrows, rowlen, ids, src, dst, size, stride);                                                \
 	}
 #define RG_TAKE_PUT_SIZES(iname, I) \
@@ -116,7 +116,7 @@ RG_INDEX_TYPES(RG_TAKE_PUT_SIZES)
 
 #define RG_PUT_ADD(iname, I, tname, T)                                                                        \
 	RG_KERNEL put_add_##iname##_##tname(const Index ix, u64 n, const I* ids, const T* src, T* dst, i64 size, \
-	                                    i64 stride) {                                                         \
+	                                    i64 stride) { RG_GRID_WAIT();                                         \
 		put_add(ix, n, ids, src, dst, size, stride);                                                          \
 	}
 #define RG_PUT_ADD_TYPES(iname, I)                                                                            \

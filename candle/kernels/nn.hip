@@ -507,27 +507,27 @@ template <class T> __device__ __forceinline__ void silu_mul(u64 n, const T* a, c
 }
 
 #define RG_NN(T)                                                                                                          \
-	NN_KERNEL softmax_##T(u64 rows, u64 cols, int log_, const T* x, T* y) { softmax<T>(rows, cols, log_, x, y); }         \
-	NN16_KERNEL(T) softmax_full_##T(u64 rows, u64 cols, const T* x, T* y) { softmax_full<T>(rows, cols, x, y); }          \
-	NN16_KERNEL(T) rms_norm_##T(u64 rows, u64 cols, float eps, const T* x, const T* alpha, T* y) {                        \
+	NN_KERNEL softmax_##T(u64 rows, u64 cols, int log_, const T* x, T* y) { RG_GRID_WAIT(); softmax<T>(rows, cols, log_, x, y); } \
+	NN16_KERNEL(T) softmax_full_##T(u64 rows, u64 cols, const T* x, T* y) { RG_GRID_WAIT(); softmax_full<T>(rows, cols, x, y); } \
+	NN16_KERNEL(T) rms_norm_##T(u64 rows, u64 cols, float eps, const T* x, const T* alpha, T* y) { RG_GRID_WAIT();        \
 		norm<T, false>(rows, cols, eps, x, alpha, nullptr, y);                                                            \
 	}                                                                                                                     \
-	NN16_KERNEL(T) layer_norm_##T(u64 rows, u64 cols, float eps, const T* x, const T* alpha, const T* beta, T* y) {       \
+	NN16_KERNEL(T) layer_norm_##T(u64 rows, u64 cols, float eps, const T* x, const T* alpha, const T* beta, T* y) { RG_GRID_WAIT(); \
 		norm<T, true>(rows, cols, eps, x, alpha, beta, y);                                                                \
 	}                                                                                                                     \
 	GN_KERNEL group_norm_##T(u64 rows, u64 cols, float eps, u64 groups, u64 spatial, const T* x, const T* alpha,          \
-	                         const T* beta, T* y) {                                                                       \
+	                         const T* beta, T* y) { RG_GRID_WAIT();                                                       \
 		norm<T, true, true>(rows, cols, eps, x, alpha, beta, y, groups, spatial);                                         \
 	}                                                                                                                     \
 	RG_KERNEL rope_##T(u64 b, u64 h, u64 t, u64 d, int interleaved, int thd, u64 csb, const T* x, const T* cs,            \
-	                   const T* sn, T* y) {                                                                               \
+	                   const T* sn, T* y) { RG_GRID_WAIT();                                                               \
 		rope<T>(b, h, t, d, interleaved, thd, csb, x, cs, sn, y);                                                         \
 	}                                                                                                                     \
 	RG_KERNEL rope_cache_##T(u64 n, u64 hq, u64 hkv, u64 d, u64 rows, const T* qkv, const T* cs, const T* sn,                \
-	                         const u32* slots, T* kc, T* vc, T* q) {                                                      \
+	                         const u32* slots, T* kc, T* vc, T* q) { RG_GRID_WAIT();                                      \
 		rope_cache<T>(n, hq, hkv, d, rows, qkv, cs, sn, slots, kc, vc, q);                                                \
 	}                                                                                                                     \
-	RG_KERNEL silu_mul_##T(u64 n, const T* a, const T* b, T* y) { silu_mul<T>(n, a, b, y); }
+	RG_KERNEL silu_mul_##T(u64 n, const T* a, const T* b, T* y) { RG_GRID_WAIT(); silu_mul<T>(n, a, b, y); }
 
 RG_NN(f32)
 RG_NN(f16)
@@ -599,11 +599,11 @@ __device__ __forceinline__ void upsample_any(u64 n, u64 c, u64 ih, u64 iw, u64 o
 
 #define RG_UPSAMPLE(T)                                                                                                  \
 	RG_KERNEL upsample_nearest_##T(u64 n, u64 c, u64 ih, u64 iw, u64 oh, u64 ow, int nhwc, int align, float sh, float sw, \
-	                               const T* x, T* y) {                                                                  \
+	                               const T* x, T* y) { RG_GRID_WAIT();                                                  \
 		upsample_any<T, false>(n, c, ih, iw, oh, ow, nhwc, align, sh, sw, x, y);                                        \
 	}                                                                                                                   \
 	RG_KERNEL upsample_bilinear_##T(u64 n, u64 c, u64 ih, u64 iw, u64 oh, u64 ow, int nhwc, int align, float sh, float sw, \
-	                                const T* x, T* y) {                                                                 \
+	                                const T* x, T* y) { RG_GRID_WAIT();                                                 \
 		upsample_any<T, true>(n, c, ih, iw, oh, ow, nhwc, align, sh, sw, x, y);                                         \
 	}
 

@@ -946,40 +946,40 @@ __device__ __forceinline__ void qmatvec(int m, u64 n, u64 k, const T* __restrict
 }
 
 #define Q_KERNELS(QN, Q, TN, T)                                                                                      \
-	Q_KERNEL dequant_##QN##_##TN(u64 chunks, const u8* w, T* y) { dequant<Q, T>(chunks, w, y); }                       \
-	Q_KERNEL qrows_##QN##_##TN(u64 nids, u64 k, u64 rows, const i64* ids, const u8* w, T* y) {                         \
+	Q_KERNEL dequant_##QN##_##TN(u64 chunks, const u8* w, T* y) { RG_GRID_WAIT(); dequant<Q, T>(chunks, w, y); }       \
+	Q_KERNEL qrows_##QN##_##TN(u64 nids, u64 k, u64 rows, const i64* ids, const u8* w, T* y) { RG_GRID_WAIT();         \
 		qrows<Q, T>(nids, k, rows, ids, w, y);                                                                       \
 	}
 #define QMV_KERNEL(QN, Q, TN, T)                                                                                     \
-	Q_KERNEL qmatvec_##QN##_##TN(int m, u64 n, u64 k, const T* x, const u8* w, T* y) { qmatvec<Q, T>(m, n, k, x, w, y); }
+	Q_KERNEL qmatvec_##QN##_##TN(int m, u64 n, u64 k, const T* x, const u8* w, T* y) { RG_GRID_WAIT(); qmatvec<Q, T>(m, n, k, x, w, y); }
 
 // The 8-bit path, for 2-byte x.
 #define Q8_KERNEL(QN, Q, TN, T)                                                                                      \
 	Q_KERNEL qmatvec8_##QN##_##TN(int m, int split, u64 n, u64 k, const int* xq, const float* xd, const int* xs,        \
-	                              const u8* w, T* y, const T* res) {                                                   \
+	                              const u8* w, T* y, const T* res) { RG_GRID_WAIT();                                   \
 		qmatvec8<Q, T, QMV_ROWS>(m, split, n, k, xq, xd, xs, w, y, res);                                             \
 	}                                                                                                                \
 	Q_KERNEL qmatvec8w_##QN##_##TN(int m, int split, u64 n, u64 k, const int* xq, const float* xd, const int* xs,       \
-	                               const u8* w, T* y, const T* res) {                                                  \
+	                               const u8* w, T* y, const T* res) { RG_GRID_WAIT();                                  \
 		qmatvec8<Q, T, QMV_WIDE>(m, split, n, k, xq, xd, xs, w, y, res);                                             \
 	}
 // Q4_K against one row of x: a warp a row, and two rows a warp (x2); qx's
 // output staged, or x quantized in the kernel (q).
 #define K4_KERNELS(TN, T)                                                                                            \
 	Q_KERNEL qmatvec8k4_##TN(int split, u64 n, u64 k, const int* xq, const float* xd, const int* xs, const u8* w, T* y,   \
-	                         const T* res) {                                                                           \
+	                         const T* res) { RG_GRID_WAIT();                                                         \
 		qmatvec8k4<T, 1, false>(split, n, k, nullptr, QFuse<T>{}, xq, xd, xs, w, y, res);                            \
 	}                                                                                                                \
 	Q_KERNEL qmatvec8k4x2_##TN(int split, u64 n, u64 k, const int* xq, const float* xd, const int* xs, const u8* w,       \
-	                           T* y, const T* res) {                                                                   \
+	                           T* y, const T* res) { RG_GRID_WAIT();                                                 \
 		qmatvec8k4<T, 2, false>(split, n, k, nullptr, QFuse<T>{}, xq, xd, xs, w, y, res);                            \
 	}                                                                                                                \
 	Q_KERNEL qmatvec8k4q_##TN(int split, u64 n, u64 k, const T* x, int gated, float eps, const T* alpha, const u8* w,    \
-	                          T* y, const T* res) {                                                                    \
+	                          T* y, const T* res) { RG_GRID_WAIT();                                                  \
 		qmatvec8k4<T, 1, true>(split, n, k, x, QFuse<T>{gated, eps, alpha}, nullptr, nullptr, nullptr, w, y, res);   \
 	}                                                                                                                \
 	Q_KERNEL qmatvec8k4qx2_##TN(int split, u64 n, u64 k, const T* x, int gated, float eps, const T* alpha, const u8* w,  \
-	                            T* y, const T* res) {                                                                  \
+	                            T* y, const T* res) { RG_GRID_WAIT();                                                \
 		qmatvec8k4<T, 2, true>(split, n, k, x, QFuse<T>{gated, eps, alpha}, nullptr, nullptr, nullptr, w, y, res);   \
 	}
 K4_KERNELS(f16, f16)
@@ -987,14 +987,14 @@ K4_KERNELS(bf16, bf16)
 // Q6_K's products of one row through shared memory (qmatvec8s).
 #define Q8S_KERNEL(QN, Q, TN, T)                                                                                     \
 	Q_KERNEL qmatvec8s_##QN##_##TN(u64 n, u64 k, const int* xq, const float* xd, const int* xs, const u8* w, T* y,      \
-	                               const T* res) {                                                                     \
+	                               const T* res) { RG_GRID_WAIT();                                                     \
 		qmatvec8s<Q, T>(n, k, xq, xd, xs, w, y, res);                                                                \
 	}
 Q8S_KERNEL(q6_k, GGML_Q6_K, f16, f16)
 Q8S_KERNEL(q6_k, GGML_Q6_K, bf16, bf16)
 
 #define QX_KERNEL(TN, T)                                                                                             \
-	Q_KERNEL qx_##TN(u64 k, const T* x, int gated, float eps, const T* alpha, int* xq, float* xd, int* xs) {             \
+	Q_KERNEL qx_##TN(u64 k, const T* x, int gated, float eps, const T* alpha, int* xq, float* xd, int* xs) { RG_GRID_WAIT(); \
 		const QFuse<T> f = {gated, eps, alpha};                                                                      \
 		qx<T>(k, x, f, xq, xd, xs);                                                                                  \
 	}

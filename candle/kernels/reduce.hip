@@ -130,7 +130,7 @@ __device__ __forceinline__ void reduce(const Index& outer, const Index& red, u64
 
 #define RG_REDUCE(name, Op, arg, tname, T)                                                                  \
 	RG_KERNEL name##_##tname(const Index outer, const Index red, u64 nout, u64 inner, int mode, double scale, \
-	                         const T* in, void* out) {                                                       \
+	                         const T* in, void* out) { RG_GRID_WAIT();                                       \
 		reduce<T, Op, arg>(outer, red, nout, inner, mode, scale, in, out);                                   \
 	}
 #define RG_REDUCE_TYPES(name, Op, arg)                                                                      \

@@ -557,7 +557,7 @@ __device__ __forceinline__ void sample_draw(u64 rows, u64 cols, u64 span, u32 pa
 }
 
 // sample_prev fills each row's bitmap of previous tokens, a block a row.
-SAMPLE_KERNEL sample_prev(u64 rows, u64 words, const SampleRow* params, const int* prev) {
+SAMPLE_KERNEL sample_prev(u64 rows, u64 words, const SampleRow* params, const int* prev) { RG_GRID_WAIT();
 	for (u64 r = blockIdx.x; r < rows; r += gridDim.x) {
 		const SampleRow p = params[r];
 		if (p.prev_count == 0 || p.bits == nullptr) continue; // the same for the whole block
@@ -573,15 +573,15 @@ SAMPLE_KERNEL sample_prev(u64 rows, u64 words, const SampleRow* params, const in
 
 #define RG_SAMPLE(name, T)                                                                                                 \
 	SAMPLE_KERNEL sample_max_##name(u64 rows, u64 cols, u64 span, u32 parts, const T* logits, const SampleRow* params,     \
-	                                SampleState* state, u64* hist, u64* cand, u32* out) {                                  \
+	                                SampleState* state, u64* hist, u64* cand, u32* out) { RG_GRID_WAIT();                  \
 		sample_max<T>(rows, cols, span, parts, logits, params, state, hist, out);                                          \
 	}                                                                                                                      \
 	SAMPLE_KERNEL sample_hist_##name(u64 rows, u64 cols, u64 span, u32 parts, const T* logits, const SampleRow* params,    \
-	                                 SampleState* state, u64* hist, u64* cand, u32* out) {                                 \
+	                                 SampleState* state, u64* hist, u64* cand, u32* out) { RG_GRID_WAIT();                 \
 		sample_hist<T>(rows, cols, span, parts, logits, params, state, hist);                                              \
 	}                                                                                                                      \
 	SAMPLE_KERNEL sample_draw_##name(u64 rows, u64 cols, u64 span, u32 parts, const T* logits, const SampleRow* params,    \
-	                                 SampleState* state, u64* hist, u64* cand, u32* out) {                                 \
+	                                 SampleState* state, u64* hist, u64* cand, u32* out) { RG_GRID_WAIT();                 \
 		sample_draw<T>(rows, cols, span, parts, logits, params, state, cand, out);                                         \
 	}
 RG_SAMPLE(f32, f32)

@@ -436,11 +436,11 @@ __device__ __forceinline__ void topk(u64 rows, u64 cols, u32 k, const typename R
 }
 
 #define RG_SORT(name, T)                                                                                                  \
-	SORT_KERNEL argsort_##name(u64 rows, u64 cols, int desc, const void* x, u32* out, void* scratch) {                  \
+	SORT_KERNEL argsort_##name(u64 rows, u64 cols, int desc, const void* x, u32* out, void* scratch) { RG_GRID_WAIT();  \
 		argsort<T>(rows, cols, desc, (const typename Radix<T>::Raw*)x, out, scratch);                                     \
 	}                                                                                                                     \
 	SORT_KERNEL topk_##name(u64 rows, u64 cols, u32 k, const void* x, const void* ck, const u32* ci, void* ok, u32* oi,  \
-	                        u32* out) {                                                                                   \
+	                        u32* out) { RG_GRID_WAIT();                                                                   \
 		typedef typename Radix<T>::K K;                                                                                   \
 		topk<T>(rows, cols, k, (const typename Radix<T>::Raw*)x, (const K*)ck, ci, (K*)ok, oi, out);                      \
 	}

@@ -105,7 +105,7 @@ __device__ __forceinline__ void unary(const Index& ix, u64 n, const T* in, T* ou
 }
 
 #define RG_UNARY(name, Op, tname, T, via)                                                               \
-	RG_KERNEL name##_##tname(const Index ix, u64 n, const T* in, T* out, double p0, double p1) {     \
+	RG_KERNEL name##_##tname(const Index ix, u64 n, const T* in, T* out, double p0, double p1) { RG_GRID_WAIT(); \
 		unary<T, Op, via>(ix, n, in, out, p0, p1);                                                  \
 	}
 #define RG_FLOAT_OP(name, Op) \

@@ -30,7 +30,7 @@ __device__ __forceinline__ void where(const Index& ix, u64 n, const C* cond, con
 }
 #define RG_WHERE(cname, C, name, N)                                                                      \
 	RG_KERNEL where_##cname##_##name(const Index ix, u64 n, const C* cond, const Bytes<N>::T* t,        \
-	                                 const Bytes<N>::T* f, Bytes<N>::T* out) {                           \
+	                                 const Bytes<N>::T* f, Bytes<N>::T* out) { RG_GRID_WAIT();           \
 		where(ix, n, cond, t, f, out);                                                                   \
 	}
 #define RG_WHERE_SIZES(cname, C) RG_WHERE(cname, C, b1, 1) RG_WHERE(cname, C, b2, 2) RG_WHERE(cname, C, b4, 4) RG_WHERE(cname, C, b8, 8)

@@ -1,0 +1,27 @@
+package candle
+
+import (
+	"io/fs"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rocm-go/rocm/internal/testenv"
+)
+
+// Every kernel launches early (hip.LaunchConfig.EarlyLaunch), so every
+// kernel must wait for the previous one before it touches memory.
+func TestEveryKernelWaitsFirst(t *testing.T) {
+	files, err := fs.Glob(kernelFiles, "kernels/*.hip")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	common, err := fs.ReadFile(kernelFiles, "kernels/common.h")
+	require.NoError(t, err)
+	for _, f := range files {
+		src, err := fs.ReadFile(kernelFiles, f)
+		require.NoError(t, err)
+		assert.Empty(t, testenv.KernelsNotWaiting(string(src), []string{"RG_GRID_WAIT();"}, string(common)),
+			"%s: kernels whose first statement is not RG_GRID_WAIT()", f)
+	}
+}

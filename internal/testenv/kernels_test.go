@@ -1,0 +1,32 @@
+package testenv
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestKernelsNotWaiting(t *testing.T) {
+	src := `#define K extern "C" __global__ void
+#define K2(T) extern "C" __global__ __launch_bounds__(256) void
+// K comment(x) { no }
+K good(int n) { W(); body(n); }
+K bad(int n) { body(n); }
+K2(float) good2(int n) {
+	W();
+}
+#define DEF(T) \
+	extern "C" __global__ void def_##T(int n) { \
+		W(); body(n);                            \
+	}                                            \
+	extern "C" __global__ void undef_##T(int n) { body(n); }
+extern "C" __global__ void plain(int n) { body(n); }
+`
+	assert.Equal(t, []string{
+		"K bad(int n)",
+		`__global__ void undef_##T(int n)`,
+		`__global__ void plain(int n)`,
+	}, KernelsNotWaiting(src, []string{"W();"}))
+	// A kernel macro of an included header.
+	assert.Equal(t, []string{"H bad(int n)"}, KernelsNotWaiting("H good() { W(); }\nH bad(int n) { x(); }\nH later() { L(); }\n", []string{"W();", "L();"}, "#define H extern \"C\" __global__ void\n"))
+}
