@@ -11,7 +11,8 @@ import (
 )
 
 // Every kernel launches early (hip.LaunchConfig.EarlyLaunch), so every
-// kernel must wait for the previous one before it touches memory.
+// kernel must wait for the previous one before it touches memory (or,
+// RG_WAITS_INSIDE, before it touches memory a kernel may write).
 func TestEveryKernelWaitsFirst(t *testing.T) {
 	files, err := fs.Glob(kernelFiles, "kernels/*.hip")
 	require.NoError(t, err)
@@ -21,7 +22,7 @@ func TestEveryKernelWaitsFirst(t *testing.T) {
 	for _, f := range files {
 		src, err := fs.ReadFile(kernelFiles, f)
 		require.NoError(t, err)
-		assert.Empty(t, testenv.KernelsNotWaiting(string(src), []string{"RG_GRID_WAIT();"}, string(common)),
-			"%s: kernels whose first statement is not RG_GRID_WAIT()", f)
+		assert.Empty(t, testenv.KernelsNotWaiting(string(src), []string{"RG_GRID_WAIT();", "RG_WAITS_INSIDE();"}, string(common)),
+			"%s: kernels whose first statement is neither RG_GRID_WAIT() nor RG_WAITS_INSIDE()", f)
 	}
 }

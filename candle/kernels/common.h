@@ -32,6 +32,13 @@ typedef __hip_bfloat16 bf16;
 	do {           \
 	} while (0)
 #endif
+// RG_WAITS_INSIDE, a kernel's first statement instead, says that its
+// device function calls RG_GRID_WAIT itself after reading memory no
+// kernel writes (a model's weights: their loads overlap the previous
+// kernel's end).
+#define RG_WAITS_INSIDE() \
+	do {              \
+	} while (0)
 
 // Index is how a kernel walks up to four operands of one shape, passed by
 // value (package candle's kIndex): rank 0 means every operand is

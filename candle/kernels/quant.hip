@@ -766,10 +766,14 @@ __device__ __forceinline__ float k4pair(uint4 h, uint4 q0, uint4 q1, int t, cons
 // a warp (48.1 with one, 82.6); 16384×2048 6.75 (7.8, 11.8); 3072×2048 3.14
 // with one (3.27 with two, 3.61); 2048×8192 4.75 (6.0).
 //
+// With a row a warp, a warp's first loads of w come first, before the
+// kernel waits for the previous one (RG_GRID_WAIT: launched early, it
+// starts while that one ends) and before x: on an H200 the Q4_K decode
+// step of the 1B model took 704-717 µs against 737-745 with the wait
+// first, 755-772 launched as usual.
+//
 // FX: the block quantizes x itself (f applied, qx's way: a thread 8
-// values, four threads a chunk) instead of copying qx's output, with a
-// warp a row's first loads of w issued before (their latency under x's).
-// For rows of x a block quantizes in one pass (quant_hip.go): qx's launch
+// values, four threads a chunk) instead of copying qx's output. For rows of x a block quantizes in one pass (quant_hip.go): qx's launch
 // costs more there (q, k and v with the norm 5.07 µs against 5.70; o 3.69
 // against 4.52; the LM head 41.3 against 42.7), but a gated 2 × 8192 row
 // in four passes made down 10.6 µs against 6.5.
@@ -785,9 +789,10 @@ __device__ __forceinline__ void qmatvec8k4(int split, u64 n, u64 k, const T* __r
 	const u64 pairs = k / 64, rb = k / 256 * 144, p0 = (u64)ws * warpSize + lane, stride = (u64)split * warpSize;
 	const u64 base0 = (u64)blockIdx.x * rpb;
 	float2* const d2 = (float2*)(k4s + 5 * pairs);
-	// The first pair's loads, before x's (a row a warp: with two, the
-	// registers they hold meanwhile spill).
-	const bool early = FX && RW == 1 && base0 < n && p0 < pairs;
+	// The first pair's loads, before x's and before the previous kernel
+	// has ended (RG_GRID_WAIT below: the weights are no kernel's output),
+	// a row a warp (with two, the registers they hold meanwhile spill).
+	const bool early = RW == 1 && base0 < n && p0 < pairs;
 	uint4 h0[RW], a0[RW], b0[RW];
 	if (early) {
 #pragma unroll
@@ -799,6 +804,7 @@ __device__ __forceinline__ void qmatvec8k4(int split, u64 n, u64 k, const T* __r
 			b0[r] = *(const uint4*)(b + 32 + 32 * t);
 		}
 	}
+	RG_GRID_WAIT();
 	if (FX) {
 		float* const sd = (float*)d2;              // chunk c's scale
 		int* const sh = (int*)(k4s + 4 * pairs);    // its half sums at 2c, 2c + 1
@@ -967,19 +973,19 @@ __device__ __forceinline__ void qmatvec(int m, u64 n, u64 k, const T* __restrict
 // output staged, or x quantized in the kernel (q).
 #define K4_KERNELS(TN, T)                                                                                            \
 	Q_KERNEL qmatvec8k4_##TN(int split, u64 n, u64 k, const int* xq, const float* xd, const int* xs, const u8* w, T* y,   \
-	                         const T* res) { RG_GRID_WAIT();                                                         \
+	                         const T* res) { RG_WAITS_INSIDE();                                                      \
 		qmatvec8k4<T, 1, false>(split, n, k, nullptr, QFuse<T>{}, xq, xd, xs, w, y, res);                            \
 	}                                                                                                                \
 	Q_KERNEL qmatvec8k4x2_##TN(int split, u64 n, u64 k, const int* xq, const float* xd, const int* xs, const u8* w,       \
-	                           T* y, const T* res) { RG_GRID_WAIT();                                                 \
+	                           T* y, const T* res) { RG_WAITS_INSIDE();                                              \
 		qmatvec8k4<T, 2, false>(split, n, k, nullptr, QFuse<T>{}, xq, xd, xs, w, y, res);                            \
 	}                                                                                                                \
 	Q_KERNEL qmatvec8k4q_##TN(int split, u64 n, u64 k, const T* x, int gated, float eps, const T* alpha, const u8* w,    \
-	                          T* y, const T* res) { RG_GRID_WAIT();                                                  \
+	                          T* y, const T* res) { RG_WAITS_INSIDE();                                               \
 		qmatvec8k4<T, 1, true>(split, n, k, x, QFuse<T>{gated, eps, alpha}, nullptr, nullptr, nullptr, w, y, res);   \
 	}                                                                                                                \
 	Q_KERNEL qmatvec8k4qx2_##TN(int split, u64 n, u64 k, const T* x, int gated, float eps, const T* alpha, const u8* w,  \
-	                            T* y, const T* res) { RG_GRID_WAIT();                                                \
+	                            T* y, const T* res) { RG_WAITS_INSIDE();                                             \
 		qmatvec8k4<T, 2, true>(split, n, k, x, QFuse<T>{gated, eps, alpha}, nullptr, nullptr, nullptr, w, y, res);   \
 	}
 K4_KERNELS(f16, f16)
