@@ -48,13 +48,12 @@ typedef __hip_bfloat16 bf16;
 // start while the stream's previous kernel still runs. It waits here
 // until that kernel has ended and its writes are visible, then lets the
 // next kernel launch. Nothing on other devices.
+__device__ __forceinline__ void fa_grid_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-#define FA_GRID_WAIT() asm volatile("griddepcontrol.wait;\n\tgriddepcontrol.launch_dependents;" ::: "memory")
-#else
-#define FA_GRID_WAIT() \
-	do {           \
-	} while (0)
+	asm volatile("griddepcontrol.wait;\n\tgriddepcontrol.launch_dependents;" ::: "memory");
 #endif
+}
+#define FA_GRID_WAIT() fa_grid_wait()
 
 // Flags of Params.flags.
 #define FA_VARLEN 1   // cu_q, cu_k give each sequence's rows

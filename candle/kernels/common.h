@@ -25,13 +25,12 @@ typedef __hip_bfloat16 bf16;
 // kernel may start while the previous kernel of the stream still runs,
 // and waits here until that one has ended and its writes are visible;
 // then it lets the next kernel launch. Nothing on other devices.
+__device__ __forceinline__ void rg_grid_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-#define RG_GRID_WAIT() asm volatile("griddepcontrol.wait;\n\tgriddepcontrol.launch_dependents;" ::: "memory")
-#else
-#define RG_GRID_WAIT() \
-	do {           \
-	} while (0)
+	asm volatile("griddepcontrol.wait;\n\tgriddepcontrol.launch_dependents;" ::: "memory");
 #endif
+}
+#define RG_GRID_WAIT() rg_grid_wait()
 // RG_WAITS_INSIDE, a kernel's first statement instead, says that its
 // device function calls RG_GRID_WAIT itself after reading memory no
 // kernel writes (a model's weights: their loads overlap the previous
