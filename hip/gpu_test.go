@@ -120,6 +120,15 @@ func function(t *testing.T, m *hip.Module, code *hiprtc.Code, name string) *hip.
 	return f
 }
 
+// buffer allocates n bytes of device memory, freed when the test ends.
+func buffer(t *testing.T, d *hip.Device, n int) *hip.Buffer {
+	t.Helper()
+	b, err := d.Malloc(n)
+	require.NoError(t, err)
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
 func grid(n int) hip.LaunchConfig {
 	blocks := min((n+255)/256, 65535)
 	return hip.LaunchConfig{Grid: hip.Dim3{X: uint32(max(blocks, 1))}, Block: hip.Dim3{X: 256}}
@@ -366,12 +375,7 @@ func TestGPUStreamOrderingAndEvents(t *testing.T) {
 	p, err := d.Properties()
 	require.NoError(t, err)
 	const n = 1 << 16
-	x, err := d.Malloc(n * 4)
-	require.NoError(t, err)
-	defer x.Close()
-	y, err := d.Malloc(n * 4)
-	require.NoError(t, err)
-	defer y.Close()
+	x, y := buffer(t, d, n*4), buffer(t, d, n*4)
 	sa, err := d.NewStream(hip.WithStreamFlags(hip.StreamNonBlocking))
 	require.NoError(t, err)
 	defer sa.Close()
@@ -439,12 +443,7 @@ func TestGPUEarlyLaunch(t *testing.T) {
 	require.NoError(t, err)
 	early := hip.LoadedPlatform() == hip.PlatformNVIDIA && p.Major >= 9
 	const n = 1 << 12
-	x, err := d.Malloc(n * 4)
-	require.NoError(t, err)
-	defer x.Close()
-	y, err := d.Malloc(n * 4)
-	require.NoError(t, err)
-	defer y.Close()
+	x, y := buffer(t, d, n*4), buffer(t, d, n*4)
 	s, err := d.NewStream(hip.WithStreamFlags(hip.StreamNonBlocking))
 	require.NoError(t, err)
 	defer s.Close()
