@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/rocm-go/rocm/internal/testenv"
+	"github.com/rocm-go/rocm/internal/kernelcheck"
 )
 
 // Every kernel launches early (hip.LaunchConfig.EarlyLaunch), so every
@@ -22,7 +22,7 @@ func TestEveryKernelWaitsFirst(t *testing.T) {
 	for _, f := range files {
 		src, err := fs.ReadFile(kernelFiles, f)
 		require.NoError(t, err)
-		assert.Empty(t, testenv.KernelsNotWaiting(string(src), []string{"RG_GRID_WAIT();", "RG_WAITS_INSIDE();"}, string(common)),
+		assert.Empty(t, kernelcheck.NotWaiting(string(src), []string{"RG_GRID_WAIT();", "RG_WAITS_INSIDE();"}, string(common)),
 			"%s: kernels whose first statement is neither RG_GRID_WAIT() nor RG_WAITS_INSIDE()", f)
 	}
 }

@@ -1,4 +1,4 @@
-package testenv
+package kernelcheck
 
 import (
 	"testing"
@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-func TestKernelsNotWaiting(t *testing.T) {
+func TestNotWaiting(t *testing.T) {
 	src := `#define K extern "C" __global__ void
 #define K2(T) extern "C" __global__ __launch_bounds__(256) void
 // K comment(x) { no }
@@ -26,7 +26,7 @@ extern "C" __global__ void plain(int n) { body(n); }
 		"K bad(int n)",
 		`__global__ void undef_##T(int n)`,
 		`__global__ void plain(int n)`,
-	}, KernelsNotWaiting(src, []string{"W();"}))
+	}, NotWaiting(src, []string{"W();"}))
 	// A kernel macro of an included header.
-	assert.Equal(t, []string{"H bad(int n)"}, KernelsNotWaiting("H good() { W(); }\nH bad(int n) { x(); }\nH later() { L(); }\n", []string{"W();", "L();"}, "#define H extern \"C\" __global__ void\n"))
+	assert.Equal(t, []string{"H bad(int n)"}, NotWaiting("H good() { W(); }\nH bad(int n) { x(); }\nH later() { L(); }\n", []string{"W();", "L();"}, "#define H extern \"C\" __global__ void\n"))
 }

@@ -1,4 +1,6 @@
-package testenv
+// Package kernelcheck checks HIP C++ kernel sources, for the tests of the
+// packages that embed them.
+package kernelcheck
 
 import (
 	"regexp"
@@ -8,13 +10,15 @@ import (
 
 var defineRE = regexp.MustCompile(`(?m)^\s*#define\s+(\w+)(\([^)]*\))?\s+(.*)$`)
 
-// KernelsNotWaiting returns each kernel definition in src (a HIP C++
-// source) whose body does not begin with one of waits, the statements
-// that the source's kernels, launched early (hip.LaunchConfig.EarlyLaunch),
-// begin with, such as "RG_GRID_WAIT();". A kernel definition is __global__ or a
-// macro defined as one (in src or in the headers it includes), outside
-// #define lines; its body is the first brace after it. Each result is a definition up to its body.
-func KernelsNotWaiting(src string, waits []string, headers ...string) []string {
+// NotWaiting returns each kernel definition in src (a HIP C++ source)
+// whose body does not begin with one of waits: the statements a source's
+// kernels begin with when they are launched early
+// (hip.LaunchConfig.EarlyLaunch), such as "RG_GRID_WAIT();". A kernel
+// definition is __global__, or a macro defined as one (in src or in the
+// headers it includes), outside #define lines and line comments; its body
+// is the first brace after it. Each result is a definition up to its
+// body, on one line.
+func NotWaiting(src string, waits []string, headers ...string) []string {
 	kernelMacros := map[string]bool{}
 	for _, h := range append(headers, src) {
 		for _, m := range defineRE.FindAllStringSubmatch(h, -1) {
