@@ -82,9 +82,11 @@
 // op family, compiled with hipRTC (NVRTC on NVIDIA) for the device's exact
 // architecture on first use and kept on disk by the KernelCache
 // (ROCM_GO_CACHE_DIR, else the user's cache folder). Kernels take their
-// operands' layout by value and never assume a warp size. The
-// rocm-go-kernels command compiles the whole set ahead of time for images
-// without a compiler.
+// operands' layout by value and never assume a warp size. Each waits for
+// the kernel before it first thing and is launched early
+// (hip.LaunchConfig.EarlyLaunch): on NVIDIA sm_90 and later a kernel's
+// launch overlaps the end of the one before. The rocm-go-kernels command
+// compiles the whole set ahead of time for images without a compiler.
 //
 // # Quantized tensors
 //

@@ -29,7 +29,10 @@
 // time with hipRTC (NVRTC on NVIDIA) for the device's exact architecture,
 // through package hiprtc's Kernels and Cache (the mechanism package
 // candle's KernelCache and package miopen's kernels use), kept on disk
-// under ROCM_GO_CACHE_DIR:
+// under ROCM_GO_CACHE_DIR. Each kernel waits for the kernel before it first
+// thing and is launched early (hip.LaunchConfig.EarlyLaunch: on NVIDIA
+// sm_90 and later its launch overlaps the end of the one before, a split
+// decode's merge with its splits' kernel). The backends:
 //
 //   - MatrixCore: FlashAttention-2 with q·kᵀ and p·v on the matrix cores
 //     of NVIDIA sm_80 and later (mma.sync m16n8k16 with float32

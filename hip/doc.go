@@ -1,7 +1,8 @@
 // Package hip binds the HIP runtime: devices and their properties, device,
 // pinned and stream-ordered memory, host memory registered with a device
 // (a mapped file copied by DMA, RegisterHost), streams, events, modules,
-// kernel launches, graphs through stream capture and peer copies.
+// kernel launches (early ones on NVIDIA sm_90: LaunchConfig.EarlyLaunch),
+// graphs through stream capture and peer copies.
 //
 // # Loading
 //
