@@ -24,5 +24,7 @@ func TestEveryKernelWaitsFirst(t *testing.T) {
 		require.NoError(t, err)
 		assert.Empty(t, kernelcheck.NotWaiting(string(src), []string{"RG_GRID_WAIT();", "RG_WAITS_INSIDE();"}, string(common)),
 			"%s: kernels whose first statement is neither RG_GRID_WAIT() nor RG_WAITS_INSIDE()", f)
+		assert.Empty(t, kernelcheck.NotWaitingInside(string(src), "RG_WAITS_INSIDE();", "RG_GRID_WAIT();"),
+			"%s: kernels marked RG_WAITS_INSIDE whose device function never calls RG_GRID_WAIT", f)
 	}
 }

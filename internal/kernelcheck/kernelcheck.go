@@ -3,6 +3,7 @@
 package kernelcheck
 
 import (
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -57,4 +58,51 @@ func NotWaiting(src string, waits []string, headers ...string) []string {
 // signature is a definition's text up to its body, on one line.
 func signature(s string) string {
 	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\\\n", " ")), " ")
+}
+
+// callRE is a call's function name: qmatvec8k4<T, 1, false>(...) or f(...).
+var callRE = regexp.MustCompile(`^(\w+)\s*[<(]`)
+
+// NotWaitingInside returns, for each kernel of src whose body begins with
+// marker (the statement that says its device function waits itself) but
+// whose next statement calls no function of src with wait in its body,
+// the marker's line and the call: "line 981: qmatvec8k4".
+func NotWaitingInside(src, marker, wait string) []string {
+	var missing []string
+	for i := 0; ; {
+		k := strings.Index(src[i:], marker)
+		if k < 0 {
+			return missing
+		}
+		i += k + len(marker)
+		callee := "no call"
+		if call := callRE.FindStringSubmatch(strings.TrimLeft(src[i:], " \t\r\n\\")); call != nil {
+			if strings.Contains(functionBody(src, call[1]), wait) {
+				continue
+			}
+			callee = call[1]
+		}
+		missing = append(missing, fmt.Sprintf("line %d: %s", strings.Count(src[:i], "\n")+1, callee))
+	}
+}
+
+// functionBody is the body of the __device__ function name in src, or ""
+// where src defines none.
+func functionBody(src, name string) string {
+	m := regexp.MustCompile(`__device__[^;{]*\b` + regexp.QuoteMeta(name) + `\s*\([^;{]*\{`).FindStringIndex(src)
+	if m == nil {
+		return ""
+	}
+	depth := 1
+	for i := m[1]; i < len(src); i++ {
+		switch src[i] {
+		case '{':
+			depth++
+		case '}':
+			if depth--; depth == 0 {
+				return src[m[1]:i]
+			}
+		}
+	}
+	return ""
 }

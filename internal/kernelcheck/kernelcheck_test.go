@@ -30,3 +30,16 @@ extern "C" __global__ void plain(int n) { body(n); }
 	// A kernel macro of an included header.
 	assert.Equal(t, []string{"H bad(int n)"}, NotWaiting("H good() { W(); }\nH bad(int n) { x(); }\nH later() { L(); }\n", []string{"W();", "L();"}, "#define H extern \"C\" __global__ void\n"))
 }
+
+func TestNotWaitingInside(t *testing.T) {
+	src := `template <class T> __device__ __forceinline__ void waits(int n) {
+	if (n) { load(); }
+	W();
+}
+__device__ void idle(int n) { body(n); }
+K good(int n) { L(); waits<float>(n); }
+K bad(int n) { L(); idle(n); }
+K unknown(int n) { L(); elsewhere(n); }
+`
+	assert.Equal(t, []string{"line 7: idle", "line 8: elsewhere"}, NotWaitingInside(src, "L();", "W();"))
+}
