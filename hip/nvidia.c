@@ -411,6 +411,7 @@ hipError_t rg_hip_nvidia_launch_early(int dev, hipFunction_t f, unsigned gx, uns
 	void* extra[5] = {RG_HIP_LAUNCH_PARAM_BUFFER_POINTER, args, RG_HIP_LAUNCH_PARAM_BUFFER_SIZE, &size, NULL};
 	return NV(cuLaunchKernelEx, &c, f, NULL, size == 0 ? NULL : extra);
 }
+
 // HIP_FUNC_ATTRIBUTE_* and CU_FUNC_ATTRIBUTE_* agree from 0 to 9.
 static hipError_t rgnv_hipFuncGetAttribute(int* v, hipFunction_attribute a, hipFunction_t f) {
 	if ((int)a < 0 || (int)a > 9) return hipErrorInvalidValue;

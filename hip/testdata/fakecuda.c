@@ -137,7 +137,7 @@ typedef struct {
 int cuLaunchKernelEx(const config* c, void* f, void** params, void** extra) {
 	int st = cuLaunchKernel(f, c->gx, c->gy, c->gz, c->bx, c->by, c->bz, c->shared, c->stream, params, extra);
 	if (st != 0 || extra == NULL) return st;
-	if (c->num_attrs != 1 || sizeof(attr) != 72) return 1;
+	if (c->num_attrs != 1) return 1;
 	char* buf = extra[1];
 	size_t size = *(size_t*)extra[3];
 	char* out;
