@@ -773,8 +773,9 @@ __device__ __forceinline__ float k4pair(uint4 h, uint4 q0, uint4 q1, int t, cons
 // first, 755-772 launched as usual.
 //
 // FX: the block quantizes x itself (f applied, qx's way: a thread 8
-// values, four threads a chunk) instead of copying qx's output. For rows of x a block quantizes in one pass (quant_hip.go): qx's launch
-// costs more there (q, k and v with the norm 5.07 µs against 5.70; o 3.69
+// values, four threads a chunk) instead of copying qx's output. For rows
+// of x a block quantizes in one pass (quant_hip.go): qx's launch costs
+// more there (q, k and v with the norm 5.07 µs against 5.70; o 3.69
 // against 4.52; the LM head 41.3 against 42.7), but a gated 2 × 8192 row
 // in four passes made down 10.6 µs against 6.5.
 template <class T, int RW, bool FX>

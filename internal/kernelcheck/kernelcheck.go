@@ -11,15 +11,15 @@ import (
 
 var defineRE = regexp.MustCompile(`(?m)^\s*#define\s+(\w+)(\([^)]*\))?\s+(.*)$`)
 
-// NotWaiting returns each kernel definition in src (a HIP C++ source)
-// whose body does not begin with one of waits: the statements a source's
+// NotWaiting returns how many kernel definitions src (a HIP C++ source)
+// has and each whose body does not begin with one of waits: the statements a source's
 // kernels begin with when they are launched early
 // (hip.LaunchConfig.EarlyLaunch), such as "RG_GRID_WAIT();". A kernel
 // definition is __global__, or a macro defined as one (in src or in the
 // headers it includes), outside #define lines and line comments; its body
 // is the first brace after it. Each result is a definition up to its
 // body, on one line.
-func NotWaiting(src string, waits []string, headers ...string) []string {
+func NotWaiting(src string, waits []string, headers ...string) (kernels int, missing []string) {
 	kernelMacros := map[string]bool{}
 	for _, h := range append(headers, src) {
 		for _, m := range defineRE.FindAllStringSubmatch(h, -1) {
@@ -36,12 +36,12 @@ func NotWaiting(src string, waits []string, headers ...string) []string {
 	if len(names) > 0 {
 		pattern = `\b(` + strings.Join(names, "|") + `)\b|__global__`
 	}
-	var missing []string
 	for _, loc := range regexp.MustCompile(pattern).FindAllStringIndex(src, -1) {
 		line := strings.TrimSpace(src[strings.LastIndexByte(src[:loc[0]], '\n')+1 : loc[0]])
 		if strings.HasPrefix(line, "#define") || strings.HasPrefix(line, "//") {
 			continue
 		}
+		kernels++
 		brace := strings.IndexByte(src[loc[1]:], '{')
 		if brace < 0 {
 			missing = append(missing, signature(src[loc[0]:]))
@@ -52,7 +52,7 @@ func NotWaiting(src string, waits []string, headers ...string) []string {
 			missing = append(missing, signature(src[loc[0]:loc[1]+brace]))
 		}
 	}
-	return missing
+	return kernels, missing
 }
 
 // signature is a definition's text up to its body, on one line.
@@ -63,17 +63,17 @@ func signature(s string) string {
 // callRE is a call's function name: qmatvec8k4<T, 1, false>(...) or f(...).
 var callRE = regexp.MustCompile(`^(\w+)\s*[<(]`)
 
-// NotWaitingInside returns, for each kernel of src whose body begins with
-// marker (the statement that says its device function waits itself) but
-// whose next statement calls no function of src with wait in its body,
-// the marker's line and the call: "line 981: qmatvec8k4".
-func NotWaitingInside(src, marker, wait string) []string {
-	var missing []string
+// NotWaitingInside returns how many kernels of src begin with marker (the
+// statement that says a kernel's device function waits itself) and, for
+// each whose next statement calls no function of src with wait in its
+// body, the marker's line and the call: "line 981: qmatvec8k4".
+func NotWaitingInside(src, marker, wait string) (marked int, missing []string) {
 	for i := 0; ; {
 		k := strings.Index(src[i:], marker)
 		if k < 0 {
-			return missing
+			return marked, missing
 		}
+		marked++
 		i += k + len(marker)
 		callee := "no call"
 		if call := callRE.FindStringSubmatch(strings.TrimLeft(src[i:], " \t\r\n\\")); call != nil {

@@ -22,13 +22,17 @@ K2(float) good2(int n) {
 	extern "C" __global__ void undef_##T(int n) { body(n); }
 extern "C" __global__ void plain(int n) { body(n); }
 `
+	kernels, missing := NotWaiting(src, []string{"W();"})
+	assert.Equal(t, 6, kernels, "good, bad, good2, def_, undef_, plain")
 	assert.Equal(t, []string{
 		"K bad(int n)",
 		`__global__ void undef_##T(int n)`,
 		`__global__ void plain(int n)`,
-	}, NotWaiting(src, []string{"W();"}))
+	}, missing)
 	// A kernel macro of an included header.
-	assert.Equal(t, []string{"H bad(int n)"}, NotWaiting("H good() { W(); }\nH bad(int n) { x(); }\nH later() { L(); }\n", []string{"W();", "L();"}, "#define H extern \"C\" __global__ void\n"))
+	kernels, missing = NotWaiting("H good() { W(); }\nH bad(int n) { x(); }\nH later() { L(); }\n", []string{"W();", "L();"}, "#define H extern \"C\" __global__ void\n")
+	assert.Equal(t, 3, kernels)
+	assert.Equal(t, []string{"H bad(int n)"}, missing)
 }
 
 func TestNotWaitingInside(t *testing.T) {
@@ -41,5 +45,7 @@ K good(int n) { L(); waits<float>(n); }
 K bad(int n) { L(); idle(n); }
 K unknown(int n) { L(); elsewhere(n); }
 `
-	assert.Equal(t, []string{"line 7: idle", "line 8: elsewhere"}, NotWaitingInside(src, "L();", "W();"))
+	marked, missing := NotWaitingInside(src, "L();", "W();")
+	assert.Equal(t, 3, marked)
+	assert.Equal(t, []string{"line 7: idle", "line 8: elsewhere"}, missing)
 }
