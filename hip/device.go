@@ -203,12 +203,12 @@ func (d *Device) Properties() (*DeviceProperties, error) {
 // the previous kernel of their stream ends (LaunchConfig.EarlyLaunch):
 // NVIDIA devices of compute capability 9.0 and later.
 func (d *Device) canLaunchEarly() bool {
-	p := int32(LoadedPlatform()) << 1
-	if v := d.early.Load(); v != 0 && v&^1 == p {
+	p := LoadedPlatform()
+	if v := d.early.Load(); v != 0 && v&^1 == int32(p)<<1 {
 		return v&1 == 1
 	}
-	v := p
-	if LoadedPlatform() == PlatformNVIDIA {
+	v := int32(p) << 1
+	if p == PlatformNVIDIA {
 		if cc, err := d.Attribute(DeviceAttributeComputeCapabilityMajor); err == nil && cc >= 9 {
 			v |= 1
 		}

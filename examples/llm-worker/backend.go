@@ -75,15 +75,13 @@ func loadModel(o LoadOptions, dev candle.Device) (*tokenizer.Tokenizer, *llama.M
 		// so that the weights do not wait for them (ReservePinnedBuffers).
 		// Without them the load allocates its own, more slowly.
 		reserved := make(chan struct{})
-		if hd, ok := dev.(*candle.HIPDevice); ok {
-			go func() {
-				defer close(reserved)
-				nn.ReservePinnedBuffers(hd, nn.Transfer{})
-			}()
-		} else {
-			close(reserved)
-		}
-		defer func() { <-reserved }()
+		go func() {
+			defer close(reserved)
+			if hd, ok := dev.(*candle.HIPDevice); ok {
+				nn.ReservePinnedBuffers(hd, nn.Transfer{}) // on failure the load allocates its own
+			}
+		}()
+		defer func() { <-reserved }() // an early return waits for it too
 		if cfg, err = llama.LoadConfig(o.Dir); err != nil {
 			return nil, nil, 0, err
 		}
