@@ -26,6 +26,10 @@ type Kernels struct {
 	Options Options
 	// Cache is where code is kept; nil means DefaultCache.
 	Cache *Cache
+	// Target, when set, maps a device's arch to the target the source
+	// compiles for (NVIDIA's "sm_90" to "sm_90a", whose arch-specific
+	// instructions run only there); nil compiles for the arch itself.
+	Target func(arch string) string
 
 	mu      sync.RWMutex
 	modules map[int]*hip.Module // by device ordinal
@@ -99,12 +103,16 @@ func (k *Kernels) load(dev *hip.Device) (*hip.Module, error) {
 	return m, nil
 }
 
-// Compile returns the code for arch, from the cache or compiled: the
-// ahead-of-time step of images that ship compiled kernels, and the check
-// that the source compiles for an arch without a device of it.
+// Compile returns the code for arch (through Target, when set), from the
+// cache or compiled: the ahead-of-time step of images that ship compiled
+// kernels, and the check that the source compiles for an arch without a
+// device of it.
 func (k *Kernels) Compile(arch string) (*Code, error) {
 	if arch == "" {
 		return nil, &Error{Op: "Kernels.Compile", Status: StatusInvalidOption, Detail: "no target arch"}
+	}
+	if k.Target != nil {
+		arch = k.Target(arch)
 	}
 	o := k.Options
 	o.Arch = arch

@@ -85,6 +85,24 @@ func TestKernelsCompileAndLoadOncePerDevice(t *testing.T) {
 	assert.Contains(t, string(code.Image), "name=echo.hip\nopts=--gpu-architecture=gfx90a -std=c++17")
 	_, err = k.Compile("")
 	assert.ErrorIs(t, err, ErrInvalidOption)
+
+	// Target maps a device's arch to the compile target, on the device's
+	// load as in Compile.
+	var asked []string
+	mapped := &Kernels{Name: "echo.hip", Source: k.Source, Cache: cache, Target: func(arch string) string {
+		asked = append(asked, arch)
+		if arch == "gfx90a" {
+			return "gfx90a:xnack+"
+		}
+		return arch
+	}}
+	t.Cleanup(func() { assert.NoError(t, mapped.Close()) })
+	_, err = mapped.Function(dev0, "echo")
+	require.NoError(t, err)
+	code, err = mapped.Compile("gfx90a")
+	require.NoError(t, err)
+	assert.Equal(t, "gfx90a:xnack+", code.Arch)
+	assert.Equal(t, []string{"gfx942:sramecc+:xnack-", "gfx90a"}, asked, "the device's arch, then the one named")
 	_, err = k.Module(nil)
 	assert.ErrorIs(t, err, ErrInvalidInput)
 
