@@ -2,6 +2,7 @@ package flashattn
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -326,16 +327,69 @@ func TestVarlenAndPagedChecks(t *testing.T) {
 	}
 }
 
-// Devices for the plans: an H100 (sm_90, 132 SMs), a device without
+// Devices for the plans: an H100 (sm_90, 132 SMs; h100a: the kernels
+// compiled for sm_90a, attn_wgmma among them), a device without
 // matrix-core kernels (RDNA2, H100-sized), an MI300X (MFMA), and RDNA3
 // and RDNA4 GPUs (WMMA).
 var (
 	h100  = newTarget("sm_90", 132)
+	h100a = newTarget("sm_90a", 132)
 	plain = newTarget("gfx1030", 132) // RDNA2: no matrix cores
 	mi300 = newTarget("gfx942:sramecc+:xnack-", 304)
 	rdna3 = newTarget("gfx1100", 48)
 	rdna4 = newTarget("gfx1201", 32)
 )
+
+// TestPlanWgmma checks which calls attn_wgmma takes on sm_90a: F16 and
+// BF16 prefill of head dim 128, and of 64 over 2048 keys or more;
+// attn_mma keeps the others, attn_mmadec decode.
+func TestPlanWgmma(t *testing.T) {
+	assert.False(t, h100.wgmma, "sm_90 kernels have no attn_wgmma")
+	assert.True(t, h100a.wgmma)
+	assert.Equal(t, MatrixCore, h100a.mc)
+	for _, arch := range []string{"gfx942:sramecc+:xnack-", "gfx1100", "sm_80", "sm_100"} {
+		assert.Equal(t, arch, compileTarget(arch), "only sm_90 has an arch-specific target")
+	}
+	for _, c := range []struct {
+		dt         DType
+		sq, sk, d  int
+		kernel     string
+		bm, shared int
+	}{
+		{F16, 300, 500, 128, "attn_wgmma_f16_d128", 128, 1024 + 128*128*2 + 4*128*128*2},
+		{BF16, 300, 40, 128, "attn_wgmma_bf16_d128", 128, 1024 + 128*128*2 + 4*128*128*2},
+		{F16, 300, 2048, 64, "attn_wgmma_f16_d64", 128, 1024 + 128*64*2 + 4*128*64*2},
+		{BF16, 33, 4096, 64, "attn_wgmma_bf16_d64", 128, 1024 + 128*64*2 + 4*128*64*2},
+		{BF16, 300, 2047, 64, "attn_mma_bf16_d64", 128, 128*72*2 + 2*2*64*72*2},
+		{F16, 300, 500, 120, "attn_mma_f16_d128_pad", 128, 128*136*2 + 2*2*32*136*2},
+		{BF16, 300, 4096, 72, "attn_mma_bf16_d128_pad", 128, 128*136*2 + 2*2*32*136*2},
+		{F16, 300, 500, 256, "attn_mma_f16_d256", 64, 2 * 32 * 264 * 2},
+		{F16, 300, 500, 32, "attn_mma_f16_d32", 128, 128*40*2 + 2*2*64*40*2},
+		{F16, 1, 500, 128, "attn_mmadec_f16_d128", 16, 2 * 2 * 16 * 136 * 2},
+		{F32, 300, 500, 128, "attn_fwd_f32_d128", 32, 0},
+	} {
+		q, k, v, out := operands(2, c.sq, c.sk, 8, 2, c.d)
+		for _, x := range []*Tensor{&q, &k, &v, &out} {
+			x.DType = c.dt
+		}
+		pr, err := forwardProblem("F", q, k, v, out)
+		require.NoError(t, err)
+		pl, err := newPlan("F", &pr, &Params{Causal: true}, h100a)
+		require.NoError(t, err)
+		what := fmt.Sprintf("%v sq %d sk %d d %d", c.dt, c.sq, c.sk, c.d)
+		assert.Equal(t, c.kernel, pl.kernel, what)
+		assert.Equal(t, c.shared, pl.shared, what)
+		assert.Equal(t, uint32((c.sq*4+c.bm-1)/c.bm), pl.grid.X, "%s: %d rows a block (4 query heads a KV head)", what, c.bm)
+		assert.Contains(t, KernelNames("sm_90a"), pl.kernel, what)
+		if strings.HasPrefix(c.kernel, "attn_wgmma_") {
+			assert.Equal(t, 256, pl.threads, what)
+			assert.NotContains(t, KernelNames("sm_90"), pl.kernel, what)
+			pl, err = newPlan("F", &pr, &Params{Causal: true}, h100)
+			require.NoError(t, err)
+			assert.True(t, strings.HasPrefix(pl.kernel, "attn_mma_"), "%s: attn_mma on sm_90: %s", what, pl.kernel)
+		}
+	}
+}
 
 func TestPlan(t *testing.T) {
 	// f16, d 128, no matrix cores: 8 threads a row, 32 rows a block, 64
@@ -733,6 +787,10 @@ func TestKernelParamsLayout(t *testing.T) {
 		assert.Contains(t, names, "attn_"+kind+"_bf16_d256", arch)
 		assert.Contains(t, names, "attn_"+kind+"_f16_d32", arch)
 	}
+	sm90, sm90a := KernelNames("sm_90"), KernelNames("sm_90a")
+	assert.Len(t, sm90a, len(sm90)+4, "sm_90a: and attn_wgmma for f16 and bf16, head dims 64 and 128")
+	assert.Subset(t, sm90a, sm90)
+	assert.Contains(t, sm90a, "attn_wgmma_bf16_d64")
 	assert.Equal(t, KernelNames("gfx1030"), KernelNames("sm_75"))
 	assert.Equal(t, KernelNames("gfx1030"), KernelNames("gfx908"))
 }

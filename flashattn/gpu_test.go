@@ -78,7 +78,7 @@ func gpu(t *testing.T) *gpuEnv {
 	require.NoError(t, err)
 	mc := matrixBackend(props.ArchName)
 	ck := loadedCK() != nil
-	t.Logf("%s (%s): matrix-core kernels %v, CK shim %v", props.Name, props.ArchName, mc, ck)
+	t.Logf("%s (%s): matrix-core kernels %v (attn_wgmma %v), CK shim %v", props.Name, props.ArchName, mc, h.target.wgmma, ck)
 	return &gpuEnv{t: t, dev: dev, s: s, h: h, mc: mc, ck: ck}
 }
 
@@ -391,15 +391,21 @@ var features = []Params{
 
 // TestGPUForwardFeatures runs every feature with each dtype on each
 // head-dim bucket of the kernels (24 and 120 leave a half chunk of 8 dims
-// padded; 256 has the smaller key tiles), the shapes taking turns: s_q <
+// padded; 256 has the smaller key tiles; on sm_90a 128 and 64 over 2048
+// keys or more are attn_wgmma's), the shapes taking turns: s_q <
 // s_kv with GQA, s_q > s_kv with MHA (causal rows that see nothing), MQA.
 func TestGPUForwardFeatures(t *testing.T) {
 	g := gpu(t)
 	shapes := [][3]int{{77, 200, 2}, {200, 77, 8}, {33, 33, 1}} // sq, sk, h_kv (8 query heads)
+	// Head dim 64 over 2048 keys and more: attn_wgmma's on sm_90a.
+	long := [][3]int{{77, 2100, 2}, {200, 2048, 8}, {33, 2049, 1}}
 	for _, dt := range []DType{F16, BF16} {
-		for di, d := range []int{24, 64, 120, 256} {
+		for di, d := range []int{24, 64, 64, 120, 128, 256} {
 			for fi, p := range features {
 				shape := shapes[(fi+di)%len(shapes)]
+				if di == 2 {
+					shape = long[fi%len(long)]
+				}
 				c := fwdCase{dt: dt, b: 2, sq: shape[0], sk: shape[1], hq: 8, hkv: shape[2], d: d, p: p}
 				t.Run(c.String(), func(t *testing.T) { g.forward(t, c) })
 			}
@@ -436,6 +442,32 @@ func TestGPUForwardDecodeFeatures(t *testing.T) {
 				c.sq, c.hkv = 2, 2
 			}
 			t.Run(c.String(), func(t *testing.T) { g.forward(t, c) })
+		}
+	}
+}
+
+// TestGPUForwardMma runs attn_mma on the head dims that attn_wgmma takes
+// where the device has it (64 and 128, sm_90a), so that both are checked
+// there: every feature, both dtypes, the shapes of TestGPUForwardFeatures.
+func TestGPUForwardMma(t *testing.T) {
+	g := gpu(t)
+	if !g.h.target.wgmma {
+		t.Skip("no attn_wgmma on this device: attn_mma runs head dims 64 and 128 in the other tests")
+	}
+	h, err := NewHandle(g.s)
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, h.Close()) })
+	h.target.wgmma = false
+	m := *g
+	m.h = h
+	shapes := [][3]int{{77, 200, 2}, {200, 77, 8}, {33, 33, 1}}
+	for _, dt := range []DType{F16, BF16} {
+		for di, d := range []int{64, 128} {
+			for fi, p := range features {
+				shape := shapes[(fi+di)%len(shapes)]
+				c := fwdCase{dt: dt, b: 2, sq: shape[0], sk: shape[1], hq: 8, hkv: shape[2], d: d, p: p}
+				t.Run(c.String(), func(t *testing.T) { m.forward(t, c) })
+			}
 		}
 	}
 }

@@ -37,7 +37,7 @@ func NewHandle(s *hip.Stream) (*Handle, error) {
 	if err != nil {
 		return nil, wrap(op, err)
 	}
-	h := &Handle{dev: dev, stream: s, target: newTarget(props.ArchName, props.MultiProcessorCount), arch: props.ArchName}
+	h := &Handle{dev: dev, stream: s, target: newTarget(compileTarget(props.ArchName), props.MultiProcessorCount), arch: props.ArchName}
 	h.target.slots = h.slots
 	return h, nil
 }

@@ -31,12 +31,27 @@ var kernels = Module(nil)
 // folder an image ships (Compile per architecture): the entries are the
 // ones Handle reads at run time from a cache in the same folder.
 func Module(c *hiprtc.Cache) *hiprtc.Kernels {
-	return &hiprtc.Kernels{Name: ModuleName, Source: KernelSource, Options: kernelOptions, Cache: c}
+	return &hiprtc.Kernels{Name: ModuleName, Source: KernelSource, Options: kernelOptions, Cache: c, Target: compileTarget}
+}
+
+// compileTarget is the target the kernels compile for on a device of
+// arch: an sm_90 device's is sm_90a, for attn_wgmma, where the compiler
+// knows it (NVRTC 12 and later; the older ones compile sm_90 without
+// attn_wgmma).
+func compileTarget(arch string) string {
+	if arch != "sm_90" {
+		return arch
+	}
+	if v, err := hiprtc.Version(); err != nil || v.Major < 12 {
+		return arch
+	}
+	return "sm_90a"
 }
 
 // KernelNames lists the kernel symbols of KernelSource compiled for arch
-// ("sm_90", "gfx942"), sorted: the matrix-core kernels exist only for the
-// archs that have them.
+// ("sm_90a", "gfx942"), sorted: the matrix-core kernels exist only for the
+// archs that have them. Module compiles an sm_90 device's kernels for
+// sm_90a where NVRTC knows it (12 and later): attn_wgmma is there.
 func KernelNames(arch string) []string {
 	var names []string
 	for _, dt := range dtypes {
@@ -53,6 +68,9 @@ func KernelNames(arch string) []string {
 				names = append(names, m[:]...)
 				if mmaDecNames[dt][i][0] != "" {
 					names = append(names, mmaDecNames[dt][i][:]...)
+				}
+				if wgmmaArch(arch) && wgmmaNames[dt][i] != "" {
+					names = append(names, wgmmaNames[dt][i])
 				}
 			}
 		case MFMA:

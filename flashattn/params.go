@@ -191,11 +191,13 @@ type Backend uint8
 //   - CK on the AMD platform when the Composable Kernel shim is loaded and
 //     accepts the call (CK's godoc says which calls it takes);
 //   - a matrix-core backend where the device's arch has one: MatrixCore
-//     on NVIDIA sm_80 and later, MFMA on AMD CDNA (gfx90a, gfx942,
-//     gfx950), WMMA on AMD RDNA3 and RDNA4 (gfx11xx, gfx12xx); for F16
-//     and BF16, dense or variable-length K and V (not paged), when q, k,
-//     v and out start on 16 bytes and every stride but the head dim's is
-//     a multiple of 16 bytes; every head dim and every feature;
+//     on NVIDIA sm_80 and later (on sm_90 attn_wgmma for head dim 128,
+//     and 64 over 2048 keys or more; attn_mma otherwise), MFMA on AMD
+//     CDNA (gfx90a, gfx942, gfx950), WMMA on AMD RDNA3 and RDNA4 (gfx11xx,
+//     gfx12xx); for F16 and BF16, dense or variable-length K and V (not
+//     paged), when q, k, v and out start on 16 bytes and every stride but
+//     the head dim's is a multiple of 16 bytes; every head dim and every
+//     feature;
 //   - Portable for everything else (F32, paged caches with more rows,
 //     unaligned layouts, devices without matrix cores).
 const (
@@ -203,8 +205,10 @@ const (
 	// for the device, plain float arithmetic, any arch and warp size.
 	Portable Backend = iota + 1
 	// MatrixCore is attn_mma: FlashAttention-2 with q·kᵀ and p·v on the
-	// matrix cores (NVIDIA: mma.sync, ldmatrix and cp.async), and
-	// attn_mmadec, the same for a decode step's few rows.
+	// matrix cores (NVIDIA: mma.sync, ldmatrix and cp.async); attn_wgmma,
+	// the same on Hopper's warpgroup instructions (sm_90a: head dim 128,
+	// and 64 over 2048 keys or more); and attn_mmadec, for a decode step's
+	// few rows.
 	MatrixCore
 	// FlashDecoding is attn_decode: the keys, not the query rows, spread
 	// over the threads of a block and over blocks (split-KV), for the
@@ -300,6 +304,42 @@ var (
 // attn_wmma.
 var fwdNames, mmaNames, decodeNames, combineNames = kernelNameTables()
 var mfmaNames, wmmaNames = amdNameTables()
+
+// wgmmaNames[dt][bi] is attn_wgmma_<dt>_d<DMAX> for the head dims it has
+// kernels of (wgmmaDim), "" for the others.
+var wgmmaNames = func() (wg [F32 + 1][len(buckets)]string) {
+	for _, dt := range mmaDTypes {
+		for i, d := range buckets {
+			if wgmmaDim(d) {
+				wg[dt][i] = fmt.Sprintf("attn_wgmma_%s_d%d", dt, d)
+			}
+		}
+	}
+	return wg
+}()
+
+// wgmmaDim reports whether attn_wgmma has a kernel of head dim d (its
+// DMAX, exactly).
+func wgmmaDim(d int) bool { return d == 64 || d == 128 }
+
+// wgmmaTakes reports whether attn_wgmma runs a prefill of head dim d over
+// at most maxSK keys a sequence on a device that has it: head dim 128
+// always, 64 from 2048 keys. Measured on an H200 (TFLOP/s, attn_wgmma
+// against attn_mma): d128 bf16 GQA causal s512 b8 161 / 157, s2048 b1
+// 265 / 181, f16 s1024 b1 287 / 235, s4096 b4 415 / 303; d64 bf16 GQA
+// causal s512 b8 113 / 125 (a block's few tiles, one block an SM against
+// attn_mma's several), f16 s1024 b1 190 / 196, bf16 GQA causal s2048 b1
+// 182 / 157, f16 s4096 b4 291 / 279.
+func wgmmaTakes(d, maxSK int) bool { return d == 128 || d == 64 && maxSK >= 2048 }
+
+// wgmmaTiles are attn_wgmma's rows per block, keys per tile, block size
+// and dynamic shared memory (WgTiles in attention.hip): two warpgroups of
+// 64 rows, 128 keys a tile, q and two stages of K and V, and 1 KiB to
+// align them on.
+func wgmmaTiles(dmax int) (bm, bn, nthreads, smem int) {
+	const rows, keys = 128, 128
+	return rows, keys, 256, 1024 + rows*dmax*2 + 4*keys*dmax*2
+}
 
 // mmaDecNames[dt][bi] are attn_mmadec_<dt>_d<DMAX> and its _pad kernel,
 // for the buckets up to mmaDecMaxD.
@@ -414,8 +454,9 @@ func decodeTiles(dmax, rows int) (rm, ng, u int) {
 
 // target is what the choice of kernels needs to know of a device.
 type target struct {
-	cus int     // compute units, for split-KV
-	mc  Backend // the arch's matrix-core kernels: MatrixCore, MFMA, WMMA; 0 if none
+	cus   int     // compute units, for split-KV
+	mc    Backend // the arch's matrix-core kernels: MatrixCore, MFMA, WMMA; 0 if none
+	wgmma bool    // MatrixCore runs attn_wgmma where it can (the kernels compiled for sm_90a)
 	// slots, when set, is how many blocks of a kernel the device runs at
 	// once (0: unknown), for decode's split-KV.
 	slots func(kernel string, nthreads, shared int) int
@@ -453,10 +494,15 @@ func waveFill(blocks, slots int) float64 {
 	return float64(blocks) / float64((blocks+slots-1)/slots*slots)
 }
 
-// newTarget reads a device's arch name ("sm_90", "gfx942:sramecc+:xnack-").
+// newTarget reads the arch the kernels are compiled for ("sm_90a",
+// "gfx942:sramecc+:xnack-"): compileTarget of the device's.
 func newTarget(arch string, cus int) target {
-	return target{cus: cus, mc: matrixBackend(arch)}
+	return target{cus: cus, mc: matrixBackend(arch), wgmma: wgmmaArch(arch)}
 }
+
+// wgmmaArch reports whether attention.hip has attn_wgmma for arch:
+// NVIDIA sm_90a, Hopper's arch-specific target (wgmma.mma_async).
+func wgmmaArch(arch string) bool { return arch == "sm_90a" }
 
 // matrixBackend is the matrix-core backend that attention.hip has for
 // arch, 0 if none: the arch macros that guard attn_mma, attn_mfma and
@@ -670,6 +716,9 @@ func newPlan(op string, pr *problem, p *Params, dev target) (plan, error) {
 		if mmaDecode(int64(pr.maxSQ)*int64(g), pr.d) {
 			bm, unit, pl.threads, pl.shared = mmaDecTiles(buckets[bi])
 			names, u, pl.streams = mmaDecNames[dt][bi], 1, true
+		} else if dev.wgmma && wgmmaTakes(pr.d, pr.maxSK) {
+			bm, unit, pl.threads, pl.shared = wgmmaTiles(pr.d)
+			names = [2]string{wgmmaNames[dt][bi]}
 		} else {
 			bm, unit, pl.threads, pl.shared = mmaTiles(buckets[bi])
 		}

@@ -129,7 +129,8 @@ func matrixOps(image []byte, arch, kernel string) (map[string]int, error) {
 }
 
 // TestROCmTypeChecksNVIDIAKernels compiles the NVIDIA-only kernels
-// (attn_mma and attn_mmadec, under the sm_80 guard) with hipRTC for gfx942, their inline
+// (attn_mma and attn_mmadec under the sm_80 guard, attn_wgmma under
+// sm_90a's) with hipRTC for gfx942, their inline
 // PTX taken out: tier 1 has no NVRTC, and this checks their C++ (types,
 // templates, every instantiation) all the same. The PTX itself is checked
 // by NVRTC at tier 2.
@@ -139,7 +140,10 @@ func TestROCmTypeChecksNVIDIAKernels(t *testing.T) {
 	defer hiprtc.Unload()
 	const guard = "#if defined(__HIP_PLATFORM_NVIDIA__) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800"
 	require.Contains(t, KernelSource, guard)
+	const wgmmaGuard = "#if defined(__CUDA_ARCH_FEAT_SM90_ALL)"
+	require.Contains(t, KernelSource, wgmmaGuard)
 	src := strings.Replace(KernelSource, guard, "#if 1", 1)
+	src = strings.Replace(src, wgmmaGuard, "#if 1", 1)
 	src = regexp.MustCompile(`(?s)asm( volatile)?\(".*?\);`).ReplaceAllString(src, ";")
 	// The other kernels are compiled by TestROCmCompilesEveryKernel.
 	src = strings.Replace(src, "FA_FWD(T, 32) FA_FWD(T, 64) FA_FWD(T, 128) FA_FWD(T, 256)", "", 1)
@@ -148,8 +152,8 @@ func TestROCmTypeChecksNVIDIAKernels(t *testing.T) {
 	syms, err := hiprtc.KernelSymbols(code.Image)
 	require.NoError(t, err)
 	var want []string
-	for _, s := range KernelNames("sm_90") {
-		if strings.HasPrefix(s, "attn_mma_") || strings.HasPrefix(s, "attn_mmadec_") || strings.HasPrefix(s, "attn_combine_") {
+	for _, s := range KernelNames("sm_90a") {
+		if strings.HasPrefix(s, "attn_mma_") || strings.HasPrefix(s, "attn_mmadec_") || strings.HasPrefix(s, "attn_wgmma_") || strings.HasPrefix(s, "attn_combine_") {
 			want = append(want, s)
 		}
 	}
