@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # Builds, once, the tier-1 environment: a Debian sid root with ROCm 6.4
 # userspace (HIP runtime, hipRTC, rocBLAS, MIOpen), g++, and hipcc with
-# Python 3 (to build flashattn's Composable Kernel shim). Idempotent: an
+# Python 3 (to build flashattn's Composable Kernel shim); and NVIDIA's NVRTC
+# 12 from Debian's non-free section with the seven CUDA headers that NVRTC
+# compiles of rocm-go's kernels include (cuda_fp16.h, cuda_bf16.h and theirs,
+# in /usr/local/cuda/include, taken from nvidia-cuda-dev, whose 0.9 GB
+# download is not kept), so that tier 1 compiles every kernel for NVIDIA
+# too. Idempotent: an
 # existing, complete root is kept; a half-built one from an interrupted run is
 # removed and built again. Needs root (debootstrap, chroot).
 #
@@ -11,8 +16,11 @@ set -euo pipefail
 env_dir=${ROCM_GO_ENV:-${XDG_CACHE_HOME:-$HOME/.cache}/rocm-go/sid-rocm6.4}
 mirror=${ROCM_GO_MIRROR:-http://deb.debian.org/debian}
 packages="libamdhip64-dev libhiprtc6 librocblas-dev libmiopen-dev g++ hipcc python3"
+# NVRTC's headers: what cuda_fp16.h and cuda_bf16.h include, NVRTC having
+# the rest built in.
+cuda_headers="cuda_fp16.h cuda_fp16.hpp cuda_bf16.h cuda_bf16.hpp vector_types.h vector_functions.h vector_functions.hpp"
 # The stamp names what the root holds: change the recipe, rebuild the root.
-stamp="recipe 2: sid minbase + $packages"
+stamp="recipe 3: sid minbase + $packages + non-free libnvrtc12 + $cuda_headers"
 apt_opts=(-o Acquire::Check-Valid-Until=false -o Acquire::Retries=3)
 
 if [ -f "$env_dir/.rocm-go-ready" ] && [ "$(cat "$env_dir/.rocm-go-ready")" = "$stamp" ]; then
@@ -44,6 +52,25 @@ chroot "$partial" /bin/sh -c "apt-get ${apt_opts[*]} update -qq && DEBIAN_FRONTE
 	tail -20 "$partial.log" >&2
 	exit 1
 }
+echo "rocm-env: installing NVRTC 12 and $(echo $cuda_headers | wc -w) CUDA headers from non-free (a 0.9 GB download, about 40 s)"
+echo "deb $mirror sid non-free" >"$partial/etc/apt/sources.list.d/non-free.list"
+mkdir -p "$partial/var/cache/rocm-go-cuda" "$partial/usr/local/cuda/include"
+chroot "$partial" /bin/sh -c "apt-get ${apt_opts[*]} update -qq && DEBIAN_FRONTEND=noninteractive apt-get ${apt_opts[*]} install -y -qq --no-install-recommends libnvrtc12 &&
+	cd /var/cache/rocm-go-cuda && apt-get ${apt_opts[*]} download -qq nvidia-cuda-dev" >>"$partial.log" 2>&1 || {
+	tail -20 "$partial.log" >&2
+	exit 1
+}
+members=()
+for h in $cuda_headers; do members+=("./usr/include/$h"); done
+dpkg-deb --fsys-tarfile "$partial"/var/cache/rocm-go-cuda/nvidia-cuda-dev_*.deb |
+	tar -x -C "$partial/usr/local/cuda/include" --strip-components=3 "${members[@]}"
+rm -rf "$partial/var/cache/rocm-go-cuda"
+for h in $cuda_headers; do
+	[ -f "$partial/usr/local/cuda/include/$h" ] || {
+		echo "rocm-env: nvidia-cuda-dev has no usr/include/$h" >&2
+		exit 1
+	}
+done
 chroot "$partial" apt-get clean
 echo "$stamp" >"$partial/.rocm-go-ready"
 mv "$partial" "$env_dir"

@@ -89,11 +89,11 @@ func TestCompilesAheadOfTime(t *testing.T) {
 
 // TestCompilesAheadOfTimeForNVIDIA compiles the set with NVRTC through
 // HIP's NVIDIA platform into the default cache: the one candle's devices
-// use, so that after candle's tests every module comes from the cache
-// there. A second run finds them all.
+// use, so that on a GPU machine candle's tests find every module there
+// after it. A second run finds them all. Tier 1 has Debian's NVRTC 12.
 func TestCompilesAheadOfTimeForNVIDIA(t *testing.T) {
 	err := hiprtc.Load(hiprtc.WithPlatform(hip.PlatformNVIDIA))
-	testenv.Need(t, 2, "CUDA's NVRTC", err)
+	testenv.Need(t, 1, "CUDA's NVRTC", err)
 	hiprtc.Unload()
 	modules := len(candle.DefaultKernelCache().Modules()) + 1 // and flashattn's
 	for i := range 2 {

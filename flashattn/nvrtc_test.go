@@ -1,0 +1,59 @@
+package flashattn
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rocm-go/rocm/hip"
+	"github.com/rocm-go/rocm/hiprtc"
+	"github.com/rocm-go/rocm/internal/testenv"
+)
+
+// TestNVRTCCompilesEveryKernel compiles the kernels with the real NVRTC
+// (tier 1 has Debian's NVRTC 12 and CUDA's fp16 headers) for an sm_90
+// device, whose kernels Module compiles for sm_90a, and checks that the
+// CUBIN holds exactly the kernels the Go side names: attn_mma's and
+// attn_wgmma's inline PTX assembled without a GPU. One arch: a compile
+// takes a minute or two of a CI machine's core, and sm_90a's kernels are
+// a superset of sm_80's.
+func TestNVRTCCompilesEveryKernel(t *testing.T) {
+	err := hiprtc.Load(hiprtc.WithPlatform(hip.PlatformNVIDIA))
+	if err == nil && hiprtc.CUDAIncludeDir() == "" {
+		err = errors.New("no folder with cuda_fp16.h beside NVRTC, under $CUDA_PATH or in /usr/local/cuda/include")
+	}
+	testenv.Need(t, 1, "NVIDIA's NVRTC (libnvrtc) and CUDA's cuda_fp16.h", err)
+	defer hiprtc.Unload()
+	v, err := hiprtc.Version()
+	require.NoError(t, err)
+	c, err := hiprtc.NewCache(t.TempDir())
+	require.NoError(t, err)
+	m := Module(c)
+	for _, arch := range []string{"sm_90"} {
+		start := time.Now()
+		code, err := m.Compile(arch)
+		require.NoError(t, err, arch)
+		target := compileTarget(arch)
+		assert.Equal(t, target, code.Arch)
+		t.Logf("%s for %s (%s, NVRTC %d.%d): %v, %d bytes", ModuleName, arch, code.Arch, v.Major, v.Minor, time.Since(start).Round(time.Millisecond), len(code.Image))
+		syms, err := hiprtc.KernelSymbols(code.Image)
+		require.NoError(t, err)
+		assert.ElementsMatch(t, KernelNames(target), syms, "%s: the kernels are exactly those the Go side names", target)
+		wg := 0
+		for _, s := range syms {
+			if strings.HasPrefix(s, "attn_wgmma_") {
+				wg++
+			}
+		}
+		if v.Major >= 12 {
+			assert.Equal(t, "sm_90a", code.Arch, "NVRTC %d.%d knows sm_90a", v.Major, v.Minor)
+			assert.Equal(t, 4, wg, "attn_wgmma for f16 and bf16, head dims 64 and 128")
+		} else {
+			assert.Zero(t, wg, "NVRTC %d.%d compiles sm_90 without attn_wgmma", v.Major, v.Minor)
+		}
+	}
+}
