@@ -14,6 +14,7 @@ import (
 	"github.com/rocm-go/rocm/internal/testenv"
 
 	"github.com/rocm-go/rocm/hip"
+	"github.com/rocm-go/rocm/hiprtc"
 )
 
 // The tests of this package's tier 0 run against fake libraries built
@@ -105,6 +106,14 @@ func useFakeWith(t *testing.T, p hip.Platform, graph bool) *fakeEnv {
 		require.NoError(t, hip.Unload())
 	})
 	require.Equal(t, p, hip.LoadedPlatform(), "package hip loaded the fake (no other HIP was loaded before)")
+	// rocm-go's kernels compile with the compiler of the fake's platform,
+	// which tier 1 has for both (hipRTC, and NVRTC): loaded here, so that
+	// the cleanup unloads it for the tests after (a first use would leave
+	// it loaded). Where it is missing the kernels' calls fail as they
+	// would anyway: the fakes load no module.
+	if hiprtc.Load(hiprtc.WithPlatform(p)) == nil {
+		t.Cleanup(func() { require.NoError(t, hiprtc.Unload()) })
+	}
 	require.NoError(t, Load(WithLibraryPaths(dir)))
 	var err error
 	e.dev, err = hip.GetDevice(0)

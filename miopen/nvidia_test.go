@@ -270,8 +270,8 @@ func TestNVIDIAPrimitives(t *testing.T) {
 			filter(e.lines(), "cudnnSetActivation", "cudnnActivation"), "%v", c.mode)
 		require.NoError(t, a.Close())
 	}
-	// And those it lacks: rocm-go's kernels (which need NVRTC and a real
-	// GPU; the fakes have neither).
+	// And those it lacks: rocm-go's kernels (which need a GPU to load
+	// their module on; the fakes have none).
 	for _, c := range []struct {
 		mode               ActivationMode
 		alpha, beta, gamma float64

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -93,7 +94,10 @@ func TestCompilesAheadOfTime(t *testing.T) {
 // after it. A second run finds them all. Tier 1 has Debian's NVRTC 12.
 func TestCompilesAheadOfTimeForNVIDIA(t *testing.T) {
 	err := hiprtc.Load(hiprtc.WithPlatform(hip.PlatformNVIDIA))
-	testenv.Need(t, 1, "CUDA's NVRTC", err)
+	if err == nil && hiprtc.CUDAIncludeDir() == "" {
+		err = errors.New("no folder with cuda_fp16.h beside NVRTC, under $CUDA_PATH or in /usr/local/cuda/include")
+	}
+	testenv.Need(t, 1, "NVIDIA's NVRTC (libnvrtc) and CUDA's cuda_fp16.h", err)
 	hiprtc.Unload()
 	modules := len(candle.DefaultKernelCache().Modules()) + 1 // and flashattn's
 	for i := range 2 {
