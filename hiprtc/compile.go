@@ -72,6 +72,9 @@ type CompileError struct {
 	Options []string // every option the compiler was given
 	Log     string   // the compiler's log
 	Status  Status
+	// Hint says what to do, where the log shows a known cause: NVRTC
+	// without CUDA's headers.
+	Hint string
 }
 
 func (e *CompileError) Error() string {
@@ -79,7 +82,11 @@ func (e *CompileError) Error() string {
 	if log == "" {
 		log = "(the compiler left no log)"
 	}
-	return fmt.Sprintf("hiprtc: compiling %s for %s: %s\n%s\noptions: %s", e.Name, e.Arch, e.Status, log, strings.Join(e.Options, " "))
+	msg := fmt.Sprintf("hiprtc: compiling %s for %s: %s\n%s\noptions: %s", e.Name, e.Arch, e.Status, log, strings.Join(e.Options, " "))
+	if e.Hint != "" {
+		msg += "\n" + e.Hint
+	}
+	return msg
 }
 
 // Is makes errors.Is(err, ErrCompilation) true for compile errors, and
@@ -123,7 +130,7 @@ func Compile(source string, opts Options) (*Code, error) {
 	st := C.rg_hiprtcCompileProgram(prog, C.int(len(flags)), cs.array(flags))
 	log, logErr := programLog(prog)
 	if Status(st) == StatusCompilation || Status(st) == StatusInvalidOption {
-		return nil, &CompileError{Name: opts.Name, Arch: arch, Options: flags, Log: log, Status: Status(st)}
+		return nil, &CompileError{Name: opts.Name, Arch: arch, Options: flags, Log: log, Status: Status(st), Hint: compileHint(log)}
 	}
 	if err := check("hiprtcCompileProgram", st); err != nil {
 		return nil, withDetail(err, log)
@@ -153,6 +160,17 @@ func Compile(source string, opts Options) (*Code, error) {
 		code.LoweredNames[e] = C.GoString(lowered)
 	}
 	return code, nil
+}
+
+// compileHint is what to do about a failed compile's log, "" when the
+// log shows no known cause. NVRTC needs CUDA's cuda_fp16.h and
+// cuda_bf16.h (the prelude's hip_fp16.h and hip_bf16.h include them),
+// which come with CUDA's toolkit, not with NVRTC's library.
+func compileHint(log string) string {
+	if LoadedPlatform() != hip.PlatformNVIDIA || CUDAIncludeDir() != "" || !strings.Contains(log, "cannot open source file \"cuda_") {
+		return ""
+	}
+	return "hint: no CUDA headers were found for NVRTC (cuda_fp16.h): hiprtc looks beside NVRTC's library folder (../include), under $CUDA_PATH and $CUDA_HOME, and in /usr/local/cuda/include; install CUDA's headers (CUDA's toolkit, or Debian's nvidia-cuda-dev) or set CUDA_PATH to a CUDA installation"
 }
 
 func programLog(prog C.hiprtcProgram) (string, error) {

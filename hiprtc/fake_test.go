@@ -156,6 +156,19 @@ func TestFakeNVRTCTranslation(t *testing.T) {
 
 	_, err = Compile("k", Options{Arch: "gfx942"})
 	assert.ErrorContains(t, err, "not an NVIDIA arch")
+
+	// Without CUDA's headers the error says where hiprtc looked for them.
+	_, err = Compile("#include <cuda_fp16.h>\n", Options{Arch: "sm_90"})
+	if CUDAIncludeDir() == "" {
+		assert.ErrorIs(t, err, ErrCompilation)
+		assert.ErrorContains(t, err, `cannot open source file "cuda_fp16.h"`)
+		assert.ErrorContains(t, err, "hint: no CUDA headers were found for NVRTC (cuda_fp16.h)")
+		assert.ErrorContains(t, err, "$CUDA_PATH")
+	} else {
+		assert.NoError(t, err, "the fake compiles with the headers of %s", CUDAIncludeDir())
+	}
+	_, err = Compile("#error\n", Options{Arch: "sm_90"})
+	assert.NotContains(t, err.Error(), "hint:", "other failures have no hint")
 }
 
 func TestCompileWithoutArchAsksTheDevice(t *testing.T) {

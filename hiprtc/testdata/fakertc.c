@@ -74,6 +74,11 @@ int P(CompileProgram)(void* pp, int n, const char* const* opts) {
 		strcpy(p->log, "kernel.hip:3: error: #error reached\n");
 		return 6;
 	}
+	/* NVRTC without CUDA's headers: no folder of them among the options. */
+	if (strstr(p->src, "<cuda_fp16.h>") != NULL && strstr(p->opts, "-I") == NULL) {
+		strcpy(p->log, "kernel.hip(1): catastrophic error: cannot open source file \"cuda_fp16.h\"\n");
+		return 6;
+	}
 	strcpy(p->log, "warning: fake compiler\n");
 	strcpy(p->code, "FAKE name=");
 	strcat(p->code, p->name);
