@@ -1,16 +1,14 @@
 package candle
 
 import (
-	"errors"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/rocm-go/rocm/hip"
 	"github.com/rocm-go/rocm/hiprtc"
-	"github.com/rocm-go/rocm/internal/testenv"
+	"github.com/rocm-go/rocm/internal/testenv/nvrtc"
 )
 
 // TestNVRTCCompilesEveryKernel compiles every module with the real NVRTC
@@ -19,12 +17,7 @@ import (
 // side names: the NVIDIA side of every source (its inline PTX among it)
 // checked without a GPU.
 func TestNVRTCCompilesEveryKernel(t *testing.T) {
-	err := hiprtc.Load(hiprtc.WithPlatform(hip.PlatformNVIDIA))
-	if err == nil && hiprtc.CUDAIncludeDir() == "" {
-		err = errors.New("no folder with cuda_fp16.h beside NVRTC, under $CUDA_PATH or in /usr/local/cuda/include")
-	}
-	testenv.Need(t, 1, "NVIDIA's NVRTC (libnvrtc) and CUDA's cuda_fp16.h", err)
-	defer hiprtc.Unload()
+	nvrtc.Need(t, 1)
 	kc, err := NewKernelCache(t.TempDir())
 	require.NoError(t, err)
 	const arch = "sm_90"

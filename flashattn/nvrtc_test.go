@@ -1,7 +1,6 @@
 package flashattn
 
 import (
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -9,9 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/rocm-go/rocm/hip"
 	"github.com/rocm-go/rocm/hiprtc"
-	"github.com/rocm-go/rocm/internal/testenv"
+	"github.com/rocm-go/rocm/internal/testenv/nvrtc"
 )
 
 // TestNVRTCCompilesEveryKernel compiles the kernels with the real NVRTC
@@ -22,12 +20,7 @@ import (
 // takes a minute or two of a CI machine's core, and sm_90a's kernels are
 // a superset of sm_80's.
 func TestNVRTCCompilesEveryKernel(t *testing.T) {
-	err := hiprtc.Load(hiprtc.WithPlatform(hip.PlatformNVIDIA))
-	if err == nil && hiprtc.CUDAIncludeDir() == "" {
-		err = errors.New("no folder with cuda_fp16.h beside NVRTC, under $CUDA_PATH or in /usr/local/cuda/include")
-	}
-	testenv.Need(t, 1, "NVIDIA's NVRTC (libnvrtc) and CUDA's cuda_fp16.h", err)
-	defer hiprtc.Unload()
+	nvrtc.Need(t, 1)
 	v, err := hiprtc.Version()
 	require.NoError(t, err)
 	c, err := hiprtc.NewCache(t.TempDir())

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 	"github.com/rocm-go/rocm/hip"
 	"github.com/rocm-go/rocm/hiprtc"
 	"github.com/rocm-go/rocm/internal/testenv"
+	"github.com/rocm-go/rocm/internal/testenv/nvrtc"
 )
 
 // With -j, the command runs itself once per architecture: the test binary
@@ -93,12 +93,7 @@ func TestCompilesAheadOfTime(t *testing.T) {
 // use, so that on a GPU machine candle's tests find every module there
 // after it. A second run finds them all. Tier 1 has Debian's NVRTC 12.
 func TestCompilesAheadOfTimeForNVIDIA(t *testing.T) {
-	err := hiprtc.Load(hiprtc.WithPlatform(hip.PlatformNVIDIA))
-	if err == nil && hiprtc.CUDAIncludeDir() == "" {
-		err = errors.New("no folder with cuda_fp16.h beside NVRTC, under $CUDA_PATH or in /usr/local/cuda/include")
-	}
-	testenv.Need(t, 1, "NVIDIA's NVRTC (libnvrtc) and CUDA's cuda_fp16.h", err)
-	hiprtc.Unload()
+	nvrtc.Need(t, 1)
 	modules := len(candle.DefaultKernelCache().Modules()) + 1 // and flashattn's
 	for i := range 2 {
 		var out strings.Builder
