@@ -46,7 +46,10 @@
 //     0.61-0.64 of PyTorch's cuDNN attention on an H200. A decode step's
 //     few rows (at most 16 a KV head, head dims up to 128) run a kernel of
 //     one warp a block with the keys split over blocks: the rows of a GQA
-//     group share each K and V tile on the matrix cores.
+//     group share each K and V tile on the matrix cores. Where a block's
+//     merge is small (an MHA row of head dim 128 or less, at most 8
+//     splits) the last of its splits to end merges them, without a second
+//     kernel (the handle's counters, NewHandle).
 //   - MFMA and WMMA: the same on AMD's matrix cores, MFMA on CDNA
 //     (gfx90a, gfx942, gfx950: v_mfma 32×32×8 and 16×16×16, wave64) and
 //     WMMA on RDNA3 and RDNA4 (gfx11xx, gfx12xx: v_wmma 16×16×16, wave32).

@@ -762,6 +762,60 @@ func TestDecodeSplits(t *testing.T) {
 	}
 }
 
+// TestPlanFusable: which decode launches merge their own splits (given a
+// handle's counters) instead of running attn_combine after them:
+// attn_mmadec's whose merge a warp holds at once.
+func TestPlanFusable(t *testing.T) {
+	kc := Contiguous(dev+1<<30, F16, 256, 16, 8, 64)
+	vc := Contiguous(dev+2<<30, F16, 256, 16, 8, 64)
+	for _, c := range []struct {
+		name        string
+		sq, hq, hkv int
+		d           int
+		paged       bool
+		splits      int
+		dev         target
+		kernel      string
+		fusable     bool
+		wantSplits  int // 0: more than one
+	}{
+		{"MHA decode", 1, 32, 32, 128, false, 0, h100, "attn_mmadec_f16_d128", true, 0},
+		{"MHA, 8 splits", 1, 32, 32, 128, false, 8, h100, "attn_mmadec_f16_d128", true, 8},
+		{"MHA, 9 splits", 1, 32, 32, 128, false, 9, h100, "attn_mmadec_f16_d128", false, 9},
+		{"MHA unsplit", 1, 32, 32, 128, false, 1, h100, "attn_mmadec_f16_d128", false, 1},
+		{"two rows of 64", 1, 16, 8, 64, false, 4, h100, "attn_mmadec_f16_d64", true, 4},
+		{"four rows of 64", 1, 32, 8, 64, false, 4, h100, "attn_mmadec_f16_d64", false, 4},
+		{"two query rows of 128", 2, 8, 8, 128, false, 4, h100, "attn_mmadec_f16_d128", false, 4},
+		{"paged GQA", 1, 32, 8, 64, true, 0, h100, "attn_decode_f16_d64_r4", false, 0},
+		{"paged MHA", 1, 8, 8, 64, true, 0, h100, "attn_decode_f16_d64_r1", false, 0},
+		{"prefill", 64, 32, 8, 64, false, 0, h100, "attn_mma_f16_d64", false, 0},
+		{"AMD", 1, 32, 32, 128, false, 4, mi300, "attn_decode_f16_d128_r1", false, 4},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			q, k, v, out := operands(2, c.sq, 4000, c.hq, c.hkv, c.d)
+			var pr problem
+			var err error
+			if c.paged {
+				kv := PagedKV{K: kc, V: vc, BlockTable: dev + 4096, BlockTableStride: 256, DevSeqLens: dev + 8192, MaxSeqLen: 4000}
+				pr, err = pagedProblem("D", q, &kv, out)
+			} else {
+				pr, err = forwardProblem("F", q, k, v, out)
+			}
+			require.NoError(t, err)
+			pl, err := newPlan("F", &pr, &Params{Splits: c.splits}, c.dev)
+			require.NoError(t, err)
+			assert.Equal(t, c.kernel, pl.kernel)
+			if c.wantSplits > 0 {
+				assert.Equal(t, c.wantSplits, pl.splits)
+			} else {
+				assert.Greater(t, pl.splits, 1)
+			}
+			assert.Equal(t, c.fusable, pl.fusable)
+			assert.Equal(t, pl.splits > 1, pl.combine != "", "attn_combine stays for a handle without counters")
+		})
+	}
+}
+
 func TestWaveFill(t *testing.T) {
 	assert.Equal(t, 1.0, waveFill(528, 528))
 	assert.InDelta(t, 256.0/528, waveFill(256, 528), 1e-12)
@@ -772,12 +826,13 @@ func TestWaveFill(t *testing.T) {
 
 func TestKernelParamsLayout(t *testing.T) {
 	var k kParams
-	assert.Equal(t, uintptr(1280), unsafe.Sizeof(k))
+	assert.Equal(t, uintptr(1288), unsafe.Sizeof(k))
 	assert.Equal(t, uintptr(88), unsafe.Offsetof(k.QS), "eleven pointers first")
 	assert.Equal(t, uintptr(184), unsafe.Offsetof(k.BTStride))
 	assert.Equal(t, uintptr(192), unsafe.Offsetof(k.Batch))
 	assert.Equal(t, uintptr(244), unsafe.Offsetof(k.Scale))
 	assert.Equal(t, uintptr(252), unsafe.Offsetof(k.Alibi))
+	assert.Equal(t, uintptr(1280), unsafe.Offsetof(k.Counters), "after the slopes")
 	assert.Len(t, KernelNames("gfx1030"), 3*(4+8+1), "portable, decode r1 and r4 per bucket, combine; per dtype")
 	for arch, kind := range map[string]string{"sm_90": "mma", "gfx90a": "mfma", "gfx942:sramecc+:xnack-": "mfma", "gfx950": "mfma", "gfx1100": "wmma", "gfx1201": "wmma"} {
 		names := KernelNames(arch)

@@ -446,6 +446,25 @@ func TestGPUForwardDecodeFeatures(t *testing.T) {
 	}
 }
 
+// TestGPUForwardDecodeFused runs MHA decode steps whose splits
+// attn_mmadec merges itself on NVIDIA (a row of head dim 128 or less, at
+// most 8 splits: fuseSplits): every feature, splits forced from 2 to 8,
+// over key counts that leave some splits without keys (1 and 7) or all of
+// them some. Run twice on one handle: a merge leaves its counters at zero.
+func TestGPUForwardDecodeFused(t *testing.T) {
+	g := gpu(t)
+	for _, dt := range []DType{F16, BF16} {
+		for fi, p := range features {
+			p.Splits = 2 + fi%7
+			c := fwdCase{dt: dt, b: 3, sq: 1, sk: []int{333, 1000, 7, 1}[fi%4], hq: 8, hkv: 8, d: []int{128, 64, 40}[fi%3], p: p}
+			t.Run(c.String(), func(t *testing.T) {
+				g.forward(t, c)
+				g.forward(t, c)
+			})
+		}
+	}
+}
+
 // TestGPUForwardMma runs attn_mma on the head dims that attn_wgmma takes
 // where the device has it (64 and 128, sm_90a), so that both are checked
 // there: every feature, both dtypes, the shapes of TestGPUForwardFeatures.
@@ -631,6 +650,13 @@ func TestGPUDecodePaged(t *testing.T) {
 			want, wantLSE, err := ReferencePaged(q, kc, vc, table, c.lens, c.p)
 			require.NoError(t, err)
 			compare(t, c.dt, want, read(), wantLSE, readLSE(), name)
+			// Again, into fresh buffers: a launch whose kernel merged its
+			// own splits left the handle's counters at zero for the next.
+			out2, read2 := g.output(c.dt, q.Shape, "contiguous")
+			p.LSE, readLSE = g.lse(b * c.hq * c.sq)
+			_, err = g.h.Decode(gq, kv, out2, p)
+			require.NoError(t, err)
+			compare(t, c.dt, want, read2(), wantLSE, readLSE(), name+", again")
 		})
 	}
 

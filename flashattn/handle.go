@@ -16,14 +16,23 @@ type Handle struct {
 	target target // the device, for the choice of kernels
 	arch   string // the device's gcnArchName, for the CK shim
 	alibi  alibiSlopes
-	closed atomic.Bool
+	// counters are attn_mmadec's arrival counts where it merges its own
+	// splits (fuseCounters of them, zero between launches); nil where they
+	// could not be made, and the splits merge in attn_combine.
+	counters *hip.Buffer
+	closed   atomic.Bool
 	// occupancy holds the blocks of each kernel (by name) the device runs
 	// at once: see slots.
 	occupancy sync.Map
 }
 
 // NewHandle returns a handle that queues its work on s, which must stay
-// open while the handle uses it.
+// open while the handle uses it. On NVIDIA it keeps 64 KiB of device
+// memory, allocated on s and freed by Close, for the decode steps whose
+// kernel merges its own splits (an MHA row of head dim 128 or less, at
+// most 8 splits): graphs that captured such calls of one handle share it,
+// so run them one at a time. A handle made while s captures a graph has
+// none, and its decode steps merge their splits in a second kernel.
 func NewHandle(s *hip.Stream) (*Handle, error) {
 	const op = "NewHandle"
 	if s == nil {
@@ -39,7 +48,34 @@ func NewHandle(s *hip.Stream) (*Handle, error) {
 	}
 	h := &Handle{dev: dev, stream: s, target: newTarget(compileTarget(props.ArchName), props.MultiProcessorCount), arch: props.ArchName}
 	h.target.slots = h.slots
+	if h.target.mc == MatrixCore { // attn_mmadec's
+		h.counters = newCounters(s)
+	}
 	return h, nil
+}
+
+// fuseCounters bounds the (batch entry, KV head, row block) triples of an
+// attn_mmadec launch that merges its own splits; larger launches run
+// attn_combine after it.
+const fuseCounters = 1 << 14
+
+// newCounters allocates and zeroes a handle's counters in s's order, or
+// returns nil: under a stream capture (allocating would end it), or when
+// the device refuses; the handle's decode splits then merge in
+// attn_combine.
+func newCounters(s *hip.Stream) *hip.Buffer {
+	if st, err := s.CaptureStatus(); err != nil || st != hip.StreamCaptureStatusNone {
+		return nil
+	}
+	b, err := s.MallocAsync(fuseCounters * 4)
+	if err != nil {
+		return nil
+	}
+	if err := b.MemsetAsync(0, s); err != nil {
+		b.Close()
+		return nil
+	}
+	return b
 }
 
 // slots is how many blocks of a kernel (of nthreads threads and shared
@@ -75,6 +111,11 @@ func (h *Handle) Close() error {
 	}
 	if err := h.alibi.release(h.stream); err != nil {
 		return wrap("Handle.Close", err)
+	}
+	if h.counters != nil {
+		if err := h.counters.Close(); err != nil { // in stream order
+			return wrap("Handle.Close", err)
+		}
 	}
 	return nil
 }
@@ -221,6 +262,13 @@ func (h *Handle) run(op string, pr *problem, p *Params) (Backend, error) {
 		pl.kp.OPart = uint64(base)
 		pl.kp.LSEPart = uint64(base.Add(pl.lsePartOff))
 	}
+	// attn_mmadec merges its own splits when the handle's counters cover
+	// the launch; attn_combine merges them otherwise.
+	fused := pl.fusable && h.counters != nil && int64(pl.grid.X)*int64(pl.grid.Y)*int64(pr.batch) <= fuseCounters
+	if fused {
+		pl.kp.Flags |= flagFuse
+		pl.kp.Counters = uint64(h.counters.Ptr())
+	}
 	// The launches copy the arguments: the buffer goes back to the pool
 	// when run returns.
 	a := argsPool.Get().(*hip.Args)
@@ -231,7 +279,7 @@ func (h *Handle) run(op string, pr *problem, p *Params) (Backend, error) {
 	if err := fn.Launch(hip.LaunchConfig{Grid: pl.grid, Block: hip.Dim3{X: uint32(pl.threads)}, SharedMem: uint32(pl.shared), Stream: h.stream, EarlyLaunch: true}, a); err != nil {
 		return 0, wrap(op, err)
 	}
-	if pl.splits > 1 {
+	if pl.splits > 1 && !fused {
 		cf, err := kernels.Function(h.dev, pl.combine)
 		if err != nil {
 			return 0, wrap(op, err)

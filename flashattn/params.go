@@ -246,6 +246,7 @@ type kParams struct {
 	Flags                           int32
 	Scale, SoftCap                  float32
 	Alibi                           [MaxAlibiHeads]float32
+	Counters                        uint64 // flagFuse's: the handle's
 }
 
 // The kernels' flags.
@@ -255,6 +256,7 @@ const (
 	flagAligned = 4
 	flagAlibi   = 8
 	flagLSE     = 16
+	flagFuse    = 32 // attn_mmadec merges its own splits (Counters)
 )
 
 // threads is the block size of the portable and decode kernels
@@ -265,6 +267,15 @@ const (
 	threads  = 256
 	mmaWarps = 4
 	amdWaves = 4
+)
+
+// fuseSplits and fuseOutputs bound the attn_mmadec launches that merge
+// their own splits: splits, and a block's outputs (rows × head dim), which
+// its warp holds at once (attention.hip's FA_MERGE_SPLITS, and
+// FA_MERGE_OUT a lane).
+const (
+	fuseSplits  = 8
+	fuseOutputs = 4 * 32
 )
 
 // decodeRows is the most query rows a KV head may have for FlashDecoding;
@@ -557,6 +568,7 @@ type plan struct {
 	kernel     string // attn_fwd_, attn_mma_, attn_mmadec_, attn_mfma_, attn_wmma_ or attn_decode_<dt>_d<DMAX>...
 	streams    bool   // a decode kernel (attn_decode, attn_mmadec): splits fill the device's block slots
 	combine    string // attn_combine_<dt>, when split
+	fusable    bool   // the kernel merges its own splits, given the handle's counters (flagFuse)
 	grid       hip.Dim3
 	threads    int // the kernel's block size
 	shared     int // the kernel's dynamic shared memory, bytes
@@ -780,6 +792,9 @@ func newPlan(op string, pr *problem, p *Params, dev target) (plan, error) {
 	pl.splits, pl.rows = splits, rows
 	if splits > 1 {
 		pl.combine = combineNames[dt]
+		// attn_mmadec merges its splits itself where that is one round of
+		// loads (fa_fused_merge): an MHA decode step's row.
+		pl.fusable = pl.backend == MatrixCore && pl.streams && splits <= fuseSplits && min(bm, pr.maxSQ*g)*pr.d <= fuseOutputs
 		n := int64(splits) * int64(pr.hq) * int64(rows)
 		off := alignUp(n*int64(pr.d)*4, 256)
 		pl.lsePartOff, pl.workspace = int(off), int(off+n*4)
