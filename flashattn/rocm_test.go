@@ -130,10 +130,12 @@ func matrixOps(image []byte, arch, kernel string) (map[string]int, error) {
 
 // TestROCmTypeChecksNVIDIAKernels compiles the NVIDIA-only kernels
 // (attn_mma and attn_mmadec under the sm_80 guard, attn_wgmma under
-// sm_90a's) with hipRTC for gfx942, their inline
-// PTX taken out: tier 1 has no NVRTC, and this checks their C++ (types,
-// templates, every instantiation) all the same. The PTX itself is checked
-// by NVRTC at tier 2.
+// sm_90a's) with hipRTC for gfx942, their inline PTX taken out: this
+// checks their C++ (types, templates, every instantiation) with ROCm's
+// compiler, as TestNVRTCCompilesEveryKernel does with NVRTC. The source
+// gets static_asserts of the Go side's tiles (tileAsserts), so that a
+// shared-memory size the launch passes and the kernel's own cannot part:
+// a launch with less than the kernel uses reads and writes past it.
 func TestROCmTypeChecksNVIDIAKernels(t *testing.T) {
 	err := hiprtc.Load(hiprtc.WithPlatform(hip.PlatformAMD))
 	testenv.Need(t, 1, "ROCm's hipRTC (libhiprtc)", err)
@@ -147,6 +149,7 @@ func TestROCmTypeChecksNVIDIAKernels(t *testing.T) {
 	src = regexp.MustCompile(`(?s)asm( volatile)?\(".*?\);`).ReplaceAllString(src, ";")
 	// The other kernels are compiled by TestROCmCompilesEveryKernel.
 	src = strings.Replace(src, "FA_FWD(T, 32) FA_FWD(T, 64) FA_FWD(T, 128) FA_FWD(T, 256)", "", 1)
+	src += tileAsserts()
 	code, err := hiprtc.Compile(src, hiprtc.Options{Arch: "gfx942", Std: "c++17", Name: "attention-nvidia.hip"})
 	require.NoError(t, err)
 	syms, err := hiprtc.KernelSymbols(code.Image)
@@ -164,4 +167,29 @@ func TestROCmTypeChecksNVIDIAKernels(t *testing.T) {
 		}
 	}
 	assert.ElementsMatch(t, want, syms)
+}
+
+// tileAsserts is C++ that fails to compile unless the tiles that package
+// flashattn sizes the NVIDIA kernels' launches by (block, keys a tile,
+// threads, dynamic shared memory) are attention.hip's: MmaTiles for
+// attn_mma and attn_mmadec, WgTiles for attn_wgmma.
+func tileAsserts() string {
+	var b strings.Builder
+	check := func(tiles, fn string, d, bm, bn, nthreads, smem int) {
+		fmt.Fprintf(&b, "static_assert(%[1]s::BM == %[2]d && %[1]s::BN == %[3]d && %[1]s::THREADS == %[4]d && %[1]s::SMEM == %[5]d, \"%[6]s(%[7]d): BM %[2]d, BN %[3]d, THREADS %[4]d, SMEM %[5]d\");\n",
+			tiles, bm, bn, nthreads, smem, fn, d)
+	}
+	for _, d := range buckets {
+		bm, bn, nt, smem := mmaTiles(d)
+		check(fmt.Sprintf("MmaTiles<%d>", d), "mmaTiles", d, bm, bn, nt, smem)
+		if d <= mmaDecMaxD {
+			bm, bn, nt, smem := mmaDecTiles(d)
+			check(fmt.Sprintf("MmaTiles<%d, 1>", d), "mmaDecTiles", d, bm, bn, nt, smem)
+		}
+		if wgmmaDim(d) {
+			bm, bn, nt, smem := wgmmaTiles(d)
+			check(fmt.Sprintf("WgTiles<%d>", d), "wgmmaTiles", d, bm, bn, nt, smem)
+		}
+	}
+	return b.String()
 }
