@@ -103,8 +103,10 @@ func (h *Handle) Stream() *hip.Stream { return h.stream }
 func (h *Handle) Device() *hip.Device { return h.dev }
 
 // Close ends the handle; the stream and the loaded kernels stay. ALiBi
-// slopes kept on the device for the CK backend are freed once the stream's
-// work is done. Closing twice does nothing.
+// slopes kept on the device for the CK backend, and the decode merge's
+// counters (NewHandle), are freed once the stream's work is done: a graph
+// that captured the handle's calls must not run after. Closing twice does
+// nothing.
 func (h *Handle) Close() error {
 	if h == nil || h.closed.Swap(true) {
 		return nil
