@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"unsafe"
 
@@ -127,6 +129,41 @@ func TestReferenceMasksByHand(t *testing.T) {
 	}
 	assert.InDelta(t, num/den, out.Data[0], 1e-12)
 	assert.InDelta(t, math.Log(den), lse[0], 1e-12)
+}
+
+// TestReferenceRowsInParallel: the references spread their rows over the
+// host's cores (eachRow), each row once, with the results of one row at a
+// time: a variable-length batch larger than a run of rows equals each
+// sequence's own dense attention.
+func TestReferenceRowsInParallel(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	seen := make([]atomic.Int32, 1000)
+	eachRow(len(seen), func(r int) { seen[r].Add(1) })
+	for r := range seen {
+		require.Equal(t, int32(1), seen[r].Load(), "row %d", r)
+	}
+	eachRow(0, func(int) { t.Fatal("no rows") })
+
+	r := rand.New(rand.NewPCG(3, 4))
+	cuQ, cuK := []int32{0, 40, 40, 97, 130}, []int32{0, 50, 55, 120, 121}
+	q, k, v := randHost(r, 1, 130, 4, 8), randHost(r, 1, 121, 2, 8), randHost(r, 1, 121, 2, 8)
+	p := Params{Causal: true, SoftCap: 4}
+	out, lse, err := ReferenceVarlen(q, k, v, cuQ, cuK, p)
+	require.NoError(t, err)
+	for b := range 4 {
+		q0, sq, k0, sk := int(cuQ[b]), int(cuQ[b+1]-cuQ[b]), int(cuK[b]), int(cuK[b+1]-cuK[b])
+		qb := HostTensor{Data: q.Data[q0*32 : (q0+sq)*32], Shape: [4]int{1, sq, 4, 8}}
+		kb := HostTensor{Data: k.Data[k0*16 : (k0+sk)*16], Shape: [4]int{1, sk, 2, 8}}
+		vb := HostTensor{Data: v.Data[k0*16 : (k0+sk)*16], Shape: [4]int{1, sk, 2, 8}}
+		ob, lb, err := Reference(qb, kb, vb, p)
+		require.NoError(t, err)
+		assert.Equal(t, ob.Data, out.Data[q0*32:(q0+sq)*32], "sequence %d", b)
+		for h := range 4 {
+			for i := range sq {
+				assert.Equal(t, lb[h*sq+i], lse[h*130+q0+i], "sequence %d head %d row %d", b, h, i)
+			}
+		}
+	}
 }
 
 func TestReferenceGQAVarlenPaged(t *testing.T) {

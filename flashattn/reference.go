@@ -2,6 +2,10 @@ package flashattn
 
 import (
 	"math"
+	"runtime"
+	"sort"
+	"sync"
+	"sync/atomic"
 )
 
 // HostTensor is a BSHD operand in host memory for Reference: Data holds
@@ -52,14 +56,11 @@ func Reference(q, k, v HostTensor, p Params) (out HostTensor, lse []float64, err
 	b, sq, hq, d := q.Shape[0], q.Shape[1], q.Shape[2], q.Shape[3]
 	out = NewHostTensor(b, sq, hq, d)
 	lse = make([]float64, b*hq*sq)
-	for bi := range b {
+	eachRow(b*hq*sq, func(r int) {
+		bi, h, i := r/(hq*sq), r/sq%hq, r%sq
 		keys := func(j, hk int) ([]float64, []float64) { return k.Row(bi, j, hk), v.Row(bi, j, hk) }
-		for h := range hq {
-			for i := range sq {
-				lse[(bi*hq+h)*sq+i] = attendRow(q.Row(bi, i, h), out.Row(bi, i, h), h, hq/k.Shape[2], i, sq, k.Shape[1], keys, &p)
-			}
-		}
-	}
+		lse[r] = attendRow(q.Row(bi, i, h), out.Row(bi, i, h), h, hq/k.Shape[2], i, sq, k.Shape[1], keys, &p)
+	})
 	return out, lse, nil
 }
 
@@ -87,16 +88,18 @@ func ReferenceVarlen(q, k, v HostTensor, cuQ, cuK []int32, p Params) (out HostTe
 	total, hq, d := q.Shape[1], q.Shape[2], q.Shape[3]
 	out = NewHostTensor(1, total, hq, d)
 	lse = make([]float64, hq*total)
-	for bi := 0; bi+1 < len(cuQ); bi++ {
+	// Row r is query head r / rows of the packed rows that cuQ's sequences
+	// cover (rows past the last sequence are nobody's: zeros, as Forward
+	// leaves them).
+	rows := int(cuQ[len(cuQ)-1])
+	eachRow(hq*rows, func(r int) {
+		h, t := r/rows, r%rows
+		bi := sort.Search(len(cuQ)-1, func(x int) bool { return int(cuQ[x+1]) > t })
 		q0, sq := int(cuQ[bi]), int(cuQ[bi+1]-cuQ[bi])
 		k0, sk := int(cuK[bi]), int(cuK[bi+1]-cuK[bi])
 		keys := func(j, hk int) ([]float64, []float64) { return k.Row(0, k0+j, hk), v.Row(0, k0+j, hk) }
-		for h := range hq {
-			for i := range sq {
-				lse[h*total+q0+i] = attendRow(q.Row(0, q0+i, h), out.Row(0, q0+i, h), h, hq/k.Shape[2], i, sq, sk, keys, &p)
-			}
-		}
-	}
+		lse[h*total+t] = attendRow(q.Row(0, t, h), out.Row(0, t, h), h, hq/k.Shape[2], t-q0, sq, sk, keys, &p)
+	})
 	return out, lse, nil
 }
 
@@ -126,19 +129,47 @@ func ReferencePaged(q, kc, vc HostTensor, blockTable [][]int32, seqLens []int32,
 	}
 	out = NewHostTensor(b, sq, hq, d)
 	lse = make([]float64, b*hq*sq)
-	for bi := range b {
+	eachRow(b*hq*sq, func(r int) {
+		bi, h, i := r/(hq*sq), r/sq%hq, r%sq
 		bt := blockTable[bi]
 		keys := func(j, hk int) ([]float64, []float64) {
 			pg := int(bt[j/pageSize])
 			return kc.Row(pg, j%pageSize, hk), vc.Row(pg, j%pageSize, hk)
 		}
-		for h := range hq {
-			for i := range sq {
-				lse[(bi*hq+h)*sq+i] = attendRow(q.Row(bi, i, h), out.Row(bi, i, h), h, hq/kc.Shape[2], i, sq, int(seqLens[bi]), keys, &p)
-			}
-		}
-	}
+		lse[r] = attendRow(q.Row(bi, i, h), out.Row(bi, i, h), h, hq/kc.Shape[2], i, sq, int(seqLens[bi]), keys, &p)
+	})
 	return out, lse, nil
+}
+
+// eachRow calls f(r) for every r in [0, n) on the host's cores, in runs of
+// rowChunk: the references' rows are independent (each writes its own
+// output row and log-sum-exp), and the GPU tests' larger shapes took
+// minutes on one core under the race detector.
+func eachRow(n int, f func(r int)) {
+	const rowChunk = 16
+	workers := min(runtime.GOMAXPROCS(0), (n+rowChunk-1)/rowChunk)
+	if workers <= 1 {
+		for r := range n {
+			f(r)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				r0 := int(next.Add(rowChunk)) - rowChunk
+				if r0 >= n {
+					return
+				}
+				for r := r0; r < min(r0+rowChunk, n); r++ {
+					f(r)
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
 
 func checkHost(op string, q, k, v HostTensor, p Params) error {
