@@ -145,22 +145,28 @@ func TestReferenceRowsInParallel(t *testing.T) {
 	eachRow(0, func(int) { t.Fatal("no rows") })
 
 	r := rand.New(rand.NewPCG(3, 4))
-	cuQ, cuK := []int32{0, 40, 40, 97, 130}, []int32{0, 50, 55, 120, 121}
 	q, k, v := randHost(r, 1, 130, 4, 8), randHost(r, 1, 121, 2, 8), randHost(r, 1, 121, 2, 8)
-	p := Params{Causal: true, SoftCap: 4}
+	varlenEqualsDense(t, q, k, v, []int32{0, 40, 40, 97, 130}, []int32{0, 50, 55, 120, 121}, Params{Causal: true, SoftCap: 4})
+}
+
+// varlenEqualsDense checks that ReferenceVarlen of the packed q, k and v
+// equals each sequence's own dense Reference, output and log-sum-exp.
+func varlenEqualsDense(t *testing.T, q, k, v HostTensor, cuQ, cuK []int32, p Params) {
+	t.Helper()
 	out, lse, err := ReferenceVarlen(q, k, v, cuQ, cuK, p)
 	require.NoError(t, err)
-	for b := range 4 {
+	total, hq, hkv, d := q.Shape[1], q.Shape[2], k.Shape[2], q.Shape[3]
+	for b := range len(cuQ) - 1 {
 		q0, sq, k0, sk := int(cuQ[b]), int(cuQ[b+1]-cuQ[b]), int(cuK[b]), int(cuK[b+1]-cuK[b])
-		qb := HostTensor{Data: q.Data[q0*32 : (q0+sq)*32], Shape: [4]int{1, sq, 4, 8}}
-		kb := HostTensor{Data: k.Data[k0*16 : (k0+sk)*16], Shape: [4]int{1, sk, 2, 8}}
-		vb := HostTensor{Data: v.Data[k0*16 : (k0+sk)*16], Shape: [4]int{1, sk, 2, 8}}
+		qb := HostTensor{Data: q.Data[q0*hq*d : (q0+sq)*hq*d], Shape: [4]int{1, sq, hq, d}}
+		kb := HostTensor{Data: k.Data[k0*hkv*d : (k0+sk)*hkv*d], Shape: [4]int{1, sk, hkv, d}}
+		vb := HostTensor{Data: v.Data[k0*hkv*d : (k0+sk)*hkv*d], Shape: [4]int{1, sk, hkv, d}}
 		ob, lb, err := Reference(qb, kb, vb, p)
 		require.NoError(t, err)
-		assert.Equal(t, ob.Data, out.Data[q0*32:(q0+sq)*32], "sequence %d", b)
-		for h := range 4 {
+		assert.Equal(t, ob.Data, out.Data[q0*hq*d:(q0+sq)*hq*d], "sequence %d", b)
+		for h := range hq {
 			for i := range sq {
-				assert.Equal(t, lb[h*sq+i], lse[h*130+q0+i], "sequence %d head %d row %d", b, h, i)
+				assert.Equal(t, lb[h*sq+i], lse[h*total+q0+i], "sequence %d head %d row %d", b, h, i)
 			}
 		}
 	}
@@ -197,24 +203,8 @@ func TestReferenceGQAVarlenPaged(t *testing.T) {
 
 	// Varlen: sequences of 3, 0 and 2 queries over 4, 2 and 0 keys are
 	// each their own dense attention.
-	cuQ, cuK := []int32{0, 3, 3, 5}, []int32{0, 4, 6, 6}
 	q, k, v = randHost(r, 1, 5, 2, 8), randHost(r, 1, 6, 1, 8), randHost(r, 1, 6, 1, 8)
-	out, lse, err = ReferenceVarlen(q, k, v, cuQ, cuK, Params{Causal: true})
-	require.NoError(t, err)
-	for b := range 3 {
-		q0, sq, k0, sk := int(cuQ[b]), int(cuQ[b+1]-cuQ[b]), int(cuK[b]), int(cuK[b+1]-cuK[b])
-		qb := HostTensor{Data: q.Data[q0*16 : (q0+sq)*16], Shape: [4]int{1, sq, 2, 8}}
-		kb := HostTensor{Data: k.Data[k0*8 : (k0+sk)*8], Shape: [4]int{1, sk, 1, 8}}
-		vb := HostTensor{Data: v.Data[k0*8 : (k0+sk)*8], Shape: [4]int{1, sk, 1, 8}}
-		ob, lb, err := Reference(qb, kb, vb, Params{Causal: true})
-		require.NoError(t, err)
-		assert.Equal(t, ob.Data, out.Data[q0*16:(q0+sq)*16], "sequence %d", b)
-		for h := range 2 {
-			for i := range sq {
-				assert.Equal(t, lb[h*sq+i], lse[h*5+q0+i])
-			}
-		}
-	}
+	varlenEqualsDense(t, q, k, v, []int32{0, 3, 3, 5}, []int32{0, 4, 6, 6}, Params{Causal: true})
 
 	// Paged: a cache of 5 pages of 3 rows, shuffled, equals the dense
 	// keys it holds.
