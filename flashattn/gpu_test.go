@@ -458,6 +458,21 @@ func TestGPUForwardDecodeFused(t *testing.T) {
 			p.Splits = 2 + fi%7
 			c := fwdCase{dt: dt, b: 3, sq: 1, sk: []int{333, 1000, 7, 1}[fi%4], hq: 8, hkv: 8, d: []int{128, 64, 40}[fi%3], p: p}
 			t.Run(c.String(), func(t *testing.T) {
+				if g.mc == MatrixCore {
+					// The launch is one that merges its own splits (or has
+					// one split: a tile of keys), not attn_combine's.
+					require.NotNil(t, g.h.counters, "the handle's counters")
+					q, k, v, out := operands(c.b, c.sq, c.sk, c.hq, c.hkv, c.d)
+					for _, x := range []*Tensor{&q, &k, &v, &out} {
+						x.DType = c.dt
+					}
+					pr, err := forwardProblem("F", q, k, v, out)
+					require.NoError(t, err)
+					pl, err := newPlan("F", &pr, &c.p, g.h.target)
+					require.NoError(t, err)
+					assert.Equal(t, c.sk > 16, pl.splits > 1, "splits %d", pl.splits)
+					assert.Equal(t, pl.splits > 1, pl.fusable, "splits %d", pl.splits)
+				}
 				g.forward(t, c)
 				g.forward(t, c)
 			})
@@ -650,8 +665,8 @@ func TestGPUDecodePaged(t *testing.T) {
 			want, wantLSE, err := ReferencePaged(q, kc, vc, table, c.lens, c.p)
 			require.NoError(t, err)
 			compare(t, c.dt, want, read(), wantLSE, readLSE(), name)
-			// Again, into fresh buffers: a launch whose kernel merged its
-			// own splits left the handle's counters at zero for the next.
+			// Again, into fresh buffers: the launch leaves nothing behind
+			// that changes the next one's result.
 			out2, read2 := g.output(c.dt, q.Shape, "contiguous")
 			p.LSE, readLSE = g.lse(b * c.hq * c.sq)
 			_, err = g.h.Decode(gq, kv, out2, p)
