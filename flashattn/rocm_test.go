@@ -172,9 +172,12 @@ func TestROCmTypeChecksNVIDIAKernels(t *testing.T) {
 // tileAsserts is C++ that fails to compile unless the tiles that package
 // flashattn sizes the NVIDIA kernels' launches by (block, keys a tile,
 // threads, dynamic shared memory) are attention.hip's: MmaTiles for
-// attn_mma and attn_mmadec, WgTiles for attn_wgmma.
+// attn_mma and attn_mmadec, WgTiles for attn_wgmma; and unless the
+// launches that attn_mmadec merges itself (fuseSplits, fuseOutputs) fit
+// what its merge holds (FA_MERGE_SPLITS, FA_MERGE_OUT a lane of a warp).
 func tileAsserts() string {
 	var b strings.Builder
+	fmt.Fprintf(&b, "static_assert(FA_MERGE_SPLITS == %[1]d && FA_MERGE_OUT * 32 == %[2]d, \"fuseSplits %[1]d, fuseOutputs %[2]d\");\n", fuseSplits, fuseOutputs)
 	check := func(tiles, fn string, d, bm, bn, nthreads, smem int) {
 		fmt.Fprintf(&b, "static_assert(%[1]s::BM == %[2]d && %[1]s::BN == %[3]d && %[1]s::THREADS == %[4]d && %[1]s::SMEM == %[5]d, \"%[6]s(%[7]d): BM %[2]d, BN %[3]d, THREADS %[4]d, SMEM %[5]d\");\n",
 			tiles, bm, bn, nthreads, smem, fn, d)
