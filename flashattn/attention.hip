@@ -193,10 +193,14 @@ __device__ __forceinline__ Seq seq_of(const Params& p, int b) {
 __device__ __forceinline__ int total_rows(const Params& p) { return (p.flags & FA_VARLEN) ? p.s_q : p.batch * p.s_q; }
 
 // lse_index is where a row's log-sum-exp goes: (batch, h_q, s_q) for
-// dense and paged q, (h_q, total rows) for variable-length q.
+// dense and paged q, (h_q, total rows) for variable-length q; lse_at is
+// the same from the values, for code without Params (fa_merge).
+__device__ __forceinline__ i64 lse_at(bool varlen, int s_q, int h_q, int b, int h, int i, int row0) {
+	if (varlen) return (i64)h * s_q + row0 + i;
+	return ((i64)b * h_q + h) * s_q + i;
+}
 __device__ __forceinline__ i64 lse_index(const Params& p, int b, int h, int i, int row0) {
-	if (p.flags & FA_VARLEN) return (i64)h * p.s_q + row0 + i;
-	return ((i64)b * p.h_q + h) * p.s_q + i;
+	return lse_at((p.flags & FA_VARLEN) != 0, p.s_q, p.h_q, b, h, i, row0);
 }
 
 // alibi_slope is query head h's ALiBi slope, 0 without ALiBi.
@@ -851,10 +855,7 @@ template <class T> __device__ __noinline__ void fa_merge(MergeArgs a) {
 		}
 		const bool any = mx != neg_inf();
 		((T*)a.o)[a.obase + (i64)i * a.os1 + (i64)h * a.os2 + c] = Tr<T>::store(any ? acc / sum : 0.0f);
-		if (a.want_lse && c == 0) {
-			const i64 li = a.varlen ? (i64)h * a.s_q + a.row0 + i : ((i64)a.b * a.h_q + h) * a.s_q + i;
-			a.lse[li] = any ? mx + logf(sum) : neg_inf();
-		}
+		if (a.want_lse && c == 0) a.lse[lse_at(a.varlen, a.s_q, a.h_q, a.b, h, i, a.row0)] = any ? mx + logf(sum) : neg_inf();
 	}
 }
 
