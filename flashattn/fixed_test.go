@@ -61,3 +61,27 @@ func TestDecodeMaxSeqLen(t *testing.T) {
 		assert.ErrorContains(t, err, c.msg, c.name)
 	}
 }
+
+// TestDecodeStepSplits: a paged decode of few blocks splits its keys into
+// parts of one step of attn_decode each (64 keys at head dim 64): a
+// block's steps run one after another, while its loads of a step are in
+// flight at once. The LLM's step (batch 1, GQA 32/8, 528 keys of a launch
+// sized for 640) takes 9 blocks of one step instead of 5 of two: 9.2 µs a
+// layer against 15.9 on an H200.
+func TestDecodeStepSplits(t *testing.T) {
+	kc := Contiguous(dev+1<<30, F16, 64, 16, 8, 64)
+	vc := Contiguous(dev+2<<30, F16, 64, 16, 8, 64)
+	q, _, _, out := operands(1, 1, 0, 32, 8, 64)
+	kv := PagedKV{K: kc, V: vc, BlockTable: dev + 4096, BlockTableStride: 40, DevSeqLens: dev + 8192, MaxSeqLen: 640}
+	pr, err := pagedProblem("D", q, &kv, out)
+	require.NoError(t, err)
+	pl, err := newPlan("D", &pr, &Params{Causal: true}, h100)
+	require.NoError(t, err)
+	require.Equal(t, FlashDecoding, pl.backend)
+	_, ng, u := decodeTiles(64, 4)
+	step := ng * u
+	assert.Equal(t, 64, step)
+	assert.Equal(t, 640/step, pl.splits, "one step a split: 8 blocks never fill the device")
+	per := ((528+pl.splits-1)/pl.splits + step - 1) / step * step
+	assert.Equal(t, step, per, "528 keys: a step a split (split_keys)")
+}

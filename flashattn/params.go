@@ -767,14 +767,21 @@ func newPlan(op string, pr *problem, p *Params, dev target) (plan, error) {
 		switch {
 		case pl.streams:
 			// Decode streams the cache: splits that fill the device's
-			// block slots, each with two steps of keys or more.
+			// block slots, each with a step of keys or more
+			// (attn_decode: its loads of a step are in flight at once,
+			// and a block's steps follow one another) or two tiles
+			// (attn_mmadec: its two stages overlap them).
 			slots := dev.cus
 			if dev.slots != nil {
 				if n := dev.slots(pl.kernel, pl.threads, pl.shared); n > 0 {
 					slots = n
 				}
 			}
-			splits = decodeSplits(blocks, slots, max(units/(2*u), 1))
+			perSplit := 2 * u
+			if pl.backend == FlashDecoding {
+				perSplit = u
+			}
+			splits = decodeSplits(blocks, slots, max(units/perSplit, 1))
 		case dev.cus > 0 && blocks < dev.cus && units >= 4:
 			splits = min((2*dev.cus+blocks-1)/blocks, units/2, 64)
 		}
