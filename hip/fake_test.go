@@ -203,8 +203,32 @@ func TestFakeRuntimeBuffers(t *testing.T) {
 	var nilBuf *Buffer
 	assert.ErrorIs(t, nilBuf.Memset(0), ErrInvalidValue)
 	assert.NoError(t, nilBuf.Close())
-	require.NoError(t, c.Close())
 	require.NoError(t, small.Close())
+	assert.Equal(t, base+1, liveObjects(t, d))
+
+	// A buffer at an address another allocation made: the same memory,
+	// and Close leaves it to its owner.
+	at, err := d.BufferAt(c.Ptr().Add(16), 32)
+	require.NoError(t, err)
+	assert.Equal(t, c.Ptr().Add(16), at.Ptr())
+	assert.Equal(t, 32, at.Size())
+	assert.Same(t, d, at.Device())
+	require.NoError(t, at.Memset(9))
+	require.NoError(t, c.CopyToHost(out))
+	assert.Equal(t, bytes.Repeat([]byte{9}, 32), out[16:48])
+	require.NoError(t, at.Close())
+	assert.Equal(t, base+1, liveObjects(t, d), "closing it freed nothing")
+	require.NoError(t, c.CopyToHost(out), "the memory is still its owner's")
+	for _, bad := range []struct {
+		p    DevicePtr
+		size int
+	}{{0, 8}, {c.Ptr(), 0}, {c.Ptr(), -1}} {
+		_, err := d.BufferAt(bad.p, bad.size)
+		assert.ErrorIs(t, err, ErrInvalidValue, "%#x, %d bytes", uintptr(bad.p), bad.size)
+	}
+	_, err = (*Device)(nil).BufferAt(c.Ptr(), 8)
+	assert.ErrorIs(t, err, ErrInvalidValue)
+	require.NoError(t, c.Close())
 	assert.Equal(t, base, liveObjects(t, d), "every allocation was freed")
 }
 

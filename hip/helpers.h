@@ -28,6 +28,11 @@ hipError_t rg_hip_nvidia_launch_early(int dev, hipFunction_t f, unsigned gx, uns
                                       unsigned by, unsigned bz, unsigned shared, hipStream_t s, void* args,
                                       size_t size);
 
+// rg_hip_ptr is a device address as the pointer the runtime calls take
+// (Device.BufferAt): converted in C, where an integer from Go may become
+// a pointer.
+static inline void* rg_hip_ptr(uintptr_t p) { return (void*)p; }
+
 // rg_hip_launch launches f with its arguments packed in one buffer, which
 // the runtime copies before returning; the device is made current in the
 // same call. Handles and the buffer come as integers: the launch is the

@@ -187,6 +187,21 @@ func (b *Buffer) Slice(off, n int) (*Buffer, error) {
 	return &Buffer{dev: b.dev, ptr: unsafe.Add(b.ptr, off), size: n, mem: b.mem}, nil
 }
 
+// BufferAt returns a buffer over size bytes at p, device memory that
+// something else allocated (another library, or a raw address a kernel
+// was given), for calls that take buffers. It owns nothing: Close does
+// nothing, and the memory must stay allocated while the buffer is used.
+func (d *Device) BufferAt(p DevicePtr, size int) (*Buffer, error) {
+	const op = "Device.BufferAt"
+	if d == nil {
+		return nil, invalid(op, "nil device")
+	}
+	if p == 0 || size <= 0 {
+		return nil, invalid(op, "%d bytes at %#x: want a non-nil address and at least one byte", size, uintptr(p))
+	}
+	return &Buffer{dev: d, ptr: C.rg_hip_ptr(C.uintptr_t(p)), size: size, mem: &bind.Lifetime{}}, nil
+}
+
 // fits checks a copy of n bytes into a buffer of size bytes.
 func fits(op string, n, size int, what string) error {
 	if n > size {
