@@ -146,14 +146,7 @@ func useFakeCK(t *testing.T) *ckEnv {
 	for i, h := range []**Handle{&e.h, &e.h1} {
 		dev, err := hip.GetDevice(i)
 		require.NoError(t, err)
-		s, err := dev.NewStream()
-		require.NoError(t, err)
-		*h, err = NewHandle(s)
-		require.NoError(t, err)
-		t.Cleanup(func() {
-			assert.NoError(t, (*h).Close())
-			assert.NoError(t, s.Close())
-		})
+		*h = handleOn(t, dev)
 	}
 	return e
 }

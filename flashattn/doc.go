@@ -74,7 +74,15 @@
 // where it is absent, declines or is turned off (ROCM_GO_FMHA_LIBRARY=off),
 // the kernels above run. The shim has been built here for gfx942 with
 // hipcc against Composable Kernel, but never run: no AMD GPU was at hand.
-// MIOpen's MHA would slot in behind the same calls.
+// A fifth, MIOpen, is opt-in (ROCM_GO_MIOPEN_MHA=on): the calls the shim
+// did not take run on MIOpen's fused attention (package miopen's
+// MHAForward) where MIOpen has a solution: dense F16 and BF16 batches of as
+// many queries as keys and as many KV heads as query heads, without a
+// window, ALiBi, soft-capping or a log-sum-exp output, never while the
+// stream captures a graph. Off by default: MIOpen's solver besides
+// Composable Kernel's takes an S x S workspace, and which calls MIOpen
+// runs faster has not been measured (MIOpen's godoc); it is tested against
+// a stand-in for MIOpen only.
 //
 // Reference computes the same attention in float64 on the host, with every
 // feature: the oracle of the tests, and the CPU path of candle/nn.

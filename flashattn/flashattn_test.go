@@ -239,6 +239,21 @@ func TestReferenceGQAVarlenPaged(t *testing.T) {
 // dev is a fake device address: the checks never dereference one.
 const dev = hip.DevicePtr(1 << 20)
 
+// handleOn is a handle on a new stream of dev, both closed when the test
+// ends.
+func handleOn(t *testing.T, dev *hip.Device) *Handle {
+	t.Helper()
+	s, err := dev.NewStream()
+	require.NoError(t, err)
+	h, err := NewHandle(s)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		assert.NoError(t, h.Close())
+		assert.NoError(t, s.Close())
+	})
+	return h
+}
+
 func operands(b, sq, sk, hq, hkv, d int) (q, k, v, out Tensor) {
 	q = Contiguous(dev, F16, b, sq, hq, d)
 	k = Contiguous(dev+1<<30, F16, b, sk, hkv, d)

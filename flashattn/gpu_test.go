@@ -66,20 +66,13 @@ func gpu(t *testing.T) *gpuEnv {
 		dev, err = hip.GetDevice(0)
 	}
 	testenv.Need(t, 2, "a GPU", err)
-	s, err := dev.NewStream()
-	require.NoError(t, err)
-	h, err := NewHandle(s)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		assert.NoError(t, h.Close())
-		assert.NoError(t, s.Close())
-	})
+	h := handleOn(t, dev)
 	props, err := dev.Properties()
 	require.NoError(t, err)
 	mc := matrixBackend(props.ArchName)
 	ck := loadedCK() != nil
 	t.Logf("%s (%s): matrix-core kernels %v (attn_wgmma %v), CK shim %v", props.Name, props.ArchName, mc, h.target.wgmma, ck)
-	return &gpuEnv{t: t, dev: dev, s: s, h: h, mc: mc, ck: ck}
+	return &gpuEnv{t: t, dev: dev, s: h.Stream(), h: h, mc: mc, ck: ck}
 }
 
 // buffer allocates n bytes filled with 0xFF (NaN in every float dtype).

@@ -20,7 +20,10 @@ type Handle struct {
 	// splits (fuseCounters of them, zero between launches); nil where they
 	// could not be made, and the splits merge in attn_combine.
 	counters *hip.Buffer
-	closed   atomic.Bool
+	// mha is MIOpen's attention for the calls it takes (the MIOpen
+	// backend, AMD only).
+	mha    mhaState
+	closed atomic.Bool
 	// occupancy holds the blocks of each kernel (by name) the device runs
 	// at once: see slots.
 	occupancy sync.Map
@@ -48,6 +51,7 @@ func NewHandle(s *hip.Stream) (*Handle, error) {
 	}
 	h := &Handle{dev: dev, stream: s, target: newTarget(compileTarget(props.ArchName), props.MultiProcessorCount), arch: props.ArchName}
 	h.target.slots = h.slots
+	h.mha.off = mhaOff()
 	if h.target.mc == MatrixCore { // attn_mmadec's
 		h.counters = newCounters(s)
 	}
@@ -118,6 +122,9 @@ func (h *Handle) Close() error {
 		if err := h.counters.Close(); err != nil { // in stream order
 			return wrap("Handle.Close", err)
 		}
+	}
+	if err := h.mha.close(); err != nil {
+		return wrap("Handle.Close", err)
 	}
 	return nil
 }
@@ -237,6 +244,9 @@ func (h *Handle) run(op string, pr *problem, p *Params) (Backend, error) {
 	}
 	if ran, err := h.runCK(op, pr, p, &pl); ran {
 		return CK, err
+	}
+	if ran, err := h.runMIOpen(op, pr, &pl); ran {
+		return MIOpen, err
 	}
 	fn, err := kernels.Function(h.dev, pl.kernel)
 	if err != nil {

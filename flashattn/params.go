@@ -190,6 +190,9 @@ type Backend uint8
 //     head: any dtype, dense, variable-length or paged;
 //   - CK on the AMD platform when the Composable Kernel shim is loaded and
 //     accepts the call (CK's godoc says which calls it takes);
+//   - MIOpen on the AMD platform, where ROCM_GO_MIOPEN_MHA=on, when
+//     MIOpen's fused attention has a solution for the call (MIOpen's
+//     godoc says which calls it is asked);
 //   - a matrix-core backend where the device's arch has one: MatrixCore
 //     on NVIDIA sm_80 and later (on sm_90 attn_wgmma for head dim 128,
 //     and 64 over 2048 keys or more; attn_mma otherwise), MFMA on AMD
@@ -224,7 +227,7 @@ const (
 	WMMA
 )
 
-var backendNames = map[Backend]string{Portable: "portable", MatrixCore: "matrix-core", FlashDecoding: "flash-decoding", MFMA: "mfma", WMMA: "wmma", CK: "ck"}
+var backendNames = map[Backend]string{Portable: "portable", MatrixCore: "matrix-core", FlashDecoding: "flash-decoding", MFMA: "mfma", WMMA: "wmma", CK: "ck", MIOpen: "miopen"}
 
 func (b Backend) String() string {
 	if s, ok := backendNames[b]; ok {

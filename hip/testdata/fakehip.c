@@ -117,6 +117,11 @@ hipError_t hipStreamCreateWithPriority(hipStream_t* s, unsigned flags, int prio)
 }
 hipError_t hipStreamDestroy(hipStream_t s) { free(s); live_allocs--; return hipSuccess; }
 hipError_t hipStreamSynchronize(hipStream_t s) { return hipSuccess; }
+// A stream captures when $ROCM_GO_FAKE_CAPTURING is set.
+hipError_t hipStreamIsCapturing(hipStream_t s, hipStreamCaptureStatus* st) {
+	*st = getenv("ROCM_GO_FAKE_CAPTURING") ? hipStreamCaptureStatusActive : hipStreamCaptureStatusNone;
+	return hipSuccess;
+}
 hipError_t hipStreamQuery(hipStream_t s) { return hipSuccess; }
 hipError_t hipStreamGetFlags(hipStream_t s, unsigned* f) { *f = s->flags; return hipSuccess; }
 hipError_t hipStreamGetPriority(hipStream_t s, int* p) { *p = s->priority; return hipSuccess; }

@@ -331,7 +331,9 @@ miopenStatus_t miopenBatchNormalizationForwardInference(miopenHandle_t h, miopen
 	return miopenStatusSuccess;
 }
 
-// MHA: descriptors and problems exist; Find finds nothing, as without a CDNA GPU.
+// MHA: descriptors and problems exist; Find finds nothing, as without a
+// CDNA GPU, unless $ROCM_GO_FAKE_MHA_SOLUTIONS is set (to a number of
+// solutions): then Run logs the operands it was given.
 struct miopenMhaDescriptor {
 	float scale;
 };
@@ -349,18 +351,75 @@ miopenStatus_t miopenGetMhaDescriptor(miopenMhaDescriptor_t d, float* s) {
 }
 struct miopenProblem {
 	int tensors;
+	float scale;
 };
 miopenStatus_t miopenCreateMhaProblem(miopenProblem_t* p, miopenMhaDescriptor_t d, miopenProblemDirection_t dir) {
 	*p = calloc(1, sizeof **p);
+	(*p)->scale = d->scale;
 	return miopenStatusSuccess;
+}
+static const char* mhaName(miopenTensorArgumentId_t id) {
+	switch (id) {
+	case miopenTensorMhaQ: return "Q";
+	case miopenTensorMhaK: return "K";
+	case miopenTensorMhaV: return "V";
+	case miopenTensorMhaO: return "O";
+	default: return NULL;
+	}
 }
 miopenStatus_t miopenSetProblemTensorDescriptor(miopenProblem_t p, miopenTensorArgumentId_t id, const miopenTensorDescriptor_t d) {
 	p->tensors++;
+	const char* name = mhaName(id);
+	if (name != NULL && d->n == 4) {
+		logf_("miopenSetProblemTensorDescriptor %s type=%d dims=%dx%dx%dx%d strides=%d,%d,%d,%d", name, d->t, d->dims[0], d->dims[1], d->dims[2],
+		      d->dims[3], d->strides[0], d->strides[1], d->strides[2], d->strides[3]);
+	}
 	return miopenStatusSuccess;
 }
+struct miopenSolution {
+	float scale;
+};
 miopenStatus_t miopenFindSolutions(miopenHandle_t h, miopenProblem_t p, miopenFindOptions_t o, miopenSolution_t* s, size_t* n, size_t max) {
 	logf_("miopenFindSolutions tensors=%d", p->tensors);
+	const char* want = getenv("ROCM_GO_FAKE_MHA_SOLUTIONS");
 	*n = 0;
+	for (size_t i = 0; want != NULL && i < (size_t)atoi(want) && i < max; i++) {
+		s[i] = calloc(1, sizeof *s[i]);
+		s[i]->scale = p->scale;
+		*n = i + 1;
+	}
+	return miopenStatusSuccess;
+}
+miopenStatus_t miopenGetSolutionWorkspaceSize(miopenSolution_t s, size_t* ws) {
+	*ws = 0;
+	return miopenStatusSuccess;
+}
+miopenStatus_t miopenGetSolutionTime(miopenSolution_t s, float* t) {
+	*t = 0.25f;
+	return miopenStatusSuccess;
+}
+miopenStatus_t miopenGetSolutionSolverId(miopenSolution_t s, uint64_t* id) {
+	*id = 7;
+	return miopenStatusSuccess;
+}
+miopenStatus_t miopenRunSolution(miopenHandle_t h, miopenSolution_t s, size_t n, const miopenTensorArgument_t* t, void* ws, size_t wsSize) {
+	void *q = NULL, *k = NULL, *v = NULL, *o = NULL;
+	int mask = 0;
+	for (size_t i = 0; i < n; i++) {
+		switch (t[i].id) {
+		case miopenTensorMhaQ: q = t[i].buffer; break;
+		case miopenTensorMhaK: k = t[i].buffer; break;
+		case miopenTensorMhaV: v = t[i].buffer; break;
+		case miopenTensorMhaO: o = t[i].buffer; break;
+		case miopenTensorMhaMask: mask = *(const int*)t[i].buffer; break;
+		default: break;
+		}
+	}
+	logf_("miopenRunSolution inputs=%zu scale=%g q=%p k=%p v=%p o=%p mask=%d", n, s->scale, q, k, v, o, mask);
+	return miopenStatusSuccess;
+}
+miopenStatus_t miopenDestroySolution(miopenSolution_t s) {
+	free(s);
 	return miopenStatusSuccess;
 }
 miopenStatus_t miopenDestroyProblem(miopenProblem_t p) {
