@@ -625,6 +625,10 @@ type LLMBench struct {
 	// Quant lists GGUF types to measure too: the spec's model written as
 	// GGUF files beside Model (Model-q4_k.gguf, ...), prefill and decode.
 	Quant []candle.GGMLType
+	// QuantOnly measures the Quant models alone: the BF16 model is neither
+	// written nor run, and transformers does not run (a quick run of the
+	// quantized kernels).
+	QuantOnly bool
 }
 
 // LLMReport is a run's result, as cmd/llmbench writes it with -json.
@@ -661,6 +665,9 @@ func RunLLMBench(c LLMBench, w io.Writer) (*LLMReport, error) {
 	if c.CopyBytes == 0 {
 		c.CopyBytes = 1 << 30
 	}
+	if c.QuantOnly && len(c.Quant) == 0 {
+		return nil, fmt.Errorf("llm bench: only the GGUF models, and no GGUF type to measure: name one (q4_k)")
+	}
 	b, err := OpenTensors()
 	if err != nil {
 		return nil, err
@@ -670,22 +677,24 @@ func RunLLMBench(c LLMBench, w io.Writer) (*LLMReport, error) {
 	rep := &LLMReport{Device: fmt.Sprintf("%s (%s)", props.Name, props.ArchName), Model: c.Model, Settings: c.Settings}
 	fmt.Fprintf(w, "device: %s; prompt %d tokens, %d new tokens, batches %v, %d repeats\n", rep.Device, c.Settings.Prompt, c.Settings.Steps,
 		c.Settings.Batches, c.Settings.Reps)
-	if _, err := PrepareLLMModel(c.Model, c.Spec, w); err != nil {
-		return nil, err
-	}
-	cfg, err := llama.LoadConfig(c.Model)
-	if err != nil {
-		return nil, err
-	}
 	if rep.CopyGBps, err = b.CopyRate(c.CopyBytes); err != nil {
 		return nil, fmt.Errorf("llm bench: the copy roofline: %w", err)
 	}
-	weights := cfg.Parameters() * int64(candle.BF16.Size())
-	rep.RooflineTokS = Roofline(weights, rep.CopyGBps)
-	fmt.Fprintf(w, "roofline: device-to-device copy at %.0f GB/s (read + write); %s of BF16 weights → batch-1 decode ≤ %.0f tok/s\n",
-		rep.CopyGBps, humanize.IBytes(uint64(weights)), rep.RooflineTokS)
-	if rep.Ours, err = RunLLMOurs(b.Dev, c.Model, c.Settings, w); err != nil {
-		return nil, err
+	if !c.QuantOnly {
+		if _, err := PrepareLLMModel(c.Model, c.Spec, w); err != nil {
+			return nil, err
+		}
+		cfg, err := llama.LoadConfig(c.Model)
+		if err != nil {
+			return nil, err
+		}
+		weights := cfg.Parameters() * int64(candle.BF16.Size())
+		rep.RooflineTokS = Roofline(weights, rep.CopyGBps)
+		fmt.Fprintf(w, "roofline: device-to-device copy at %.0f GB/s (read + write); %s of BF16 weights → batch-1 decode ≤ %.0f tok/s\n",
+			rep.CopyGBps, humanize.IBytes(uint64(weights)), rep.RooflineTokS)
+		if rep.Ours, err = RunLLMOurs(b.Dev, c.Model, c.Settings, w); err != nil {
+			return nil, err
+		}
 	}
 	for _, typ := range c.Quant {
 		b.Dev.ReleaseCache()
@@ -705,6 +714,8 @@ func RunLLMBench(c LLMBench, w io.Writer) (*LLMReport, error) {
 	// The model is closed: give its memory back to the device for PyTorch.
 	b.Dev.ReleaseCache()
 	switch {
+	case c.QuantOnly:
+		rep.NoReference = "only the GGUF models were measured"
 	case c.Python == "":
 		rep.NoReference = "not asked for"
 	default:
@@ -734,10 +745,16 @@ func RunLLMBench(c LLMBench, w io.Writer) (*LLMReport, error) {
 			ref = name
 		}
 	}
-	rep.Rows = LLMRows(c.Settings, rep.Ours, rep.Transformers, ref, rep.RooflineTokS)
-	PrintTable(w, "transformers ("+ref+" attention)", rep.Rows)
+	if rep.Ours != nil {
+		rep.Rows = LLMRows(c.Settings, rep.Ours, rep.Transformers, ref, rep.RooflineTokS)
+		PrintTable(w, "transformers ("+ref+" attention)", rep.Rows)
+	}
 	if len(rep.QuantRows) > 0 {
-		PrintTable(w, "the BF16 model", rep.QuantRows)
+		bf16Ref := "the BF16 model"
+		if c.QuantOnly {
+			bf16Ref += " (not run)"
+		}
+		PrintTable(w, bf16Ref, rep.QuantRows)
 	}
 	return rep, nil
 }

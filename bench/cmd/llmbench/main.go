@@ -10,6 +10,8 @@
 //
 //	llmbench -model /tmp/llm1b [-steps 128] [-json out.json]
 //	llmbench -quick            # a tiny model in a temporary folder, in seconds
+//	llmbench -model /tmp/llm1b -gguf q4_k -bf16=false -batches 1
+//	                           # the quantized model alone, no BF16 model or transformers
 //
 // Decode is counted after the first token on both sides: b·(steps−1) new
 // tokens over their time (transformers: generate of steps tokens less
@@ -50,6 +52,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	script := fs.String("torch", "", "torch_llm.py (default: next to this binary, then bench/torch_llm.py)")
 	jsonOut := fs.String("json", "", "also write the report as JSON to this file")
 	quant := fs.String("gguf", "", "GGUF types to measure too, comma-separated (q4_0,q4_k,q8_0): the model written as GGUF files beside -model")
+	bf16 := fs.Bool("bf16", true, "measure the BF16 model and transformers (false: only the -gguf models, in minutes less)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: llmbench -model DIR [flags] | llmbench -quick [flags]\n\n"+
 			"Measures candle/models/llama against transformers on a Llama-3.2-1B-shaped random model.\n\n")
@@ -98,6 +101,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return fail(2, "-gguf: %v", err)
 		}
 		c.Quant = append(c.Quant, typ)
+	}
+	c.QuantOnly = !*bf16
+	if c.QuantOnly && len(c.Quant) == 0 {
+		return fail(2, "-bf16=false measures only the -gguf models: name one (-gguf q4_k)")
 	}
 	if c.Model == "" {
 		if !*quick {

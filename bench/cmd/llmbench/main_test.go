@@ -28,6 +28,7 @@ func TestCommandRefuses(t *testing.T) {
 		{[]string{"-model", "/tmp/x", "extra"}, "unexpected argument"},
 		{[]string{"-nope"}, "flag provided but not defined"},
 		{[]string{"-quick", "-gguf", "q4_k,q9"}, "-gguf:"},
+		{[]string{"-quick", "-bf16=false"}, "-bf16=false measures only the -gguf models"},
 	} {
 		var out, errs strings.Builder
 		assert.Equal(t, 2, run(c.args, &out, &errs), c.args)
