@@ -10,8 +10,8 @@
 #     LD_PRELOAD=$PWD/libtrace.so ./program ...
 #   python3 steps.py t.txt
 set -euo pipefail
+out=$(realpath -m "${1:-$(dirname "$0")/../../gpu/trace}")
 cd "$(dirname "$0")"
-out=${1:-../../gpu/trace}
 env_dir=${ROCM_GO_ENV:-${XDG_CACHE_HOME:-$HOME/.cache}/rocm-go/sid-rocm6.4}
 cache="$(dirname "$env_dir")/cupti"
 if [ ! -f "$cache/usr/include/cupti_activity.h" ]; then
