@@ -34,14 +34,14 @@ lint:
 
 test0:
 	@echo "== tier 0: go test -race ./..."
-	@set -o pipefail; $(GO) test -race -count=1 -json ./... | $(GO) run ./internal/cmd/testsum -tier 0
+	@set -o pipefail; $(GO) test -race -count=1 -timeout 30m -json ./... | $(GO) run ./internal/cmd/testsum -tier 0
 
 rocm-env:
 	@scripts/rocm-env.sh
 
 test1: $(ROCM_ENV_DEP)
 	@echo "== tier 1: go test ./... with the real ROCm userspace ($(if $(NATIVE_ROCM),$(NATIVE_ROCM),$(ROCM_GO_ENV)))"
-	@$(IN_ROCM) bash -c 'set -o pipefail; go test -count=1 -json ./... | go run ./internal/cmd/testsum -tier 1'
+	@$(IN_ROCM) bash -c 'set -o pipefail; go test -count=1 -timeout 30m -json ./... | go run ./internal/cmd/testsum -tier 1'
 
 generate: $(ROCM_ENV_DEP)
 	@$(IN_ROCM) go run ./internal/cmd/cgen $(SPECS)
