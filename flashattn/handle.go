@@ -1,6 +1,7 @@
 package flashattn
 
 import (
+	"errors"
 	"sync"
 	"sync/atomic"
 
@@ -68,7 +69,7 @@ const fuseCounters = 1 << 14
 // the device refuses; the handle's decode splits then merge in
 // attn_combine.
 func newCounters(s *hip.Stream) *hip.Buffer {
-	if st, err := s.CaptureStatus(); err != nil || st != hip.StreamCaptureStatusNone {
+	if capturing(s) {
 		return nil
 	}
 	b, err := s.MallocAsync(fuseCounters * 4)
@@ -80,6 +81,13 @@ func newCounters(s *hip.Stream) *hip.Buffer {
 		return nil
 	}
 	return b
+}
+
+// capturing reports whether s captures a graph, or cannot say: work that
+// allocates or waits for the device would end a capture.
+func capturing(s *hip.Stream) bool {
+	st, err := s.CaptureStatus()
+	return err != nil || st != hip.StreamCaptureStatusNone
 }
 
 // slots is how many blocks of a kernel (of nthreads threads and shared
@@ -115,15 +123,12 @@ func (h *Handle) Close() error {
 	if h == nil || h.closed.Swap(true) {
 		return nil
 	}
-	if err := h.alibi.release(h.stream); err != nil {
-		return wrap("Handle.Close", err)
-	}
+	// Each release runs whether or not one before it failed.
+	errs := []error{h.alibi.release(h.stream), h.mha.close()}
 	if h.counters != nil {
-		if err := h.counters.Close(); err != nil { // in stream order
-			return wrap("Handle.Close", err)
-		}
+		errs = append(errs, h.counters.Close()) // in stream order
 	}
-	if err := h.mha.close(); err != nil {
+	if err := errors.Join(errs...); err != nil {
 		return wrap("Handle.Close", err)
 	}
 	return nil

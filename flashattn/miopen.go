@@ -139,7 +139,7 @@ func (h *Handle) tryMIOpen(op string, pr *problem, pl *plan) (ran bool, declined
 	// MIOpen's Find, and a Run that grows its workspace, allocate and wait
 	// for the device: a capture would end. Captured calls take rocm-go's
 	// kernels, which a graph replays.
-	if st, err := h.stream.CaptureStatus(); err != nil || st != hip.StreamCaptureStatusNone {
+	if capturing(h.stream) {
 		return false, "the stream captures a graph (or cannot say), and MIOpen would end the capture", nil
 	}
 	m.mu.Lock()
