@@ -17,6 +17,17 @@ typedef __half f16;
 typedef __hip_bfloat16 bf16;
 
 #define RG_BLOCK 256
+// RG_WARP is the warp size, a constant where the platform has one: on
+// NVIDIA, 32, where CUDA's warpSize is a value the compiler does not
+// know (its loops over lanes stay loops, its divisions divisions); AMD's
+// compiler knows warpSize for the arch (64 on CDNA, 32 on RDNA). On an
+// H200, with qx_quant's one division a chunk, the Q4_K 1B model's decode
+// step took 651.5 µs of GPU time against 681.8 (bench/RESULTS.md).
+#if defined(__HIP_PLATFORM_NVIDIA__)
+#define RG_WARP 32
+#else
+#define RG_WARP warpSize
+#endif
 #define RG_MAX_RANK 8
 #define RG_KERNEL extern "C" __global__ __launch_bounds__(RG_BLOCK) void
 

@@ -84,13 +84,13 @@ __device__ __forceinline__ Max shfl(Max a, int m) { return {__shfl_xor(a.v, m)};
 // barrier between calls that share it).
 // TH is the block's size when the kernel knows it (0: blockDim.x).
 template <class V, int TH = 0> __device__ __forceinline__ V block_reduce(V v, V identity, V* part) {
-	for (int m = warpSize / 2; m > 0; m >>= 1) v = combine(v, shfl(v, m));
-	const int lane = threadIdx.x % warpSize, w = threadIdx.x / warpSize, nw = ((TH ? TH : blockDim.x) + warpSize - 1) / warpSize;
+	for (int m = RG_WARP / 2; m > 0; m >>= 1) v = combine(v, shfl(v, m));
+	const int lane = threadIdx.x % RG_WARP, w = threadIdx.x / RG_WARP, nw = ((TH ? TH : blockDim.x) + RG_WARP - 1) / RG_WARP;
 	if (lane == 0) part[w] = v;
 	__syncthreads();
 	v = identity;
-	for (int i = lane; i < nw; i += warpSize) v = combine(v, part[i]);
-	for (int m = warpSize / 2; m > 0; m >>= 1) v = combine(v, shfl(v, m));
+	for (int i = lane; i < nw; i += RG_WARP) v = combine(v, part[i]);
+	for (int m = RG_WARP / 2; m > 0; m >>= 1) v = combine(v, shfl(v, m));
 	return v;
 }
 template <int TH = 0> __device__ __forceinline__ float block_sum(float v, float* part) { return block_reduce<float, TH>(v, 0.0f, part); }

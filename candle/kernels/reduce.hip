@@ -60,7 +60,7 @@ __device__ __forceinline__ i64 shfl_xor_(i64 v, int m) { return (i64)__shfl_xor(
 __device__ __forceinline__ u32 shfl_xor_(u32 v, int m) { return (u32)__shfl_xor((int)v, m); }
 
 template <class Op, class C> __device__ __forceinline__ Val<C> warp_reduce(Val<C> a) {
-	for (int m = warpSize / 2; m > 0; m >>= 1) {
+	for (int m = RG_WARP / 2; m > 0; m >>= 1) {
 		Val<C> b = {shfl_xor_(a.v, m), shfl_xor_(a.i, m)};
 		a = Op::combine(a, b);
 	}
@@ -72,7 +72,7 @@ template <class Op, class C> __device__ __forceinline__ Val<C> block_reduce(Val<
 	__shared__ C vs[RG_BLOCK / 16]; // enough for warps of 16 and up
 	__shared__ u32 is[RG_BLOCK / 16];
 	a = warp_reduce<Op>(a);
-	const int lane = threadIdx.x % warpSize, w = threadIdx.x / warpSize, nw = (blockDim.x + warpSize - 1) / warpSize;
+	const int lane = threadIdx.x % RG_WARP, w = threadIdx.x / RG_WARP, nw = (blockDim.x + RG_WARP - 1) / RG_WARP;
 	__syncthreads(); // the shared buffer is reused for the next output
 	if (lane == 0) vs[w] = a.v, is[w] = a.i;
 	__syncthreads();

@@ -138,14 +138,14 @@ struct SampleShared : SampleSmall {
 // block_max combines a u64 over the block by its maximum; every thread gets
 // it. Any warp size.
 __device__ __forceinline__ u64 block_max(SampleSmall& s, u64 v) {
-	for (int m = warpSize / 2; m > 0; m >>= 1) v = umax64(v, shfl_xor64(v, m));
-	const int lane = threadIdx.x % warpSize, w = threadIdx.x / warpSize, nw = blockDim.x / warpSize;
+	for (int m = RG_WARP / 2; m > 0; m >>= 1) v = umax64(v, shfl_xor64(v, m));
+	const int lane = threadIdx.x % RG_WARP, w = threadIdx.x / RG_WARP, nw = blockDim.x / RG_WARP;
 	__syncthreads(); // s.part is reused
 	if (lane == 0) s.part[w] = v;
 	__syncthreads();
 	v = 0;
-	for (int i = lane; i < nw; i += warpSize) v = umax64(v, s.part[i]);
-	for (int m = warpSize / 2; m > 0; m >>= 1) v = umax64(v, shfl_xor64(v, m));
+	for (int i = lane; i < nw; i += RG_WARP) v = umax64(v, s.part[i]);
+	for (int m = RG_WARP / 2; m > 0; m >>= 1) v = umax64(v, shfl_xor64(v, m));
 	return v;
 }
 
@@ -153,24 +153,24 @@ __device__ __forceinline__ u64 block_max(SampleSmall& s, u64 v) {
 // leaves the block's total in s.total. Any warp size; at most warpSize
 // warps.
 __device__ __forceinline__ u64 block_scan(SampleSmall& s, u64 v) {
-	const int lane = threadIdx.x % warpSize, w = threadIdx.x / warpSize, nw = blockDim.x / warpSize;
+	const int lane = threadIdx.x % RG_WARP, w = threadIdx.x / RG_WARP, nw = blockDim.x / RG_WARP;
 	u64 inc = v;
-	for (int o = 1; o < warpSize; o <<= 1) {
+	for (int o = 1; o < RG_WARP; o <<= 1) {
 		const u64 n = shfl_up64(inc, o);
 		if (lane >= o) inc += n;
 	}
 	__syncthreads(); // s.part is reused
-	if (lane == warpSize - 1) s.part[w] = inc;
+	if (lane == RG_WARP - 1) s.part[w] = inc;
 	__syncthreads();
 	if (w == 0) {
 		const u64 p = lane < nw ? s.part[lane] : 0;
 		u64 pi = p;
-		for (int o = 1; o < warpSize; o <<= 1) {
+		for (int o = 1; o < RG_WARP; o <<= 1) {
 			const u64 n = shfl_up64(pi, o);
 			if (lane >= o) pi += n;
 		}
 		if (lane < nw) s.part[lane] = pi - p;
-		if (lane == warpSize - 1) s.total = pi;
+		if (lane == RG_WARP - 1) s.total = pi;
 	}
 	__syncthreads();
 	return s.part[w] + inc - v;
@@ -406,7 +406,7 @@ __device__ __forceinline__ void sample_hist(u64 rows, u64 cols, u64 span, u32 pa
 __device__ __forceinline__ void gather(bool c, u32 key, u64 i, u64* list, u32* count) {
 	const u64 mask = (u64)__ballot(c);
 	if (mask == 0) return; // the same in every lane
-	const int lane = threadIdx.x % warpSize, leader = __ffsll((long long)mask) - 1;
+	const int lane = threadIdx.x % RG_WARP, leader = __ffsll((long long)mask) - 1;
 	u32 base = 0;
 	if (lane == leader) base = atomicAdd(count, (u32)__popcll(mask));
 	base = __shfl(base, leader);

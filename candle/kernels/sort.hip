@@ -114,7 +114,7 @@ template <class K> __device__ __forceinline__ u32 digit(K k, int shift) { return
 // scan256 writes the exclusive prefix sums of in[256] to out; one whole
 // warp calls it, each lane summing 256 / warpSize consecutive digits.
 __device__ __forceinline__ void scan256(const u32* in, u32* out) {
-	const int ws = warpSize, lane = threadIdx.x % ws, per = 256 / ws;
+	const int ws = RG_WARP, lane = threadIdx.x % ws, per = 256 / ws;
 	u32 sum = 0;
 	for (int j = 0; j < per; j++) sum += in[lane * per + j];
 	u32 inc = sum;
@@ -141,7 +141,7 @@ __device__ __forceinline__ void scan256(const u32* in, u32* out) {
 template <class K, int PASSES>
 __device__ __forceinline__ void rank_tile(SortShared<K, PASSES>& s, K (&k)[Items<K>::N], u32 (&ix)[Items<K>::N], int shift) {
 	const int N = Items<K>::N;
-	const int ws = warpSize, lane = threadIdx.x % ws, w = threadIdx.x / ws, nw = blockDim.x / ws;
+	const int ws = RG_WARP, lane = threadIdx.x % ws, w = threadIdx.x / ws, nw = blockDim.x / ws;
 	for (u32 j = threadIdx.x; j < (u32)nw * 256; j += blockDim.x) s.cnt[j] = 0;
 	__syncthreads();
 	const u64 below = (1ull << lane) - 1;
@@ -201,7 +201,7 @@ __device__ __forceinline__ void argsort(u64 rows, u64 cols, int desc, const type
 	const K ones = (K)(~0ull >> (64 - R::BITS));
 	const K flip = desc ? ones : 0;
 	const u32 tile = blockDim.x * N;
-	const int ws = warpSize;
+	const int ws = RG_WARP;
 	const u32 at = threadIdx.x / ws * ws * N + threadIdx.x % ws; // item i's tile position: at + i·ws
 	K k[N];
 	u32 ix[N];
@@ -310,7 +310,7 @@ __device__ __forceinline__ void argsort(u64 rows, u64 cols, int desc, const type
 // ordered_prefix counts the flags of the block's tile before each one, in
 // tile order (rank_tile's).
 template <int N> __device__ __forceinline__ void ordered_prefix(const bool (&f)[N], u32 (&pre)[N], u32* warps) {
-	const int ws = warpSize, lane = threadIdx.x % ws, w = threadIdx.x / ws;
+	const int ws = RG_WARP, lane = threadIdx.x % ws, w = threadIdx.x / ws;
 	const u64 below = (1ull << lane) - 1;
 	u32 run = 0;
 #pragma unroll
@@ -359,7 +359,7 @@ __device__ __forceinline__ void topk(u64 rows, u64 cols, u32 k, const typename R
 	const K ones = (K)(~0ull >> (64 - R::BITS));
 	const u32 tile = blockDim.x * N;
 	const u64 chunks = (cols + tile - 1) / tile;
-	const int ws = warpSize;
+	const int ws = RG_WARP;
 	const u32 at = threadIdx.x / ws * ws * N + threadIdx.x % ws;
 	for (u64 b = blockIdx.x; b < rows * chunks; b += gridDim.x) {
 		const u64 row = b / chunks, base = b % chunks * tile;
