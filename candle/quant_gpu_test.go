@@ -115,7 +115,8 @@ func TestGPUQuantized(t *testing.T) {
 // TestGPUQMatvecOneRow runs the products of one row of x on each of
 // their ways against the CPU: qmatvec8k4 (Q4_K) with two rows a warp (n
 // past a wave of blocks of a warp a row, with a short last block), with
-// warps sharing rows (few rows, long ones) and with a warp a row, x
+// warps sharing rows (few rows, long ones; rows of 2304 values leave the
+// last round of a row's pairs 4 lanes of 32) and with a warp a row, x
 // quantized in the kernel (k up to 2048) or by qx (longer rows);
 // qmatvec8s (Q6_K rows of 2048 values: 16-byte aligned); qmatvec8 for the
 // other types; each with and without a residual.
@@ -131,6 +132,7 @@ func TestGPUQMatvecOneRow(t *testing.T) {
 		n, k int
 	}{
 		{GGMLQ4_K, wide, 256}, {GGMLQ4_K, wide, 4096}, {GGMLQ4_K, 40, 8192}, {GGMLQ4_K, 37, 512}, {GGMLQ4_K, 3, 2048},
+		{GGMLQ4_K, 21, 2304},
 		{GGMLQ6_K, 37, 2048}, {GGMLQ8_0, 45, 1024}, {GGMLQ4_0, 300, 512}, {GGMLQ5_K, 29, 1024}, {GGMLQ5_1, 9, 256},
 	} {
 		typ, n, k := s.typ, s.n, s.k

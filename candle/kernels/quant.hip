@@ -471,15 +471,24 @@ __device__ __forceinline__ void qx_quant(const float* v, int* q, int& h, float& 
 		amax = fmaxf(amax, __shfl_xor(amax, o));
 		bad |= __shfl_xor(bad, o);
 	}
+	// v · (127 / amax): one division a chunk where the factor is finite;
+	// v / amax for chunks of tinier values, whose factor would overflow.
+	float s[8];
+	if (amax >= 1e-36f) {
+		const float id = 127.0f / amax;
+#pragma unroll
+		for (int j = 0; j < 8; j++) s[j] = v[j] * id;
+	} else {
+#pragma unroll
+		for (int j = 0; j < 8; j++) s[j] = 127.0f * (v[j] / amax);
+	}
 	h = 0;
 #pragma unroll
 	for (int j = 0; j < 2; j++) {
 		q[j] = 0;
 #pragma unroll
 		for (int i = 0; i < 4; i++) {
-			// v / amax, not v · (127 / amax): that factor overflows for
-			// chunks of tiny values.
-			const int qi = !bad && amax > 0.0f ? __float2int_rn(127.0f * (v[4 * j + i] / amax)) : 0;
+			const int qi = !bad && amax > 0.0f ? __float2int_rn(s[4 * j + i]) : 0;
 			q[j] |= (qi & 0xff) << (8 * i);
 			h += qi;
 		}
@@ -492,8 +501,8 @@ __device__ __forceinline__ void qx_quant(const float* v, int* q, int& h, float& 
 // of squares ss: a block reduction through red (a float a warp). Every
 // thread of the block calls it.
 __device__ __forceinline__ float block_inv_rms(float ss, u64 k, float eps, float* red) {
-	const int lane = threadIdx.x % warpSize, wib = threadIdx.x / warpSize, wpb = blockDim.x / warpSize;
-	for (int o = warpSize / 2; o > 0; o >>= 1) ss += __shfl_xor(ss, o);
+	const int lane = threadIdx.x % RG_WARP, wib = threadIdx.x / RG_WARP, wpb = blockDim.x / RG_WARP;
+	for (int o = RG_WARP / 2; o > 0; o >>= 1) ss += __shfl_xor(ss, o);
 	if (lane == 0) red[wib] = ss;
 	__syncthreads();
 	ss = 0.0f;
@@ -595,7 +604,7 @@ template <int Q, class T, int R>
 __device__ __forceinline__ void qmatvec8(int m, int split, u64 n, u64 k, const int* __restrict__ xq, const float* __restrict__ xd,
                                          const int* __restrict__ xs, const u8* __restrict__ w, T* __restrict__ y, const T* __restrict__ res) {
 	__shared__ float part[R][1024 / 32]; // the warps' sums, when split
-	const int lane = threadIdx.x % warpSize, wib = threadIdx.x / warpSize, wpb = blockDim.x / warpSize;
+	const int lane = threadIdx.x % RG_WARP, wib = threadIdx.x / RG_WARP, wpb = blockDim.x / RG_WARP;
 	const int rpb = wpb / split, wr = wib / split, ws = wib % split;
 	const u64 per = k / 32, rb = k / QT<Q>::BLOCK * QT<Q>::SIZE;
 	// The loop's bounds are the block's, not the warp's: its barriers.
@@ -608,7 +617,7 @@ __device__ __forceinline__ void qmatvec8(int m, int split, u64 n, u64 k, const i
 		for (int r = 0; r < R; r++) acc[r] = 0.0f;
 		if (live) {
 #pragma unroll 2
-			for (u64 i = ws * warpSize + lane; i < per; i += split * warpSize) {
+			for (u64 i = ws * RG_WARP + lane; i < per; i += split * RG_WARP) {
 				int c;
 				const u8* b = chunk_at<Q>(row, i, c);
 				int q[8];
@@ -631,7 +640,7 @@ __device__ __forceinline__ void qmatvec8(int m, int split, u64 n, u64 k, const i
 #pragma unroll
 		for (int r = 0; r < R; r++) {
 			float s = acc[r];
-			for (int o = warpSize / 2; o > 0; o >>= 1) s += __shfl_xor(s, o);
+			for (int o = RG_WARP / 2; o > 0; o >>= 1) s += __shfl_xor(s, o);
 			acc[r] = s;
 		}
 		if (split > 1) {
@@ -676,7 +685,7 @@ __device__ __forceinline__ void qmatvec8s(u64 n, u64 k, const int* __restrict__ 
                                           const int* __restrict__ xs, const u8* __restrict__ w, T* __restrict__ y,
                                           const T* __restrict__ res) {
 	extern __shared__ int4 q8s[];
-	const int lane = threadIdx.x % warpSize, wib = threadIdx.x / warpSize, wpb = blockDim.x / warpSize;
+	const int lane = threadIdx.x % RG_WARP, wib = threadIdx.x / RG_WARP, wpb = blockDim.x / RG_WARP;
 	const u64 per = k / 32, rb = k / QT<Q>::BLOCK * QT<Q>::SIZE, r16 = rb / 16;
 	int4* const sq = q8s;                         // x's quants: k bytes
 	float* const sd = (float*)(q8s + k / 16);     // its scales: per floats
@@ -692,14 +701,14 @@ __device__ __forceinline__ void qmatvec8s(u64 n, u64 k, const int* __restrict__ 
 		if (live) {
 			const int4* src = (const int4*)(w + j * rb);
 #pragma unroll 4
-			for (u64 g = lane; g < r16; g += warpSize) sw[g] = src[g];
+			for (u64 g = lane; g < r16; g += RG_WARP) sw[g] = src[g];
 		}
 		__syncthreads(); // the rows (and, the first time, x) are in
 		float acc = 0.0f;
 		if (live) {
 			const u8* row = (const u8*)sw;
 #pragma unroll 2
-			for (u64 i = lane; i < per; i += warpSize) {
+			for (u64 i = lane; i < per; i += RG_WARP) {
 				int c;
 				const u8* b = chunk_at<Q>(row, i, c);
 				int q[8];
@@ -711,7 +720,7 @@ __device__ __forceinline__ void qmatvec8s(u64 n, u64 k, const int* __restrict__ 
 				acc += sd[i] * (a0 * (float)d0 + a1 * (float)d1 + b0 * (float)ss[2 * i] + b1 * (float)ss[2 * i + 1]);
 			}
 		}
-		for (int o = warpSize / 2; o > 0; o >>= 1) acc += __shfl_xor(acc, o);
+		for (int o = RG_WARP / 2; o > 0; o >>= 1) acc += __shfl_xor(acc, o);
 		if (live && lane == 0) y[j] = Traits<T>::store(acc + (res ? Traits<T>::load(res[j]) : 0.0f));
 		__syncthreads(); // every warp is done with its row
 	}
@@ -785,9 +794,9 @@ __device__ __forceinline__ void qmatvec8k4(int split, u64 n, u64 k, const T* __r
                                            const T* __restrict__ res) {
 	__shared__ float part[RW][1024 / 32]; // the warps' sums: a row's splits; with FX x's squares
 	extern __shared__ int4 k4s[];
-	const int lane = threadIdx.x % warpSize, wib = threadIdx.x / warpSize, wpb = blockDim.x / warpSize;
+	const int lane = threadIdx.x % RG_WARP, wib = threadIdx.x / RG_WARP, wpb = blockDim.x / RG_WARP;
 	const int rpb = wpb / split * RW, wr = wib / split, ws = wib % split;
-	const u64 pairs = k / 64, rb = k / 256 * 144, p0 = (u64)ws * warpSize + lane, stride = (u64)split * warpSize;
+	const u64 pairs = k / 64, rb = k / 256 * 144, p0 = (u64)ws * RG_WARP + lane, stride = (u64)split * RG_WARP;
 	const u64 base0 = (u64)blockIdx.x * rpb;
 	float2* const d2 = (float2*)(k4s + 5 * pairs);
 	// The first pair's loads, before x's and before the previous kernel
@@ -889,7 +898,7 @@ __device__ __forceinline__ void qmatvec8k4(int split, u64 n, u64 k, const T* __r
 #pragma unroll
 		for (int r = 0; r < RW; r++) {
 			float s = acc[r];
-			for (int o = warpSize / 2; o > 0; o >>= 1) s += __shfl_xor(s, o);
+			for (int o = RG_WARP / 2; o > 0; o >>= 1) s += __shfl_xor(s, o);
 			acc[r] = s;
 		}
 		if (split > 1) {
@@ -922,7 +931,7 @@ __device__ __forceinline__ void qmatvec8k4(int split, u64 n, u64 k, const T* __r
 // ...; each chunk meets the m rows of x.
 template <int Q, class T>
 __device__ __forceinline__ void qmatvec(int m, u64 n, u64 k, const T* __restrict__ x, const u8* __restrict__ w, T* __restrict__ y) {
-	const int lane = threadIdx.x % warpSize, wib = threadIdx.x / warpSize, wpb = blockDim.x / warpSize;
+	const int lane = threadIdx.x % RG_WARP, wib = threadIdx.x / RG_WARP, wpb = blockDim.x / RG_WARP;
 	const u64 per = k / 32, rb = k / QT<Q>::BLOCK * QT<Q>::SIZE;
 	const bool vec = aligned16(x); // with k a multiple of 32, every chunk of x is then aligned
 	for (u64 j = (u64)blockIdx.x * wpb + wib; j < n; j += (u64)gridDim.x * wpb) {
@@ -931,7 +940,7 @@ __device__ __forceinline__ void qmatvec(int m, u64 n, u64 k, const T* __restrict
 #pragma unroll
 		for (int r = 0; r < QMV_ROWS; r++) acc[r] = 0.0f;
 #pragma unroll 2
-		for (u64 i = lane; i < per; i += warpSize) {
+		for (u64 i = lane; i < per; i += RG_WARP) {
 			int c;
 			const u8* b = chunk_at<Q>(row, i, c);
 			float v[32];
@@ -945,7 +954,7 @@ __device__ __forceinline__ void qmatvec(int m, u64 n, u64 k, const T* __restrict
 		for (int r = 0; r < QMV_ROWS; r++) {
 			if (r < m) {
 				float s = acc[r];
-				for (int o = warpSize / 2; o > 0; o >>= 1) s += __shfl_xor(s, o);
+				for (int o = RG_WARP / 2; o > 0; o >>= 1) s += __shfl_xor(s, o);
 				if (lane == 0) y[r * n + j] = Traits<T>::store(s);
 			}
 		}
