@@ -2,6 +2,8 @@ package candle
 
 import (
 	"io/fs"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -32,4 +34,23 @@ func TestEveryKernelWaitsFirst(t *testing.T) {
 	}
 	assert.GreaterOrEqual(t, kernels, 44, "kernel definitions found in the sources")
 	assert.Equal(t, 4, marked, "qmatvec8k4's four kernels wait inside")
+}
+
+// The kernels count a warp's lanes in RG_WARP (common.h), a constant on
+// NVIDIA, not in warpSize, which NVRTC does not know: a loop over lanes
+// in warpSize stays a loop there, a division by it a division.
+func TestKernelsUseRGWarp(t *testing.T) {
+	files, err := fs.Glob(kernelFiles, "kernels/*")
+	require.NoError(t, err)
+	word := regexp.MustCompile(`\bwarpSize\b`)
+	for _, f := range files {
+		src, err := fs.ReadFile(kernelFiles, f)
+		require.NoError(t, err)
+		for i, line := range strings.Split(string(src), "\n") {
+			code, _, _ := strings.Cut(line, "//")
+			if word.MatchString(code) && !(f == "kernels/common.h" && strings.HasPrefix(strings.TrimSpace(code), "#define RG_WARP")) {
+				t.Errorf("%s:%d: warpSize outside RG_WARP's definition: %s", f, i+1, strings.TrimSpace(line))
+			}
+		}
+	}
 }
