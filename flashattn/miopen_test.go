@@ -4,7 +4,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -51,17 +50,6 @@ func useFakeMIOpen(t *testing.T, solutions string) (*Handle, *ckEnv) {
 	return handleOn(t, d), e
 }
 
-// calls returns the stand-in's lines that start with prefix.
-func calls(lines []string, prefix string) []string {
-	var out []string
-	for _, l := range lines {
-		if strings.HasPrefix(l, prefix) {
-			out = append(out, l)
-		}
-	}
-	return out
-}
-
 func TestMIOpenRunsWhatItCovers(t *testing.T) {
 	h, e := useFakeMIOpen(t, "1")
 	// q, k, v and out (2, 40, 8, 64), f16, dense.
@@ -77,9 +65,9 @@ func TestMIOpenRunsWhatItCovers(t *testing.T) {
 		"miopenSetProblemTensorDescriptor K type=0 dims=2x8x40x64 strides=20480,64,512,1",
 		"miopenSetProblemTensorDescriptor V type=0 dims=2x8x40x64 strides=20480,64,512,1",
 		"miopenSetProblemTensorDescriptor O type=0 dims=2x8x40x64 strides=20480,64,512,1",
-	}, calls(log, "miopenSetProblemTensorDescriptor"))
-	require.Len(t, calls(log, "miopenFindSolutions"), 1)
-	run := calls(log, "miopenRunSolution")
+	}, testenv.Logged(log, "miopenSetProblemTensorDescriptor"))
+	require.Len(t, testenv.Logged(log, "miopenFindSolutions"), 1)
+	run := testenv.Logged(log, "miopenRunSolution")
 	require.Len(t, run, 1)
 	assert.Equal(t, "0.125", field(t, run[0], "scale"), "1/sqrt(64)")
 	for name, x := range map[string]Tensor{"q": q, "k": k, "v": v, "o": out} {
@@ -92,8 +80,8 @@ func TestMIOpenRunsWhatItCovers(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, MIOpen, b)
 	log = e.requests(t)
-	assert.Empty(t, calls(log, "miopenFindSolutions"))
-	assert.Len(t, calls(log, "miopenRunSolution"), 1)
+	assert.Empty(t, testenv.Logged(log, "miopenFindSolutions"))
+	assert.Len(t, testenv.Logged(log, "miopenRunSolution"), 1)
 
 	// Causal with as many queries as keys (top-left is bottom-right),
 	// BF16, another scale, q strided: a problem of its own.
@@ -107,7 +95,7 @@ func TestMIOpenRunsWhatItCovers(t *testing.T) {
 	assert.Equal(t, MIOpen, b)
 	log = e.requests(t)
 	assert.Contains(t, log, "miopenSetProblemTensorDescriptor Q type=5 dims=1x4x40x128 strides=40960,256,1024,1")
-	run = calls(log, "miopenRunSolution")
+	run = testenv.Logged(log, "miopenRunSolution")
 	require.Len(t, run, 1)
 	assert.Equal(t, "1", field(t, run[0], "mask"))
 	assert.Equal(t, "0.5", field(t, run[0], "scale"))
@@ -176,7 +164,7 @@ func TestMIOpenWithoutSolutions(t *testing.T) {
 	h, e := useFakeMIOpen(t, "")
 	pr, pl := mhaCall(t, h)
 	assert.Equal(t, "MIOpen has no solution for it on this GPU", declined(t, h, pr, pl))
-	assert.Len(t, calls(e.requests(t), "miopenFindSolutions"), 1)
+	assert.Len(t, testenv.Logged(e.requests(t), "miopenFindSolutions"), 1)
 	assert.Equal(t, "MIOpen has no solution for it on this GPU", declined(t, h, pr, pl), "remembered")
 	assert.Empty(t, e.requests(t), "no second Find for the shape")
 }
@@ -219,5 +207,5 @@ func TestMIOpenBoundedShapes(t *testing.T) {
 		assert.False(t, ran)
 		assert.Contains(t, why, "problems of 64 shapes already")
 	}
-	assert.Len(t, calls(e.requests(t), "miopenFindSolutions"), mhaMaxProblems)
+	assert.Len(t, testenv.Logged(e.requests(t), "miopenFindSolutions"), mhaMaxProblems)
 }

@@ -142,15 +142,7 @@ func (e *fakeEnv) lines() []string {
 
 // grep returns the lines of the log that start with prefix, and empties
 // the log.
-func (e *fakeEnv) grep(prefix string) []string {
-	var out []string
-	for _, l := range e.lines() {
-		if strings.HasPrefix(l, prefix) {
-			out = append(out, l)
-		}
-	}
-	return out
-}
+func (e *fakeEnv) grep(prefix string) []string { return testenv.Logged(e.lines(), prefix) }
 
 // desc makes a tensor descriptor for the test.
 func (e *fakeEnv) desc(dt DataType, dims ...int) *TensorDescriptor {

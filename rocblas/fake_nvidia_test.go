@@ -1,30 +1,19 @@
 package rocblas
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/rocm-go/rocm/hip"
+	"github.com/rocm-go/rocm/internal/testenv"
 )
 
 // The tests in this file (named to run before gpu_test.go's, which load
 // the real HIP) check what the NVIDIA translation (nvidia.c)
 // hands cuBLAS, in tier 0: the fake cuBLAS logs the arguments it receives
 // as cuBLAS numbers. (The suite checks the results.)
-
-// grep returns the logged lines that start with prefix.
-func grep(lines []string, prefix string) []string {
-	var out []string
-	for _, l := range lines {
-		if strings.HasPrefix(l, prefix) {
-			out = append(out, l)
-		}
-	}
-	return out
-}
 
 func TestNVIDIAEnums(t *testing.T) {
 	e := useFake(t, fakeNVIDIA)
@@ -91,17 +80,17 @@ func TestNVIDIAGemmEx(t *testing.T) {
 		"cublasGemmEx ta=0 tb=0 m=4 n=4 k=4 Atype=3 Btype=3 Ctype=10 ldc=4 compute=72 algo=-1 alpha=2 beta=-3 batch=1",
 		"cublasGemmEx ta=0 tb=1 m=4 n=4 k=4 Atype=0 Btype=0 Ctype=0 ldc=4 compute=68 algo=-1 alpha=-1 beta=0.5 batch=1",
 		"cublasGemmEx ta=0 tb=0 m=4 n=4 k=4 Atype=1 Btype=1 Ctype=1 ldc=4 compute=70 algo=-1 alpha=0.125 beta=2 batch=1",
-	}, grep(calls(), "cublasGemmEx"))
+	}, testenv.Logged(calls(), "cublasGemmEx"))
 
 	// D other than C: a copy of C into D first (4 rows of 4 bytes, pitches
 	// of each ld), then cuBLAS on D; with beta 0, C is not read: no copy.
 	d2 := Matrix[float32]{Buf: newMat[float32](t, e, 6, 4, 0).b, Rows: 4, Cols: 4, Ld: 6}
 	require.NoError(t, GemmEx(e.h, OperationNone, OperationNone, 1, c, c, 1, c, d2))
 	lines := calls()
-	assert.Equal(t, []string{"cudaMemcpy2DAsync dpitch=24 spitch=16 width=16 height=4"}, grep(lines, "cudaMemcpy2DAsync"))
-	assert.Contains(t, grep(lines, "cublasGemmEx")[0], "ldc=6")
+	assert.Equal(t, []string{"cudaMemcpy2DAsync dpitch=24 spitch=16 width=16 height=4"}, testenv.Logged(lines, "cudaMemcpy2DAsync"))
+	assert.Contains(t, testenv.Logged(lines, "cublasGemmEx")[0], "ldc=6")
 	require.NoError(t, GemmEx(e.h, OperationNone, OperationNone, 1, c, c, 0, c, d2))
-	assert.Empty(t, grep(calls(), "cudaMemcpy2DAsync"))
+	assert.Empty(t, testenv.Logged(calls(), "cudaMemcpy2DAsync"))
 
 	// Strided batches: packed ones copy in one go, others entry by entry.
 	sc := StridedMatrix[float32]{Matrix: Mat[float32](newMat[float32](t, e, 4, 12, 0).b, 4, 4), Stride: 16}
@@ -115,9 +104,9 @@ func TestNVIDIAGemmEx(t *testing.T) {
 		"cudaMemcpy2DAsync dpitch=16 spitch=16 width=16 height=4",
 		"cudaMemcpy2DAsync dpitch=16 spitch=16 width=16 height=4",
 		"cudaMemcpy2DAsync dpitch=16 spitch=16 width=16 height=4",
-	}, grep(lines, "cudaMemcpy2DAsync"))
-	assert.Len(t, grep(lines, "cublasGemmStridedBatchedEx"), 2)
-	assert.Contains(t, grep(lines, "cublasGemmStridedBatchedEx")[0], "batch=3")
+	}, testenv.Logged(lines, "cudaMemcpy2DAsync"))
+	assert.Len(t, testenv.Logged(lines, "cublasGemmStridedBatchedEx"), 2)
+	assert.Contains(t, testenv.Logged(lines, "cublasGemmStridedBatchedEx")[0], "batch=3")
 }
 
 // Level-1 batched forms, which cuBLAS lacks, loop over the batch.
@@ -141,10 +130,10 @@ func TestNVIDIABatchLoops(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, GemmBatched(e.h, OperationNone, OperationNone, 1, []Matrix[float32]{Mat[float32](x[0].Buf, 2, 2)}, []Matrix[float32]{Mat[float32](x[1].Buf, 2, 2)}, 0, []Matrix[float32]{Mat[float32](y[0].Buf, 2, 2)}))
 	lines := calls()
-	assert.Len(t, grep(lines, "cublasSaxpy_v2 n=5"), 3)
-	assert.Len(t, grep(lines, "cublasSdot_v2 n=5 incx=1 incy=1 mode=0"), 3)
-	assert.Len(t, grep(lines, "cublasIsamax_v2 n=5"), 3)
-	assert.Equal(t, []string{"cublasSgemmBatched ta=0 tb=0 m=2 n=2 k=2 batch=1"}, grep(lines, "cublasSgemm"), "gemm has cuBLAS's own batched form")
+	assert.Len(t, testenv.Logged(lines, "cublasSaxpy_v2 n=5"), 3)
+	assert.Len(t, testenv.Logged(lines, "cublasSdot_v2 n=5 incx=1 incy=1 mode=0"), 3)
+	assert.Len(t, testenv.Logged(lines, "cublasIsamax_v2 n=5"), 3)
+	assert.Equal(t, []string{"cublasSgemmBatched ta=0 tb=0 m=2 n=2 k=2 batch=1"}, testenv.Logged(lines, "cublasSgemm"), "gemm has cuBLAS's own batched form")
 }
 
 func TestNVIDIAModesAndWorkspace(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -47,4 +48,16 @@ func FakeBuildFailed(t testing.TB, what string, err error) {
 	} else {
 		t.Fatalf("building %s: %v", what, err)
 	}
+}
+
+// Logged returns the lines of a fake library's log that start with
+// prefix: the calls of one function, as the fakes log them.
+func Logged(lines []string, prefix string) []string {
+	var out []string
+	for _, l := range lines {
+		if strings.HasPrefix(l, prefix) {
+			out = append(out, l)
+		}
+	}
+	return out
 }

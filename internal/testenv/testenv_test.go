@@ -41,3 +41,11 @@ func TestNeed(t *testing.T) {
 		assert.Equal(t, c.fatal, len(r.fatals) == 1, "%+v fatal", c)
 	}
 }
+
+func TestLogged(t *testing.T) {
+	log := []string{"miopenFindSolutions tensors=4", "miopenRunSolution q=0x1", "miopenFind x", "miopenRunSolution q=0x2"}
+	assert.Equal(t, []string{"miopenRunSolution q=0x1", "miopenRunSolution q=0x2"}, Logged(log, "miopenRunSolution"))
+	assert.Equal(t, []string{"miopenFindSolutions tensors=4", "miopenFind x"}, Logged(log, "miopenFind"))
+	assert.Empty(t, Logged(log, "hipMalloc"))
+	assert.Empty(t, Logged(nil, "x"))
+}
