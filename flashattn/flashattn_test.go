@@ -678,14 +678,21 @@ func TestPlan(t *testing.T) {
 		w           Window
 		left, right int32
 	}{
-		{Window{Left: 29, Right: 39}, 29, 39},
-		{Window{Left: 30, Right: 40}, -1, -1},
+		{Window{Left: 29, Right: 38}, 29, 38},
+		{Window{Left: 30, Right: 39}, -1, -1},
 		{Window{Left: math.MaxInt32, Right: math.MaxInt32}, -1, -1},
 	} {
 		pl, err = newPlan("F", &pr, &Params{Window: &c.w}, h100)
 		require.NoError(t, err)
 		assert.Equal(t, [2]int32{c.left, c.right}, [2]int32{pl.kp.WindowLeft, pl.kp.WindowRight}, "%+v", c.w)
 	}
+	// One query a sequence (a decode step): the causal mask hides nothing.
+	q, k, v, out = operands(3, 1, 30, 8, 2, 64)
+	pr, err = forwardProblem("F", q, k, v, out)
+	require.NoError(t, err)
+	pl, err = newPlan("F", &pr, &Params{Causal: true}, h100)
+	require.NoError(t, err)
+	assert.Equal(t, [2]int32{-1, -1}, [2]int32{pl.kp.WindowLeft, pl.kp.WindowRight})
 
 	// Nothing to do: an empty batch or no queries.
 	q, k, v, out = operands(0, 4, 4, 2, 2, 8)

@@ -821,11 +821,14 @@ func newPlan(op string, pr *problem, p *Params, dev target) (plan, error) {
 	k.Splits = int32(splits)
 	left, right := window(p)
 	// A side wider than every sequence hides nothing: unbounded, which
-	// also keeps the kernels' i + offset ± side within int32.
+	// also keeps the kernels' i + offset ± side within int32. Row i of s_q
+	// sees up to key i + s_k - s_q + right: a right side of s_q - 1 or
+	// more hides nothing, and a decode step's causal mask (one query a
+	// sequence) is no mask, which spares the kernels its checks.
 	if left >= pr.maxSK {
 		left = -1
 	}
-	if right >= pr.maxSQ {
+	if right >= pr.maxSQ-1 {
 		right = -1
 	}
 	k.WindowLeft, k.WindowRight = int32(left), int32(right)
