@@ -12,6 +12,8 @@
 //   attn_decode_<dt>_d<DMAX>_r<RM>  flash-decoding: the keys spread over a
 //                          block's threads, for the few rows of a decode
 //                          step (RM 1 or 4 rows a block)
+//   attn_decode_<dt>_d<DMAX>_paged  the same, four rows, F16/BF16, for
+//                          an LLM's decode step: paged, nothing masked
 //   attn_mma_<dt>_d<DMAX>  F16/BF16 on matrix cores where the arch has
 //                          them (NVIDIA sm_80+: mma.sync); absent elsewhere
 //   attn_wgmma_<dt>_d<DMAX>  the same on Hopper's warpgroup instructions
@@ -101,7 +103,26 @@ __device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000); 
 __device__ __forceinline__ float qnan() { return __int_as_float(0x7fc00000); }
 // nanmax is fmaxf that keeps a NaN: a NaN score (NaN data, or a page
 // outside the cache) makes its row NaN instead of vanishing.
-__device__ __forceinline__ float nanmax(float a, float b) { return a != a ? a : b != b ? b : fmaxf(a, b); }
+__device__ __forceinline__ float nanmax(float a, float b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+	float y; // one instruction where the arch has it
+	asm("max.NaN.f32 %0, %1, %2;\n" : "=f"(y) : "f"(a), "f"(b));
+	return y;
+#else
+	return a != a ? a : b != b ? b : fmaxf(a, b);
+#endif
+}
+// exp2_ftz is 2^x with results below 2^-126 flushed to zero: one
+// instruction on NVIDIA (exp2f adds a denormal's scaling around it).
+__device__ __forceinline__ float exp2_ftz(float x) {
+#if defined(__CUDA_ARCH__)
+	float y;
+	asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+	return y;
+#else
+	return exp2f(x);
+#endif
+}
 #define FA_LOG2E 1.4426950408889634f
 #define FA_LN2 0.6931471805599453f
 
@@ -457,18 +478,44 @@ template <class T> __device__ __forceinline__ void attn_combine(const Params& p)
 // dims each: one 16-byte load of K and one of V), the block's NG groups
 // take neighbouring keys, U keys a group in flight at once, so that a
 // block streams NG·U keys a step at the memory's bandwidth. Each group
-// keeps an online softmax of its own; the groups merge in shared memory at
-// the end, and the splits (blocks along z) in attn_combine.
-template <class T, int DMAX, int RM, int U, int LAYOUT>
+// keeps an online softmax of its own; the groups of 32 neighbouring lanes
+// merge by shuffles at the end, those lane sets in shared memory, and the
+// splits (blocks along z) in attn_combine.
+template <class T, int DMAX, int RM, int U, int LAYOUT, bool LLM>
 __device__ __forceinline__ void attn_decode(const Params& p, float* sm_m, float* sm_l, float* sm_o) {
 	const int TPK = DMAX / 8, NG = FA_THREADS / TPK, STEP = NG * U;
 	// LAYOUT >= 0 fixes the launch's FA_PAGED and FA_ALIGNED at compile
-	// time; -1 reads them from p.flags.
+	// time; -1 reads them from p.flags. LLM: the caller knows that the
+	// launch is an LLM's decode step (attn_decode_paged): a paged, aligned
+	// cache of power-of-two pages, d == DMAX, and no window, soft-capping
+	// or ALiBi; its exponentials flush results below 2^-126 to zero.
 	const int flags = LAYOUT >= 0 ? (p.flags & ~(FA_PAGED | FA_ALIGNED)) | LAYOUT : p.flags;
+	auto pow2 = [](float x) { return LLM ? exp2_ftz(x) : exp2f(x); };
 
 	const int tid = threadIdx.x, g = tid % TPK, grp = tid / TPK;
 	const int hk = blockIdx.y, b = blockIdx.z / p.splits, split = blockIdx.z % p.splits;
 	const int G = p.h_q / p.h_kv;
+	const int m0 = blockIdx.x * RM, c0 = g * 8;
+	int ri[RM];
+	uint4 qr[RM];
+	if constexpr (LLM) {
+		// Every row's q in flight at once, while the length loads (a
+		// dense q's rows need no length: the grid covers s_q·G), as raw
+		// bytes: unpacked in a branch, each load would wait for the one
+		// before. One division for the rows' positions and heads.
+		const int nq = min(RM, p.s_q * G - m0);
+		int i = m0 / G, hr = m0 % G;
+#pragma unroll
+		for (int rr = 0; rr < RM; rr++) {
+			ri[rr] = i;
+			const T* qp = (const T*)p.q + (i64)b * p.qs[0] + (i64)i * p.qs[1] + (i64)(hk * G + hr) * p.qs[2];
+			qr[rr] = *(const uint4*)(qp + c0);
+			if (rr < nq - 1 && ++hr == G) { // past the block's rows: a copy of its last
+				hr = 0;
+				i++;
+			}
+		}
+	}
 	Seq s = seq_of(p, b);
 	// A paged length is read from device memory: one past what the block
 	// table's row holds (a stale length) reads only the pages it names.
@@ -477,16 +524,14 @@ __device__ __forceinline__ void attn_decode(const Params& p, float* sm_m, float*
 		const i64 cap = p.bt_stride * (i64)p.page_size;
 		if ((i64)s.sk > cap) s.sk = (int)cap;
 	}
-	const int m0 = blockIdx.x * RM;
 	if (m0 >= s.sq * G) return;
 	const int nr = min(RM, s.sq * G - m0); // the block's rows: the same for every thread
 	const bool aligned = (flags & FA_ALIGNED) != 0;
-	const int off = s.sk - s.sq, left = p.window_left, right = p.window_right;
+	const int off = s.sk - s.sq, left = LLM ? -1 : p.window_left, right = LLM ? -1 : p.window_right;
 	// plain: no window, soft-capping or ALiBi; a key is visible when it is
 	// one of the split's.
-	const bool plain = left < 0 && right < 0 && !(p.softcap > 0.0f) && !(p.flags & FA_ALIBI);
-	const int c0 = g * 8;
-	const bool cin = c0 < p.d;
+	const bool plain = LLM || (left < 0 && right < 0 && !(p.softcap > 0.0f) && !(p.flags & FA_ALIBI));
+	const bool cin = LLM || c0 < p.d;
 
 	// The keys any row of the block may see, and this split's share of
 	// them in whole steps of STEP keys: a short sequence in a launch sized
@@ -512,50 +557,87 @@ __device__ __forceinline__ void attn_decode(const Params& p, float* sm_m, float*
 		return;
 	}
 
-	int ri[RM];
 	float slope[RM], q[RM][8], m[RM], l[RM], o[RM][8];
+	if constexpr (LLM) {
+#pragma unroll
+		for (int rr = 0; rr < RM; rr++) {
+			slope[rr] = 0.0f;
+			const Pack8<T> x = __builtin_bit_cast(Pack8<T>, qr[rr]);
+#pragma unroll
+			for (int e = 0; e < 8; e++) q[rr][e] = Tr<T>::load(x.v[e]) * p.scale;
+		}
+	} else {
+#pragma unroll
+		for (int rr = 0; rr < RM; rr++) {
+			const int r = m0 + min(rr, nr - 1), i = r / G, h = hk * G + r % G;
+			ri[rr] = i;
+			slope[rr] = alibi_slope(p, h);
+			const T* qp = (const T*)p.q + s.qbase + (i64)i * p.qs[1] + (i64)h * p.qs[2];
+			const Pack8<T> x = cin ? load8(qp + c0, aligned) : fill8<T>(0.0f);
+#pragma unroll
+			for (int e = 0; e < 8; e++) q[rr][e] = Tr<T>::load(x.v[e]) * p.scale;
+		}
+	}
 #pragma unroll
 	for (int rr = 0; rr < RM; rr++) {
-		const int r = m0 + min(rr, nr - 1), i = r / G, h = hk * G + r % G;
-		ri[rr] = i;
-		slope[rr] = alibi_slope(p, h);
-		const T* qp = (const T*)p.q + s.qbase + (i64)i * p.qs[1] + (i64)h * p.qs[2];
-		const Pack8<T> x = cin ? load8(qp + c0, aligned) : fill8<T>(0.0f);
 #pragma unroll
-		for (int e = 0; e < 8; e++) {
-			q[rr][e] = Tr<T>::load(x.v[e]) * p.scale;
-			o[rr][e] = 0.0f;
-		}
+		for (int e = 0; e < 8; e++) o[rr][e] = 0.0f;
 		m[rr] = neg_inf();
 		l[rr] = 0.0f;
 	}
+	const int pshift = LLM ? __ffs(p.page_size) - 1 : 0;
 
 	const T* kg = (const T*)p.k + (i64)hk * p.ks[2] + c0;
 	const T* vg = (const T*)p.v + (i64)hk * p.vs[2] + c0;
 	for (int j0 = ja; j0 < jb; j0 += STEP) {
 		// Every load of the step first: U keys in flight.
 		Pack8<T> kx[U], vx[U];
+		if constexpr (LLM) {
+			// The pages of the U keys, then their K and V as raw bytes,
+			// selected without branches, so that no load waits for
+			// another's unpacking.
+			int pg[U];
 #pragma unroll
-		for (int u = 0; u < U; u++) {
-			const int j = j0 + u * NG + grp;
-			kx[u] = vx[u] = fill8<T>(0.0f);
-			if (j < jb && cin) {
-				i64 ko, vo;
-				bool ok = true;
-				if (paged) {
-					const int pg = p.block_table[(i64)b * p.bt_stride + j / p.page_size];
-					ok = pg >= 0 && pg < p.num_pages;
-					ko = (i64)pg * p.ks[0] + (i64)(j % p.page_size) * p.ks[1];
-					vo = (i64)pg * p.vs[0] + (i64)(j % p.page_size) * p.vs[1];
-				} else {
-					ko = s.kbase + (i64)j * p.ks[1];
-					vo = s.vbase + (i64)j * p.vs[1];
-				}
+			for (int u = 0; u < U; u++) {
+				const int j = j0 + u * NG + grp;
+				pg[u] = j < jb ? p.block_table[(i64)b * p.bt_stride + (j >> pshift)] : 0;
+			}
+#pragma unroll
+			for (int u = 0; u < U; u++) {
+				const int j = j0 + u * NG + grp, pj = j & (p.page_size - 1);
+				const bool in = j < jb, ok = in && pg[u] >= 0 && pg[u] < p.num_pages;
+				uint4 kr = make_uint4(0, 0, 0, 0), vr = kr;
 				if (ok) {
-					kx[u] = load8(kg + ko, aligned);
-					vx[u] = load8(vg + vo, aligned);
-				} else {
-					kx[u] = vx[u] = fill8<T>(qnan()); // a page outside the cache: NaN
+					kr = *(const uint4*)(kg + (i64)pg[u] * p.ks[0] + (i64)pj * p.ks[1]);
+					vr = *(const uint4*)(vg + (i64)pg[u] * p.vs[0] + (i64)pj * p.vs[1]);
+				}
+				if (in && !ok) kr = vr = __builtin_bit_cast(uint4, fill8<T>(qnan())); // a page outside the cache: NaN
+				kx[u] = __builtin_bit_cast(Pack8<T>, kr);
+				vx[u] = __builtin_bit_cast(Pack8<T>, vr);
+			}
+		} else {
+#pragma unroll
+			for (int u = 0; u < U; u++) {
+				const int j = j0 + u * NG + grp;
+				kx[u] = vx[u] = fill8<T>(0.0f);
+				if (j < jb && cin) {
+					i64 ko, vo;
+					bool ok = true;
+					if (paged) {
+						const int pg = p.block_table[(i64)b * p.bt_stride + j / p.page_size];
+						ok = pg >= 0 && pg < p.num_pages;
+						ko = (i64)pg * p.ks[0] + (i64)(j % p.page_size) * p.ks[1];
+						vo = (i64)pg * p.vs[0] + (i64)(j % p.page_size) * p.vs[1];
+					} else {
+						ko = s.kbase + (i64)j * p.ks[1];
+						vo = s.vbase + (i64)j * p.vs[1];
+					}
+					if (ok) {
+						kx[u] = load8(kg + ko, aligned);
+						vx[u] = load8(vg + vo, aligned);
+					} else {
+						kx[u] = vx[u] = fill8<T>(qnan()); // a page outside the cache: NaN
+					}
 				}
 			}
 		}
@@ -589,15 +671,17 @@ __device__ __forceinline__ void attn_decode(const Params& p, float* sm_m, float*
 			const float mn = nanmax(m[rr], mt);
 			if (mn == neg_inf()) continue; // nothing visible yet
 			if (mn != m[rr]) {
-				const float alpha = exp2f(m[rr] - mn);
+				const float alpha = pow2(m[rr] - mn);
 				l[rr] *= alpha;
 #pragma unroll
 				for (int e = 0; e < 8; e++) o[rr][e] *= alpha;
 			}
 #pragma unroll
 			for (int u = 0; u < U; u++) {
-				if (sc[rr][u] == neg_inf()) continue; // a hidden key's value is never read
-				const float pc = exp2f(sc[rr][u] - mn);
+				// A hidden key's value is never read; in a plain launch
+				// that is a key past the split, whose value is zeros.
+				if (!LLM && sc[rr][u] == neg_inf()) continue;
+				const float pc = pow2(sc[rr][u] - mn);
 				l[rr] += pc;
 #pragma unroll
 				for (int e = 0; e < 8; e++) o[rr][e] += pc * Tr<T>::load(vx[u].v[e]);
@@ -606,31 +690,65 @@ __device__ __forceinline__ void attn_decode(const Params& p, float* sm_m, float*
 		}
 	}
 
-	// Merge the groups: weights 2^(m_g - M).
+	// Merge the groups: weights 2^(m_g - M), where m_g == M weighs 1 (two
+	// groups that saw nothing stay zeros; a NaN stays NaN). The LLM copy
+	// first merges the groups of each 32 neighbouring lanes by xor
+	// shuffles (TPK divides 32, and 32 lanes are a warp or half of one),
+	// which leaves NS sets of lanes to merge in shared memory instead of
+	// NG groups; the others keep the shuffles' registers for the loop.
+	const int NS = FA_THREADS / 32, SETS = LLM ? NS : NG;
+	if constexpr (LLM) {
 #pragma unroll
-	for (int rr = 0; rr < RM; rr++) {
-		if (g == 0) {
-			sm_m[grp * RM + rr] = m[rr];
-			sm_l[grp * RM + rr] = l[rr];
+		for (int x = TPK; x < 32; x <<= 1) {
+#pragma unroll
+			for (int rr = 0; rr < RM; rr++) {
+				if (rr >= nr) break;
+				const float m2 = __shfl_xor(m[rr], x), l2 = __shfl_xor(l[rr], x);
+				const float M = nanmax(m[rr], m2);
+				const float wa = pow2(m[rr] == M ? 0.0f : m[rr] - M), wb = pow2(m2 == M ? 0.0f : m2 - M);
+				l[rr] = l[rr] * wa + l2 * wb;
+#pragma unroll
+				for (int e = 0; e < 8; e++) o[rr][e] = o[rr][e] * wa + __shfl_xor(o[rr][e], x) * wb;
+				m[rr] = M;
+			}
 		}
+	}
+	const int set = LLM ? tid / 32 : grp;
+	if (!LLM || tid % 32 < TPK) {
 #pragma unroll
-		for (int e = 0; e < 8; e++) sm_o[(grp * RM + rr) * DMAX + c0 + e] = o[rr][e];
+		for (int rr = 0; rr < RM; rr++) {
+			if (g == 0) {
+				sm_m[set * RM + rr] = m[rr];
+				sm_l[set * RM + rr] = l[rr];
+			}
+#pragma unroll
+			for (int e = 0; e < 8; e++) sm_o[(set * RM + rr) * DMAX + c0 + e] = o[rr][e];
+		}
 	}
 	__syncthreads();
 	for (int x = tid; x < nr * DMAX; x += FA_THREADS) {
 		const int rr = x / DMAX, c = x % DMAX;
 		if (c >= p.d) continue;
+		// fmaxf drops NaNs: a set's NaN makes M NaN after the loop.
 		float M = neg_inf();
-		for (int gi = 0; gi < NG; gi++) M = nanmax(M, sm_m[gi * RM + rr]);
+		bool nan = false;
+#pragma unroll
+		for (int si = 0; si < SETS; si++) {
+			const float ms = sm_m[si * RM + rr];
+			M = fmaxf(M, ms);
+			nan = nan || ms != ms;
+		}
+		if (nan) M = qnan();
 		// A row that sees no key gets zeros and a log-sum-exp of -inf; a
 		// NaN stays NaN.
 		const bool any = M != neg_inf();
 		float L = 0.0f, O = 0.0f;
 		if (any) {
-			for (int gi = 0; gi < NG; gi++) {
-				const float w = exp2f(sm_m[gi * RM + rr] - M);
-				L += sm_l[gi * RM + rr] * w;
-				O += sm_o[(gi * RM + rr) * DMAX + c] * w;
+#pragma unroll
+			for (int si = 0; si < SETS; si++) {
+				const float ms = sm_m[si * RM + rr], w = pow2(ms == M ? 0.0f : ms - M);
+				L += sm_l[si * RM + rr] * w;
+				O += sm_o[(si * RM + rr) * DMAX + c] * w;
 			}
 		}
 		const float val = any ? O / L : 0.0f;
@@ -661,14 +779,28 @@ template <class T, int DMAX, int RM, int U> __device__ __forceinline__ void attn
 #if defined(__HIP_PLATFORM_NVIDIA__)
 	if constexpr (sizeof(T) == 2 && RM == 1) {
 		switch (p.flags & (FA_PAGED | FA_ALIGNED)) {
-		case FA_ALIGNED: attn_decode<T, DMAX, RM, U, FA_ALIGNED>(p, sm_m, sm_l, sm_o); return;
-		case FA_PAGED | FA_ALIGNED: attn_decode<T, DMAX, RM, U, FA_PAGED | FA_ALIGNED>(p, sm_m, sm_l, sm_o); return;
-		case FA_PAGED: attn_decode<T, DMAX, RM, U, FA_PAGED>(p, sm_m, sm_l, sm_o); return;
-		default: attn_decode<T, DMAX, RM, U, 0>(p, sm_m, sm_l, sm_o); return;
+		case FA_ALIGNED: attn_decode<T, DMAX, RM, U, FA_ALIGNED, false>(p, sm_m, sm_l, sm_o); return;
+		case FA_PAGED | FA_ALIGNED: attn_decode<T, DMAX, RM, U, FA_PAGED | FA_ALIGNED, false>(p, sm_m, sm_l, sm_o); return;
+		case FA_PAGED: attn_decode<T, DMAX, RM, U, FA_PAGED, false>(p, sm_m, sm_l, sm_o); return;
+		default: attn_decode<T, DMAX, RM, U, 0, false>(p, sm_m, sm_l, sm_o); return;
 		}
 	}
 #endif
-	attn_decode<T, DMAX, RM, U, -1>(p, sm_m, sm_l, sm_o);
+	attn_decode<T, DMAX, RM, U, -1, false>(p, sm_m, sm_l, sm_o);
+}
+
+// attn_decode_<dt>_d<DMAX>_paged is the four-row kernel for an LLM's
+// decode step, which package flashattn launches when it is one: a paged,
+// aligned cache of power-of-two pages, head dim DMAX, no window (a decode
+// step's causal mask hides nothing), soft-capping or ALiBi. A kernel of its
+// own, so that its registers and instructions are not the general body's:
+// as a copy inside attn_decode_r4 it made that kernel's code half again as
+// long.
+template <class T, int DMAX> __device__ __forceinline__ void attn_decode_paged(const Params& p) {
+	const int NS = FA_THREADS / 32;
+	__shared__ float sm_m[NS * 4], sm_l[NS * 4];
+	__shared__ float sm_o[NS * 4 * DMAX];
+	attn_decode<T, DMAX, 4, 2, FA_PAGED | FA_ALIGNED, true>(p, sm_m, sm_l, sm_o);
 }
 
 // ---------------------------------------------------------------------
@@ -2037,10 +2169,15 @@ template <class T, int DMAX> __device__ __forceinline__ void attn_amd(const Para
 #define FA_TYPE(T)                                                       \
 	FA_FWD(T, 32) FA_FWD(T, 64) FA_FWD(T, 128) FA_FWD(T, 256)           \
 	FA_KERNEL attn_combine_##T(Params p) { FA_GRID_WAIT(); attn_combine<T>(p); }
+#define FA_PAGED_DECODE(T, D) \
+	FA_DECODE_KERNEL(T, 2) attn_decode_##T##_d##D##_paged(Params p) { FA_GRID_WAIT(); attn_decode_paged<T, D>(p); }
+#define FA_PAGED_TYPE(T) FA_PAGED_DECODE(T, 32) FA_PAGED_DECODE(T, 64) FA_PAGED_DECODE(T, 128) FA_PAGED_DECODE(T, 256)
 
 FA_TYPE(f16)
 FA_TYPE(bf16)
 FA_TYPE(f32)
+FA_PAGED_TYPE(f16)
+FA_PAGED_TYPE(bf16)
 
 #if FA_NV_MMA
 // attn_mma_<dt>_d<DMAX> takes head dim DMAX itself; attn_mma_<dt>_d<DMAX>_pad

@@ -59,7 +59,9 @@
 //   - FlashDecoding: for a decode step's few query rows, the keys spread
 //     over a block's threads and split across the device, each K and V row
 //     read once with 16-byte loads; any dtype and arch, paged caches too
-//     (on NVIDIA, the decode steps that MatrixCore does not take).
+//     (on NVIDIA, the decode steps that MatrixCore does not take). An
+//     LLM's step (F16 or BF16, a paged cache of power-of-two pages,
+//     aligned rows, nothing masked) has a kernel of its own.
 //   - Portable: plain float FMAs, correct on any architecture and warp
 //     size; everything the others do not take (F32 prefill, paged caches
 //     with many rows, layouts not aligned to 16 bytes, archs without

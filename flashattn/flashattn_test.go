@@ -835,7 +835,7 @@ func TestPlanFusable(t *testing.T) {
 		{"two rows of 64", 1, 16, 8, 64, false, 4, h100, "attn_mmadec_f16_d64", true, 4},
 		{"four rows of 64", 1, 32, 8, 64, false, 4, h100, "attn_mmadec_f16_d64", false, 4},
 		{"two query rows of 128", 2, 8, 8, 128, false, 4, h100, "attn_mmadec_f16_d128", false, 4},
-		{"paged GQA", 1, 32, 8, 64, true, 0, h100, "attn_decode_f16_d64_r4", false, 0},
+		{"paged GQA", 1, 32, 8, 64, true, 0, h100, "attn_decode_f16_d64_paged", false, 0},
 		{"paged MHA", 1, 8, 8, 64, true, 0, h100, "attn_decode_f16_d64_r1", false, 0},
 		{"prefill", 64, 32, 8, 64, false, 0, h100, "attn_mma_f16_d64", false, 0},
 		{"AMD", 1, 32, 32, 128, false, 4, mi300, "attn_decode_f16_d128_r1", false, 4},
@@ -865,6 +865,47 @@ func TestPlanFusable(t *testing.T) {
 	}
 }
 
+// TestPlanPagedStep: which paged decode launches take attn_decode's
+// kernel for an LLM's step, and which the general four-row kernel.
+func TestPlanPagedStep(t *testing.T) {
+	cache := func(dt DType, pageSize, d int) (k, v Tensor) {
+		return Contiguous(dev+1<<30, dt, 256, pageSize, 8, d), Contiguous(dev+2<<30, dt, 256, pageSize, 8, d)
+	}
+	for _, c := range []struct {
+		name     string
+		dt       DType
+		sq       int
+		pageSize int
+		d        int
+		p        Params
+		kernel   string
+	}{
+		{"a decode step", BF16, 1, 16, 64, Params{Causal: true}, "attn_decode_bf16_d64_paged"},
+		{"f16, head dim 128, pages of 64", F16, 1, 64, 128, Params{}, "attn_decode_f16_d128_paged"},
+		{"two queries, causal", BF16, 2, 16, 64, Params{Causal: true}, "attn_decode_bf16_d64_r4"},
+		{"two queries, a right side of 1", BF16, 2, 16, 64, Params{Window: &Window{Left: -1, Right: 1}}, "attn_decode_bf16_d64_paged"},
+		{"a left window", BF16, 1, 16, 64, Params{Causal: true, Window: &Window{Left: 100, Right: 0}}, "attn_decode_bf16_d64_r4"},
+		{"ALiBi", BF16, 1, 16, 64, Params{AlibiSlopes: slopes(32)}, "attn_decode_bf16_d64_r4"},
+		{"soft-capping", BF16, 1, 16, 64, Params{SoftCap: 30}, "attn_decode_bf16_d64_r4"},
+		{"pages of 24", BF16, 1, 24, 64, Params{}, "attn_decode_bf16_d64_r4"},
+		{"head dim 80", BF16, 1, 16, 80, Params{}, "attn_decode_bf16_d128_r4"},
+		{"F32", F32, 1, 16, 64, Params{}, "attn_decode_f32_d64_r4"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			kc, vc := cache(c.dt, c.pageSize, c.d)
+			q, _, _, out := operands(2, c.sq, 1, 32, 8, c.d)
+			q.DType, out.DType = c.dt, c.dt
+			kv := PagedKV{K: kc, V: vc, BlockTable: dev + 4096, BlockTableStride: 256, DevSeqLens: dev + 8192, MaxSeqLen: 4000}
+			pr, err := pagedProblem("D", q, &kv, out)
+			require.NoError(t, err)
+			pl, err := newPlan("D", &pr, &c.p, h100)
+			require.NoError(t, err)
+			assert.Equal(t, FlashDecoding, pl.backend)
+			assert.Equal(t, c.kernel, pl.kernel)
+		})
+	}
+}
+
 func TestWaveFill(t *testing.T) {
 	assert.Equal(t, 1.0, waveFill(528, 528))
 	assert.InDelta(t, 256.0/528, waveFill(256, 528), 1e-12)
@@ -882,12 +923,12 @@ func TestKernelParamsLayout(t *testing.T) {
 	assert.Equal(t, uintptr(244), unsafe.Offsetof(k.Scale))
 	assert.Equal(t, uintptr(252), unsafe.Offsetof(k.Alibi))
 	assert.Equal(t, uintptr(1280), unsafe.Offsetof(k.Counters), "after the slopes")
-	assert.Len(t, KernelNames("gfx1030"), 3*(4+8+1), "portable, decode r1 and r4 per bucket, combine; per dtype")
+	assert.Len(t, KernelNames("gfx1030"), 3*(4+8+1)+2*4, "portable, decode r1 and r4 per bucket, combine; per dtype; decode of paged steps for f16 and bf16")
 	for arch, kind := range map[string]string{"sm_90": "mma", "gfx90a": "mfma", "gfx942:sramecc+:xnack-": "mfma", "gfx950": "mfma", "gfx1100": "wmma", "gfx1201": "wmma"} {
 		names := KernelNames(arch)
 		// attn_mma has its _pad kernels, and attn_mmadec with them up to d128.
 		perDType := map[string]int{"mma": 2*4 + 2*3, "mfma": 4, "wmma": 4}[kind]
-		assert.Len(t, names, 3*(4+8+1)+2*perDType, "%s: and attn_%s for f16 and bf16", arch, kind)
+		assert.Len(t, names, 3*(4+8+1)+2*4+2*perDType, "%s: and attn_%s for f16 and bf16", arch, kind)
 		assert.Contains(t, names, "attn_"+kind+"_bf16_d256", arch)
 		assert.Contains(t, names, "attn_"+kind+"_f16_d32", arch)
 	}

@@ -62,6 +62,7 @@ func KernelNames(arch string) []string {
 		names = append(names, combineNames[dt])
 	}
 	for _, dt := range mmaDTypes {
+		names = append(names, pagedNames[dt][:]...)
 		switch matrixBackend(arch) {
 		case MatrixCore:
 			for i, m := range mmaNames[dt] {

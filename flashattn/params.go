@@ -319,6 +319,30 @@ var (
 var fwdNames, mmaNames, decodeNames, combineNames = kernelNameTables()
 var mfmaNames, wmmaNames = amdNameTables()
 
+// pagedNames[dt][bi] is attn_decode_<dt>_d<DMAX>_paged, FlashDecoding's
+// four-row kernel for an LLM's decode step (pagedStep), F16 and BF16.
+var pagedNames = func() (pn [F32 + 1][len(buckets)]string) {
+	for _, dt := range mmaDTypes {
+		for i, d := range buckets {
+			pn[dt][i] = fmt.Sprintf("attn_decode_%s_d%d_paged", dt, d)
+		}
+	}
+	return pn
+}()
+
+// pagedStep reports whether a FlashDecoding launch of four-row blocks is
+// an LLM's decode step, which attn_decode_<dt>_d<DMAX>_paged serves: F16 or
+// BF16, a paged cache of power-of-two pages, 16-byte aligned rows, head
+// dim a bucket's, and no window side, soft-capping or ALiBi. (A paged
+// launch's q is dense: (b, s_q, h_q, d).)
+func pagedStep(pr *problem, p *Params, aligned bool, left, right int) bool {
+	if pr.paged == nil || pr.q.DType == F32 || !aligned || pr.d != buckets[bucketIndex(pr.d)] {
+		return false
+	}
+	ps := pr.k.Shape[1]
+	return ps > 0 && ps&(ps-1) == 0 && left < 0 && right < 0 && p.SoftCap == 0 && p.AlibiSlopes == nil
+}
+
 // wgmmaNames[dt][bi] is attn_wgmma_<dt>_d<DMAX> for the head dims it has
 // kernels of (wgmmaDim), "" for the others.
 var wgmmaNames = func() (wg [F32 + 1][len(buckets)]string) {
@@ -718,6 +742,18 @@ func newPlan(op string, pr *problem, p *Params, dev target) (plan, error) {
 			}
 		}
 	}
+	left, right := window(p)
+	// A side wider than every sequence hides nothing: unbounded, which
+	// also keeps the kernels' i + offset ± side within int32. Row i of s_q
+	// sees up to key i + s_k - s_q + right: a right side of s_q - 1 or
+	// more hides nothing, and a decode step's causal mask (one query a
+	// sequence) is no mask, which spares the kernels its checks.
+	if left >= pr.maxSK {
+		left = -1
+	}
+	if right >= pr.maxSQ-1 {
+		right = -1
+	}
 	pl := plan{backend: choose(pr, dev, aligned)}
 	// bm rows a block; a split takes whole units of unit keys; decode
 	// streams u units a step.
@@ -726,6 +762,9 @@ func newPlan(op string, pr *problem, p *Params, dev target) (plan, error) {
 	case FlashDecoding:
 		bm, unit, u = decodeTiles(buckets[bi], pr.maxSQ*g)
 		pl.kernel, pl.threads, pl.streams = decodeNames[dt][bi][bm/4], threads, true
+		if bm == 4 && pagedStep(pr, p, aligned, left, right) {
+			pl.kernel = pagedNames[dt][bi]
+		}
 	case MatrixCore:
 		names := mmaNames[dt][bi]
 		if mmaDecode(int64(pr.maxSQ)*int64(g), pr.d) {
@@ -819,18 +858,6 @@ func newPlan(op string, pr *problem, p *Params, dev target) (plan, error) {
 	k.SK = int32(kk.Shape[1])
 	k.MaxSQ = int32(pr.maxSQ)
 	k.Splits = int32(splits)
-	left, right := window(p)
-	// A side wider than every sequence hides nothing: unbounded, which
-	// also keeps the kernels' i + offset ± side within int32. Row i of s_q
-	// sees up to key i + s_k - s_q + right: a right side of s_q - 1 or
-	// more hides nothing, and a decode step's causal mask (one query a
-	// sequence) is no mask, which spares the kernels its checks.
-	if left >= pr.maxSK {
-		left = -1
-	}
-	if right >= pr.maxSQ-1 {
-		right = -1
-	}
 	k.WindowLeft, k.WindowRight = int32(left), int32(right)
 	scale := p.Scale
 	if scale == 0 {

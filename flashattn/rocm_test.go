@@ -156,7 +156,7 @@ func TestROCmTypeChecksNVIDIAKernels(t *testing.T) {
 	require.NoError(t, err)
 	var want []string
 	for _, s := range KernelNames("sm_90a") {
-		if strings.HasPrefix(s, "attn_mma_") || strings.HasPrefix(s, "attn_mmadec_") || strings.HasPrefix(s, "attn_wgmma_") || strings.HasPrefix(s, "attn_combine_") {
+		if strings.HasPrefix(s, "attn_mma_") || strings.HasPrefix(s, "attn_mmadec_") || strings.HasPrefix(s, "attn_wgmma_") || strings.HasPrefix(s, "attn_combine_") || strings.HasSuffix(s, "_paged") {
 			want = append(want, s)
 		}
 	}
