@@ -546,9 +546,9 @@ __device__ __forceinline__ void attn_decode(const Params& p, float* sm_m, float*
 	const int per = ((n + p.splits - 1) / p.splits + STEP - 1) / STEP * STEP;
 	const int ja = min(hi, lo + split * per), jb = min(hi, ja + per);
 	// A split with no keys (past a short sequence's end, when the launch
-	// is sized for longer ones) only says so, before reading q:
-	// attn_combine skips a log-sum-exp of -inf without reading the
-	// partial output.
+	// is sized for longer ones) only says so, before reading q (the LLM
+	// copy's loads of it are in flight already): attn_combine skips a
+	// log-sum-exp of -inf without reading the partial output.
 	if (p.splits > 1 && ja >= jb) {
 		for (int rr = tid; rr < nr; rr += FA_THREADS) {
 			const int r = m0 + rr, i = r / G, h = hk * G + r % G;
