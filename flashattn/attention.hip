@@ -496,7 +496,6 @@ __device__ __forceinline__ void attn_decode(const Params& p, float* sm_m, float*
 	const int hk = blockIdx.y, b = blockIdx.z / p.splits, split = blockIdx.z % p.splits;
 	const int G = p.h_q / p.h_kv;
 	const int m0 = blockIdx.x * RM, c0 = g * 8;
-	int ri[RM];
 	uint4 qr[RM];
 	if constexpr (LLM) {
 		// Every row's q in flight at once, while the length loads (a
@@ -507,7 +506,6 @@ __device__ __forceinline__ void attn_decode(const Params& p, float* sm_m, float*
 		int i = m0 / G, hr = m0 % G;
 #pragma unroll
 		for (int rr = 0; rr < RM; rr++) {
-			ri[rr] = i;
 			const T* qp = (const T*)p.q + (i64)b * p.qs[0] + (i64)i * p.qs[1] + (i64)(hk * G + hr) * p.qs[2];
 			qr[rr] = *(const uint4*)(qp + c0);
 			if (rr < nq - 1 && ++hr == G) { // past the block's rows: a copy of its last
@@ -557,11 +555,12 @@ __device__ __forceinline__ void attn_decode(const Params& p, float* sm_m, float*
 		return;
 	}
 
+	// ri and slope serve the masks, which the LLM copy has none of.
+	int ri[RM];
 	float slope[RM], q[RM][8], m[RM], l[RM], o[RM][8];
 	if constexpr (LLM) {
 #pragma unroll
 		for (int rr = 0; rr < RM; rr++) {
-			slope[rr] = 0.0f;
 			const Pack8<T> x = __builtin_bit_cast(Pack8<T>, qr[rr]);
 #pragma unroll
 			for (int e = 0; e < 8; e++) q[rr][e] = Tr<T>::load(x.v[e]) * p.scale;

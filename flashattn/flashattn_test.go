@@ -868,32 +868,36 @@ func TestPlanFusable(t *testing.T) {
 // TestPlanPagedStep: which paged decode launches take attn_decode's
 // kernel for an LLM's step, and which the general four-row kernel.
 func TestPlanPagedStep(t *testing.T) {
-	cache := func(dt DType, pageSize, d int) (k, v Tensor) {
-		return Contiguous(dev+1<<30, dt, 256, pageSize, 8, d), Contiguous(dev+2<<30, dt, 256, pageSize, 8, d)
+	cache := func(dt DType, pageSize, hkv, d int) (k, v Tensor) {
+		return Contiguous(dev+1<<30, dt, 256, pageSize, hkv, d), Contiguous(dev+2<<30, dt, 256, pageSize, hkv, d)
 	}
 	for _, c := range []struct {
 		name     string
 		dt       DType
 		sq       int
+		hq, hkv  int
 		pageSize int
 		d        int
 		p        Params
 		kernel   string
 	}{
-		{"a decode step", BF16, 1, 16, 64, Params{Causal: true}, "attn_decode_bf16_d64_paged"},
-		{"f16, head dim 128, pages of 64", F16, 1, 64, 128, Params{}, "attn_decode_f16_d128_paged"},
-		{"two queries, causal", BF16, 2, 16, 64, Params{Causal: true}, "attn_decode_bf16_d64_r4"},
-		{"two queries, a right side of 1", BF16, 2, 16, 64, Params{Window: &Window{Left: -1, Right: 1}}, "attn_decode_bf16_d64_paged"},
-		{"a left window", BF16, 1, 16, 64, Params{Causal: true, Window: &Window{Left: 100, Right: 0}}, "attn_decode_bf16_d64_r4"},
-		{"ALiBi", BF16, 1, 16, 64, Params{AlibiSlopes: slopes(32)}, "attn_decode_bf16_d64_r4"},
-		{"soft-capping", BF16, 1, 16, 64, Params{SoftCap: 30}, "attn_decode_bf16_d64_r4"},
-		{"pages of 24", BF16, 1, 24, 64, Params{}, "attn_decode_bf16_d64_r4"},
-		{"head dim 80", BF16, 1, 16, 80, Params{}, "attn_decode_bf16_d128_r4"},
-		{"F32", F32, 1, 16, 64, Params{}, "attn_decode_f32_d64_r4"},
+		{"a decode step", BF16, 1, 32, 8, 16, 64, Params{Causal: true}, "attn_decode_bf16_d64_paged"},
+		{"f16, head dim 128, pages of 64", F16, 1, 32, 8, 64, 128, Params{}, "attn_decode_f16_d128_paged"},
+		{"two queries, causal", BF16, 2, 32, 8, 16, 64, Params{Causal: true}, "attn_decode_bf16_d64_r4"},
+		{"two queries, a right side of 1", BF16, 2, 32, 8, 16, 64, Params{Window: &Window{Left: -1, Right: 1}}, "attn_decode_bf16_d64_paged"},
+		{"a left window", BF16, 1, 32, 8, 16, 64, Params{Causal: true, Window: &Window{Left: 100, Right: 0}}, "attn_decode_bf16_d64_r4"},
+		{"ALiBi", BF16, 1, 32, 8, 16, 64, Params{AlibiSlopes: slopes(32)}, "attn_decode_bf16_d64_r4"},
+		{"soft-capping", BF16, 1, 32, 8, 16, 64, Params{SoftCap: 30}, "attn_decode_bf16_d64_r4"},
+		{"pages of 24", BF16, 1, 32, 8, 24, 64, Params{}, "attn_decode_bf16_d64_r4"},
+		{"head dim 80", BF16, 1, 32, 8, 16, 80, Params{}, "attn_decode_bf16_d128_r4"},
+		{"F32", F32, 1, 32, 8, 16, 64, Params{}, "attn_decode_f32_d64_r4"},
+		// TestGPUDecodePaged's launches whose rows cross query positions.
+		{"two queries, three heads a KV head", F16, 2, 6, 2, 32, 64, Params{}, "attn_decode_f16_d64_paged"},
+		{"three queries, two heads a KV head", BF16, 3, 4, 2, 64, 128, Params{Splits: 3}, "attn_decode_bf16_d128_paged"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			kc, vc := cache(c.dt, c.pageSize, c.d)
-			q, _, _, out := operands(2, c.sq, 1, 32, 8, c.d)
+			kc, vc := cache(c.dt, c.pageSize, c.hkv, c.d)
+			q, _, _, out := operands(2, c.sq, 1, c.hq, c.hkv, c.d)
 			q.DType, out.DType = c.dt, c.dt
 			kv := PagedKV{K: kc, V: vc, BlockTable: dev + 4096, BlockTableStride: 256, DevSeqLens: dev + 8192, MaxSeqLen: 4000}
 			pr, err := pagedProblem("D", q, &kv, out)

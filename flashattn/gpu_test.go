@@ -615,8 +615,8 @@ func TestGPUDecodePaged(t *testing.T) {
 		{BF16, 32, []int32{2000, 77}, 1, 4, 4, 64, Params{Causal: true, AlibiSlopes: slopes(4), SoftCap: 20}},
 		{F16, 8, []int32{700, 0, 33}, 2, 8, 2, 32, Params{Window: &Window{Left: 100, Right: 0}}},
 		// A block's four rows cross query positions (three heads a KV
-		// head), in the kernels' copy for an LLM's step (power-of-two
-		// pages, d a bucket, nothing masked).
+		// head), in the kernel for an LLM's step (power-of-two pages, d
+		// a bucket, nothing masked: TestPlanPagedStep has these two).
 		{F16, 32, []int32{300, 45}, 2, 6, 2, 64, Params{}},
 		{BF16, 64, []int32{77, 512}, 3, 4, 2, 128, Params{Splits: 3}},
 	} {
