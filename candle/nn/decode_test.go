@@ -126,6 +126,8 @@ func decodeAgainstBegin(t *testing.T, dev candle.Device, dt candle.DType, p flas
 			require.NoError(t, err)
 			assert.Equal(t, av, bv, "step %d: %s", n, x.name)
 		}
+		assert.True(t, a.EveryRowLast(), "step %d: a decode step's logits need no gather", n)
+		assert.True(t, b.EveryRowLast(), "step %d: BeginDecode's", n)
 		lens, err := candle.ToSlice[uint32](in.seqLens)
 		require.NoError(t, err)
 		table, err := candle.ToSlice[uint32](in.table)

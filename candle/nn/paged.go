@@ -413,6 +413,21 @@ func (s *PagedStep) Positions() *candle.Tensor { return s.positions }
 // token); the step owns it.
 func (s *PagedStep) LastRows() *candle.Tensor { return s.last }
 
+// EveryRowLast reports whether LastRows is 0, 1, …, Len()−1: each sequence
+// adds one token, packed in Begin's order (a decode step), so that the
+// rows of the next tokens' logits need no gather.
+func (s *PagedStep) EveryRowLast() bool {
+	if len(s.seqs) != s.total {
+		return false
+	}
+	for i := range s.seqs {
+		if s.row[i] != i || s.count[i] != 1 {
+			return false
+		}
+	}
+	return true
+}
+
 // Attention writes layer's new keys and values into their pages and
 // returns each new token's attention over its sequence's cache, the new
 // tokens included: q (Len(), h_q, d), k and v (Len(), h_kv, d) in packed

@@ -67,6 +67,7 @@ func runPaged(t *testing.T, dev candle.Device, dt candle.DType, cfg PagedKVConfi
 		}
 		return out
 	}
+	everyLast := 0 // steps whose every row is a last row
 	for si, st := range pagedScenario {
 		if si == 4 {
 			c.Release(1)
@@ -108,6 +109,14 @@ func runPaged(t *testing.T, dev candle.Device, dt candle.DType, cfg PagedKVConfi
 		require.NoError(t, err)
 		last, err := candle.ToSlice[uint32](step.LastRows())
 		require.NoError(t, err)
+		every := T == len(st.seqs)
+		for i := range st.seqs {
+			every = every && last[i] == uint32(i)
+		}
+		assert.Equal(t, every, step.EveryRowLast(), "step %d: LastRows %v", si, last)
+		if every {
+			everyLast++
+		}
 		for i := range st.seqs {
 			r0, n := step.Rows(i)
 			assert.Equal(t, uint32(r0+n-1), last[i])
@@ -153,6 +162,7 @@ func runPaged(t *testing.T, dev candle.Device, dt candle.DType, cfg PagedKVConfi
 		run.qs = append(run.qs, qsStep)
 		run.lens = append(run.lens, lens)
 	}
+	assert.Equal(t, 1, everyLast, "steps whose rows are all last rows: the scenario's decode step")
 	return run
 }
 
