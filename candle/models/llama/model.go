@@ -93,7 +93,7 @@ type Model struct {
 	lmHead   linear          // (vocab, hidden): lm_head, or the embeddings when tied
 	norm     *candle.Tensor
 	layers   []*layer
-	cos, sin *candle.Tensor // (context, head dim / 2) in the model's dtype
+	rope     *candle.Tensor // (2, context, head dim / 2) in the model's dtype: cos, then sin
 	cache    *nn.PagedKVCache
 	ctx      int
 	maxBatch int
@@ -356,32 +356,26 @@ func (m *Model) allocate(opts Options) error {
 }
 
 // ropeTables computes cos and sin of every position's angles in float64,
-// stored in the model's dtype.
+// stored in the model's dtype as one table, so that a step gathers its
+// tokens' rows of both in one op.
 func (m *Model) ropeTables() error {
 	f := m.cfg.InvFreq()
 	n, half := m.ctx, len(f)
-	cos, sin := make([]float64, n*half), make([]float64, n*half)
+	t := make([]float64, 2*n*half)
+	cos, sin := t[:n*half], t[n*half:]
 	for p := range n {
 		for i, x := range f {
 			s, c := math.Sincos(float64(p) * x)
 			cos[p*half+i], sin[p*half+i] = c, s
 		}
 	}
-	for _, t := range []struct {
-		dst  **candle.Tensor
-		data []float64
-	}{{&m.cos, cos}, {&m.sin, sin}} {
-		x, err := candle.FromSlice(m.dev, t.data, n, half)
-		if err != nil {
-			return err
-		}
-		*t.dst, err = x.ToDType(m.dtype)
-		x.Close()
-		if err != nil {
-			return err
-		}
+	x, err := candle.FromSlice(m.dev, t, 2, n, half)
+	if err != nil {
+		return err
 	}
-	return nil
+	m.rope, err = x.ToDType(m.dtype)
+	x.Close()
+	return err
 }
 
 // Config is the model's config.
@@ -442,7 +436,7 @@ func (m *Model) Close() error {
 		l.close()
 	}
 	m.lmHead.close()
-	closeAll(m.embed, m.norm, m.cos, m.sin)
+	closeAll(m.embed, m.norm, m.rope)
 	if m.embedQ != nil {
 		m.embedQ.Close()
 	}
@@ -643,8 +637,9 @@ func (m *Model) run(step *nn.PagedStep, all bool) (*candle.Tensor, error) {
 	f := &fwd{s: sc}
 	ids := f.t(sc.Adopt(step.Tokens()))
 	pos := f.t(sc.Adopt(step.Positions()))
-	cos := f.t(m.cos.IndexSelect(pos, 0))
-	sin := f.t(m.sin.IndexSelect(pos, 0))
+	rope := f.t(m.rope.IndexSelect(pos, 1)) // (2, T, head dim / 2)
+	cos := f.t(f.t(rope.Narrow(0, 0, 1)).Squeeze(0))
+	sin := f.t(f.t(rope.Narrow(0, 1, 1)).Squeeze(0))
 	var x *candle.Tensor // (T, hidden)
 	if m.embedQ != nil {
 		x = f.t(m.embedQ.Rows(ids, m.dtype))
@@ -677,7 +672,7 @@ func (m *Model) run(step *nn.PagedStep, all bool) (*candle.Tensor, error) {
 	if len(m.layers) > 0 {
 		x = f.own(x, nil)
 	}
-	if !all {
+	if !all && !step.EveryRowLast() {
 		last := f.t(sc.Adopt(step.LastRows()))
 		x = f.t(x.IndexSelect(last, 0))
 	}
