@@ -887,11 +887,6 @@ __device__ __forceinline__ void ldsm4t(unsigned* r, unsigned addr) {
 	             : "r"(addr)
 	             : "memory");
 }
-__device__ __forceinline__ float ex2(float x) {
-	float y;
-	asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-	return y;
-}
 
 // Split-KV merged by attn_mmadec itself (FA_FUSE) where the merge is one
 // round of loads: at most 4·32 outputs a block (one row of head dim 128
@@ -1191,7 +1186,7 @@ template <class T, int DMAX, bool FULL, int DEC> __device__ __forceinline__ void
 	float mrow[MT][2], lrow[MT][2];
 #pragma unroll
 	for (int mt = 0; mt < MT; mt++) mrow[mt][0] = mrow[mt][1] = neg_inf(), lrow[mt][0] = lrow[mt][1] = 0.0f;
-	// Plain logits stay raw until the exponent (ex2(x·sl - m)): their
+	// Plain logits stay raw until the exponent (exp2_ftz(x·sl - m)): their
 	// maximum is the raw one's times a positive scale. The others become
 	// log2 units first (sl 1).
 	const bool plain = !(p.softcap > 0.0f) && !(p.flags & FA_ALIBI) && p.scale > 0.0f;
@@ -1331,13 +1326,13 @@ template <class T, int DMAX, bool FULL, int DEC> __device__ __forceinline__ void
 				mx = fmaxf(mx, __shfl_xor(mx, 2));
 				const float mn = fmaxf(mrow[mt][rr], mx * sl);
 				const float ms = mn == neg_inf() ? 0.0f : mn; // nothing seen yet: every p is 0
-				alpha[rr] = ex2(mrow[mt][rr] - ms);
+				alpha[rr] = exp2_ftz(mrow[mt][rr] - ms);
 				mrow[mt][rr] = mn;
 				float sum = 0.0f;
 #pragma unroll
 				for (int jn = 0; jn < NS; jn++) {
-					sacc[mt][jn][2 * rr] = ex2(fmaf(sacc[mt][jn][2 * rr], sl, -ms));
-					sacc[mt][jn][2 * rr + 1] = ex2(fmaf(sacc[mt][jn][2 * rr + 1], sl, -ms));
+					sacc[mt][jn][2 * rr] = exp2_ftz(fmaf(sacc[mt][jn][2 * rr], sl, -ms));
+					sacc[mt][jn][2 * rr + 1] = exp2_ftz(fmaf(sacc[mt][jn][2 * rr + 1], sl, -ms));
 					sum += sacc[mt][jn][2 * rr] + sacc[mt][jn][2 * rr + 1];
 				}
 				lrow[mt][rr] = lrow[mt][rr] * alpha[rr] + sum;
@@ -1664,13 +1659,13 @@ template <class T, int DMAX> __device__ __forceinline__ void attn_wgmma(const Pa
 			mx = fmaxf(mx, __shfl_xor(mx, 2));
 			const float mn = fmaxf(mrow[rr], mx * sl);
 			const float ms = mn == neg_inf() ? 0.0f : mn;
-			alpha[rr] = ex2(mrow[rr] - ms);
+			alpha[rr] = exp2_ftz(mrow[rr] - ms);
 			mrow[rr] = mn;
 			float sum = 0.0f;
 #pragma unroll
 			for (int jn = 0; jn < NS; jn++) {
-				sacc[jn][2 * rr] = ex2(fmaf(sacc[jn][2 * rr], sl, -ms));
-				sacc[jn][2 * rr + 1] = ex2(fmaf(sacc[jn][2 * rr + 1], sl, -ms));
+				sacc[jn][2 * rr] = exp2_ftz(fmaf(sacc[jn][2 * rr], sl, -ms));
+				sacc[jn][2 * rr + 1] = exp2_ftz(fmaf(sacc[jn][2 * rr + 1], sl, -ms));
 				sum += sacc[jn][2 * rr] + sacc[jn][2 * rr + 1];
 			}
 			lrow[rr] = lrow[rr] * alpha[rr] + sum;
