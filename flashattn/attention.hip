@@ -68,6 +68,7 @@ __device__ __forceinline__ void fa_grid_wait() {
 #define FA_ALIBI 8    // alibi holds a slope per query head
 #define FA_LSE 16     // write the log-sum-exp of each row
 #define FA_FUSE 32    // attn_mmadec merges its own splits (Params.counters)
+#define FA_ROTARY 64  // attn_decode_paged rotates q and the new keys and writes the new keys and values
 
 // Params is package flashattn's kParams, byte for byte (a static_assert
 // here, a compile-time check there).
@@ -96,8 +97,17 @@ struct Params {
 	float softcap; // 0: none
 	float alibi[FA_MAX_ALIBI];
 	unsigned* counters; // FA_FUSE: one a (batch entry, KV head, row block), zero between launches
+	// FA_ROTARY: each batch entry's new key (before rotation) and value,
+	// strides in elements of (batch, head), and its cos and sin (d/2 each,
+	// rows cs_stride apart).
+	const void* new_k;
+	const void* new_v;
+	const void* cos;
+	const void* sin;
+	i64 nks[2], nvs[2];
+	i64 cs_stride;
 };
-static_assert(sizeof(Params) == 1288, "Params is package flashattn's kParams, byte for byte");
+static_assert(sizeof(Params) == 1360, "Params is package flashattn's kParams, byte for byte");
 
 __device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000); }
 __device__ __forceinline__ float qnan() { return __int_as_float(0x7fc00000); }
@@ -470,6 +480,20 @@ template <class T> __device__ __forceinline__ void attn_combine(const Params& p)
 	}
 }
 
+// rotate_half turns a lane's 8 values x of a head (dims 8g to 8g + 7 of
+// TPK lanes' d) by the angles' cos c and sin s of those dims modulo d/2:
+// (x_i, x_{i+d/2}) to (x_i·c - x_{i+d/2}·s, x_{i+d/2}·c + x_i·s), the
+// partner lane g ^ TPK/2 of the same group holding the other half. Every
+// lane of the warp calls it.
+template <int TPK> __device__ __forceinline__ void rotate_half(float* x, const float* c, const float* s, int g) {
+	const bool hi = g >= TPK / 2;
+#pragma unroll
+	for (int e = 0; e < 8; e++) {
+		const float o = __shfl_xor(x[e], TPK / 2);
+		x[e] = hi ? x[e] * c[e] + o * s[e] : x[e] * c[e] - o * s[e];
+	}
+}
+
 // ---------------------------------------------------------------------
 // Flash-decoding: attn_decode_<dt>_d<DMAX>_r<RM> serves the few query rows
 // of a decode step (s_q·G at most 8 for a KV head): a block takes RM rows
@@ -558,12 +582,41 @@ __device__ __forceinline__ void attn_decode(const Params& p, float* sm_m, float*
 	// ri and slope serve the masks, which the LLM copy has none of.
 	int ri[RM];
 	float slope[RM], q[RM][8], m[RM], l[RM], o[RM][8];
+	// FA_ROTARY (the LLM copy): the step's new token is key s.sk - 1 of
+	// each entry; q and its key turn by the entry's cos and sin here, pairs
+	// (i, i + d/2) across the two halves of a group's lanes, and the
+	// rotated key (rounded to T) and the value are read from new_k and
+	// new_v instead of the pages, which the first row block writes.
+	const bool rot = LLM && (p.flags & FA_ROTARY);
+	const int knew = rot ? s.sk - 1 : -1;
+	uint4 nkq = make_uint4(0, 0, 0, 0), nvq = nkq;
 	if constexpr (LLM) {
+		float rc[8], rsn[8];
+		if (rot) {
+			const int ci = c0 % (DMAX / 2);
+			const Pack8<T> cv = __builtin_bit_cast(Pack8<T>, *(const uint4*)((const T*)p.cos + (i64)b * p.cs_stride + ci));
+			const Pack8<T> sv = __builtin_bit_cast(Pack8<T>, *(const uint4*)((const T*)p.sin + (i64)b * p.cs_stride + ci));
+			const Pack8<T> kv = __builtin_bit_cast(Pack8<T>, *(const uint4*)((const T*)p.new_k + (i64)b * p.nks[0] + (i64)hk * p.nks[1] + c0));
+			nvq = *(const uint4*)((const T*)p.new_v + (i64)b * p.nvs[0] + (i64)hk * p.nvs[1] + c0);
+			float kf[8];
+#pragma unroll
+			for (int e = 0; e < 8; e++) {
+				rc[e] = Tr<T>::load(cv.v[e]);
+				rsn[e] = Tr<T>::load(sv.v[e]);
+				kf[e] = Tr<T>::load(kv.v[e]);
+			}
+			rotate_half<TPK>(kf, rc, rsn, g);
+			Pack8<T> kr;
+#pragma unroll
+			for (int e = 0; e < 8; e++) kr.v[e] = Tr<T>::store(kf[e]);
+			nkq = __builtin_bit_cast(uint4, kr);
+		}
 #pragma unroll
 		for (int rr = 0; rr < RM; rr++) {
 			const Pack8<T> x = __builtin_bit_cast(Pack8<T>, qr[rr]);
 #pragma unroll
 			for (int e = 0; e < 8; e++) q[rr][e] = Tr<T>::load(x.v[e]) * p.scale;
+			if (rot) rotate_half<TPK>(q[rr], rc, rsn, g);
 		}
 	} else {
 #pragma unroll
@@ -606,9 +659,16 @@ __device__ __forceinline__ void attn_decode(const Params& p, float* sm_m, float*
 				const int j = j0 + u * NG + grp, pj = j & (p.page_size - 1);
 				const bool in = j < jb, ok = in && pg[u] >= 0 && pg[u] < p.num_pages;
 				uint4 kr = make_uint4(0, 0, 0, 0), vr = kr;
-				if (ok) {
-					kr = *(const uint4*)(kg + (i64)pg[u] * p.ks[0] + (i64)pj * p.ks[1]);
-					vr = *(const uint4*)(vg + (i64)pg[u] * p.vs[0] + (i64)pj * p.vs[1]);
+				const i64 ko = (i64)pg[u] * p.ks[0] + (i64)pj * p.ks[1], vo = (i64)pg[u] * p.vs[0] + (i64)pj * p.vs[1];
+				if (ok && j == knew) { // the step's new key (FA_ROTARY)
+					kr = nkq, vr = nvq;
+					if (blockIdx.x == 0) {
+						*(uint4*)((T*)kg + ko) = nkq;
+						*(uint4*)((T*)vg + vo) = nvq;
+					}
+				} else if (ok) {
+					kr = *(const uint4*)(kg + ko);
+					vr = *(const uint4*)(vg + vo);
 				}
 				if (in && !ok) kr = vr = __builtin_bit_cast(uint4, fill8<T>(qnan())); // a page outside the cache: NaN
 				kx[u] = __builtin_bit_cast(Pack8<T>, kr);

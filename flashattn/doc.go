@@ -61,7 +61,10 @@
 //     read once with 16-byte loads; any dtype and arch, paged caches too
 //     (on NVIDIA, the decode steps that MatrixCore does not take). An
 //     LLM's step (F16 or BF16, a paged cache of power-of-two pages,
-//     aligned rows, nothing masked) has a kernel of its own.
+//     aligned rows, nothing masked) has a kernel of its own, which also
+//     takes the step's rotary embeddings and cache writes (Params.Rotary:
+//     q and the new keys turned, the new rows written, in the same
+//     kernel).
 //   - Portable: plain float FMAs, correct on any architecture and warp
 //     size; everything the others do not take (F32 prefill, paged caches
 //     with many rows, layouts not aligned to 16 bytes, archs without

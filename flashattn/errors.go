@@ -20,6 +20,10 @@ var (
 	// ErrArgument: any other argument that cannot be taken (a nil pointer,
 	// a NaN scale, cumulative lengths that decrease, ...).
 	ErrArgument = errors.New("invalid argument")
+	// ErrUnsupported: a valid request that this call does not take
+	// (Params.Rotary where Decode does not run attn_decode_paged): the
+	// caller does it another way.
+	ErrUnsupported = errors.New("unsupported")
 	// ErrDevice: the device failed (its runtime, compiler or kernels).
 	ErrDevice = errors.New("device error")
 	// ErrClosed: a closed handle. It is the same value as hip.ErrClosed.

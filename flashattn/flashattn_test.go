@@ -920,13 +920,14 @@ func TestWaveFill(t *testing.T) {
 
 func TestKernelParamsLayout(t *testing.T) {
 	var k kParams
-	assert.Equal(t, uintptr(1288), unsafe.Sizeof(k))
+	assert.Equal(t, uintptr(1360), unsafe.Sizeof(k))
 	assert.Equal(t, uintptr(88), unsafe.Offsetof(k.QS), "eleven pointers first")
 	assert.Equal(t, uintptr(184), unsafe.Offsetof(k.BTStride))
 	assert.Equal(t, uintptr(192), unsafe.Offsetof(k.Batch))
 	assert.Equal(t, uintptr(244), unsafe.Offsetof(k.Scale))
 	assert.Equal(t, uintptr(252), unsafe.Offsetof(k.Alibi))
 	assert.Equal(t, uintptr(1280), unsafe.Offsetof(k.Counters), "after the slopes")
+	assert.Equal(t, uintptr(1288), unsafe.Offsetof(k.NewK), "then Rotary's")
 	assert.Len(t, KernelNames("gfx1030"), 3*(4+8+1)+2*4, "portable, decode r1 and r4 per bucket, combine; per dtype; decode of paged steps for f16 and bf16")
 	for arch, kind := range map[string]string{"sm_90": "mma", "gfx90a": "mfma", "gfx942:sramecc+:xnack-": "mfma", "gfx950": "mfma", "gfx1100": "wmma", "gfx1201": "wmma"} {
 		names := KernelNames(arch)
@@ -960,4 +961,73 @@ func TestHandleChecks(t *testing.T) {
 	assert.Equal(t, "Backend(9)", Backend(9).String())
 	assert.Equal(t, "bf16", BF16.String())
 	assert.Equal(t, 4, F32.Size())
+}
+
+// TestPlanRotary: Params.Rotary sets the kernel's rotary fields for a
+// Decode that runs attn_decode_paged (q of the step's fused projection:
+// strided rows) and is refused, with what to do, elsewhere.
+func TestPlanRotary(t *testing.T) {
+	const b, hq, hkv, d = 3, 32, 8, 64
+	kc := Contiguous(dev+1<<30, F16, 256, 16, hkv, d)
+	vc := Contiguous(dev+2<<30, F16, 256, 16, hkv, d)
+	// A fused q·k·v projection's rows: (b, 1, hq+2·hkv, d).
+	row := (hq + 2*hkv) * d
+	view := func(head0, heads int) Tensor {
+		return Tensor{Ptr: dev + 3<<30 + hip.DevicePtr(head0*d*2), DType: F16, Shape: [4]int{b, 1, heads, d}, Stride: [4]int{row, row, d, 1}}
+	}
+	rot := func() *Rotary {
+		return &Rotary{NewK: view(hq, hkv), NewV: view(hq+hkv, hkv), Cos: dev + 4<<30, Sin: dev + 5<<30, CosStride: d / 2}
+	}
+	plan := func(sq int, edit func(*Params, *PagedKV)) (plan, error) {
+		q := view(0, hq)
+		q.Shape[1] = sq
+		out := Contiguous(dev+6<<30, F16, b, sq, hq, d)
+		kv := PagedKV{K: kc, V: vc, BlockTable: dev + 4096, BlockTableStride: 100, DevSeqLens: dev + 8192, MaxSeqLen: 1000}
+		p := Params{Causal: true, Rotary: rot()}
+		if edit != nil {
+			edit(&p, &kv)
+		}
+		pr, err := pagedProblem("D", q, &kv, out)
+		require.NoError(t, err)
+		return newPlan("D", &pr, &p, h100)
+	}
+	pl, err := plan(1, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "attn_decode_f16_d64_paged", pl.kernel)
+	k := pl.kp
+	assert.NotZero(t, k.Flags&flagRotary)
+	assert.Equal(t, uint64(dev+3<<30+hip.DevicePtr(hq*d*2)), k.NewK)
+	assert.Equal(t, uint64(dev+3<<30+hip.DevicePtr((hq+hkv)*d*2)), k.NewV)
+	assert.Equal(t, [2]int64{int64(row), d}, k.NKS, "the batch and head strides")
+	assert.Equal(t, [2]int64{int64(row), d}, k.NVS)
+	assert.Equal(t, uint64(dev+4<<30), k.Cos)
+	assert.Equal(t, uint64(dev+5<<30), k.Sin)
+	assert.Equal(t, int64(d/2), k.CSStride)
+	pl, err = plan(1, func(p *Params, _ *PagedKV) { p.Rotary = nil })
+	require.NoError(t, err)
+	assert.Zero(t, pl.kp.Flags&flagRotary)
+	for _, c := range []struct {
+		name string
+		sq   int
+		edit func(*Params, *PagedKV)
+		kind error
+		want string
+	}{
+		{"two queries a sequence", 2, nil, ErrUnsupported, "one query a sequence"},
+		{"soft-capping", 1, func(p *Params, _ *PagedKV) { p.SoftCap = 30 }, ErrUnsupported, "attn_decode_paged"},
+		{"a page of 12 rows", 1, func(_ *Params, kv *PagedKV) {
+			kv.K = Contiguous(dev+1<<30, F16, 256, 12, hkv, d)
+			kv.V = Contiguous(dev+2<<30, F16, 256, 12, hkv, d)
+		}, ErrUnsupported, "power-of-two pages"},
+		{"NewK of another dtype", 1, func(p *Params, _ *PagedKV) { p.Rotary.NewK.DType = BF16 }, ErrDType, "Rotary.NewK is bf16"},
+		{"NewV of two tokens", 1, func(p *Params, _ *PagedKV) { p.Rotary.NewV.Shape[1] = 2 }, ErrShape, "Rotary.NewV has shape"},
+		{"unaligned NewK", 1, func(p *Params, _ *PagedKV) { p.Rotary.NewK.Ptr += 2 }, ErrArgument, "16-byte aligned rows"},
+		{"no Sin", 1, func(p *Params, _ *PagedKV) { p.Rotary.Sin = 0 }, ErrArgument, "Rotary.Cos"},
+		{"short angle rows", 1, func(p *Params, _ *PagedKV) { p.Rotary.CosStride = 8 }, ErrArgument, "at least d/2 = 32"},
+	} {
+		_, err := plan(c.sq, c.edit)
+		require.Error(t, err, c.name)
+		assert.ErrorIs(t, err, c.kind, c.name)
+		assert.Contains(t, err.Error(), c.want, c.name)
+	}
 }

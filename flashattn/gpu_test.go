@@ -150,6 +150,12 @@ func bufSize(dt DType, s, st [4]int) int {
 
 // upload rounds t to dt in place and copies it to the device in layout.
 func (g *gpuEnv) upload(t *HostTensor, dt DType, layout string) Tensor {
+	x, _ := g.uploadBuffer(t, dt, layout)
+	return x
+}
+
+// uploadBuffer is upload, and the buffer it copied t to.
+func (g *gpuEnv) uploadBuffer(t *HostTensor, dt DType, layout string) (Tensor, *hip.Buffer) {
 	st := strides(layout, t.Shape)
 	buf := make([]byte, bufSize(dt, t.Shape, st))
 	for i := range buf {
@@ -170,7 +176,7 @@ func (g *gpuEnv) upload(t *HostTensor, dt DType, layout string) Tensor {
 	}
 	dbuf := g.buffer(len(buf))
 	require.NoError(g.t, dbuf.CopyFromHost(buf))
-	return Tensor{Ptr: dbuf.Ptr(), DType: dt, Shape: s, Stride: st}
+	return Tensor{Ptr: dbuf.Ptr(), DType: dt, Shape: s, Stride: st}, dbuf
 }
 
 // output allocates a poisoned operand of shape s in layout, and returns
@@ -692,4 +698,124 @@ func TestGPUDecodePaged(t *testing.T) {
 		require.NoError(t, err)
 		compare(t, F16, want, HostTensor{Data: got.Data[64:], Shape: want.Shape}, nil, nil, "entry 1")
 	})
+}
+
+// TestGPUDecodeRotary: decode steps with Params.Rotary (attn_decode_paged
+// turning q and each entry's new key, and writing the new key and value
+// into the pages) against the float64 reference over a cache into which
+// the host wrote the rotated new keys; and the pages' new rows themselves.
+// q, the new keys and values are views of one fused projection, as an
+// LLM's step has them.
+func TestGPUDecodeRotary(t *testing.T) {
+	g := gpu(t)
+	for _, c := range []struct {
+		dt        DType
+		pageSize  int
+		lens      []int32
+		hq, hkv   int
+		d, splits int
+	}{
+		{BF16, 16, []int32{1, 17, 300, 1000}, 32, 8, 64, 0},
+		{F16, 32, []int32{45, 64}, 8, 2, 128, 3},
+		{BF16, 64, []int32{513, 2}, 8, 2, 256, 0},
+		{F16, 8, []int32{9, 3, 70}, 16, 2, 32, 1}, // eight query heads a KV head: two row blocks, one writes
+	} {
+		name := fmt.Sprintf("%v page %d lens %v h %d/%d d %d splits %d", c.dt, c.pageSize, c.lens, c.hq, c.hkv, c.d, c.splits)
+		t.Run(name, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(uint64(c.pageSize), uint64(c.d)+1))
+			b, half, ps := len(c.lens), c.d/2, c.pageSize
+			stride, need := 0, 0
+			for _, n := range c.lens {
+				np := (int(n) + ps - 1) / ps
+				stride, need = max(stride, np), need+np
+			}
+			pages := need + 3
+			perm := r.Perm(pages)
+			table := make([][]int32, b)
+			flat := make([]int32, b*stride)
+			next := 0
+			for bi, n := range c.lens {
+				for j := 0; j*ps < int(n); j++ {
+					table[bi] = append(table[bi], int32(perm[next]))
+					flat[bi*stride+j] = int32(perm[next])
+					next++
+				}
+			}
+			kc, vc := randHost(r, pages, ps, c.hkv, c.d), randHost(r, pages, ps, c.hkv, c.d)
+			qkv := randHost(r, b, 1, c.hq+2*c.hkv, c.d)
+			angles := make([]float64, 2*b*half) // cos rows, then sin rows
+			for i := range b * half {
+				a := r.Float64() * 2 * math.Pi
+				angles[i], angles[b*half+i] = round(c.dt, math.Cos(a)), round(c.dt, math.Sin(a))
+			}
+			raw := make([]byte, 0, len(angles)*c.dt.Size())
+			for _, x := range angles {
+				raw = append(raw, encode(c.dt, x)...)
+			}
+			ab := g.buffer(len(raw))
+			require.NoError(t, ab.CopyFromHost(raw))
+			gqkv := g.upload(&qkv, c.dt, "contiguous") // rounds qkv
+			gk, kbuf := g.uploadBuffer(&kc, c.dt, "contiguous")
+			gv, vbuf := g.uploadBuffer(&vc, c.dt, "contiguous")
+			// What the kernel must do, on the host: q and the new keys
+			// turned (a key rounded to the dtype, as the pages hold it),
+			// the new rows written.
+			turn := func(x []float64, bi int) []float64 {
+				y := make([]float64, len(x))
+				for i := range half {
+					cs, sn := angles[bi*half+i], angles[b*half+bi*half+i]
+					y[i], y[i+half] = x[i]*cs-x[i+half]*sn, x[i+half]*cs+x[i]*sn
+				}
+				return y
+			}
+			q := NewHostTensor(b, 1, c.hq, c.d)
+			for bi := range b {
+				for h := range c.hq {
+					copy(q.Row(bi, 0, h), turn(qkv.Row(bi, 0, h), bi))
+				}
+				n := int(c.lens[bi])
+				for h := range c.hkv {
+					k := turn(qkv.Row(bi, 0, c.hq+h), bi)
+					for i := range k {
+						k[i] = round(c.dt, k[i])
+					}
+					pg := int(table[bi][(n-1)/ps])
+					copy(kc.Row(pg, (n-1)%ps, h), k)
+					copy(vc.Row(pg, (n-1)%ps, h), qkv.Row(bi, 0, c.hq+c.hkv+h))
+				}
+			}
+			row := (c.hq + 2*c.hkv) * c.d
+			view := func(h0, heads int) Tensor {
+				return Tensor{Ptr: gqkv.Ptr.Add(h0 * c.d * c.dt.Size()), DType: c.dt, Shape: [4]int{b, 1, heads, c.d}, Stride: [4]int{row, row, c.d, 1}}
+			}
+			out, read := g.output(c.dt, q.Shape, "contiguous")
+			kv := PagedKV{K: gk, V: gv, BlockTable: g.int32s(flat), BlockTableStride: stride, SeqLens: c.lens, DevSeqLens: g.int32s(c.lens)}
+			rot := &Rotary{NewK: view(c.hq, c.hkv), NewV: view(c.hq+c.hkv, c.hkv), Cos: ab.Ptr(), Sin: ab.Ptr().Add(b * half * c.dt.Size()), CosStride: half}
+			_, err := g.h.Decode(view(0, c.hq), kv, out, Params{Causal: true, Splits: c.splits, Rotary: rot})
+			require.NoError(t, err)
+			want, _, err := ReferencePaged(q, kc, vc, table, c.lens, Params{Causal: true})
+			require.NoError(t, err)
+			compare(t, c.dt, want, read(), nil, nil, name)
+			// The pages' new rows: the value as given, the key within one
+			// rounding of the host's (float32 against float64 turns).
+			for _, x := range []struct {
+				name string
+				buf  *hip.Buffer
+				host HostTensor
+			}{{"key", kbuf, kc}, {"value", vbuf, vc}} {
+				got := make([]byte, pages*ps*c.hkv*c.d*c.dt.Size())
+				require.NoError(t, x.buf.CopyToHost(got))
+				for bi, n := range c.lens {
+					pg, j := int(table[bi][(int(n)-1)/ps]), (int(n)-1)%ps
+					for h := range c.hkv {
+						for i, w := range x.host.Row(pg, j, h) {
+							o := ((pg*ps+j)*c.hkv+h)*c.d + i
+							v := decode(c.dt, got[o*c.dt.Size():])
+							assert.InDelta(t, w, v, tol(c.dt)*max(1, math.Abs(w)), "entry %d's new %s, head %d, dim %d", bi, x.name, h, i)
+						}
+					}
+				}
+			}
+		})
+	}
 }

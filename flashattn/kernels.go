@@ -86,6 +86,6 @@ func KernelNames(arch string) []string {
 
 // kParams is the kernels' Params byte for byte (a static_assert there).
 var (
-	_ [unsafe.Sizeof(kParams{}) - 1288]struct{}
-	_ [1288 - unsafe.Sizeof(kParams{})]struct{}
+	_ [unsafe.Sizeof(kParams{}) - 1360]struct{}
+	_ [1360 - unsafe.Sizeof(kParams{})]struct{}
 )

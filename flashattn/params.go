@@ -135,6 +135,30 @@ type Params struct {
 	// allocates nothing can be captured into a graph.
 	Workspace      hip.DevicePtr
 	WorkspaceBytes int
+	// Rotary, when not nil, has Decode turn q and the step's new keys by
+	// their rotary embeddings and write the new keys and values into the
+	// cache, in its kernel: an LLM's decode step without a kernel before
+	// it for them. See Rotary.
+	Rotary *Rotary
+}
+
+// Rotary is a decode step's rotary embeddings and cache writes, done by
+// Decode's kernel (Params.Rotary). q then holds the query heads before
+// their rotation. Each batch entry's new token is the last of its cache
+// length: key SeqLens[b] - 1, whose rows of the pages Decode writes (the
+// rotated key and the value) instead of reading them. NewK and NewV
+// (batch, 1, h_kv, d), in q's dtype, hold the new keys before rotation and
+// the values; Cos and Sin, in q's dtype, a row of d/2 angles' cosines and
+// sines for each batch entry's new token, rows CosStride elements apart:
+// the pairs (i, i + d/2) turn as candle's RoPETHD turns them (half-split).
+// Rows and pointers 16-byte aligned. Decode takes it where it runs
+// attn_decode_paged (one query a sequence, F16 or BF16, a paged cache of
+// power-of-two pages, head dim 32, 64, 128 or 256, no window, soft-capping
+// or ALiBi), and returns ErrUnsupported elsewhere.
+type Rotary struct {
+	NewK, NewV Tensor
+	Cos, Sin   hip.DevicePtr
+	CosStride  int
 }
 
 // Varlen describes the sequences of a variable-length batch, packed along
@@ -250,6 +274,9 @@ type kParams struct {
 	Scale, SoftCap                  float32
 	Alibi                           [MaxAlibiHeads]float32
 	Counters                        uint64 // flagFuse's: the handle's
+	NewK, NewV, Cos, Sin            uint64 // flagRotary's (Params.Rotary)
+	NKS, NVS                        [2]int64
+	CSStride                        int64
 }
 
 // The kernels' flags.
@@ -260,6 +287,7 @@ const (
 	flagAlibi   = 8
 	flagLSE     = 16
 	flagFuse    = 32 // attn_mmadec merges its own splits (Counters)
+	flagRotary  = 64 // attn_decode_paged turns q and the new keys and writes the new rows (Params.Rotary)
 )
 
 // threads is the block size of the portable and decode kernels
@@ -885,10 +913,48 @@ func newPlan(op string, pr *problem, p *Params, dev target) (plan, error) {
 	if aligned {
 		k.Flags |= flagAligned
 	}
+	if r := p.Rotary; r != nil {
+		if err := checkRotary(op, pr, r, pl.kernel == pagedNames[dt][bi]); err != nil {
+			return plan{}, err
+		}
+		k.Flags |= flagRotary
+		k.NewK, k.NewV, k.Cos, k.Sin = uint64(r.NewK.Ptr), uint64(r.NewV.Ptr), uint64(r.Cos), uint64(r.Sin)
+		nk, nv := r.NewK.strides(), r.NewV.strides()
+		k.NKS, k.NVS = [2]int64{int64(nk[0]), int64(nk[2])}, [2]int64{int64(nv[0]), int64(nv[2])}
+		k.CSStride = int64(r.CosStride)
+	}
 	return pl, nil
 }
 
 func alignUp(n, a int64) int64 { return (n + a - 1) / a * a }
+
+// checkRotary checks Params.Rotary for a plan whose kernel is (paged) or
+// is not attn_decode_paged.
+func checkRotary(op string, pr *problem, r *Rotary, paged bool) error {
+	if !paged || pr.paged == nil || pr.maxSQ != 1 {
+		return errorf(op, ErrUnsupported, "Params.Rotary: only a Decode of one query a sequence that runs attn_decode_paged takes it (F16 or BF16, a paged cache of power-of-two pages, aligned rows, head dim 32, 64, 128 or 256, no window, soft-capping or ALiBi); rotate q and k before the call")
+	}
+	dt, d := pr.q.DType, pr.d
+	for _, x := range []struct {
+		name string
+		t    Tensor
+	}{{"Rotary.NewK", r.NewK}, {"Rotary.NewV", r.NewV}} {
+		if err := checkTensor(op, x.name, x.t, dt); err != nil {
+			return err
+		}
+		if want := [4]int{pr.batch, 1, pr.hkv, d}; x.t.Shape != want {
+			return errorf(op, ErrShape, "%s has shape %v: want %v (batch, 1, h_kv, d)", x.name, x.t.Shape, want)
+		}
+		st := x.t.strides()
+		if x.t.Ptr%16 != 0 || st[0]*dt.Size()%16 != 0 || st[2]*dt.Size()%16 != 0 {
+			return errorf(op, ErrArgument, "%s at %#x with strides %v: want 16-byte aligned rows", x.name, uint64(x.t.Ptr), st)
+		}
+	}
+	if r.Cos == 0 || r.Sin == 0 || r.Cos%16 != 0 || r.Sin%16 != 0 || r.CosStride < d/2 || r.CosStride*dt.Size()%16 != 0 {
+		return errorf(op, ErrArgument, "Rotary.Cos %#x, Sin %#x, CosStride %d: want 16-byte aligned rows of at least d/2 = %d angles", uint64(r.Cos), uint64(r.Sin), r.CosStride, d/2)
+	}
+	return nil
+}
 
 // checkQKV checks the operands that every entry point shares: dtypes,
 // head dims, heads, and out against q.
