@@ -479,7 +479,7 @@ func (s *PagedStep) Attention(layer int, q, k, v *candle.Tensor, p flashattn.Par
 	}
 	p.Causal = true
 	if d, ok := c.dev.(*candle.HIPDevice); ok {
-		return s.attentionHIP(op, d, layer, q, k, v, p)
+		return s.attentionHIP(op, d, layer, q, k, v, p, nil)
 	}
 	return s.attentionCPU(layer, q, p)
 }
@@ -503,9 +503,12 @@ func (s *PagedStep) checkCall(op string, layer int, p flashattn.Params) error {
 // rotary embeddings: qkv (Len(), h_q + 2·h_kv, d) holds each new token's
 // query, key and value heads; the query and key heads are rotated by cos
 // and sin (Len(), d/2: each token's angles, half-split pairs as
-// candle.Tensor.RoPETHD). When every sequence of the step has a cache (a
-// decode step) on a HIP device, the rotation and the cache writes are one
-// op (candle.Tensor.RoPECache); otherwise it is RoPETHD and Attention.
+// candle.Tensor.RoPETHD). When every sequence of the step has a cache on
+// a HIP device, the rotation and the cache writes are one op
+// (candle.Tensor.RoPECache); with one new token a sequence (a decode
+// step) where flashattn runs its LLM step's kernel, they are part of the
+// attention's kernel (flashattn.Params.Rotary); otherwise it is RoPETHD
+// and Attention.
 func (s *PagedStep) AttentionQKV(layer int, qkv, cos, sin *candle.Tensor, p flashattn.Params) (*candle.Tensor, error) {
 	const op = "PagedStep.AttentionQKV"
 	c := s.c
@@ -528,13 +531,22 @@ func (s *PagedStep) AttentionQKV(layer int, qkv, cos, sin *candle.Tensor, p flas
 	}
 	hq := qs[1] - 2*hkv
 	if d, ok := c.dev.(*candle.HIPDevice); ok && s.nFresh == 0 {
+		p.Causal = true
+		if s.EveryRowLast() {
+			// One new token a sequence: flashattn's decode kernel turns q
+			// and the new keys and writes the new rows itself
+			// (flashattn.Params.Rotary), where it runs the LLM step's kernel.
+			out, err := s.attentionRotary(op, d, layer, qkv, cos, sin, hq, p)
+			if !errors.Is(err, flashattn.ErrUnsupported) {
+				return out, err
+			}
+		}
 		q, err := qkv.RoPECache(cos, sin, hq, s.slots, c.kr[layer], c.vr[layer])
 		if err != nil {
 			return nil, err
 		}
 		defer q.Close() // after the attention's launches are queued
-		p.Causal = true
-		return s.attentionHIP(op, d, layer, q, nil, nil, p)
+		return s.attentionHIP(op, d, layer, q, nil, nil, p, nil)
 	}
 	q, k, v, err := qkv.RoPEQKV(cos, sin, hq)
 	if err != nil {
@@ -600,7 +612,43 @@ func (s *PagedStep) attendOne(i, layer int, q, out *candle.Tensor, p flashattn.P
 	return out.SliceAssign(o3, 0, s.row[i])
 }
 
-func (s *PagedStep) attentionHIP(op string, d *candle.HIPDevice, layer int, q, k, v *candle.Tensor, p flashattn.Params) (*candle.Tensor, error) {
+// attentionRotary is a decode step's AttentionQKV through
+// flashattn.Params.Rotary: q, the new keys and the values read in place
+// from qkv; flashattn.ErrUnsupported when the decode kernel does not take
+// it (nothing launched then).
+func (s *PagedStep) attentionRotary(op string, d *candle.HIPDevice, layer int, qkv, cos, sin *candle.Tensor, hq int, p flashattn.Params) (*candle.Tensor, error) {
+	hkv := s.c.cfg.KVHeads
+	angles := candle.Shape{s.total, s.c.cfg.HeadDim / 2}
+	// Anything else goes to RoPECache, which says what is wrong with it.
+	if !cos.Shape().Equal(angles) || !sin.Shape().Equal(angles) || !cos.IsContiguous() || !sin.IsContiguous() ||
+		cos.DType() != qkv.DType() || sin.DType() != qkv.DType() || cos.Device() != qkv.Device() || sin.Device() != qkv.Device() {
+		return nil, flashattn.ErrUnsupported
+	}
+	for _, x := range []*candle.Tensor{cos, sin} {
+		if ptr, err := x.DevicePtr(); err != nil || ptr%16 != 0 {
+			return nil, flashattn.ErrUnsupported // the kernel reads 16-byte rows
+		}
+	}
+	var parts [3]*candle.Tensor // q, k, v
+	for i, h := range [][2]int{{0, hq}, {hq, hkv}, {hq + hkv, hkv}} {
+		x, err := qkv.Narrow(1, h[0], h[1])
+		if err != nil {
+			closeAll(parts[:i]...)
+			return nil, err
+		}
+		parts[i] = x
+	}
+	defer closeAll(parts[:]...)
+	return s.attentionHIP(op, d, layer, parts[0], parts[1], parts[2], p, &rotaryAngles{cos, sin})
+}
+
+// rotaryAngles are a decode step's cos and sin (Len(), d/2), contiguous:
+// with them attentionHIP's k and v are the step's new keys (before
+// rotation) and values, which its Decode turns and writes
+// (flashattn.Params.Rotary).
+type rotaryAngles struct{ cos, sin *candle.Tensor }
+
+func (s *PagedStep) attentionHIP(op string, d *candle.HIPDevice, layer int, q, k, v *candle.Tensor, p flashattn.Params, rot *rotaryAngles) (*candle.Tensor, error) {
 	c := s.c
 	dt := faDTypes[c.dtype]
 	h, err := handle(d)
@@ -674,6 +722,18 @@ func (s *PagedStep) attentionHIP(op string, d *candle.HIPDevice, layer int, q, k
 	vp, err := pool(c.v[layer])
 	if err != nil {
 		return fail(err)
+	}
+	if rot != nil {
+		// A decode step (one row a sequence, in order): rows 0 to Len().
+		cp, err := rot.cos.DevicePtr()
+		if err != nil {
+			return fail(err)
+		}
+		sp, err := rot.sin.DevicePtr()
+		if err != nil {
+			return fail(err)
+		}
+		p.Rotary = &flashattn.Rotary{NewK: tensor(ops[1], 0, s.total, 1), NewV: tensor(ops[2], 0, s.total, 1), Cos: cp, Sin: sp, CosStride: hd / 2}
 	}
 	if s.fixed != nil {
 		// The inputs' table and lengths (s.btTable and s.seqLens are their
