@@ -687,9 +687,11 @@ func (u *uploader) readStats() TransferStats {
 // for: on an H200's host, 144 MiB took 50-56 ms as 36 mappings of 4 MiB,
 // populated and registered (MallocHost's memory, 50 ms; the page faults,
 // not the registration, cost the most), and 21 ms as one mapping in huge
-// pages. A first load still waits for them (fresh memory comes at a
-// tenth of the copy rate): 2.47 GB in 78-81 ms there, against 51-56 ms
-// once the pool has grown (ReservePinnedBuffers grows it beforehand).
+// pages; populated by several threads at once (mapPopulated), 96 MiB took
+// 6.3 ms against 10.3-13.9 in one. A first load still waits for some of
+// it: 2.47 GB in 63 ms there (71 ms populating in one thread), against
+// 51-55 ms once the pool has grown (ReservePinnedBuffers grows it
+// beforehand).
 // Where mapping or registering fails, MallocHost's memory serves, a
 // buffer at a time. The memory is portable: every device of the process
 // copies from it.
@@ -820,13 +822,31 @@ func mapPopulated(n int) (m, a []byte, err error) {
 	skip := int((huge - uintptr(unsafe.Pointer(unsafe.SliceData(m)))%huge) % huge)
 	a = m[skip : skip+n : skip+n]
 	syscall.Madvise(a, madvHugePage) // advice: nothing to do when refused
-	if syscall.Madvise(a, madvPopulateWrite) != nil {
+	// The kernel zeroes each fresh page in the thread that faults it in:
+	// pieces of whole huge pages populated on several cores at once.
+	pages := (n + huge - 1) / huge
+	parts := max(1, min(runtime.GOMAXPROCS(0), populateThreads, pages))
+	per := (pages + parts - 1) / parts * huge
+	var wg sync.WaitGroup
+	for lo := 0; lo < n; lo += per {
+		wg.Go(func() { populate(a[lo:min(lo+per, n)]) })
+	}
+	wg.Wait()
+	return m, a, nil
+}
+
+// populateThreads bounds the goroutines that populate a mapping.
+const populateThreads = 8
+
+// populate faults b's pages in for writing: MADV_POPULATE_WRITE, or a
+// write a page on kernels before 5.14.
+func populate(b []byte) {
+	if syscall.Madvise(b, madvPopulateWrite) != nil {
 		page := os.Getpagesize()
-		for i := 0; i < n; i += page {
-			a[i] = 0
+		for i := 0; i < len(b); i += page {
+			b[i] = 0
 		}
 	}
-	return m, a, nil
 }
 
 // Linux's madvise advice values (not in package syscall).
@@ -879,12 +899,12 @@ func (p *pinnedPool) put(b *hip.PinnedBuffer) {
 // reads into (Transfer: Chunk, Workers and Ahead; none for Register or
 // Staging), so that the process's first load does not wait for them, and
 // reports the bytes they hold. Fresh pinned memory comes slowly (96 MiB
-// in 15-24 ms on an H200's host), and there a process's first load of a
-// 2.47 GB checkpoint took 80-92 ms allocating its own buffers, 64-69 ms
-// with them reserved, where a repeated load takes 51-55 ms
-// (bench/RESULTS.md): call it while the program does something else
-// before loading, as llm-worker does while its tokenizer loads. The
-// buffers are the process's, kept until FreePinnedBuffers.
+// in 6 ms on an H200's host), and there a process's first load of a
+// 2.47 GB checkpoint took 63 ms allocating its own buffers, where a
+// repeated load takes 51-55 ms (bench/RESULTS.md): call it while the
+// program does something else before loading, as llm-worker does while
+// its tokenizer loads. The buffers are the process's, kept until
+// FreePinnedBuffers.
 func ReservePinnedBuffers(dev *candle.HIPDevice, t Transfer) (int64, error) {
 	if dev == nil {
 		return 0, fmt.Errorf("nn: ReservePinnedBuffers: nil device: %w", candle.ErrDevice)

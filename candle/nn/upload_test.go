@@ -380,14 +380,20 @@ func TestPinnedSlabs(t *testing.T) {
 }
 
 // TestMapPopulated checks the mapping loading's slabs use: aligned to
-// huge pages, the length asked, written through.
+// huge pages, the length asked, written through; in one piece and in
+// pieces populated at once (the last one short).
 func TestMapPopulated(t *testing.T) {
-	m, a, err := mapPopulated(3 << 20)
-	require.NoError(t, err)
-	defer syscall.Munmap(m)
-	assert.Len(t, a, 3<<20)
-	assert.Zero(t, uintptr(unsafe.Pointer(unsafe.SliceData(a)))%(2<<20), "aligned to 2 MiB")
-	off := int(uintptr(unsafe.Pointer(&a[0])) - uintptr(unsafe.Pointer(&m[0])))
-	a[len(a)-1] = 7
-	assert.Equal(t, byte(7), m[off+len(a)-1], "a's last byte, seen through the mapping")
+	for _, n := range []int{448 << 10, 3 << 20, 17<<20 + 4096} {
+		m, a, err := mapPopulated(n)
+		require.NoError(t, err)
+		assert.Len(t, a, n)
+		assert.Zero(t, uintptr(unsafe.Pointer(unsafe.SliceData(a)))%(2<<20), "aligned to 2 MiB")
+		off := int(uintptr(unsafe.Pointer(&a[0])) - uintptr(unsafe.Pointer(&m[0])))
+		for _, i := range []int{0, n / 2, n - 1} {
+			assert.Zero(t, a[i], "byte %d of %d: fresh memory reads zero", i, n)
+			a[i] = 7
+			assert.Equal(t, byte(7), m[off+i], "byte %d of %d, seen through the mapping", i, n)
+		}
+		require.NoError(t, syscall.Munmap(m))
+	}
 }
