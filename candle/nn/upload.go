@@ -688,10 +688,10 @@ func (u *uploader) readStats() TransferStats {
 // populated and registered (MallocHost's memory, 50 ms; the page faults,
 // not the registration, cost the most), and 21 ms as one mapping in huge
 // pages; populated by several threads at once (mapPopulated), 96 MiB took
-// 6.3 ms against 10.3-13.9 in one. A first load still waits for some of
-// it: 2.47 GB in 63 ms there (71 ms populating in one thread), against
-// 51-55 ms once the pool has grown (ReservePinnedBuffers grows it
-// beforehand).
+// 6.3-8.2 ms against 10.3-13.9 in one. A first load still waits for some
+// of it and for fresh device memory: 2.47 GB in 63-87 ms there (71 ms
+// populating in one thread, on the same machine), against 50-55 ms once
+// the pool has grown (ReservePinnedBuffers grows it beforehand).
 // Where mapping or registering fails, MallocHost's memory serves, a
 // buffer at a time. The memory is portable: every device of the process
 // copies from it.
@@ -899,9 +899,9 @@ func (p *pinnedPool) put(b *hip.PinnedBuffer) {
 // reads into (Transfer: Chunk, Workers and Ahead; none for Register or
 // Staging), so that the process's first load does not wait for them, and
 // reports the bytes they hold. Fresh pinned memory comes slowly (96 MiB
-// in 6 ms on an H200's host), and there a process's first load of a
-// 2.47 GB checkpoint took 63 ms allocating its own buffers, where a
-// repeated load takes 51-55 ms (bench/RESULTS.md): call it while the
+// in 6-8 ms on an H200's host), and there a process's first load of a
+// 2.47 GB checkpoint took 63-87 ms allocating its own buffers, where a
+// repeated load takes 50-55 ms (bench/RESULTS.md): call it while the
 // program does something else before loading, as llm-worker does while
 // its tokenizer loads. The buffers are the process's, kept until
 // FreePinnedBuffers.
