@@ -931,7 +931,7 @@ func alignUp(n, a int64) int64 { return (n + a - 1) / a * a }
 // checkRotary checks Params.Rotary for a plan whose kernel is (paged) or
 // is not attn_decode_paged.
 func checkRotary(op string, pr *problem, r *Rotary, paged bool) error {
-	if !paged || pr.paged == nil || pr.maxSQ != 1 {
+	if !paged || pr.maxSQ != 1 { // paged: pagedStep's launch, a paged cache's
 		return errorf(op, ErrUnsupported, "Params.Rotary: only a Decode of one query a sequence that runs attn_decode_paged takes it (F16 or BF16, a paged cache of power-of-two pages, aligned rows, head dim 32, 64, 128 or 256, no window, soft-capping or ALiBi); rotate q and k before the call")
 	}
 	dt, d := pr.q.DType, pr.d

@@ -624,10 +624,13 @@ func (s *PagedStep) attentionRotary(op string, d *candle.HIPDevice, layer int, q
 		cos.DType() != qkv.DType() || sin.DType() != qkv.DType() || cos.Device() != qkv.Device() || sin.Device() != qkv.Device() {
 		return nil, flashattn.ErrUnsupported
 	}
-	for _, x := range []*candle.Tensor{cos, sin} {
-		if ptr, err := x.DevicePtr(); err != nil || ptr%16 != 0 {
+	var rot rotaryAngles
+	for i, x := range []*candle.Tensor{cos, sin} {
+		ptr, err := x.DevicePtr()
+		if err != nil || ptr%16 != 0 {
 			return nil, flashattn.ErrUnsupported // the kernel reads 16-byte rows
 		}
+		rot[i] = ptr
 	}
 	var parts [3]*candle.Tensor // q, k, v
 	for i, h := range [][2]int{{0, hq}, {hq, hkv}, {hq + hkv, hkv}} {
@@ -639,14 +642,14 @@ func (s *PagedStep) attentionRotary(op string, d *candle.HIPDevice, layer int, q
 		parts[i] = x
 	}
 	defer closeAll(parts[:]...)
-	return s.attentionHIP(op, d, layer, parts[0], parts[1], parts[2], p, &rotaryAngles{cos, sin})
+	return s.attentionHIP(op, d, layer, parts[0], parts[1], parts[2], p, &rot)
 }
 
-// rotaryAngles are a decode step's cos and sin (Len(), d/2), contiguous:
-// with them attentionHIP's k and v are the step's new keys (before
-// rotation) and values, which its Decode turns and writes
-// (flashattn.Params.Rotary).
-type rotaryAngles struct{ cos, sin *candle.Tensor }
+// rotaryAngles are a decode step's cos and sin (Len(), d/2), contiguous
+// and 16-byte aligned, by device pointer: with them attentionHIP's k and
+// v are the step's new keys (before rotation) and values, which its
+// Decode turns and writes (flashattn.Params.Rotary).
+type rotaryAngles [2]hip.DevicePtr
 
 func (s *PagedStep) attentionHIP(op string, d *candle.HIPDevice, layer int, q, k, v *candle.Tensor, p flashattn.Params, rot *rotaryAngles) (*candle.Tensor, error) {
 	c := s.c
@@ -725,15 +728,7 @@ func (s *PagedStep) attentionHIP(op string, d *candle.HIPDevice, layer int, q, k
 	}
 	if rot != nil {
 		// A decode step (one row a sequence, in order): rows 0 to Len().
-		cp, err := rot.cos.DevicePtr()
-		if err != nil {
-			return fail(err)
-		}
-		sp, err := rot.sin.DevicePtr()
-		if err != nil {
-			return fail(err)
-		}
-		p.Rotary = &flashattn.Rotary{NewK: tensor(ops[1], 0, s.total, 1), NewV: tensor(ops[2], 0, s.total, 1), Cos: cp, Sin: sp, CosStride: hd / 2}
+		p.Rotary = &flashattn.Rotary{NewK: tensor(ops[1], 0, s.total, 1), NewV: tensor(ops[2], 0, s.total, 1), Cos: rot[0], Sin: rot[1], CosStride: hd / 2}
 	}
 	if s.fixed != nil {
 		// The inputs' table and lengths (s.btTable and s.seqLens are their
