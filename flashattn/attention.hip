@@ -19,8 +19,8 @@
 //   attn_wgmma_<dt>_d<DMAX>  the same on Hopper's warpgroup instructions
 //                          (sm_90a only: wgmma.mma_async), head dims 64
 //                          and 128
-//   attn_mmadec_<dt>_d<DMAX>  the same for a decode step's few rows: one
-//                          warp a block, split-KV over the keys (NVIDIA
+//   attn_mmadec_<dt>_d<DMAX>  the same for a decode step's few rows: four
+//                          warps over each tile's keys, split-KV (NVIDIA
 //                          sm_80+, head dims up to 128), merging its own
 //                          splits where that is small (FA_FUSE)
 //   attn_mfma_<dt>_d<DMAX>, attn_wmma_<dt>_d<DMAX>  the same on AMD CDNA
@@ -897,18 +897,26 @@ template <class T, int DMAX> __device__ __forceinline__ void attn_decode_paged(c
 // one m tile, one stage 211.
 //
 // DEC: attn_mmadec's tiles, for the at most 16 rows (s_q × G) of a KV
-// head in a decode step: one warp, one m tile, q held, 16-key tiles in two
-// stages (17 KiB at d128, so that six or more blocks share an SM), the
-// keys spread over blocks by split-KV. Measured on an H200 (b8 kv4096
-// d128, µs, against attn_decode): GQA h32/8 bf16 54 (123), MHA f16 155
-// (160); 32-key tiles and rings of four or eight stages did no better.
+// head in a decode step: one m tile, q held in each of DEC warps, tiles of
+// 16·DEC keys in two stages, each warp taking 16 of them with its own
+// online softmax; the warps' states merge at the end. Measured on an H200
+// (b8 kv4096 d128, µs): four warps over 64-key tiles (70 KiB at d128,
+// three blocks an SM) took MHA f16 137.7 at one split against one warp
+// over 16-key tiles at 145.6-147.0 however split (PyTorch's cuDNN kernel,
+// four warps over 128-key tiles: 130.9), GQA h32/8 bf16 49.3-49.7 against
+// 50.3-54.9; b1 h32/8 d64 over 1024 keys 11.2-11.3 against 10.7. Fewer,
+// longer runs of contiguous rows reach more of the memory's bandwidth
+// (ncu, one warp: 3.82 TB/s against cuDNN's 4.29). Before: one warp
+// against attn_decode's 123 and 160; 32-key tiles and rings of four or
+// eight stages did no better.
 template <int DMAX, int DEC = 0> struct MmaTiles {
-	static const int WARPS = DEC ? 1 : 4;
+	static const int WARPS = DEC ? DEC : 4; // DEC: warps over the keys, sharing the rows
 	static const int MT = DMAX > 128 || DEC ? 1 : 2;
-	static const int BN = DEC ? 16 : DMAX >= 128 ? 32 : 64;
+	static const int BN = DEC ? 16 * DEC : DMAX >= 128 ? 32 : 64;
+	static const int WN = DEC ? 16 : BN; // keys a warp takes of a tile
 	static const int ST = DMAX > 128 ? 1 : 2;
 	static const int QS = MT == 2;
-	static const int BM = WARPS * MT * 16;
+	static const int BM = (DEC ? 1 : WARPS) * MT * 16;
 	static const int THREADS = WARPS * 32;
 	static const int LD = DMAX + 8; // a shared row, in elements
 	// Dynamic shared memory: q's rows (QS), then ST tiles of K, then of V.
@@ -1049,7 +1057,7 @@ template <class T> __device__ __noinline__ void fa_merge(MergeArgs a) {
 // wrote partials: it counts the block in and, in the last, merges.
 template <class T> __device__ __forceinline__ void fa_fused_merge(const Params& p, const Seq& s, int b, int hk, int m0, int nr, int na) {
 	const i64 idx = ((i64)b * p.h_kv + hk) * gridDim.x + blockIdx.x;
-	if (!fa_last_arrival(p.counters + idx, na)) return;
+	if (!fa_last_arrival(p.counters + idx, na) || threadIdx.x >= 32) return; // a warp merges
 	MergeArgs a;
 	a.opart = p.opart;
 	a.lsepart = p.lsepart;
@@ -1162,8 +1170,8 @@ template <class T, class Ti, int DMAX, bool FULL, bool INC> struct MmaCopy {
 template <class T, int DMAX, bool FULL, int DEC> __device__ __forceinline__ void attn_mma(const Params& p) {
 	typedef MmaTiles<DMAX, DEC> Ti;
 	const int BN = Ti::BN, LD = Ti::LD, BM = Ti::BM, MT = Ti::MT, NT = Ti::THREADS;
-	const int NK = DMAX / 16; // k chunks of q·kᵀ
-	const int NS = BN / 8;    // n tiles of a score tile
+	const int NK = DMAX / 16;  // k chunks of q·kᵀ
+	const int NS = Ti::WN / 8; // n tiles of a warp's score tile
 	const int NO = DMAX / 8;  // n tiles of the output
 	const int ST = Ti::ST, QS = Ti::QS;
 	const unsigned TB = BN * LD * 2; // bytes of a tile
@@ -1205,7 +1213,7 @@ template <class T, int DMAX, bool FULL, int DEC> __device__ __forceinline__ void
 	for (int mt = 0; mt < MT; mt++) {
 #pragma unroll
 		for (int rr = 0; rr < 2; rr++) {
-			const int r = m0 + (warp * MT + mt) * 16 + gq + rr * 8, i = r / G, h = hk * G + r % G;
+			const int r = m0 + ((DEC ? 0 : warp) * MT + mt) * 16 + gq + rr * 8, i = r / G, h = hk * G + r % G;
 			ri[mt][rr] = i;
 			rh[mt][rr] = h;
 			rv[mt][rr] = i < s.sq;
@@ -1286,8 +1294,10 @@ template <class T, int DMAX, bool FULL, int DEC> __device__ __forceinline__ void
 			cp_commit();
 		}
 	}
+	// DEC's warps share the block's rows and take 16 keys each of a tile.
+	const int kw = DEC ? warp * Ti::WN : 0;
 	for (int t = ta; t < tb; t++) {
-		const int n0 = t * BN;
+		const int n0 = t * BN, nw = n0 + kw;
 		const unsigned so = ST == 2 ? ((t - ta) & 1) * TB : 0; // this tile's stage
 		if (ST == 2) {
 			cp_wait<1>();
@@ -1310,8 +1320,8 @@ template <class T, int DMAX, bool FULL, int DEC> __device__ __forceinline__ void
 		// register (an asm operand cannot fold them) instead of folding
 		// into ldmatrix's immediate.
 		unsigned kt, vt;
-		asm volatile("mov.u32 %0, %1;\n" : "=r"(kt) : "r"(kl + so));
-		asm volatile("mov.u32 %0, %1;\n" : "=r"(vt) : "r"(vl + so));
+		asm volatile("mov.u32 %0, %1;\n" : "=r"(kt) : "r"(kl + so + kw * LD * 2));
+		asm volatile("mov.u32 %0, %1;\n" : "=r"(vt) : "r"(vl + so + kw * LD * 2));
 		unsigned qt = 0;
 		if (QS) asm volatile("mov.u32 %0, %1;\n" : "=r"(qt) : "r"(ql));
 		float sacc[MT][NS][4];
@@ -1355,7 +1365,7 @@ template <class T, int DMAX, bool FULL, int DEC> __device__ __forceinline__ void
 				for (int jn = 0; jn < NS; jn++)
 #pragma unroll
 					for (int c = 0; c < 4; c++) {
-						const int rr = c >> 1, j = n0 + jn * 8 + tq * 2 + (c & 1);
+						const int rr = c >> 1, j = nw + jn * 8 + tq * 2 + (c & 1);
 						float x = sacc[mt][jn][c] * p.scale;
 						if (p.softcap > 0.0f) x = p.softcap * tanhf(x / p.softcap);
 						sacc[mt][jn][c] = (x - slope[mt][rr] * fabsf((float)(ri[mt][rr] + off - j))) * FA_LOG2E;
@@ -1368,7 +1378,7 @@ template <class T, int DMAX, bool FULL, int DEC> __device__ __forceinline__ void
 				for (int jn = 0; jn < NS; jn++)
 #pragma unroll
 					for (int c = 0; c < 4; c++) {
-						const int rr = c >> 1, j = n0 + jn * 8 + tq * 2 + (c & 1);
+						const int rr = c >> 1, j = nw + jn * 8 + tq * 2 + (c & 1);
 						if (j < rlo[mt][rr] || j > rhi[mt][rr]) sacc[mt][jn][c] = neg_inf();
 					}
 		}
@@ -1426,7 +1436,7 @@ template <class T, int DMAX, bool FULL, int DEC> __device__ __forceinline__ void
 			}
 		}
 #pragma unroll
-		for (int kc = 0; kc < BN / 16; kc++) {
+		for (int kc = 0; kc < Ti::WN / 16; kc++) {
 			// P's A fragments: rows gq, gq+8 × keys 2tq, 2tq+1 and +8.
 			unsigned pa[MT][4];
 #pragma unroll
@@ -1452,8 +1462,47 @@ template <class T, int DMAX, bool FULL, int DEC> __device__ __forceinline__ void
 	}
 
 	if (QS && ta >= tb) cp_wait_all(); // q's copies, with no tile to wait for them
+	if (DEC > 1) {
+		// The warps' states merge into warp 0's, lane by lane (a lane
+		// holds the same rows' and columns' values in every warp),
+		// through the tiles' shared memory.
+		const int NV = 4 + NO * 4; // floats a lane: m and l of its two rows, its outputs
+		static_assert((DEC - 1) * NV * 32 * 4 <= Ti::SMEM, "the merge fits the tiles' shared memory");
+		float* const xm = (float*)fa_smem;
+		__syncthreads(); // every warp is done with the tiles
+		if (warp > 0) {
+			float* w = xm + (warp - 1) * NV * 32 + lane;
+			w[0] = mrow[0][0], w[32] = mrow[0][1], w[64] = lrow[0][0], w[96] = lrow[0][1];
+#pragma unroll
+			for (int jn = 0; jn < NO; jn++)
+#pragma unroll
+				for (int c = 0; c < 4; c++) w[(4 + jn * 4 + c) * 32] = o[0][jn][c];
+		}
+		__syncthreads();
+		if (warp == 0) {
+#pragma unroll
+			for (int u = 0; u < DEC - 1; u++) {
+				const float* w = xm + u * NV * 32 + lane;
+				float sa[2], sb[2];
+#pragma unroll
+				for (int rr = 0; rr < 2; rr++) {
+					const float mu = w[rr * 32], mn = fmaxf(mrow[0][rr], mu);
+					const float ms = mn == neg_inf() ? 0.0f : mn;
+					sa[rr] = exp2_ftz(mrow[0][rr] - ms);
+					sb[rr] = exp2_ftz(mu - ms);
+					mrow[0][rr] = mn;
+					lrow[0][rr] = lrow[0][rr] * sa[rr] + w[(2 + rr) * 32] * sb[rr];
+				}
+#pragma unroll
+				for (int jn = 0; jn < NO; jn++)
+#pragma unroll
+					for (int c = 0; c < 4; c++) o[0][jn][c] = o[0][jn][c] * sa[c >> 1] + w[(4 + jn * 4 + c) * 32] * sb[c >> 1];
+			}
+		}
+	}
 #pragma unroll
 	for (int mt = 0; mt < MT; mt++) {
+		if (DEC > 1 && warp > 0) break; // warp 0 writes the merged rows
 #pragma unroll
 		for (int rr = 0; rr < 2; rr++) {
 			float l = lrow[mt][rr];
@@ -2245,15 +2294,15 @@ FA_PAGED_TYPE(bf16)
 		FA_GRID_WAIT(); attn_mma<T, D, false, 0>(p);                                                         \
 	}
 // attn_mmadec_<dt>_d<DMAX>[_pad]: attn_mma for the few rows of a decode
-// step, one warp a block (MmaTiles<DMAX, 1>), the keys spread over blocks
+// step, four warps over each tile's keys (MmaTiles<DMAX, 4>), split-KV over blocks
 // by split-KV. Up to head dim 128: at 256 the output's fragments and q's
 // take more registers than a thread has.
 #define FA_MMADEC(T, D)                                                                                          \
-	extern "C" __global__ __launch_bounds__((MmaTiles<D, 1>::THREADS)) void attn_mmadec_##T##_d##D(Params p) {   \
-		FA_GRID_WAIT(); attn_mma<T, D, true, 1>(p);                                                          \
+	extern "C" __global__ __launch_bounds__((MmaTiles<D, 4>::THREADS)) void attn_mmadec_##T##_d##D(Params p) {   \
+		FA_GRID_WAIT(); attn_mma<T, D, true, 4>(p);                                                          \
 	}                                                                                                        \
-	extern "C" __global__ __launch_bounds__((MmaTiles<D, 1>::THREADS)) void attn_mmadec_##T##_d##D##_pad(Params p) { \
-		FA_GRID_WAIT(); attn_mma<T, D, false, 1>(p);                                                         \
+	extern "C" __global__ __launch_bounds__((MmaTiles<D, 4>::THREADS)) void attn_mmadec_##T##_d##D##_pad(Params p) { \
+		FA_GRID_WAIT(); attn_mma<T, D, false, 4>(p);                                                         \
 	}
 FA_MMA(f16, 32) FA_MMA(f16, 64) FA_MMA(f16, 128) FA_MMA(f16, 256)
 FA_MMA(bf16, 32) FA_MMA(bf16, 64) FA_MMA(bf16, 128) FA_MMA(bf16, 256)

@@ -407,7 +407,7 @@ func TestPlanWgmma(t *testing.T) {
 		{BF16, 300, 4096, 72, "attn_mma_bf16_d128_pad", 128, 128*136*2 + 2*2*32*136*2},
 		{F16, 300, 500, 256, "attn_mma_f16_d256", 64, 2 * 32 * 264 * 2},
 		{F16, 300, 500, 32, "attn_mma_f16_d32", 128, 128*40*2 + 2*2*64*40*2},
-		{F16, 1, 500, 128, "attn_mmadec_f16_d128", 16, 2 * 2 * 16 * 136 * 2},
+		{F16, 1, 500, 128, "attn_mmadec_f16_d128", 16, 2 * 2 * 64 * 136 * 2},
 		{F32, 300, 500, 128, "attn_fwd_f32_d128", 32, 0},
 	} {
 		q, k, v, out := operands(2, c.sq, c.sk, 8, 2, c.d)
@@ -502,7 +502,7 @@ func TestPlan(t *testing.T) {
 
 	// Decode's splits fill the device's block slots: the handle asks the
 	// occupancy of the kernel (here as on an H100: four blocks of r1 an
-	// SM, two of r4, eight of attn_mmadec), else one block a CU. FlashDecoding
+	// SM, two of r4, three of attn_mmadec), else one block a CU. FlashDecoding
 	// runs a decode step where MatrixCore does not (here: no matrix cores).
 	h100dec := h100
 	h100dec.mc = 0
@@ -511,9 +511,9 @@ func TestPlan(t *testing.T) {
 		case strings.HasSuffix(kernel, "_r1"):
 			return 4 * 132
 		case strings.HasPrefix(kernel, "attn_mmadec_"):
-			assert.Equal(t, 32, nthreads, kernel)
+			assert.Equal(t, 128, nthreads, kernel)
 			assert.Positive(t, shared, kernel)
-			return 8 * 132
+			return 3 * 132
 		}
 		return 2 * 132
 	}
@@ -533,18 +533,18 @@ func TestPlan(t *testing.T) {
 	pl, err = newPlan("F", &pr, &Params{}, noSlots)
 	require.NoError(t, err)
 	assert.Equal(t, hip.Dim3{X: 1, Y: 8, Z: 8 * 2}, pl.grid, "a block a CU: 2 splits fill 128 of 132")
-	// With matrix cores the same step runs attn_mmadec: one warp of 16
-	// rows a block, 16-key tiles; 64 blocks on 1056 slots: 15 splits
-	// fill 91%.
+	// With matrix cores the same step runs attn_mmadec: four warps over
+	// the 64-key tiles of 16 rows; 64 blocks on 396 slots: 4 splits take
+	// 65% of them (mmaDecSplits).
 	mmaDec := h100dec
 	mmaDec.mc = MatrixCore
 	pl, err = newPlan("F", &pr, &Params{}, mmaDec)
 	require.NoError(t, err)
 	assert.Equal(t, MatrixCore, pl.backend)
 	assert.Equal(t, "attn_mmadec_f16_d128", pl.kernel)
-	assert.Equal(t, 32, pl.threads)
-	assert.Equal(t, 2*2*16*136*2, pl.shared, "K and V, two stages of 16 rows of 128 dims padded by 8")
-	assert.Equal(t, hip.Dim3{X: 1, Y: 8, Z: 8 * 15}, pl.grid)
+	assert.Equal(t, 128, pl.threads)
+	assert.Equal(t, 2*2*64*136*2, pl.shared, "K and V, two stages of 64 rows of 128 dims padded by 8")
+	assert.Equal(t, hip.Dim3{X: 1, Y: 8, Z: 8 * 4}, pl.grid)
 	assert.Equal(t, "attn_combine_f16", pl.combine)
 	// 16 rows a KV head (two query positions of a group of 8) still fit
 	// its one m tile; 17 go to attn_mma, head dims past 128 to
@@ -808,6 +808,26 @@ func TestDecodeSplits(t *testing.T) {
 		{300, 528, 128, 5}, // 1500 blocks in 3 waves of 528: 95%
 	} {
 		assert.Equal(t, c.want, decodeSplits(c.blocks, c.slots, c.most), "%d blocks, %d slots, at most %d", c.blocks, c.slots, c.most)
+	}
+}
+
+// TestMmaDecSplits: attn_mmadec takes the fewest splits that keep 60% of
+// the slots busy, in one wave (the H200's cases that mmaDecSplits' doc
+// cites: three blocks an SM at head dim 128).
+func TestMmaDecSplits(t *testing.T) {
+	for _, c := range []struct{ blocks, slots, most, want int }{
+		{256, 396, 32, 1},  // MHA b8 h32: 65% unsplit; two splits would take two waves
+		{64, 396, 32, 4},   // GQA b8 h32/8: 256 blocks
+		{32, 396, 32, 8},   // MHA b1 h32
+		{32, 396, 3, 3},    // too few keys for more
+		{200, 396, 32, 1},  // two splits (400 blocks) spill into a second wave
+		{150, 396, 32, 2},  // 300 blocks
+		{1000, 396, 32, 1}, // more blocks than slots already
+		{8, 528, 8, 8},     // b1 h32/8 d64 over 1024 keys: 16 tiles, two a split
+		{100, 0, 8, 1},     // slots unknown
+		{0, 396, 8, 1},     // nothing to run
+	} {
+		assert.Equal(t, c.want, mmaDecSplits(c.blocks, c.slots, c.most), "%d blocks, %d slots, at most %d", c.blocks, c.slots, c.most)
 	}
 }
 
