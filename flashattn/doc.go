@@ -45,8 +45,10 @@
 //     tile): 1.35× mma.sync's speed at head dim 128 and 4096 keys,
 //     0.61-0.64 of PyTorch's cuDNN attention on an H200. A decode step's
 //     few rows (at most 16 a KV head, head dims up to 128) run a kernel of
-//     one warp a block with the keys split over blocks: the rows of a GQA
-//     group share each K and V tile on the matrix cores. Where a block's
+//     four warps over each 64-key tile, the keys split over blocks only as
+//     far as the device needs to stay busy: the rows of a GQA group share
+//     each K and V tile on the matrix cores (an MHA step at 0.95 of
+//     PyTorch's bandwidth on an H200). Where a block's
 //     merge is small (an MHA row of head dim 128 or less, at most 8
 //     splits) the last of its splits to end merges them, without a second
 //     kernel (the handle's counters, NewHandle).
