@@ -971,6 +971,7 @@ __device__ __forceinline__ void ldsm4t(unsigned* r, unsigned addr) {
 // splits of a step lost 4 µs a layer.
 #define FA_MERGE_SPLITS 8 // package flashattn's fuseSplits
 #define FA_MERGE_OUT 4    // outputs a lane (fuseOutputs / 32)
+#define FA_DEC_WARPS 4    // attn_mmadec's warps over a tile's keys (mmaDecWarps)
 
 // fa_last_arrival counts the block in once every thread's partials are
 // written, and reports (to every thread) whether it is the last of na.
@@ -2294,15 +2295,16 @@ FA_PAGED_TYPE(bf16)
 		FA_GRID_WAIT(); attn_mma<T, D, false, 0>(p);                                                         \
 	}
 // attn_mmadec_<dt>_d<DMAX>[_pad]: attn_mma for the few rows of a decode
-// step, four warps over each tile's keys (MmaTiles<DMAX, 4>), split-KV over blocks
+// step, FA_DEC_WARPS warps over each tile's keys (package flashattn's
+// mmaDecWarps), split-KV over blocks
 // by split-KV. Up to head dim 128: at 256 the output's fragments and q's
 // take more registers than a thread has.
 #define FA_MMADEC(T, D)                                                                                          \
-	extern "C" __global__ __launch_bounds__((MmaTiles<D, 4>::THREADS)) void attn_mmadec_##T##_d##D(Params p) {   \
-		FA_GRID_WAIT(); attn_mma<T, D, true, 4>(p);                                                          \
+	extern "C" __global__ __launch_bounds__((MmaTiles<D, FA_DEC_WARPS>::THREADS)) void attn_mmadec_##T##_d##D(Params p) { \
+		FA_GRID_WAIT(); attn_mma<T, D, true, FA_DEC_WARPS>(p);                                              \
 	}                                                                                                        \
-	extern "C" __global__ __launch_bounds__((MmaTiles<D, 4>::THREADS)) void attn_mmadec_##T##_d##D##_pad(Params p) { \
-		FA_GRID_WAIT(); attn_mma<T, D, false, 4>(p);                                                         \
+	extern "C" __global__ __launch_bounds__((MmaTiles<D, FA_DEC_WARPS>::THREADS)) void attn_mmadec_##T##_d##D##_pad(Params p) { \
+		FA_GRID_WAIT(); attn_mma<T, D, false, FA_DEC_WARPS>(p);                                             \
 	}
 FA_MMA(f16, 32) FA_MMA(f16, 64) FA_MMA(f16, 128) FA_MMA(f16, 256)
 FA_MMA(bf16, 32) FA_MMA(bf16, 64) FA_MMA(bf16, 128) FA_MMA(bf16, 256)

@@ -472,12 +472,15 @@ func mmaTiles(dmax int) (bm, bn, nthreads, smem int) {
 	return bm, bn, mmaWarps * 32, smem
 }
 
-// mmaDecTiles are the same of attn_mmadec (MmaTiles<DMAX, 4>): one m
-// tile, q's fragments in registers, tiles of 64 keys in two stages, 16
-// keys a warp.
+// mmaDecWarps are attn_mmadec's warps, over the keys of a tile
+// (MmaTiles<DMAX, mmaDecWarps>).
+const mmaDecWarps = 4
+
+// mmaDecTiles are the same of attn_mmadec: one m tile, q's fragments in
+// registers, tiles of 16 keys a warp in two stages.
 func mmaDecTiles(dmax int) (bm, bn, nthreads, smem int) {
-	const keys, stages = 64, 2
-	return 16, keys, 4 * 32, 2 * stages * keys * (dmax + 8) * 2
+	const keys, stages = 16 * mmaDecWarps, 2
+	return 16, keys, 32 * mmaDecWarps, 2 * stages * keys * (dmax + 8) * 2
 }
 
 // mmaDecSplits is attn_mmadec's split count for blocks blocks (before

@@ -178,6 +178,7 @@ func TestROCmTypeChecksNVIDIAKernels(t *testing.T) {
 func tileAsserts() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "static_assert(FA_MERGE_SPLITS == %[1]d && FA_MERGE_OUT * 32 == %[2]d, \"fuseSplits %[1]d, fuseOutputs %[2]d\");\n", fuseSplits, fuseOutputs)
+	fmt.Fprintf(&b, "static_assert(FA_DEC_WARPS == %[1]d, \"mmaDecWarps %[1]d\");\n", mmaDecWarps)
 	check := func(tiles, fn string, d, bm, bn, nthreads, smem int) {
 		fmt.Fprintf(&b, "static_assert(%[1]s::BM == %[2]d && %[1]s::BN == %[3]d && %[1]s::THREADS == %[4]d && %[1]s::SMEM == %[5]d, \"%[6]s(%[7]d): BM %[2]d, BN %[3]d, THREADS %[4]d, SMEM %[5]d\");\n",
 			tiles, bm, bn, nthreads, smem, fn, d)
@@ -187,7 +188,7 @@ func tileAsserts() string {
 		check(fmt.Sprintf("MmaTiles<%d>", d), "mmaTiles", d, bm, bn, nt, smem)
 		if d <= mmaDecMaxD {
 			bm, bn, nt, smem := mmaDecTiles(d)
-			check(fmt.Sprintf("MmaTiles<%d, 1>", d), "mmaDecTiles", d, bm, bn, nt, smem)
+			check(fmt.Sprintf("MmaTiles<%d, %d>", d, mmaDecWarps), "mmaDecTiles", d, bm, bn, nt, smem)
 		}
 		if wgmmaDim(d) {
 			bm, bn, nt, smem := wgmmaTiles(d)
