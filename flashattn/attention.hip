@@ -1173,7 +1173,7 @@ template <class T, int DMAX, bool FULL, int DEC> __device__ __forceinline__ void
 	const int BN = Ti::BN, LD = Ti::LD, BM = Ti::BM, MT = Ti::MT, NT = Ti::THREADS;
 	const int NK = DMAX / 16;  // k chunks of q·kᵀ
 	const int NS = Ti::WN / 8; // n tiles of a warp's score tile
-	const int NO = DMAX / 8;  // n tiles of the output
+	const int NO = DMAX / 8;   // n tiles of the output
 	const int ST = Ti::ST, QS = Ti::QS;
 	const unsigned TB = BN * LD * 2; // bytes of a tile
 	extern __shared__ uint4 fa_smem[];
@@ -2296,9 +2296,9 @@ FA_PAGED_TYPE(bf16)
 	}
 // attn_mmadec_<dt>_d<DMAX>[_pad]: attn_mma for the few rows of a decode
 // step, FA_DEC_WARPS warps over each tile's keys (package flashattn's
-// mmaDecWarps), split-KV over blocks
-// by split-KV. Up to head dim 128: at 256 the output's fragments and q's
-// take more registers than a thread has.
+// mmaDecWarps), the keys spread over blocks by split-KV. Up to head dim
+// 128: at 256 the output's fragments and q's take more registers than a
+// thread has.
 #define FA_MMADEC(T, D)                                                                                          \
 	extern "C" __global__ __launch_bounds__((MmaTiles<D, FA_DEC_WARPS>::THREADS)) void attn_mmadec_##T##_d##D(Params p) { \
 		FA_GRID_WAIT(); attn_mma<T, D, true, FA_DEC_WARPS>(p);                                              \

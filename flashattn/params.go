@@ -206,10 +206,10 @@ type Backend uint8
 // The backends. A Handle chooses per call, in this order:
 //
 //   - MatrixCore's decode kernel (attn_mmadec: four warps over each tile
-//     of keys, the keys split over blocks) on NVIDIA sm_80 and later when a KV head has at
-//     most 16 query rows (s_q × h_q/h_kv: a decode step, a few
-//     speculative tokens) and the head dim is at most 128, for a call
-//     that MatrixCore takes (below);
+//     of keys, the keys split over blocks) on NVIDIA sm_80 and later when
+//     a KV head has at most 16 query rows (s_q × h_q/h_kv: a decode step,
+//     a few speculative tokens) and the head dim is at most 128, for a
+//     call that MatrixCore takes (below);
 //   - FlashDecoding for the other calls with at most 8 query rows a KV
 //     head: any dtype, dense, variable-length or paged;
 //   - CK on the AMD platform when the Composable Kernel shim is loaded and
