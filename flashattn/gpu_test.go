@@ -600,6 +600,37 @@ func (g *gpuEnv) varlen(t *testing.T, dt DType, lq, lk []int32, d int, p Params,
 	return be
 }
 
+// shuffledPages hands out the pages of caches of lens keys (pageSize keys
+// a page), spare pages more than they need, in an order r shuffles: each
+// entry's pages (table), and the block table (flat, stride entries a row,
+// one more than the longest entry needs, -1 past each entry's pages: never
+// read).
+func shuffledPages(r *rand.Rand, lens []int32, pageSize, spare int) (table [][]int32, flat []int32, stride, pages int) {
+	need := 0
+	for _, n := range lens {
+		np := (int(n) + pageSize - 1) / pageSize
+		stride = max(stride, np)
+		need += np
+	}
+	stride++
+	pages = need + spare
+	perm := r.Perm(pages)
+	table = make([][]int32, len(lens))
+	flat = make([]int32, len(lens)*stride)
+	for i := range flat {
+		flat[i] = -1
+	}
+	next := 0
+	for bi, n := range lens {
+		for j := 0; j*pageSize < int(n); j++ {
+			table[bi] = append(table[bi], int32(perm[next]))
+			flat[bi*stride+j] = int32(perm[next])
+			next++
+		}
+	}
+	return table, flat, stride, pages
+}
+
 func TestGPUDecodePaged(t *testing.T) {
 	g := gpu(t)
 	for _, c := range []struct {
@@ -630,30 +661,7 @@ func TestGPUDecodePaged(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			r := rand.New(rand.NewPCG(uint64(c.pageSize), uint64(c.d)))
 			b := len(c.lens)
-			// Pages for every entry plus spares, handed out shuffled.
-			stride := 0
-			need := 0
-			for _, n := range c.lens {
-				np := (int(n) + c.pageSize - 1) / c.pageSize
-				stride = max(stride, np)
-				need += np
-			}
-			stride++
-			pages := need + 5
-			perm := r.Perm(pages)
-			table := make([][]int32, b)
-			flat := make([]int32, b*stride)
-			for i := range flat {
-				flat[i] = -1 // never read: past each entry's length
-			}
-			next := 0
-			for bi, n := range c.lens {
-				for j := 0; j*c.pageSize < int(n); j++ {
-					table[bi] = append(table[bi], int32(perm[next]))
-					flat[bi*stride+j] = int32(perm[next])
-					next++
-				}
-			}
+			table, flat, stride, pages := shuffledPages(r, c.lens, c.pageSize, 5)
 			kc, vc := randHost(r, pages, c.pageSize, c.hkv, c.d), randHost(r, pages, c.pageSize, c.hkv, c.d)
 			q := randHost(r, b, c.sq, c.hq, c.d)
 			gq := g.upload(&q, c.dt, "contiguous")
@@ -724,23 +732,7 @@ func TestGPUDecodeRotary(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			r := rand.New(rand.NewPCG(uint64(c.pageSize), uint64(c.d)+1))
 			b, half, ps := len(c.lens), c.d/2, c.pageSize
-			stride, need := 0, 0
-			for _, n := range c.lens {
-				np := (int(n) + ps - 1) / ps
-				stride, need = max(stride, np), need+np
-			}
-			pages := need + 3
-			perm := r.Perm(pages)
-			table := make([][]int32, b)
-			flat := make([]int32, b*stride)
-			next := 0
-			for bi, n := range c.lens {
-				for j := 0; j*ps < int(n); j++ {
-					table[bi] = append(table[bi], int32(perm[next]))
-					flat[bi*stride+j] = int32(perm[next])
-					next++
-				}
-			}
+			table, flat, stride, pages := shuffledPages(r, c.lens, ps, 3)
 			kc, vc := randHost(r, pages, ps, c.hkv, c.d), randHost(r, pages, ps, c.hkv, c.d)
 			qkv := randHost(r, b, 1, c.hq+2*c.hkv, c.d)
 			angles := make([]float64, 2*b*half) // cos rows, then sin rows
