@@ -94,7 +94,9 @@ type Load struct {
 
 // Load loads the checkpoint onto the device once, with t's transfer; the
 // tensors are closed after.
-func (b *Tensors) Load(c *Checkpoint, t nn.Transfer) (Load, error) {
+func (b *Tensors) Load(c *Checkpoint, t nn.Transfer) (Load, error) { return load(b.Dev, c, t) }
+
+func load(dev *candle.HIPDevice, c *Checkpoint, t nn.Transfer) (Load, error) {
 	names := make([]string, 0, len(c.shapes))
 	for n := range c.shapes {
 		names = append(names, n)
@@ -107,7 +109,7 @@ func (b *Tensors) Load(c *Checkpoint, t nn.Transfer) (Load, error) {
 		}
 	}()
 	start := time.Now()
-	vb, err := nn.OpenVarBuilder(c.Path, b.Dev, candle.BF16, nn.WithTransfer(t))
+	vb, err := nn.OpenVarBuilder(c.Path, dev, candle.BF16, nn.WithTransfer(t))
 	if err != nil {
 		return Load{}, err
 	}
@@ -119,7 +121,7 @@ func (b *Tensors) Load(c *Checkpoint, t nn.Transfer) (Load, error) {
 		}
 		loaded = append(loaded, t)
 	}
-	if err := b.Dev.Synchronize(); err != nil {
+	if err := dev.Synchronize(); err != nil {
 		vb.Close()
 		return Load{}, err
 	}
@@ -153,31 +155,50 @@ func medianClosed(ls []Load) Load {
 	return ls[len(ls)/2]
 }
 
-// FreshLoad is the median Closed load of reps loads, each after
-// nn.FreePinnedBuffers, so that it allocates its pinned buffers as a
-// process's first load does, or, with reserve, after
-// nn.ReservePinnedBuffers too, whose median time it returns.
-func (b *Tensors) FreshLoad(c *Checkpoint, t nn.Transfer, reserve bool, reps int) (Load, time.Duration, error) {
-	ls := make([]Load, reps)
-	rs := make([]time.Duration, reps)
-	for i := range ls {
-		if _, err := nn.FreePinnedBuffers(); err != nil {
-			return Load{}, 0, err
-		}
-		if reserve {
-			start := time.Now()
-			if _, err := nn.ReservePinnedBuffers(b.Dev, t); err != nil {
-				return Load{}, 0, err
-			}
-			rs[i] = time.Since(start)
-		}
-		var err error
-		if ls[i], err = b.Load(c, t); err != nil {
-			return Load{}, 0, err
-		}
+// OpenCheckpoint is the checkpoint that WriteCheckpoint wrote at path
+// with the same scale, for a process that did not write it.
+func OpenCheckpoint(path string, scale int) (*Checkpoint, error) {
+	if scale < 1 {
+		return nil, fmt.Errorf("bench: checkpoint scale %d: want 1 or more", scale)
 	}
-	slices.Sort(rs)
-	return medianClosed(ls), rs[reps/2], nil
+	c := &Checkpoint{Path: path, shapes: checkpointShapes(max(16/scale, 1), 128256/scale)}
+	for _, shape := range c.shapes {
+		n := int64(2) // BF16
+		for _, d := range shape {
+			n *= int64(d)
+		}
+		c.Bytes += n
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if st.Size() < c.Bytes {
+		return nil, fmt.Errorf("bench: %s holds %d bytes, fewer than the %d of a checkpoint of scale %d", path, st.Size(), c.Bytes, scale)
+	}
+	return c, nil
+}
+
+// FirstLoad is what a process's first load of the checkpoint costs when
+// it runs in a fresh process (tensorbench runs it in one for each
+// measurement): it opens HIP device 0, reserves the pinned buffers first
+// when reserve is set (returning how long that took), and loads once with
+// the default transfer.
+func FirstLoad(c *Checkpoint, reserve bool) (Load, time.Duration, error) {
+	d, err := candle.HIP(0)
+	if err != nil {
+		return Load{}, 0, err
+	}
+	var took time.Duration
+	if reserve {
+		start := time.Now()
+		if _, err := nn.ReservePinnedBuffers(d, nn.Transfer{}); err != nil {
+			return Load{}, 0, err
+		}
+		took = time.Since(start)
+	}
+	l, err := load(d, c, nn.Transfer{})
+	return l, took, err
 }
 
 // Registration is the cost of registering the checkpoint's mapping with

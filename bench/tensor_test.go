@@ -72,6 +72,16 @@ func TestTensorBenchmarksRun(t *testing.T) {
 		}
 		t.Logf("%s: a %d-byte checkpoint on the device in %v, closed in %v; %+v", tr, ckpt.Bytes, again.OnDevice, again.Closed, again.Stats)
 	}
+	// A process's first load, as tensorbench runs it in fresh processes
+	// (here in this one: the device is open already).
+	opened, err := OpenCheckpoint(ckpt.Path, 16)
+	require.NoError(t, err)
+	assert.Equal(t, ckpt.Bytes, opened.Bytes)
+	first, took, err := FirstLoad(opened, true)
+	require.NoError(t, err)
+	assert.Positive(t, first.OnDevice)
+	assert.GreaterOrEqual(t, first.Closed, first.OnDevice)
+	assert.Positive(t, took)
 	pinned, err := b.PinnedRate(1 << 24)
 	require.NoError(t, err)
 	assert.Positive(t, pinned)

@@ -38,9 +38,14 @@ func main() {
 	tinyOps := flag.Int("ops", 20000, "ops per timing of the small end-to-end add")
 	scale := flag.Int("scale", 1, "divide the big sizes by this (for a quick try)")
 	loadOnly := flag.Bool("load", false, "only the loading rows (the checkpoint, its strategies and their parts), without PyTorch: a quick run")
+	first := flag.String("first-load", "", "load this checkpoint (written by tensorbench at -scale) once and print the times as JSON: "+
+		"how tensorbench measures a fresh process's first load")
+	reserve := flag.Bool("reserve", false, "with -first-load: nn.ReservePinnedBuffers before the load")
 	flag.Parse()
 	var err error
-	if *loadOnly {
+	if *first != "" {
+		err = runFirstLoad(*first, *scale, *reserve)
+	} else if *loadOnly {
 		err = runLoad(*scale)
 	} else {
 		err = run(*script, *python, *jsonOut, *reps, *tinyOps, *scale)
