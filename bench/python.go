@@ -11,7 +11,7 @@ import (
 )
 
 // RunScript runs a PyTorch reference script with python and decodes the
-// JSON object on the last line of its output into out. An empty script is
+// JSON object on the last line of its output into out (RunJSON). An empty script is
 // looked for by name next to the running binary, then in bench/ and the
 // working directory.
 func RunScript(python, script, name string, args []string, out any) error {
@@ -27,13 +27,23 @@ func RunScript(python, script, name string, args []string, out any) error {
 	if script == "" {
 		return fmt.Errorf("%s not found: pass -torch", name)
 	}
-	cmd := exec.Command(python, append([]string{script}, args...)...)
+	return RunJSON(python, append([]string{script}, args...), out)
+}
+
+// RunJSON runs a program and decodes the JSON object on the last line of
+// its standard output into out; a failure carries its standard error.
+func RunJSON(name string, args []string, out any) error {
+	cmd := exec.Command(name, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdout, err := cmd.Output()
 	if err != nil {
-		return fmt.Errorf("%s %s: %v\n%s", python, script, err, stderr.String())
+		return fmt.Errorf("%s %s: %v\n%s", name, strings.Join(args, " "), err, stderr.String())
 	}
 	lines := strings.Split(strings.TrimSpace(string(stdout)), "\n")
-	return json.Unmarshal([]byte(lines[len(lines)-1]), out)
+	last := lines[len(lines)-1]
+	if err := json.Unmarshal([]byte(last), out); err != nil {
+		return fmt.Errorf("%s printed %q last: %w", name, last, err)
+	}
+	return nil
 }

@@ -81,6 +81,7 @@ func TestTensorBenchmarksRun(t *testing.T) {
 	require.NoError(t, err)
 	assert.Positive(t, first.OnDevice)
 	assert.GreaterOrEqual(t, first.Closed, first.OnDevice)
+	assert.Equal(t, opened.Bytes, first.Stats.Read+first.Stats.Registered+first.Stats.Staged, "every byte went one way or another")
 	assert.Positive(t, took)
 	pinned, err := b.PinnedRate(1 << 24)
 	require.NoError(t, err)

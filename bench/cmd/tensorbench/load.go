@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -213,14 +211,11 @@ func freshLoads(c *bench.Checkpoint, scale int, reserve bool, n int) (bench.Load
 	}
 	ls := make([]firstLoad, n)
 	for i := range ls {
-		cmd := exec.Command(exe, "-first-load", c.Path, fmt.Sprint("-scale=", scale), fmt.Sprint("-reserve=", reserve))
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			return bench.Load{}, 0, fmt.Errorf("a fresh process's first load: %v: %s", err, strings.TrimSpace(stderr.String()))
+		args := []string{"-first-load", c.Path, fmt.Sprint("-scale=", scale), fmt.Sprint("-reserve=", reserve)}
+		if err := bench.RunJSON(exe, args, &ls[i]); err != nil {
+			return bench.Load{}, 0, fmt.Errorf("a fresh process's first load: %w", err)
 		}
-		if ls[i], err = parseFirstLoad(out); err != nil {
+		if err := ls[i].check(); err != nil {
 			return bench.Load{}, 0, err
 		}
 	}
@@ -230,18 +225,12 @@ func freshLoads(c *bench.Checkpoint, scale int, reserve bool, n int) (bench.Load
 	return bench.Load{OnDevice: ls[n/2].OnDevice, Closed: ls[n/2].Closed}, took, nil
 }
 
-// parseFirstLoad reads -first-load's output: the JSON object on its last
-// line.
-func parseFirstLoad(out []byte) (firstLoad, error) {
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	var l firstLoad
-	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &l); err != nil {
-		return l, fmt.Errorf("a fresh process's first load printed %q: %w", out, err)
-	}
+// check says whether the times are those of a load.
+func (l firstLoad) check() error {
 	if l.Closed <= 0 || l.OnDevice <= 0 || l.Closed < l.OnDevice {
-		return l, fmt.Errorf("a fresh process's first load printed %q: want 0 < on the device <= closed", out)
+		return fmt.Errorf("a fresh process's first load printed %+v: want 0 < OnDevice <= Closed", l)
 	}
-	return l, nil
+	return nil
 }
 
 // runLoad is tensorbench -load: the loading rows alone.

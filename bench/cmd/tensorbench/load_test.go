@@ -5,17 +5,13 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
-// TestParseFirstLoad: a fresh process's times come from the last line of
-// its output; anything else is an error that quotes the output.
-func TestParseFirstLoad(t *testing.T) {
-	l, err := parseFirstLoad([]byte("a warning\n{\"OnDevice\":60000000,\"Closed\":61000000,\"Reserve\":9000000}\n"))
-	require.NoError(t, err)
-	assert.Equal(t, firstLoad{OnDevice: 60 * time.Millisecond, Closed: 61 * time.Millisecond, Reserve: 9 * time.Millisecond}, l)
-	for _, bad := range []string{"", "panic: no device\n", "{\"OnDevice\":0,\"Closed\":5}", "{\"OnDevice\":9,\"Closed\":5}"} {
-		_, err := parseFirstLoad([]byte(bad))
-		assert.ErrorContains(t, err, "a fresh process's first load printed", bad)
+// TestFirstLoadCheck: a fresh process's times must be those of a load;
+// anything else is an error that shows them.
+func TestFirstLoadCheck(t *testing.T) {
+	assert.NoError(t, firstLoad{OnDevice: 60 * time.Millisecond, Closed: 61 * time.Millisecond, Reserve: 9 * time.Millisecond}.check())
+	for _, bad := range []firstLoad{{}, {OnDevice: 0, Closed: 5}, {OnDevice: 9, Closed: 5}} {
+		assert.ErrorContains(t, bad.check(), "a fresh process's first load printed", "%+v", bad)
 	}
 }
