@@ -5,14 +5,16 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/rocm-go/rocm/errs"
 	"github.com/rocm-go/rocm/internal/dl"
 )
 
 // ErrClosed is the cause of every error of a call given a closed handle,
 // buffer or descriptor, in every package: each re-exports it as its own
 // ErrClosed, so errors.Is(err, hip.ErrClosed) holds for a closed buffer
-// passed to rocblas too.
-var ErrClosed = errors.New("use of a closed handle")
+// passed to rocblas too. It is errs.ErrClosed, the kind the packages above
+// the bindings give a closed handle.
+var ErrClosed = errs.ErrClosed
 
 // FormatError is the one message format of the packages' Error types:
 //
