@@ -3,7 +3,9 @@ package candle
 import (
 	"testing"
 
-	"github.com/rocm-go/rocm/internal/testenv/nvrtc"
+	"github.com/rocm-go/rocm/hip"
+	"github.com/rocm-go/rocm/hiprtc"
+	"github.com/rocm-go/rocm/internal/testenv"
 )
 
 // TestNVRTCCompilesEveryKernel compiles every module with the real NVRTC
@@ -12,6 +14,12 @@ import (
 // side names: the NVIDIA side of every source (its inline PTX among it)
 // checked without a GPU.
 func TestNVRTCCompilesEveryKernel(t *testing.T) {
-	nvrtc.Need(t, 1)
+	testenv.NeedNVRTC(t, 1, loadNVRTC, hiprtc.Unload)
 	compileEveryKernel(t, []string{"sm_90"}, nil)
+}
+
+// loadNVRTC loads hiprtc for the NVIDIA platform: NVRTC without a GPU.
+func loadNVRTC() (string, error) {
+	err := hiprtc.Load(hiprtc.WithPlatform(hip.PlatformNVIDIA))
+	return hiprtc.CUDAIncludeDir(), err
 }

@@ -8,8 +8,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rocm-go/rocm/hip"
 	"github.com/rocm-go/rocm/hiprtc"
-	"github.com/rocm-go/rocm/internal/testenv/nvrtc"
+	"github.com/rocm-go/rocm/internal/testenv"
 )
 
 // TestNVRTCCompilesEveryKernel compiles the kernels with the real NVRTC
@@ -20,7 +21,7 @@ import (
 // takes a minute or two of a CI machine's core, and sm_90a's kernels are
 // a superset of sm_80's.
 func TestNVRTCCompilesEveryKernel(t *testing.T) {
-	nvrtc.Need(t, 1)
+	testenv.NeedNVRTC(t, 1, loadNVRTC, hiprtc.Unload)
 	v, err := hiprtc.Version()
 	require.NoError(t, err)
 	c, err := hiprtc.NewCache(t.TempDir())
@@ -48,4 +49,10 @@ func TestNVRTCCompilesEveryKernel(t *testing.T) {
 	} else {
 		assert.Zero(t, wg, "NVRTC %d.%d compiles sm_90 without attn_wgmma", v.Major, v.Minor)
 	}
+}
+
+// loadNVRTC loads hiprtc for the NVIDIA platform: NVRTC without a GPU.
+func loadNVRTC() (string, error) {
+	err := hiprtc.Load(hiprtc.WithPlatform(hip.PlatformNVIDIA))
+	return hiprtc.CUDAIncludeDir(), err
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/rocm-go/rocm/hip"
 	"github.com/rocm-go/rocm/hiprtc"
 	"github.com/rocm-go/rocm/internal/testenv"
-	"github.com/rocm-go/rocm/internal/testenv/nvrtc"
 )
 
 // With -j, the command runs itself once per architecture: the test binary
@@ -93,7 +92,7 @@ func TestCompilesAheadOfTime(t *testing.T) {
 // use, so that on a GPU machine candle's tests find every module there
 // after it. A second run finds them all. Tier 1 has Debian's NVRTC 12.
 func TestCompilesAheadOfTimeForNVIDIA(t *testing.T) {
-	nvrtc.Need(t, 1)
+	testenv.NeedNVRTC(t, 1, loadNVRTC, hiprtc.Unload)
 	modules := len(candle.DefaultKernelCache().Modules()) + 1 // and flashattn's
 	for i := range 2 {
 		var out strings.Builder
@@ -105,4 +104,10 @@ func TestCompilesAheadOfTimeForNVIDIA(t *testing.T) {
 			assert.NotContains(t, out.String(), " compiled ", "the second run finds every module")
 		}
 	}
+}
+
+// loadNVRTC loads hiprtc for the NVIDIA platform: NVRTC without a GPU.
+func loadNVRTC() (string, error) {
+	err := hiprtc.Load(hiprtc.WithPlatform(hip.PlatformNVIDIA))
+	return hiprtc.CUDAIncludeDir(), err
 }

@@ -10,6 +10,7 @@
 package testenv
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"strconv"
@@ -60,4 +61,22 @@ func Logged(lines []string, prefix string) []string {
 		}
 	}
 	return out
+}
+
+// NeedNVRTC gates a test of tier on NVIDIA's NVRTC and CUDA's cuda_fp16.h
+// (tier 1 has Debian's NVRTC 12): load loads hiprtc for the NVIDIA
+// platform and returns the folder of CUDA's headers it found ("" for none),
+// and unload undoes it when the test ends. The caller passes package
+// hiprtc's functions, which this package, below every public one, cannot
+// import.
+func NeedNVRTC(t testing.TB, tier int, load func() (includeDir string, err error), unload func() error) {
+	t.Helper()
+	dir, err := load()
+	if err == nil {
+		t.Cleanup(func() { unload() })
+		if dir == "" {
+			err = errors.New("no folder with cuda_fp16.h beside NVRTC, under $CUDA_PATH or in /usr/local/cuda/include")
+		}
+	}
+	Need(t, tier, "NVIDIA's NVRTC (libnvrtc) and CUDA's cuda_fp16.h", err)
 }
