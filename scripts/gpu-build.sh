@@ -4,7 +4,7 @@
 #                          with the folders beside it that hold no Go
 #   gpu/run.sh             runs them all and prints a summary
 #   gpu/bench/             the benchmark runners of bench/cmd (no -race),
-#                          with the PyTorch scripts bench/*.py
+#                          (their PyTorch scripts are embedded)
 #   gpu/bin/               the examples and the commands of cmd/
 # cgo with dlopen needs no CUDA or ROCm here. With -archive it also packs
 # gpu/ into gpu.tar.xz, for machines that take one file.
@@ -41,7 +41,7 @@ done
 for cmd in bench/cmd/*/; do
 	go build -ldflags="$ldflags" -o "$out/bench/$(basename "$cmd")" "./$cmd"
 done
-cp bench/*.py "$out/bench/"
+
 for ex in examples/*/ cmd/*/; do
 	go build -ldflags="$ldflags" -o "$out/bin/$(basename "$ex")" "./$ex"
 done

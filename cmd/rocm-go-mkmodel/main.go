@@ -25,7 +25,7 @@ import (
 	"github.com/dustin/go-humanize"
 
 	"github.com/rocm-go/rocm/candle"
-	"github.com/rocm-go/rocm/candle/models/llama/mkmodel"
+	"github.com/rocm-go/rocm/internal/mkmodel"
 )
 
 func main() {

@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rocm-go/rocm/candle"
-	"github.com/rocm-go/rocm/candle/models/llama/mkmodel"
 	"github.com/rocm-go/rocm/hip"
+	"github.com/rocm-go/rocm/internal/mkmodel"
 	"github.com/rocm-go/rocm/internal/testenv"
 )
 

@@ -20,7 +20,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/rocm-go/rocm/bench"
+	"github.com/rocm-go/rocm/internal/bench"
 )
 
 // logBuffer collects a server's log for assertions.

@@ -2,7 +2,7 @@
 // PyTorch doing the same products (torch_blas.py), and prints a table of
 // ratios against the targets. Run it on a GPU machine:
 //
-//	blasbench [-torch bench/torch_blas.py] [-json results.json]
+//	blasbench [-torch internal/bench/torch_blas.py] [-json results.json]
 //
 // The products are gemm 8192³ in bf16, f16 (float32 accumulation) and f32
 // (no TF32, as PyTorch's default), and the strided batch of an LLM decode
@@ -21,13 +21,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rocm-go/rocm/bench"
 	"github.com/rocm-go/rocm/hip"
+	"github.com/rocm-go/rocm/internal/bench"
 	"github.com/rocm-go/rocm/rocblas"
 )
 
 func main() {
-	script := flag.String("torch", "", "PyTorch reference script (default: torch_blas.py next to this binary, then bench/torch_blas.py)")
+	script := flag.String("torch", "", "PyTorch reference script (default: the embedded torch_blas.py)")
 	python := flag.String("python", "python3", "Python with PyTorch")
 	jsonOut := flag.String("json", "", "also write the results as JSON to this file")
 	iters := flag.Int("iters", 10, "calls per timing of the large products (50 times as many for small ones)")

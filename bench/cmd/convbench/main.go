@@ -5,7 +5,7 @@
 // and ratios against the target (≥ 0.95 of PyTorch's), then the time the
 // Find of a new shape takes. Run it on a GPU machine:
 //
-//	convbench [-torch bench/torch_conv.py] [-json results.json] [-only 1x1]
+//	convbench [-torch internal/bench/torch_conv.py] [-json results.json] [-only 1x1]
 package main
 
 import (
@@ -17,8 +17,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rocm-go/rocm/bench"
 	"github.com/rocm-go/rocm/hip"
+	"github.com/rocm-go/rocm/internal/bench"
 	"github.com/rocm-go/rocm/miopen"
 )
 
@@ -52,7 +52,7 @@ type candidate struct {
 const target = 0.95
 
 func main() {
-	script := flag.String("torch", "", "PyTorch reference script (default: torch_conv.py next to this binary, then bench/torch_conv.py)")
+	script := flag.String("torch", "", "PyTorch reference script (default: the embedded torch_conv.py)")
 	python := flag.String("python", "python3", "Python with PyTorch")
 	jsonOut := flag.String("json", "", "also write the results as JSON to this file")
 	iters := flag.Int("iters", 20, "convolutions per timing")

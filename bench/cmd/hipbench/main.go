@@ -2,7 +2,7 @@
 // PyTorch doing the same work (torch_ref.py), and prints a table of ratios
 // against the targets. Run it on a GPU machine:
 //
-//	hipbench [-torch bench/torch_ref.py] [-json results.json]
+//	hipbench [-torch internal/bench/torch_ref.py] [-json results.json]
 package main
 
 import (
@@ -13,13 +13,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rocm-go/rocm/bench"
 	"github.com/rocm-go/rocm/hip"
 	"github.com/rocm-go/rocm/hiprtc"
+	"github.com/rocm-go/rocm/internal/bench"
 )
 
 func main() {
-	script := flag.String("torch", "", "PyTorch reference script (default: torch_ref.py next to this binary, then bench/torch_ref.py)")
+	script := flag.String("torch", "", "PyTorch reference script (default: the embedded torch_ref.py)")
 	python := flag.String("python", "python3", "Python with PyTorch")
 	jsonOut := flag.String("json", "", "also write the results as JSON to this file")
 	small := flag.Int("small", 1024, "elements of the small elementwise add")

@@ -29,9 +29,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rocm-go/rocm/bench"
 	"github.com/rocm-go/rocm/candle"
-	"github.com/rocm-go/rocm/candle/models/llama/mkmodel"
+	"github.com/rocm-go/rocm/internal/bench"
+	"github.com/rocm-go/rocm/internal/mkmodel"
 )
 
 func main() {
@@ -49,7 +49,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	batches := fs.String("batches", "1,8", "batch sizes, comma-separated")
 	reps := fs.Int("reps", 0, "repeats of prefill and time to first token, the median reported; decode runs half as many (default 5; -quick 2)")
 	python := fs.String("python", "python3", "Python with PyTorch and transformers (\"\" skips transformers)")
-	script := fs.String("torch", "", "torch_llm.py (default: next to this binary, then bench/torch_llm.py)")
+	script := fs.String("torch", "", "PyTorch reference script (default: the embedded torch_llm.py)")
 	jsonOut := fs.String("json", "", "also write the report as JSON to this file")
 	quant := fs.String("gguf", "", "GGUF types to measure too, comma-separated (q4_0,q4_k,q8_0): the model written as GGUF files beside -model")
 	bf16 := fs.Bool("bf16", true, "measure the BF16 model and transformers (false: only the -gguf models, in minutes less)")

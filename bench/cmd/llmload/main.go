@@ -25,7 +25,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/rocm-go/rocm/bench"
+	"github.com/rocm-go/rocm/internal/bench"
 )
 
 func main() {

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rocm-go/rocm/bench"
 	"github.com/rocm-go/rocm/candle/nn"
 	"github.com/rocm-go/rocm/hip"
+	"github.com/rocm-go/rocm/internal/bench"
 )
 
 // loadStrategies are the transfers compared with the default on the same

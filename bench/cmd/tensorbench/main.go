@@ -3,7 +3,7 @@
 // table of ratios (rocm-go / PyTorch, in speed) and each op's fraction of
 // the roofline: the device-to-device copy rate measured in the same run.
 //
-//	tensorbench [-torch bench/torch_tensor.py] [-json results.json]
+//	tensorbench [-torch internal/bench/torch_tensor.py] [-json results.json]
 //	tensorbench -load   # the loading rows alone, without PyTorch: ~30 s
 //
 // Loading is measured every way nn.Transfer offers on the same 2.47 GB
@@ -26,12 +26,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rocm-go/rocm/bench"
 	"github.com/rocm-go/rocm/hip"
+	"github.com/rocm-go/rocm/internal/bench"
 )
 
 func main() {
-	script := flag.String("torch", "", "PyTorch reference script (default: torch_tensor.py next to this binary, then bench/torch_tensor.py)")
+	script := flag.String("torch", "", "PyTorch reference script (default: the embedded torch_tensor.py)")
 	python := flag.String("python", "python3", "Python with PyTorch")
 	jsonOut := flag.String("json", "", "also write the results as JSON to this file")
 	reps := flag.Int("reps", 15, "repeats; the median is reported")

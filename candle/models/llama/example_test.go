@@ -6,7 +6,7 @@ import (
 
 	"github.com/rocm-go/rocm/candle"
 	"github.com/rocm-go/rocm/candle/models/llama"
-	"github.com/rocm-go/rocm/candle/models/llama/mkmodel"
+	"github.com/rocm-go/rocm/internal/mkmodel"
 )
 
 // A prompt, then decode steps of two sequences in one batch, on the CPU

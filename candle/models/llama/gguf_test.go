@@ -12,7 +12,7 @@ import (
 
 	"github.com/rocm-go/rocm/candle"
 	"github.com/rocm-go/rocm/candle/gguf"
-	"github.com/rocm-go/rocm/candle/models/llama/mkmodel"
+	"github.com/rocm-go/rocm/internal/mkmodel"
 	"github.com/rocm-go/rocm/tokenizer"
 )
 

@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rocm-go/rocm/candle"
-	"github.com/rocm-go/rocm/candle/models/llama/mkmodel"
 	"github.com/rocm-go/rocm/candle/nn"
+	"github.com/rocm-go/rocm/internal/mkmodel"
 )
 
 // tinySpecs are the small random models the tests run: each family and

@@ -19,8 +19,8 @@ import (
 	"github.com/rocm-go/rocm/candle"
 	"github.com/rocm-go/rocm/candle/models/generate"
 	"github.com/rocm-go/rocm/candle/models/llama"
-	"github.com/rocm-go/rocm/candle/models/llama/mkmodel"
 	"github.com/rocm-go/rocm/candle/nn"
+	"github.com/rocm-go/rocm/internal/mkmodel"
 )
 
 // LLMSettings size the LLM benchmark (cmd/llmbench): the prompt's length,
@@ -463,8 +463,8 @@ type TransformersLLM struct {
 	Skipped      map[string]string      `json:"skipped,omitempty"`
 }
 
-// RunLLMTransformers runs torch_llm.py (script, or found by name as
-// RunScript finds it) with python on the model folder and the settings.
+// RunLLMTransformers runs torch_llm.py (script, or the embedded one)
+// with python on the model folder and the settings.
 func RunLLMTransformers(python, script, dir string, s LLMSettings) (*TransformersLLM, error) {
 	if err := s.check(); err != nil {
 		return nil, err
@@ -618,8 +618,7 @@ type LLMBench struct {
 	Model    string // the model folder: written if need be, reused if it holds the spec's model
 	Spec     mkmodel.Spec
 	Settings LLMSettings
-	// Python runs torch_llm.py (Script, or found by name as RunScript
-	// finds it); an empty Python skips transformers.
+	// Python runs torch_llm.py (Script, or the embedded one); an empty Python skips transformers.
 	Python, Script string
 	CopyBytes      int // the device-to-device copy of the roofline (default 1 GiB)
 	// Quant lists GGUF types to measure too: the spec's model written as

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"embed"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -10,22 +11,30 @@ import (
 	"strings"
 )
 
+// scripts are the PyTorch reference scripts, run from a temporary copy
+// unless the caller names a file of its own.
+//
+//go:embed torch_*.py
+var scripts embed.FS
+
 // RunScript runs a PyTorch reference script with python and decodes the
-// JSON object on the last line of its output into out (RunJSON). An empty script is
-// looked for by name next to the running binary, then in bench/ and the
-// working directory.
+// JSON object on the last line of its output into out (RunJSON). An empty
+// script runs the embedded one of that name (torch_llm.py, ...).
 func RunScript(python, script, name string, args []string, out any) error {
 	if script == "" {
-		exe, _ := os.Executable()
-		for _, c := range []string{filepath.Join(filepath.Dir(exe), name), filepath.Join("bench", name), name} {
-			if _, err := os.Stat(c); err == nil {
-				script = c
-				break
-			}
+		src, err := scripts.ReadFile(name)
+		if err != nil {
+			return fmt.Errorf("no reference script %s: pass its path", name)
 		}
-	}
-	if script == "" {
-		return fmt.Errorf("%s not found: pass -torch", name)
+		dir, err := os.MkdirTemp("", "rocm-go-bench-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		script = filepath.Join(dir, name)
+		if err := os.WriteFile(script, src, 0o644); err != nil {
+			return err
+		}
 	}
 	return RunJSON(python, append([]string{script}, args...), out)
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/rocm-go/rocm/candle"
 	"github.com/rocm-go/rocm/candle/gguf"
 	"github.com/rocm-go/rocm/candle/models/llama"
-	"github.com/rocm-go/rocm/candle/models/llama/mkmodel"
+	"github.com/rocm-go/rocm/internal/mkmodel"
 )
 
 // LLMQuantFigures are a GGUF model's figures: its weights' bytes, the

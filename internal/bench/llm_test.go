@@ -13,7 +13,7 @@ import (
 	"github.com/rocm-go/rocm/candle"
 	"github.com/rocm-go/rocm/candle/gguf"
 	"github.com/rocm-go/rocm/candle/models/llama"
-	"github.com/rocm-go/rocm/candle/models/llama/mkmodel"
+	"github.com/rocm-go/rocm/internal/mkmodel"
 	"github.com/rocm-go/rocm/internal/testenv"
 )
 
@@ -262,7 +262,7 @@ func TestGPULLMBench(t *testing.T) {
 	s := LLMSettings{Prompt: 64, Steps: 16, Batches: []int{1, 8}, Reps: 2, Seed: 1}
 	var out strings.Builder
 	rep, err := RunLLMBench(LLMBench{Model: filepath.Join(t.TempDir(), "tiny"), Spec: tinyBF16(), Settings: s, Python: python,
-		Script: "torch_llm.py", CopyBytes: 64 << 20, Quant: []candle.GGMLType{candle.GGMLQ8_0}}, &out)
+		CopyBytes: 64 << 20, Quant: []candle.GGMLType{candle.GGMLQ8_0}}, &out)
 	t.Log(out.String())
 	require.NoError(t, err)
 	assert.Positive(t, rep.CopyGBps)
