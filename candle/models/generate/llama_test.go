@@ -1,4 +1,4 @@
-package llama
+package generate_test
 
 import (
 	"context"
@@ -9,14 +9,21 @@ import (
 
 	"github.com/rocm-go/rocm/candle"
 	"github.com/rocm-go/rocm/candle/models/generate"
+	"github.com/rocm-go/rocm/candle/models/llama"
+	"github.com/rocm-go/rocm/internal/mkmodel"
 )
 
-// TestEngineAdmitsByPages runs three requests that fit the KV cache in
-// tokens (3×19 ≤ 64) but not in pages (each takes 2 pages of 16, 4 exist):
-// the engine must queue the third rather than run it out of cache.
+// TestEngineAdmitsByPages runs three requests on a llama model (a
+// PagedModel) that fit its KV cache in tokens (3×19 ≤ 64) but not in
+// pages (each takes 2 pages of 16, 4 exist): the engine must queue the
+// third rather than run it out of cache.
 func TestEngineAdmitsByPages(t *testing.T) {
-	m := load(t, writeModel(t, tinySpecs["llama gqa llama3 tied"]), candle.CPU(), candle.F32,
-		Options{CacheTokens: 64, PageSize: 16})
+	dir := t.TempDir()
+	require.NoError(t, mkmodel.Write(dir, mkmodel.Spec{Family: "llama", Hidden: 64, Intermediate: 96, Layers: 2, Heads: 4, KVHeads: 2,
+		Vocab: 97, MaxPositions: 512, TieEmbeddings: true, Seed: 3, NoTokenizer: true}, nil))
+	m, err := llama.Load(dir, candle.CPU(), candle.F32, llama.Options{CacheTokens: 64, PageSize: 16})
+	require.NoError(t, err)
+	defer m.Close()
 	require.Equal(t, 16, m.CachePageSize())
 	e, err := generate.NewEngine(m, generate.Config{MaxBatch: 8})
 	require.NoError(t, err)
