@@ -23,27 +23,27 @@ func (t *Tensor) IndexAssign(ids, src *Tensor, d int) error {
 		return err
 	}
 	if ids.Rank() != 1 || src.Rank() != t.Rank() || ids.layout.Shape[0] != src.layout.Shape[d] {
-		return errorf(op, ErrShape, "indices %v and a source %v for a tensor %v: want 1-D indices as long as the source's dim %d, and a source of the tensor's rank", ids.layout.Shape, src.layout.Shape, t.layout.Shape, d)
+		return pkg.Errorf(op, ErrShape, "indices %v and a source %v for a tensor %v: want 1-D indices as long as the source's dim %d, and a source of the tensor's rank", ids.layout.Shape, src.layout.Shape, t.layout.Shape, d)
 	}
 	for k := range t.layout.Shape {
 		if k != d && src.layout.Shape[k] != t.layout.Shape[k] {
-			return errorf(op, ErrShape, "a source %v for a tensor %v: dim %d differs", src.layout.Shape, t.layout.Shape, k)
+			return pkg.Errorf(op, ErrShape, "a source %v for a tensor %v: dim %d differs", src.layout.Shape, t.layout.Shape, k)
 		}
 	}
 	if src.Elems() == 0 {
 		return nil
 	}
 	if t.layout.Shape[d] == 0 {
-		return errorf(op, ErrIndex, "indices into dim %d of size 0", d)
+		return pkg.Errorf(op, ErrIndex, "indices into dim %d of size 0", d)
 	}
 	if hasOverlap(t.layout) {
-		return errorf(op, ErrArgument, "the destination %v repeats elements (a broadcast view): a write would be ambiguous", t.layout)
+		return pkg.Errorf(op, ErrArgument, "the destination %v repeats elements (a broadcast view): a write would be ambiguous", t.layout)
 	}
 	be, ok := t.st.dev.backend().(indexAssigner)
 	if !ok {
-		return errorf(op, ErrDevice, "%s cannot assign at indices", t.st.dev)
+		return pkg.Errorf(op, ErrDevice, "%s cannot assign at indices", t.st.dev)
 	}
-	return wrap(op, be.indexAssign(t.v(), ids.v(), src.v(), d))
+	return pkg.Wrap(op, be.indexAssign(t.v(), ids.v(), src.v(), d))
 }
 
 // indexAssigner is the backends' IndexAssign: dst[..., ids[i], ...] =

@@ -57,7 +57,7 @@ type KernelCache struct {
 func NewKernelCache(dir string) (*KernelCache, error) {
 	c, err := hiprtc.NewCache(dir)
 	if err != nil {
-		return nil, wrap("NewKernelCache", err)
+		return nil, pkg.Wrap("NewKernelCache", err)
 	}
 	return newKernelCache(c), nil
 }
@@ -118,7 +118,7 @@ func (k *KernelCache) Source(module string) (source string, headers map[string]s
 			return m.Source, m.Options.Headers, nil
 		}
 	}
-	return "", nil, errorf("KernelCache.Source", ErrArgument, "no module %q (want one of %v)", module, k.Modules())
+	return "", nil, pkg.Errorf("KernelCache.Source", ErrArgument, "no module %q (want one of %v)", module, k.Modules())
 }
 
 // Progress reports one module compiled (or read from the cache) for one
@@ -165,7 +165,7 @@ func (k *KernelCache) Warm(d *HIPDevice) error {
 	if hip.LoadedPlatform() != hip.PlatformNVIDIA {
 		for _, m := range k.modules {
 			if _, err := m.Module(d.dev); err != nil {
-				return wrap("KernelCache.Warm", err)
+				return pkg.Wrap("KernelCache.Warm", err)
 			}
 		}
 		return nil
@@ -177,7 +177,7 @@ func (k *KernelCache) Warm(d *HIPDevice) error {
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return wrap("KernelCache.Warm", err)
+		return pkg.Wrap("KernelCache.Warm", err)
 	}
 	return nil
 }
