@@ -228,7 +228,7 @@ type Backend uint8
 //   - Portable for everything else (F32, paged caches with more rows,
 //     unaligned layouts, devices without matrix cores).
 const (
-	// Portable is attn_fwd of attention.hip: HIP C++ compiled at run time
+	// Portable is attn_fwd (kernels/fwd.hip): HIP C++ compiled at run time
 	// for the device, plain float arithmetic, any arch and warp size.
 	Portable Backend = iota + 1
 	// MatrixCore is attn_mma: FlashAttention-2 with q·kᵀ and p·v on the
@@ -260,7 +260,7 @@ func (b Backend) String() string {
 	return fmt.Sprintf("Backend(%d)", uint8(b))
 }
 
-// kParams is the kernels' Params (attention.hip), byte for byte.
+// kParams is the kernels' Params (kernels/common.h), byte for byte.
 type kParams struct {
 	Q, K, V, O, LSE, OPart, LSEPart uint64
 	CuQ, CuK, SeqLensK, BlockTable  uint64
@@ -302,7 +302,7 @@ const (
 
 // fuseSplits and fuseOutputs bound the attn_mmadec launches that merge
 // their own splits: splits, and a block's outputs (rows × head dim), which
-// its warp holds at once (attention.hip's FA_MERGE_SPLITS, and
+// its warp holds at once (mma.hip's FA_MERGE_SPLITS, and
 // FA_MERGE_OUT a lane).
 const (
 	fuseSplits  = 8
@@ -399,7 +399,7 @@ func wgmmaDim(d int) bool { return d == 64 || d == 128 }
 func wgmmaTakes(d, maxSK int) bool { return d == 128 || d == 64 && maxSK >= 2048 }
 
 // wgmmaTiles are attn_wgmma's rows per block, keys per tile, block size
-// and dynamic shared memory (WgTiles in attention.hip): two warpgroups of
+// and dynamic shared memory (WgTiles in wgmma.hip): two warpgroups of
 // 64 rows, 128 keys a tile, q and two stages of K and V, and 1 KiB to
 // align them on.
 func wgmmaTiles(dmax int) (bm, bn, nthreads, smem int) {
@@ -443,7 +443,7 @@ func kernelNameTables() (fwd [F32 + 1][len(buckets)]string, mma, dec [F32 + 1][l
 }
 
 // tiles are the portable kernel's rows per block and keys per tile
-// (Tiles in attention.hip).
+// (Tiles in fwd.hip).
 func tiles(dt DType, dmax int) (bm, bn int) {
 	bm = threads / (dmax / 16)
 	bn = min(64, 16384/(dmax*dt.Size()))
@@ -451,7 +451,7 @@ func tiles(dt DType, dmax int) (bm, bn int) {
 }
 
 // mmaTiles are attn_mma's rows per block, keys per tile, block size and
-// dynamic shared memory in bytes (MmaTiles in attention.hip): m tiles of
+// dynamic shared memory in bytes (MmaTiles in mma.hip): m tiles of
 // 16 rows a warp (two up to head dim 128, q's rows then in shared memory
 // too), keys a tile (64 below head dim 128, 32 from it), stages of K and V
 // (two up to 128).
@@ -532,7 +532,7 @@ func amdTiles(b Backend, dmax int) (bm, bn, nthreads int) {
 
 // decodeTiles are attn_decode's rows per block (RM), key groups (NG: a
 // group of DMAX/8 threads holds a key) and keys a group loads at once (U,
-// 2 for both kernels: attention.hip's FA_FWD), for a KV head's rows.
+// 2 for both kernels: decode.hip's FA_DECODE), for a KV head's rows.
 func decodeTiles(dmax, rows int) (rm, ng, u int) {
 	rm = 4
 	if rows <= 1 {
@@ -589,11 +589,11 @@ func newTarget(arch string, cus int) target {
 	return target{cus: cus, mc: matrixBackend(arch), wgmma: wgmmaArch(arch)}
 }
 
-// wgmmaArch reports whether attention.hip has attn_wgmma for arch:
+// wgmmaArch reports whether the kernels have attn_wgmma for arch:
 // NVIDIA sm_90a, Hopper's arch-specific target (wgmma.mma_async).
 func wgmmaArch(arch string) bool { return arch == "sm_90a" }
 
-// matrixBackend is the matrix-core backend that attention.hip has for
+// matrixBackend is the matrix-core backend that the kernels have for
 // arch, 0 if none: the arch macros that guard attn_mma, attn_mfma and
 // attn_wmma there.
 func matrixBackend(arch string) Backend {
@@ -608,7 +608,7 @@ func matrixBackend(arch string) Backend {
 	return 0
 }
 
-// mfmaArch reports whether attention.hip has attn_mfma for arch: AMD
+// mfmaArch reports whether the kernels have attn_mfma for arch: AMD
 // CDNA2 and CDNA3 (gfx90a, gfx942, gfx950), whose MFMA take bf16 in the
 // _1k form.
 func mfmaArch(arch string) bool {
@@ -616,7 +616,7 @@ func mfmaArch(arch string) bool {
 	return arch == "gfx90a" || arch == "gfx942" || arch == "gfx950"
 }
 
-// wmmaArch reports whether attention.hip has attn_wmma for arch: AMD
+// wmmaArch reports whether the kernels have attn_wmma for arch: AMD
 // RDNA3 (gfx11xx) and RDNA4 (gfx12xx), in wave32.
 func wmmaArch(arch string) bool {
 	arch, _, _ = strings.Cut(arch, ":")
@@ -628,7 +628,7 @@ func wmmaArch(arch string) bool {
 	return err == nil
 }
 
-// mmaArch reports whether attention.hip has attn_mma for arch: NVIDIA
+// mmaArch reports whether the kernels have attn_mma for arch: NVIDIA
 // sm_80 and later.
 func mmaArch(arch string) bool {
 	arch, _, _ = strings.Cut(arch, ":")

@@ -167,20 +167,20 @@ func compileFlashattn(c *config, progress func(candle.Progress)) error {
 	if err != nil {
 		return err
 	}
-	k := flashattn.Module(cache)
-	defer k.Close()
 	var errs []error
-	for _, arch := range c.archs {
-		before := cache.Stats().Compiles
-		start := time.Now()
-		code, err := k.Compile(arch)
-		p := candle.Progress{Module: flashattn.ModuleName, Arch: arch, Took: time.Since(start), Err: err,
-			Compiled: cache.Stats().Compiles > before}
-		if code != nil {
-			p.Bytes = len(code.Image)
+	for _, k := range flashattn.KernelModules(cache) {
+		for _, arch := range c.archs {
+			before := cache.Stats().Compiles
+			start := time.Now()
+			code, err := k.Compile(arch)
+			p := candle.Progress{Module: k.Name, Arch: arch, Took: time.Since(start), Err: err,
+				Compiled: cache.Stats().Compiles > before}
+			if code != nil {
+				p.Bytes = len(code.Image)
+			}
+			progress(p)
+			errs = append(errs, err)
 		}
-		progress(p)
-		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
