@@ -4,7 +4,6 @@ import (
 	"embed"
 	"io/fs"
 	"path"
-	"sort"
 	"unsafe"
 
 	"github.com/rocm-go/rocm/hiprtc"
@@ -76,47 +75,38 @@ func compileTarget(arch string) string {
 	return "sm_90a"
 }
 
-// kernelNames lists the kernels the planner launches on arch ("sm_90a",
-// "gfx942"), sorted: every name of its tables, the matrix-core kernels
-// only for the archs that have them (matrixBackend and wgmmaArch, which
-// the planner's target reads too). The module compiled for arch holds
-// exactly these (the tier-1 tests check it). The module compiles an sm_90
-// device's kernels for sm_90a where NVRTC knows it (12 and later):
-// attn_wgmma is there.
-func kernelNames(arch string) []string {
-	var names []string
-	for _, dt := range dtypes {
-		names = append(names, fwdNames[dt][:]...)
-		for _, d := range decodeNames[dt] {
-			names = append(names, d[:]...)
-		}
-		names = append(names, combineNames[dt])
-	}
-	for _, dt := range mmaDTypes {
-		names = append(names, pagedNames[dt][:]...)
-		switch matrixBackend(arch) {
-		case MatrixCore:
-			for i, m := range mmaNames[dt] {
-				names = append(names, m[:]...)
-				if mmaDecNames[dt][i][0] != "" {
-					names = append(names, mmaDecNames[dt][i][:]...)
-				}
-				if wgmmaArch(arch) && wgmmaNames[dt][i] != "" {
-					names = append(names, wgmmaNames[dt][i])
-				}
-			}
-		case MFMA:
-			names = append(names, mfmaNames[dt][:]...)
-		case WMMA:
-			names = append(names, wmmaNames[dt][:]...)
-		}
-	}
-	sort.Strings(names)
-	return names
-}
-
 // kParams is the kernels' Params byte for byte (a static_assert there).
 var (
 	_ [unsafe.Sizeof(kParams{}) - 1360]struct{}
 	_ [1360 - unsafe.Sizeof(kParams{})]struct{}
+)
+
+// kParams is the kernels' Params (kernels/common.h), byte for byte.
+type kParams struct {
+	Q, K, V, O, LSE, OPart, LSEPart uint64
+	CuQ, CuK, SeqLensK, BlockTable  uint64
+	QS, KS, VS, OS                  [3]int64
+	BTStride                        int64
+	Batch, SQ, SK, HQ, HKV, D       int32
+	MaxSQ                           int32
+	PageSize, NumPages, Splits      int32
+	WindowLeft, WindowRight         int32
+	Flags                           int32
+	Scale, SoftCap                  float32
+	Alibi                           [MaxAlibiHeads]float32
+	Counters                        uint64 // flagFuse's: the handle's
+	NewK, NewV, Cos, Sin            uint64 // flagRotary's (Params.Rotary)
+	NKS, NVS                        [2]int64
+	CSStride                        int64
+}
+
+// The kernels' flags.
+const (
+	flagVarlen  = 1
+	flagPaged   = 2
+	flagAligned = 4
+	flagAlibi   = 8
+	flagLSE     = 16
+	flagFuse    = 32 // attn_mmadec merges its own splits (Counters)
+	flagRotary  = 64 // attn_decode_paged turns q and the new keys and writes the new rows (Params.Rotary)
 )
