@@ -4,7 +4,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"sort"
 	"sync"
 	"time"
 
@@ -193,131 +192,163 @@ func (k *KernelCache) Close() error {
 	return errors.Join(errs...)
 }
 
-// function returns a kernel of a family on a device.
-func (k *KernelCache) function(d *hip.Device, f family, name string) (*hip.Function, error) {
-	fn, err := k.modules[f].Function(d, name)
+// function returns a kernel on a device.
+func (k *KernelCache) function(d *hip.Device, kn kernel) (*hip.Function, error) {
+	if kn.name == "" {
+		return nil, errorf("launch", ErrDType, "no %s kernel for the operands' dtypes", kn.fam)
+	}
+	fn, err := k.modules[kn.fam].Function(d, kn.name)
 	if err != nil {
-		return nil, fmt.Errorf("candle: kernel %s of %s: %w", name, k.modules[f].Name, err)
+		return nil, fmt.Errorf("candle: kernel %s of %s: %w", kn.name, k.modules[kn.fam].Name, err)
 	}
 	return fn, nil
 }
 
-// KernelNames lists every kernel symbol a module defines, sorted, as the
-// source's instantiations name them (for checks of compiled code objects).
-func KernelNames(module string) []string {
-	var names []string
-	add := func(format string, args ...any) { names = append(names, fmt.Sprintf(format, args...)) }
-	floats := []DType{F32, F16, BF16, F64}
-	ints := []DType{U8, U32, I64}
-	idx := ints
-	sizes := []string{"b1", "b2", "b4", "b8"}
-	switch module {
-	case "unary.hip":
-		for op := range numUnary {
-			for _, dt := range DTypes() {
-				if op.takes(dt) {
-					add("%s_%s", op, dt)
-				}
-			}
-		}
-	case "binary.hip":
-		for op := range numBinary {
-			for _, dt := range DTypes() {
-				add("%s_%s", op, dt)
-			}
-		}
-	case "cast.hip":
-		for _, s := range DTypes() {
-			for _, d := range DTypes() {
-				add("cast_%s_%s", s, d)
-			}
-		}
-	case "fill.hip":
-		for _, s := range sizes {
-			add("fill_%s", s)
-		}
+// kernel is a kernel of candle's modules: its family (the module) and its
+// symbol name. The zero kernel is none: the table has no kernel for the
+// operands' dtypes.
+type kernel struct {
+	fam  family
+	name string
+}
+
+// kernelTable holds the kernels the ops launch, made once so that a launch
+// builds no string. Its entries for dtypes (or element sizes) a kernel
+// does not take are zero.
+type kernelTable struct {
+	unary  [numUnary][numDTypes]kernel
+	binary [numBinary][numDTypes]kernel
+	cast   [numDTypes][numDTypes]kernel
+	reduce [numReduce][numDTypes]kernel
+	// By element size (the kernels that only move bytes).
+	copy, copyRows, transpose, fill [9]kernel
+	arange, randUniform, randNormal [numDTypes]kernel
+	// By the condition's or the indices' dtype, then element size.
+	where, take, takeRows, put, putRows [numDTypes][9]kernel
+	putAdd                              [numDTypes][numDTypes]kernel // by indices, values
+	// The fused ops (nn.hip), by dtype.
+	softmax, softmaxFull, rmsNorm, layerNorm, rope, siluMul [numDTypes]kernel
+	groupNorm, ropeCache                                    [numDTypes]kernel
+	argsort, topk                                           [numDTypes]kernel    // sort.hip
+	sampleMax, sampleHist, sampleDraw                       [numDTypes]kernel    // sample.hip
+	samplePrev                                              kernel               // sample.hip
+	upsample                                                [2][numDTypes]kernel // nn.hip, [bilinear][dtype]
+	// The quantized ops (quant.hip), by kind, GGML type id and dtype.
+	quant [numQuantKinds][GGMLQ8_K + 1][numDTypes]kernel
+	qx    [numDTypes]kernel
+	k4    [2][2][numDTypes]kernel // qmatvec8k4 by x quantized in it, rows a warp less one
+}
+
+// kernelNames are the kernels the ops launch; launchable lists every one,
+// in the order newKernelTable made them. A launch takes a kernel, and
+// newKernelTable makes every kernel value of the package (a test checks
+// that no other code does), so launchable is all that the ops can launch:
+// the tier-1 tests check that each module's code object holds exactly
+// launchable's kernels of its family.
+var kernelNames, launchable = newKernelTable()
+
+func newKernelTable() (k kernelTable, all []kernel) {
+	add := func(f family, name string) kernel {
+		kn := kernel{f, name}
+		all = append(all, kn)
+		return kn
+	}
+	ids := []DType{U8, U32, I64}     // the indices' and conditions' dtypes (DType.IsInt)
+	fused := []DType{F32, F16, BF16} // the fused ops' dtypes (fuse), sampling's and GGML's x
+	halves := []DType{F16, BF16}     // the 8-bit products' x
+	sizes := []int{1, 2, 4, 8}       // element sizes
+	for op := range numUnary {
 		for _, dt := range DTypes() {
-			add("arange_%s", dt)
-		}
-		for _, dt := range floats {
-			add("rand_uniform_%s", dt)
-			add("rand_normal_%s", dt)
-		}
-	case "copy.hip":
-		for _, s := range sizes {
-			add("copy_%s", s)
-			add("copy_rows_%s", s)
-			add("transpose_%s", s)
-		}
-	case "where.hip":
-		for _, i := range idx {
-			for _, s := range sizes {
-				add("where_%s_%s", i, s)
-			}
-		}
-	case "index.hip":
-		for _, i := range idx {
-			for _, s := range sizes {
-				add("take_%s_%s", i, s)
-				add("take_rows_%s_%s", i, s)
-				add("put_%s_%s", i, s)
-				add("put_rows_%s_%s", i, s)
-			}
-			for _, dt := range DTypes() {
-				add("put_add_%s_%s", i, dt)
-			}
-		}
-	case "nn.hip":
-		for _, dt := range []DType{F32, F16, BF16} {
-			for _, k := range []string{"softmax", "softmax_full", "rms_norm", "layer_norm", "group_norm", "rope", "rope_cache", "silu_mul"} {
-				add("%s_%s", k, dt)
-			}
-		}
-		for _, dt := range floats {
-			add("upsample_nearest_%s", dt)
-			add("upsample_bilinear_%s", dt)
-		}
-	case "sort.hip":
-		for _, dt := range DTypes() {
-			add("argsort_%s", dt)
-			add("topk_%s", dt)
-		}
-	case "sample.hip":
-		add("sample_prev")
-		for _, dt := range []DType{F32, F16, BF16} {
-			add("sample_max_%s", dt)
-			add("sample_hist_%s", dt)
-			add("sample_draw_%s", dt)
-		}
-	case "quant.hip":
-		for _, q := range quantTypes() {
-			for _, dt := range []DType{F32, F16, BF16} {
-				kinds := []quantKind{qDequant, qRows, qMatvec} // the float products, or the 8-bit ones
-				if qmatvecI8(q, dt) {
-					kinds = []quantKind{qDequant, qRows, qMatvec8, qMatvec8W}
-					if q == GGMLQ6_K {
-						kinds = append(kinds, qMatvec8S)
-					}
-				}
-				for _, k := range kinds {
-					add("%s", quantKernelName(k, q, dt))
-				}
-			}
-		}
-		for _, dt := range []DType{F16, BF16} {
-			add("qx_%s", dt)
-			add("qmatvec8k4_%s", dt)
-			add("qmatvec8k4x2_%s", dt)
-			add("qmatvec8k4q_%s", dt)
-			add("qmatvec8k4qx2_%s", dt)
-		}
-	case "reduce.hip":
-		for op := range numReduce {
-			for _, dt := range DTypes() {
-				add("%s_%s", op, dt)
+			if op.takes(dt) {
+				k.unary[op][dt] = add(famUnary, unaryNames[op]+"_"+dtypeNames[dt])
 			}
 		}
 	}
-	sort.Strings(names)
-	return names
+	for op := range numBinary {
+		for _, dt := range DTypes() {
+			k.binary[op][dt] = add(famBinary, binaryNames[op]+"_"+dtypeNames[dt])
+		}
+	}
+	for _, from := range DTypes() {
+		for _, to := range DTypes() {
+			k.cast[from][to] = add(famCast, "cast_"+dtypeNames[from]+"_"+dtypeNames[to])
+		}
+	}
+	for _, sz := range sizes {
+		k.fill[sz] = add(famFill, "fill_"+sizeNames[sz])
+	}
+	for _, dt := range DTypes() {
+		k.arange[dt] = add(famFill, "arange_"+dtypeNames[dt])
+		if dt.IsFloat() {
+			k.randUniform[dt] = add(famFill, "rand_uniform_"+dtypeNames[dt])
+			k.randNormal[dt] = add(famFill, "rand_normal_"+dtypeNames[dt])
+		}
+	}
+	for _, sz := range sizes {
+		b := sizeNames[sz]
+		k.copy[sz], k.copyRows[sz], k.transpose[sz] = add(famCopy, "copy_"+b), add(famCopy, "copy_rows_"+b), add(famCopy, "transpose_"+b)
+	}
+	for _, dt := range ids {
+		for _, sz := range sizes {
+			k.where[dt][sz] = add(famWhere, "where_"+dtypeNames[dt]+"_"+sizeNames[sz])
+		}
+	}
+	for _, dt := range ids {
+		d := dtypeNames[dt]
+		for _, sz := range sizes {
+			b := sizeNames[sz]
+			k.take[dt][sz], k.takeRows[dt][sz] = add(famIndex, "take_"+d+"_"+b), add(famIndex, "take_rows_"+d+"_"+b)
+			k.put[dt][sz], k.putRows[dt][sz] = add(famIndex, "put_"+d+"_"+b), add(famIndex, "put_rows_"+d+"_"+b)
+		}
+		for _, v := range DTypes() {
+			k.putAdd[dt][v] = add(famIndex, "put_add_"+d+"_"+dtypeNames[v])
+		}
+	}
+	for op := range numReduce {
+		for _, dt := range DTypes() {
+			k.reduce[op][dt] = add(famReduce, reduceNames[op]+"_"+dtypeNames[dt])
+		}
+	}
+	for _, dt := range fused {
+		d := dtypeNames[dt]
+		k.softmax[dt], k.softmaxFull[dt] = add(famNN, "softmax_"+d), add(famNN, "softmax_full_"+d)
+		k.rmsNorm[dt], k.layerNorm[dt], k.groupNorm[dt] = add(famNN, "rms_norm_"+d), add(famNN, "layer_norm_"+d), add(famNN, "group_norm_"+d)
+		k.rope[dt], k.ropeCache[dt], k.siluMul[dt] = add(famNN, "rope_"+d), add(famNN, "rope_cache_"+d), add(famNN, "silu_mul_"+d)
+	}
+	for _, dt := range DTypes() {
+		if dt.IsFloat() {
+			k.upsample[0][dt], k.upsample[1][dt] = add(famNN, "upsample_nearest_"+dtypeNames[dt]), add(famNN, "upsample_bilinear_"+dtypeNames[dt])
+		}
+	}
+	for _, dt := range DTypes() {
+		k.argsort[dt], k.topk[dt] = add(famSort, "argsort_"+dtypeNames[dt]), add(famSort, "topk_"+dtypeNames[dt])
+	}
+	k.samplePrev = add(famSample, "sample_prev")
+	for _, dt := range fused {
+		d := dtypeNames[dt]
+		k.sampleMax[dt], k.sampleHist[dt], k.sampleDraw[dt] = add(famSample, "sample_max_"+d), add(famSample, "sample_hist_"+d), add(famSample, "sample_draw_"+d)
+	}
+	for _, typ := range quantTypes() {
+		for _, dt := range fused {
+			// The float matrix-vector product, or the 8-bit ones
+			// (qmatvecI8), whose third runs Q6_K's kernel of its own.
+			kinds := []quantKind{qDequant, qRows, qMatvec}
+			if qmatvecI8(typ, dt) {
+				kinds = []quantKind{qDequant, qRows, qMatvec8, qMatvec8W}
+				if typ == GGMLQ6_K {
+					kinds = append(kinds, qMatvec8S)
+				}
+			}
+			for _, kind := range kinds {
+				k.quant[kind][typ][dt] = add(famQuant, quantKernelName(kind, typ, dt))
+			}
+		}
+	}
+	for _, dt := range halves {
+		d := dtypeNames[dt]
+		k.qx[dt] = add(famQuant, "qx_"+d)
+		k.k4[0][0][dt], k.k4[0][1][dt] = add(famQuant, "qmatvec8k4_"+d), add(famQuant, "qmatvec8k4x2_"+d)
+		k.k4[1][0][dt], k.k4[1][1][dt] = add(famQuant, "qmatvec8k4q_"+d), add(famQuant, "qmatvec8k4qx2_"+d)
+	}
+	return k, all
 }
