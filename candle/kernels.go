@@ -4,8 +4,10 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"io/fs"
+	"path"
+	"strings"
 	"sync"
-	"time"
 
 	"github.com/rocm-go/rocm/hip"
 	"github.com/rocm-go/rocm/hiprtc"
@@ -37,15 +39,51 @@ var familyNames = [numFamilies]string{"unary", "binary", "cast", "fill", "copy",
 
 func (f family) String() string { return familyNames[f] }
 
+// KernelModules are candle's kernel modules compiled through c (nil:
+// hiprtc.DefaultCache): one per op family, unary.hip to quant.hip, each
+// with every header of kernels/ (common.h) in memory, so that a change to
+// any file of a module changes its cache entries. The rocm-go-kernels
+// command compiles them ahead of time; a KernelCache on the same folder
+// then finds every entry.
+func KernelModules(c *hiprtc.Cache) []*hiprtc.Kernels {
+	m := kernelModules(c)
+	return m[:]
+}
+
+func kernelModules(c *hiprtc.Cache) (modules [numFamilies]*hiprtc.Kernels) {
+	read := func(name string) string {
+		b, err := kernelFiles.ReadFile(path.Join("kernels", name))
+		if err != nil {
+			panic("candle: the embedded kernels lack " + name)
+		}
+		return string(b)
+	}
+	files, err := fs.ReadDir(kernelFiles, "kernels")
+	if err != nil {
+		panic("candle: the embedded kernels: " + err.Error())
+	}
+	headers := map[string]string{}
+	for _, f := range files {
+		if strings.HasSuffix(f.Name(), ".h") {
+			headers[f.Name()] = read(f.Name())
+		}
+	}
+	for f := range numFamilies {
+		name := f.String() + ".hip"
+		modules[f] = &hiprtc.Kernels{Name: name, Source: read(name), Options: hiprtc.Options{Std: "c++17", Headers: headers}, Cache: c}
+	}
+	return modules
+}
+
 // KernelCache compiles candle's kernels for the devices that run them: one
 // module per op family (unary, binary, cast, fill, copy, where, index,
 // reduce, nn for the fused ops of neural networks, sort, sample
 // for drawing tokens from logits, and quant for GGML blocks), HIP C++ embedded in the package, compiled with hipRTC (NVRTC on
 // NVIDIA) for the device's exact architecture on first use, loaded once
 // per device, and kept on disk by a hiprtc.Cache (ROCM_GO_CACHE_DIR, else
-// the user's cache folder) so that the next process starts warm.
-// CompileAll compiles the whole set ahead of time for images that have no
-// compiler (the rocm-go-kernels command).
+// the user's cache folder) so that the next process starts warm. The
+// rocm-go-kernels command compiles the modules (KernelModules) ahead of
+// time for images that have no compiler.
 type KernelCache struct {
 	cache   *hiprtc.Cache
 	modules [numFamilies]*hiprtc.Kernels
@@ -62,24 +100,7 @@ func NewKernelCache(dir string) (*KernelCache, error) {
 }
 
 func newKernelCache(c *hiprtc.Cache) *KernelCache {
-	common, err := kernelFiles.ReadFile("kernels/common.h")
-	if err != nil {
-		panic("candle: the embedded kernels lack common.h")
-	}
-	k := &KernelCache{cache: c}
-	for f := range numFamilies {
-		src, err := kernelFiles.ReadFile("kernels/" + f.String() + ".hip")
-		if err != nil {
-			panic("candle: the embedded kernels lack " + f.String() + ".hip")
-		}
-		k.modules[f] = &hiprtc.Kernels{
-			Name:    f.String() + ".hip",
-			Source:  string(src),
-			Options: hiprtc.Options{Std: "c++17", Headers: map[string]string{"common.h": string(common)}},
-			Cache:   c,
-		}
-	}
-	return k
+	return &KernelCache{cache: c, modules: kernelModules(c)}
 }
 
 var defaultKernels struct {
@@ -108,52 +129,6 @@ func (k *KernelCache) Modules() []string {
 		out = append(out, m.Name)
 	}
 	return out
-}
-
-// Source is a module's HIP C++ source and the headers it includes.
-func (k *KernelCache) Source(module string) (source string, headers map[string]string, err error) {
-	for _, m := range k.modules {
-		if m.Name == module {
-			return m.Source, m.Options.Headers, nil
-		}
-	}
-	return "", nil, errorf("KernelCache.Source", ErrArgument, "no module %q (want one of %v)", module, k.Modules())
-}
-
-// Progress reports one module compiled (or read from the cache) for one
-// architecture: how long it took, whether it was compiled, the size of its
-// code.
-type Progress struct {
-	Module, Arch string
-	Took         time.Duration
-	Compiled     bool
-	Bytes        int
-	Err          error
-}
-
-// CompileAll compiles every module for every architecture (gfx942,
-// gfx90a:sramecc+:xnack-, sm_90, ...) into the cache, calling progress (if
-// not nil) after each. It returns the first error; the rest go on.
-func (k *KernelCache) CompileAll(archs []string, progress func(Progress)) error {
-	var first error
-	for _, arch := range archs {
-		for _, m := range k.modules {
-			start, before := time.Now(), k.cache.Stats().Compiles
-			code, err := m.Compile(arch)
-			p := Progress{Module: m.Name, Arch: arch, Took: time.Since(start), Err: err,
-				Compiled: k.cache.Stats().Compiles > before}
-			if err != nil && first == nil {
-				first = err
-			}
-			if code != nil {
-				p.Bytes = len(code.Image)
-			}
-			if progress != nil {
-				progress(p)
-			}
-		}
-	}
-	return first
 }
 
 // Warm compiles (or reads from the cache) and loads every module on a

@@ -40,9 +40,9 @@ func TestROCmCompilesEveryKernel(t *testing.T) {
 // when set, looks further at each.
 func compileEveryKernel(t *testing.T, archs []string, check func(m *hiprtc.Kernels, arch string, image []byte, syms []string)) {
 	t.Helper()
-	kc, err := NewKernelCache(t.TempDir())
+	c, err := hiprtc.NewCache(t.TempDir())
 	require.NoError(t, err)
-	modules := kc.modules
+	modules := KernelModules(c)
 	want := map[string][]string{}
 	for _, k := range launchable {
 		name := modules[k.fam].Name
