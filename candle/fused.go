@@ -417,11 +417,11 @@ func (b *hipBackend) softmax(x view, dst *Storage, rows, cols int, log bool) err
 	grid, block := rowLaunch(rows, cols, nnPer, nnBlock)
 	// Vector rows that fill the block's slots take softmax_full.
 	if !log && cols == int(block.X)*nnPer && in%16 == 0 && out%16 == 0 {
-		return b.launch(famNN, kernelNames.softmaxFull[dst.dtype], grid, block, func(a *hip.Args) {
+		return b.launch(kernelNames.softmaxFull[dst.dtype], grid, block, func(a *hip.Args) {
 			a.Uint64(uint64(rows)).Uint64(uint64(cols)).Ptr(in).Ptr(out)
 		})
 	}
-	return b.launch(famNN, kernelNames.softmax[dst.dtype], grid, block, func(a *hip.Args) {
+	return b.launch(kernelNames.softmax[dst.dtype], grid, block, func(a *hip.Args) {
 		a.Uint64(uint64(rows)).Uint64(uint64(cols)).Int32(int32(b2i(log))).Ptr(in).Ptr(out)
 	})
 }
@@ -430,7 +430,7 @@ func (b *hipBackend) norm(x, alpha, beta view, dst *Storage, rows, cols int, eps
 	in, al, out := ptr(x), ptr(alpha), storagePtr(dst)
 	grid, block := rowLaunch(rows, cols, nnPer, nnBlock)
 	if !layer {
-		return b.launch(famNN, kernelNames.rmsNorm[dst.dtype], grid, block, func(a *hip.Args) {
+		return b.launch(kernelNames.rmsNorm[dst.dtype], grid, block, func(a *hip.Args) {
 			a.Uint64(uint64(rows)).Uint64(uint64(cols)).Float32(float32(eps)).Ptr(in).Ptr(al).Ptr(out)
 		})
 	}
@@ -438,7 +438,7 @@ func (b *hipBackend) norm(x, alpha, beta view, dst *Storage, rows, cols int, eps
 	if beta.st != nil {
 		be = ptr(beta)
 	}
-	return b.launch(famNN, kernelNames.layerNorm[dst.dtype], grid, block, func(a *hip.Args) {
+	return b.launch(kernelNames.layerNorm[dst.dtype], grid, block, func(a *hip.Args) {
 		a.Uint64(uint64(rows)).Uint64(uint64(cols)).Float32(float32(eps)).Ptr(in).Ptr(al).Ptr(be).Ptr(out)
 	})
 }
@@ -450,7 +450,7 @@ func (b *hipBackend) groupNorm(x, alpha, beta view, dst *Storage, rows, cols, gr
 		be = ptr(beta)
 	}
 	grid, block := rowLaunch(rows, cols, gnPer, gnBlock)
-	return b.launch(famNN, kernelNames.groupNorm[dst.dtype], grid, block, func(a *hip.Args) {
+	return b.launch(kernelNames.groupNorm[dst.dtype], grid, block, func(a *hip.Args) {
 		a.Uint64(uint64(rows)).Uint64(uint64(cols)).Float32(float32(eps)).Uint64(uint64(groups)).Uint64(uint64(spatial))
 		a.Ptr(in).Ptr(al).Ptr(be).Ptr(out)
 	})
@@ -467,7 +467,7 @@ func (b *hipBackend) rope(x, cos, sin view, dst *Storage, dims [4]int, interleav
 		per = 16 / dst.dtype.Size()
 	}
 	grid := hip.Dim3{X: uint32(max(1, min((pairs/per+RGBlock-1)/RGBlock, maxBlocks)))}
-	return b.launch(famNN, kernelNames.rope[dst.dtype], grid, block1D, func(a *hip.Args) {
+	return b.launch(kernelNames.rope[dst.dtype], grid, block1D, func(a *hip.Args) {
 		a.Uint64(uint64(dims[0])).Uint64(uint64(dims[1])).Uint64(uint64(dims[2])).Uint64(uint64(dims[3]))
 		a.Int32(int32(b2i(interleaved))).Int32(int32(b2i(thd))).Uint64(uint64(csb)).Ptr(in).Ptr(co).Ptr(si).Ptr(out)
 	})
@@ -475,7 +475,7 @@ func (b *hipBackend) rope(x, cos, sin view, dst *Storage, dims [4]int, interleav
 
 func (b *hipBackend) siluMul(x, y view, dst *Storage) error {
 	px, py, out := ptr(x), ptr(y), storagePtr(dst)
-	return b.launch(famNN, kernelNames.siluMul[dst.dtype], b.grid(dst.n, 16/dst.dtype.Size()), block1D, func(a *hip.Args) {
+	return b.launch(kernelNames.siluMul[dst.dtype], b.grid(dst.n, 16/dst.dtype.Size()), block1D, func(a *hip.Args) {
 		a.Uint64(uint64(dst.n)).Ptr(px).Ptr(py).Ptr(out)
 	})
 }

@@ -267,7 +267,7 @@ func (b *hipBackend) pooling(x view, dst *Storage, s *poolSpec) error {
 func (b *hipBackend) upsample(x view, dst *Storage, s *upsampleSpec) error {
 	in, out := ptr(x), storagePtr(dst)
 	sh, sw := s.scales()
-	return b.launch(famNN, kernelNames.upsample[b2i(s.bilinear)][dst.dtype], b.grid(dst.n, 1), block1D, func(a *hip.Args) {
+	return b.launch(kernelNames.upsample[b2i(s.bilinear)][dst.dtype], b.grid(dst.n, 1), block1D, func(a *hip.Args) {
 		a.Uint64(uint64(dst.n)).Uint64(uint64(s.c)).Uint64(uint64(s.h)).Uint64(uint64(s.w)).Uint64(uint64(s.oh)).Uint64(uint64(s.ow))
 		a.Int32(int32(b2i(s.format == NHWC))).Int32(int32(b2i(s.alignCorners))).Float32(sh).Float32(sw).Ptr(in).Ptr(out)
 	})

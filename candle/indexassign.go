@@ -74,16 +74,6 @@ func (c *cpuBackend) indexAssign(dst, ids, src view, d int) error {
 	return nil
 }
 
-// putRowsNames are index.hip's put_rows_<index dtype>_b<size> kernels.
-var putRowsNames = func() (k [numDTypes][9]string) {
-	for _, sz := range []int{1, 2, 4, 8} {
-		for dt := range numDTypes {
-			k[dt][sz] = "put_rows_" + dtypeNames[dt] + "_" + sizeNames[sz]
-		}
-	}
-	return k
-}()
-
 func (b *hipBackend) indexAssign(dst, ids, src view, d int) error {
 	shape := src.l.Shape
 	size := dst.st.dtype.Size()
@@ -103,13 +93,13 @@ func (b *hipBackend) indexAssign(dst, ids, src view, d int) error {
 		if rowsAligned(rows, size, pd) && pointerAligned(ps, rows, 2, size) && stride*int64(size)%16 == 0 {
 			rows.Flags |= 1
 		}
-		return b.launch(famIndex, putRowsNames[ids.st.dtype][size], b.rowGrid(nrows), block1D, func(a *hip.Args) {
+		return b.launch(kernelNames.putRows[ids.st.dtype][size], b.rowGrid(nrows), block1D, func(a *hip.Args) {
 			hip.ArgValue(a, rows).Uint64(uint64(nrows)).Uint64(uint64(rowlen)).Ptr(pi).Ptr(ps).Ptr(pd).Int64(n).Int64(stride)
 		})
 	}
 	ne := shape.Elems()
 	ix := makeIndex(shape, true, along(dst.l, shape, d), onlyDim(ids.l, shape, d), src.l)
-	return b.launch(famIndex, kernelNames.put[ids.st.dtype][size], b.grid(ne, 1), block1D, func(a *hip.Args) {
+	return b.launch(kernelNames.put[ids.st.dtype][size], b.grid(ne, 1), block1D, func(a *hip.Args) {
 		hip.ArgValue(a, ix).Uint64(uint64(ne)).Ptr(pi).Ptr(ps).Ptr(pd).Int64(n).Int64(stride)
 	})
 }

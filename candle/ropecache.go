@@ -164,7 +164,7 @@ func (b *hipBackend) ropeCache(qkv, cos, sin, slots, kc, vc view, q *Storage, hq
 	s := qkv.l.Shape
 	n, h, d := s[0], s[1], s[2]
 	pairs := n * h * d / 2
-	return b.launch(famNN, kernelNames.ropeCache[q.dtype], b.grid(pairs, 1), block1D, func(a *hip.Args) {
+	return b.launch(kernelNames.ropeCache[q.dtype], b.grid(pairs, 1), block1D, func(a *hip.Args) {
 		a.Uint64(uint64(n)).Uint64(uint64(hq)).Uint64(uint64(hkv)).Uint64(uint64(d)).Uint64(uint64(kc.l.Shape[0]))
 		a.Ptr(ptr(qkv)).Ptr(ptr(cos)).Ptr(ptr(sin)).Ptr(ptr(slots)).Ptr(ptr(kc)).Ptr(ptr(vc)).Ptr(storagePtr(q))
 	})

@@ -507,7 +507,7 @@ func (b *hipBackend) sample(x view, dst *Storage, rows, cols int, ps []sampleRow
 	}
 	blockDim := hip.Dim3{X: sampleBlock}
 	if len(prev) > 0 {
-		err := b.launch(famSample, "sample_prev", hip.Dim3{X: uint32(min(rows, sampleMaxGrid))}, blockDim, func(a *hip.Args) {
+		err := b.launch(kernelNames.samplePrev, hip.Dim3{X: uint32(min(rows, sampleMaxGrid))}, blockDim, func(a *hip.Args) {
 			a.Uint64(uint64(rows)).Uint64(uint64(words)).Ptr(params).Ptr(prevPtr)
 		})
 		if err != nil {
@@ -522,16 +522,16 @@ func (b *hipBackend) sample(x view, dst *Storage, rows, cols int, ps []sampleRow
 		a.Ptr(in).Ptr(params).Ptr(state).Ptr(hist0).Ptr(cand).Ptr(out)
 	}
 	dt := x.st.dtype
-	if err := b.launch(famSample, kernelNames.sampleMax[dt], grid, blockDim, args); err != nil {
+	if err := b.launch(kernelNames.sampleMax[dt], grid, blockDim, args); err != nil {
 		return err
 	}
 	if hists {
-		if err := b.launch(famSample, kernelNames.sampleHist[dt], grid, blockDim, args); err != nil {
+		if err := b.launch(kernelNames.sampleHist[dt], grid, blockDim, args); err != nil {
 			return err
 		}
 	}
 	if draws {
-		return b.launch(famSample, kernelNames.sampleDraw[dt], grid, blockDim, args)
+		return b.launch(kernelNames.sampleDraw[dt], grid, blockDim, args)
 	}
 	return nil
 }

@@ -259,7 +259,7 @@ func (b *hipBackend) argsort(x view, dst *Storage, rows, cols int, desc bool) er
 		scratch = blk.buf.Ptr()
 	}
 	in, out := ptr(x), storagePtr(dst)
-	return b.launch(famSort, kernelNames.argsort[dt], hip.Dim3{X: uint32(grid)}, hip.Dim3{X: uint32(threads)}, func(a *hip.Args) {
+	return b.launch(kernelNames.argsort[dt], hip.Dim3{X: uint32(grid)}, hip.Dim3{X: uint32(threads)}, func(a *hip.Args) {
 		a.Uint64(uint64(rows)).Uint64(uint64(cols)).Int32(int32(b2i(desc))).Ptr(in).Ptr(out).Ptr(scratch)
 	})
 }
@@ -306,7 +306,7 @@ func (b *hipBackend) topk(x view, dst *Storage, rows, cols, k int) error {
 			oi = ok.Add(n * ks)
 			blocks = rows * chunks
 		}
-		err := b.launch(famSort, kernelNames.topk[dt], hip.Dim3{X: uint32(min(blocks, maxBlocks))}, hip.Dim3{X: uint32(threads)}, func(a *hip.Args) {
+		err := b.launch(kernelNames.topk[dt], hip.Dim3{X: uint32(min(blocks, maxBlocks))}, hip.Dim3{X: uint32(threads)}, func(a *hip.Args) {
 			a.Uint64(uint64(rows)).Uint64(uint64(cols)).Uint32(uint32(k)).Ptr(xin).Ptr(ck).Ptr(ci).Ptr(ok).Ptr(oi).Ptr(out)
 		})
 		if err != nil || chunks == 1 {

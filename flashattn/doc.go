@@ -25,7 +25,7 @@
 // # Backends
 //
 // Every call reports the kernel that ran (Backend); Backend's godoc states
-// the rule that chooses. All are HIP C++ of attention.hip, compiled at run
+// the rule that chooses. All are HIP C++ of kernels/ (a file a kernel family), compiled at run
 // time with hipRTC (NVRTC on NVIDIA) for the device's exact architecture,
 // through package hiprtc's Kernels and Cache (the mechanism package
 // candle's KernelCache and package miopen's kernels use), kept on disk

@@ -422,10 +422,10 @@ func TestPlanWgmma(t *testing.T) {
 		assert.Equal(t, c.kernel, pl.kernel, what)
 		assert.Equal(t, c.shared, pl.shared, what)
 		assert.Equal(t, uint32((c.sq*4+c.bm-1)/c.bm), pl.grid.X, "%s: %d rows a block (4 query heads a KV head)", what, c.bm)
-		assert.Contains(t, KernelNames("sm_90a"), pl.kernel, what)
+		assert.Contains(t, kernelNames("sm_90a"), pl.kernel, what)
 		if strings.HasPrefix(c.kernel, "attn_wgmma_") {
 			assert.Equal(t, 256, pl.threads, what)
-			assert.NotContains(t, KernelNames("sm_90"), pl.kernel, what)
+			assert.NotContains(t, kernelNames("sm_90"), pl.kernel, what)
 			pl, err = newPlan("F", &pr, &Params{Causal: true}, h100)
 			require.NoError(t, err)
 			assert.True(t, strings.HasPrefix(pl.kernel, "attn_mma_"), "%s: attn_mma on sm_90: %s", what, pl.kernel)
@@ -623,18 +623,18 @@ func TestPlan(t *testing.T) {
 		pl, err := newPlan("F", &pr, &Params{}, plain)
 		require.NoError(t, err)
 		assert.Equal(t, c.kernel, pl.kernel)
-		assert.Contains(t, KernelNames("gfx1030"), pl.kernel)
+		assert.Contains(t, kernelNames("gfx1030"), pl.kernel)
 		pl, err = newPlan("F", &pr, &Params{}, h100)
 		require.NoError(t, err)
 		assert.Equal(t, c.mma, pl.kernel)
-		assert.Contains(t, KernelNames("sm_90"), pl.kernel)
+		assert.Contains(t, kernelNames("sm_90"), pl.kernel)
 		for _, x := range []struct {
 			dev  target
 			arch string
 		}{{mi300, "gfx942"}, {rdna3, "gfx1100"}, {rdna4, "gfx1201"}} {
 			pl, err = newPlan("F", &pr, &Params{}, x.dev)
 			require.NoError(t, err)
-			assert.Contains(t, KernelNames(x.arch), pl.kernel)
+			assert.Contains(t, kernelNames(x.arch), pl.kernel)
 			if c.dt == F32 {
 				assert.Equal(t, c.kernel, pl.kernel)
 			} else {
@@ -790,7 +790,7 @@ func TestDispatch(t *testing.T) {
 			if c.dev.mc == WMMA && c.dev.cus == rdna4.cus {
 				arch = "gfx1201"
 			}
-			assert.Contains(t, KernelNames(arch), pl.kernel)
+			assert.Contains(t, kernelNames(arch), pl.kernel)
 		})
 	}
 }
@@ -948,21 +948,21 @@ func TestKernelParamsLayout(t *testing.T) {
 	assert.Equal(t, uintptr(252), unsafe.Offsetof(k.Alibi))
 	assert.Equal(t, uintptr(1280), unsafe.Offsetof(k.Counters), "after the slopes")
 	assert.Equal(t, uintptr(1288), unsafe.Offsetof(k.NewK), "then Rotary's")
-	assert.Len(t, KernelNames("gfx1030"), 3*(4+8+1)+2*4, "portable, decode r1 and r4 per bucket, combine; per dtype; decode of paged steps for f16 and bf16")
+	assert.Len(t, kernelNames("gfx1030"), 3*(4+8+1)+2*4, "portable, decode r1 and r4 per bucket, combine; per dtype; decode of paged steps for f16 and bf16")
 	for arch, kind := range map[string]string{"sm_90": "mma", "gfx90a": "mfma", "gfx942:sramecc+:xnack-": "mfma", "gfx950": "mfma", "gfx1100": "wmma", "gfx1201": "wmma"} {
-		names := KernelNames(arch)
+		names := kernelNames(arch)
 		// attn_mma has its _pad kernels, and attn_mmadec with them up to d128.
 		perDType := map[string]int{"mma": 2*4 + 2*3, "mfma": 4, "wmma": 4}[kind]
 		assert.Len(t, names, 3*(4+8+1)+2*4+2*perDType, "%s: and attn_%s for f16 and bf16", arch, kind)
 		assert.Contains(t, names, "attn_"+kind+"_bf16_d256", arch)
 		assert.Contains(t, names, "attn_"+kind+"_f16_d32", arch)
 	}
-	sm90, sm90a := KernelNames("sm_90"), KernelNames("sm_90a")
+	sm90, sm90a := kernelNames("sm_90"), kernelNames("sm_90a")
 	assert.Len(t, sm90a, len(sm90)+4, "sm_90a: and attn_wgmma for f16 and bf16, head dims 64 and 128")
 	assert.Subset(t, sm90a, sm90)
 	assert.Contains(t, sm90a, "attn_wgmma_bf16_d64")
-	assert.Equal(t, KernelNames("gfx1030"), KernelNames("sm_75"))
-	assert.Equal(t, KernelNames("gfx1030"), KernelNames("gfx908"))
+	assert.Equal(t, kernelNames("gfx1030"), kernelNames("sm_75"))
+	assert.Equal(t, kernelNames("gfx1030"), kernelNames("gfx908"))
 }
 
 func TestHandleChecks(t *testing.T) {
