@@ -95,8 +95,8 @@
 // feature: the oracle of the tests, and the CPU path of candle/nn.
 //
 // Every argument is checked before any work is queued; a bad one is an
-// *Error naming the call, the argument and what to do, matching ErrShape,
-// ErrDType or ErrArgument. Device pointers cannot be read on the host, so
+// *Error naming the call, the argument and what to do, matching errs.ErrShape,
+// errs.ErrDType or errs.ErrArgument. Device pointers cannot be read on the host, so
 // the lengths that size the launch (cumulative sequence lengths, cache
 // lengths) are passed twice: on the host, where they are checked, and on
 // the device, where the kernel reads them.

@@ -15,6 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rocm-go/rocm/hip"
+
+	"github.com/rocm-go/rocm/errs"
 )
 
 // Tier 0: the float64 reference against attention worked out by hand, the
@@ -232,7 +234,7 @@ func TestReferenceGQAVarlenPaged(t *testing.T) {
 		assert.Equal(t, ob.Data, out.Data[b*48:(b+1)*48], "entry %d", b)
 	}
 	_, _, err = ReferencePaged(q, kc, vc, [][]int32{{4, 0, 5}, {1, 3}}, lens, Params{})
-	assert.ErrorIs(t, err, ErrArgument)
+	assert.ErrorIs(t, err, errs.ErrArgument)
 	assert.ErrorContains(t, err, "blockTable[0][2] is 5")
 }
 
@@ -270,31 +272,31 @@ func TestForwardChecks(t *testing.T) {
 		kind error
 		msg  string
 	}{
-		{"nil q", func(q, k, v, out *Tensor, p *Params) { q.Ptr = 0 }, ErrArgument, "q has a nil pointer"},
-		{"nil out", func(q, k, v, out *Tensor, p *Params) { out.Ptr = 0 }, ErrArgument, "out has a nil pointer"},
-		{"bad dtype", func(q, k, v, out *Tensor, p *Params) { q.DType = 9 }, ErrDType, "q is DType(9)"},
-		{"mixed dtypes", func(q, k, v, out *Tensor, p *Params) { v.DType = BF16 }, ErrDType, "v is bf16 and q is f16"},
+		{"nil q", func(q, k, v, out *Tensor, p *Params) { q.Ptr = 0 }, errs.ErrArgument, "q has a nil pointer"},
+		{"nil out", func(q, k, v, out *Tensor, p *Params) { out.Ptr = 0 }, errs.ErrArgument, "out has a nil pointer"},
+		{"bad dtype", func(q, k, v, out *Tensor, p *Params) { q.DType = 9 }, errs.ErrDType, "q is DType(9)"},
+		{"mixed dtypes", func(q, k, v, out *Tensor, p *Params) { v.DType = BF16 }, errs.ErrDType, "v is bf16 and q is f16"},
 		{"head dim 12", func(q, k, v, out *Tensor, p *Params) {
 			q.Shape[3], k.Shape[3], v.Shape[3], out.Shape[3] = 12, 12, 12, 12
-		}, ErrShape, "head dim 12"},
+		}, errs.ErrShape, "head dim 12"},
 		{"head dim 264", func(q, k, v, out *Tensor, p *Params) {
 			q.Shape[3], k.Shape[3], v.Shape[3], out.Shape[3] = 264, 264, 264, 264
-		}, ErrShape, "head dim 264"},
-		{"k head dim", func(q, k, v, out *Tensor, p *Params) { k.Shape[3] = 32 }, ErrShape, "k 32"},
-		{"k v shapes", func(q, k, v, out *Tensor, p *Params) { v.Shape[1] = 3 }, ErrShape, "k has shape"},
-		{"out shape", func(q, k, v, out *Tensor, p *Params) { out.Shape[1] = 3 }, ErrShape, "out has shape"},
-		{"heads", func(q, k, v, out *Tensor, p *Params) { k.Shape[2], v.Shape[2] = 3, 3 }, ErrShape, "multiple of h_kv"},
-		{"batch", func(q, k, v, out *Tensor, p *Params) { k.Shape[0], v.Shape[0] = 3, 3 }, ErrShape, "q has batch 2 and k 3"},
-		{"strided head dim", func(q, k, v, out *Tensor, p *Params) { k.Stride = [4]int{1024, 64, 16, 2} }, ErrShape, "the head dim must be contiguous"},
-		{"negative stride", func(q, k, v, out *Tensor, p *Params) { q.Stride = [4]int{-5, 64, 16, 1} }, ErrShape, "negative"},
-		{"misaligned", func(q, k, v, out *Tensor, p *Params) { q.Ptr++ }, ErrArgument, "not aligned"},
-		{"out overlaps k", func(q, k, v, out *Tensor, p *Params) { out.Ptr = k.Ptr + 64 }, ErrArgument, "out overlaps k"},
-		{"NaN scale", func(q, k, v, out *Tensor, p *Params) { p.Scale = math.NaN() }, ErrArgument, "Params.Scale"},
-		{"negative soft cap", func(q, k, v, out *Tensor, p *Params) { p.SoftCap = -1 }, ErrArgument, "Params.SoftCap"},
-		{"alibi count", func(q, k, v, out *Tensor, p *Params) { p.AlibiSlopes = []float32{1} }, ErrArgument, "1 slopes for 4 query heads"},
-		{"alibi NaN", func(q, k, v, out *Tensor, p *Params) { p.AlibiSlopes = []float32{1, 2, float32(math.Inf(1)), 4} }, ErrArgument, "AlibiSlopes[2]"},
-		{"splits", func(q, k, v, out *Tensor, p *Params) { p.Splits = MaxSplits + 1 }, ErrArgument, "Params.Splits"},
-		{"lse misaligned", func(q, k, v, out *Tensor, p *Params) { p.LSE = dev + 2 }, ErrArgument, "Params.LSE"},
+		}, errs.ErrShape, "head dim 264"},
+		{"k head dim", func(q, k, v, out *Tensor, p *Params) { k.Shape[3] = 32 }, errs.ErrShape, "k 32"},
+		{"k v shapes", func(q, k, v, out *Tensor, p *Params) { v.Shape[1] = 3 }, errs.ErrShape, "k has shape"},
+		{"out shape", func(q, k, v, out *Tensor, p *Params) { out.Shape[1] = 3 }, errs.ErrShape, "out has shape"},
+		{"heads", func(q, k, v, out *Tensor, p *Params) { k.Shape[2], v.Shape[2] = 3, 3 }, errs.ErrShape, "multiple of h_kv"},
+		{"batch", func(q, k, v, out *Tensor, p *Params) { k.Shape[0], v.Shape[0] = 3, 3 }, errs.ErrShape, "q has batch 2 and k 3"},
+		{"strided head dim", func(q, k, v, out *Tensor, p *Params) { k.Stride = [4]int{1024, 64, 16, 2} }, errs.ErrShape, "the head dim must be contiguous"},
+		{"negative stride", func(q, k, v, out *Tensor, p *Params) { q.Stride = [4]int{-5, 64, 16, 1} }, errs.ErrShape, "negative"},
+		{"misaligned", func(q, k, v, out *Tensor, p *Params) { q.Ptr++ }, errs.ErrArgument, "not aligned"},
+		{"out overlaps k", func(q, k, v, out *Tensor, p *Params) { out.Ptr = k.Ptr + 64 }, errs.ErrArgument, "out overlaps k"},
+		{"NaN scale", func(q, k, v, out *Tensor, p *Params) { p.Scale = math.NaN() }, errs.ErrArgument, "Params.Scale"},
+		{"negative soft cap", func(q, k, v, out *Tensor, p *Params) { p.SoftCap = -1 }, errs.ErrArgument, "Params.SoftCap"},
+		{"alibi count", func(q, k, v, out *Tensor, p *Params) { p.AlibiSlopes = []float32{1} }, errs.ErrArgument, "1 slopes for 4 query heads"},
+		{"alibi NaN", func(q, k, v, out *Tensor, p *Params) { p.AlibiSlopes = []float32{1, 2, float32(math.Inf(1)), 4} }, errs.ErrArgument, "AlibiSlopes[2]"},
+		{"splits", func(q, k, v, out *Tensor, p *Params) { p.Splits = MaxSplits + 1 }, errs.ErrArgument, "Params.Splits"},
+		{"lse misaligned", func(q, k, v, out *Tensor, p *Params) { p.LSE = dev + 2 }, errs.ErrArgument, "Params.LSE"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			q, k, v, out := operands(2, 5, 7, 4, 2, 16)
@@ -335,12 +337,12 @@ func TestVarlenAndPagedChecks(t *testing.T) {
 		vl := good
 		c.edit(&vl)
 		_, err := varlenProblem("V", q, k, v, out, &vl)
-		assert.ErrorIs(t, err, ErrArgument, c.name)
+		assert.ErrorIs(t, err, errs.ErrArgument, c.name)
 		assert.ErrorContains(t, err, c.msg, c.name)
 	}
 	q2, k2, v2, out2 := operands(2, 5, 6, 2, 1, 16)
 	_, err = varlenProblem("V", q2, k2, v2, out2, &good)
-	assert.ErrorIs(t, err, ErrShape)
+	assert.ErrorIs(t, err, errs.ErrShape)
 
 	kc := Contiguous(dev+1<<30, F16, 10, 16, 1, 16)
 	vc := Contiguous(dev+2<<30, F16, 10, 16, 1, 16)
@@ -364,7 +366,7 @@ func TestVarlenAndPagedChecks(t *testing.T) {
 		kv2 := kv
 		c.edit(&kv2)
 		_, err := pagedProblem("D", q, &kv2, out)
-		assert.ErrorIs(t, err, ErrArgument, c.name)
+		assert.ErrorIs(t, err, errs.ErrArgument, c.name)
 		assert.ErrorContains(t, err, c.msg, c.name)
 	}
 }
@@ -592,7 +594,7 @@ func TestPlan(t *testing.T) {
 	pr, err = forwardProblem("F", q, k, v, out)
 	require.NoError(t, err)
 	_, err = newPlan("F", &pr, &Params{Splits: 4}, h100)
-	assert.ErrorIs(t, err, ErrShape)
+	assert.ErrorIs(t, err, errs.ErrShape)
 	assert.ErrorContains(t, err, "batch 70000")
 
 	// Head-dim buckets and tiles by dtype.
@@ -967,10 +969,10 @@ func TestKernelParamsLayout(t *testing.T) {
 
 func TestHandleChecks(t *testing.T) {
 	_, err := NewHandle(nil)
-	assert.ErrorIs(t, err, ErrArgument)
+	assert.ErrorIs(t, err, errs.ErrArgument)
 	var h *Handle
 	_, err = h.Forward(Tensor{}, Tensor{}, Tensor{}, Tensor{}, Params{})
-	assert.ErrorIs(t, err, ErrArgument)
+	assert.ErrorIs(t, err, errs.ErrArgument)
 	assert.ErrorContains(t, err, "nil handle")
 	assert.NoError(t, h.Close())
 	assert.Equal(t, "portable", Portable.String())
@@ -1033,17 +1035,17 @@ func TestPlanRotary(t *testing.T) {
 		kind error
 		want string
 	}{
-		{"two queries a sequence", 2, nil, ErrUnsupported, "one query a sequence"},
-		{"soft-capping", 1, func(p *Params, _ *PagedKV) { p.SoftCap = 30 }, ErrUnsupported, "attn_decode_paged"},
+		{"two queries a sequence", 2, nil, errs.ErrUnsupported, "one query a sequence"},
+		{"soft-capping", 1, func(p *Params, _ *PagedKV) { p.SoftCap = 30 }, errs.ErrUnsupported, "attn_decode_paged"},
 		{"a page of 12 rows", 1, func(_ *Params, kv *PagedKV) {
 			kv.K = Contiguous(dev+1<<30, F16, 256, 12, hkv, d)
 			kv.V = Contiguous(dev+2<<30, F16, 256, 12, hkv, d)
-		}, ErrUnsupported, "power-of-two pages"},
-		{"NewK of another dtype", 1, func(p *Params, _ *PagedKV) { p.Rotary.NewK.DType = BF16 }, ErrDType, "Rotary.NewK is bf16"},
-		{"NewV of two tokens", 1, func(p *Params, _ *PagedKV) { p.Rotary.NewV.Shape[1] = 2 }, ErrShape, "Rotary.NewV has shape"},
-		{"unaligned NewK", 1, func(p *Params, _ *PagedKV) { p.Rotary.NewK.Ptr += 2 }, ErrArgument, "16-byte aligned rows"},
-		{"no Sin", 1, func(p *Params, _ *PagedKV) { p.Rotary.Sin = 0 }, ErrArgument, "Rotary.Cos"},
-		{"short angle rows", 1, func(p *Params, _ *PagedKV) { p.Rotary.CosStride = 8 }, ErrArgument, "at least d/2 = 32"},
+		}, errs.ErrUnsupported, "power-of-two pages"},
+		{"NewK of another dtype", 1, func(p *Params, _ *PagedKV) { p.Rotary.NewK.DType = BF16 }, errs.ErrDType, "Rotary.NewK is bf16"},
+		{"NewV of two tokens", 1, func(p *Params, _ *PagedKV) { p.Rotary.NewV.Shape[1] = 2 }, errs.ErrShape, "Rotary.NewV has shape"},
+		{"unaligned NewK", 1, func(p *Params, _ *PagedKV) { p.Rotary.NewK.Ptr += 2 }, errs.ErrArgument, "16-byte aligned rows"},
+		{"no Sin", 1, func(p *Params, _ *PagedKV) { p.Rotary.Sin = 0 }, errs.ErrArgument, "Rotary.Cos"},
+		{"short angle rows", 1, func(p *Params, _ *PagedKV) { p.Rotary.CosStride = 8 }, errs.ErrArgument, "at least d/2 = 32"},
 	} {
 		_, err := plan(c.sq, c.edit)
 		require.Error(t, err, c.name)

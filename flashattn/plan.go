@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/rocm-go/rocm/hip"
+
+	"github.com/rocm-go/rocm/errs"
 )
 
 // threads is the block size of the portable and decode kernels
@@ -403,11 +405,11 @@ func newPlan(op string, pr *problem, p *Params, dev target) (plan, error) {
 		return pl, nil
 	}
 	if int64(pr.maxSQ)*int64(g) > math.MaxInt32 {
-		return plan{}, errorf(op, ErrShape, "%d query rows × %d query heads per KV head are more rows than the kernel counts (2³¹)", pr.maxSQ, g)
+		return plan{}, pkg.Errorf(op, errs.ErrShape, "%d query rows × %d query heads per KV head are more rows than the kernel counts (2³¹)", pr.maxSQ, g)
 	}
 	gx := (pr.maxSQ*g + bm - 1) / bm
 	if pr.hkv > 65535 {
-		return plan{}, errorf(op, ErrShape, "%d KV heads: the kernel takes at most 65535", pr.hkv)
+		return plan{}, pkg.Errorf(op, errs.ErrShape, "%d KV heads: the kernel takes at most 65535", pr.hkv)
 	}
 	blocks := gx * pr.hkv * pr.batch
 	splits := p.Splits
@@ -439,7 +441,7 @@ func newPlan(op string, pr *problem, p *Params, dev target) (plan, error) {
 	// The grid's z holds batch × splits, at most 65535.
 	splits = max(1, min(splits, max(units, 1), MaxSplits, 65535/pr.batch))
 	if pr.batch*splits > 65535 {
-		return plan{}, errorf(op, ErrShape, "batch %d: the kernel takes at most 65535 batch entries; run the batch in parts", pr.batch)
+		return plan{}, pkg.Errorf(op, errs.ErrShape, "batch %d: the kernel takes at most 65535 batch entries; run the batch in parts", pr.batch)
 	}
 	rows := pr.batch * pr.sq
 	if pr.varlen != nil {

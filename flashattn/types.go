@@ -151,7 +151,7 @@ type Params struct {
 // Rows and pointers 16-byte aligned. Decode takes it where it runs
 // attn_decode_paged (one query a sequence, F16 or BF16, a paged cache of
 // power-of-two pages, head dim 32, 64, 128 or 256, no window, soft-capping
-// or ALiBi), and returns ErrUnsupported elsewhere.
+// or ALiBi), and returns errs.ErrUnsupported elsewhere.
 type Rotary struct {
 	NewK, NewV Tensor
 	Cos, Sin   hip.DevicePtr
