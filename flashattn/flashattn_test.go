@@ -14,9 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/rocm-go/rocm/hip"
-
 	"github.com/rocm-go/rocm/errs"
+	"github.com/rocm-go/rocm/hip"
 )
 
 // Tier 0: the float64 reference against attention worked out by hand, the
@@ -1051,5 +1050,27 @@ func TestPlanRotary(t *testing.T) {
 		require.Error(t, err, c.name)
 		assert.ErrorIs(t, err, c.kind, c.name)
 		assert.Contains(t, err.Error(), c.want, c.name)
+	}
+}
+
+// TestWrapKinds: the failures of the libraries below reach flashattn's
+// callers with errs' kinds: a workspace that HIP cannot allocate is
+// ErrOutOfMemory (the kind candle gives it), a closed buffer ErrClosed,
+// any other failure ErrDevice; the HIP error stays the cause.
+func TestWrapKinds(t *testing.T) {
+	for _, c := range []struct {
+		cause error
+		kind  error
+	}{
+		{&hip.Error{Op: "hipMallocAsync", Status: hip.StatusOutOfMemory}, errs.ErrOutOfMemory},
+		{&hip.Error{Op: "hipFreeAsync", Status: hip.StatusInvalidHandle, Err: hip.ErrClosed}, errs.ErrClosed},
+		{&hip.Error{Op: "hipModuleLaunchKernel", Status: hip.StatusLaunchFailure}, errs.ErrDevice},
+	} {
+		err := pkg.Wrap("Handle.Forward", c.cause)
+		var e *Error
+		require.ErrorAs(t, err, &e)
+		assert.Same(t, c.kind, e.Kind, "%v", c.cause)
+		assert.ErrorIs(t, err, c.cause)
+		assert.True(t, strings.HasPrefix(err.Error(), "flashattn: Handle.Forward: "), err.Error())
 	}
 }
