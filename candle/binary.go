@@ -10,19 +10,19 @@ func (t *Tensor) binary(name string, op binaryOp, o *Tensor) (*Tensor, error) {
 		return nil, err
 	}
 	if t.DType() != o.DType() {
-		return nil, errorf(name, ErrDType, "%s and %s operands: convert one with ToDType", t.DType(), o.DType())
+		return nil, pkg.Errorf(name, ErrDType, "%s and %s operands: convert one with ToDType", t.DType(), o.DType())
 	}
 	shape, a, b := t.layout.Shape, t.layout, o.layout
 	if !shape.Equal(o.layout.Shape) {
 		var err error
 		if shape, err = BroadcastShapes(t.layout.Shape, o.layout.Shape); err != nil {
-			return nil, wrap(name, err)
+			return nil, pkg.Wrap(name, err)
 		}
 		if a, err = t.layout.BroadcastAs(shape); err != nil {
-			return nil, wrap(name, err)
+			return nil, pkg.Wrap(name, err)
 		}
 		if b, err = o.layout.BroadcastAs(shape); err != nil {
-			return nil, wrap(name, err)
+			return nil, pkg.Wrap(name, err)
 		}
 	}
 	dt := t.DType()
@@ -35,7 +35,7 @@ func (t *Tensor) binary(name string, op binaryOp, o *Tensor) (*Tensor, error) {
 	}
 	if err := t.st.dev.backend().binary(op, view{t.st, a}, view{o.st, b}, out.st); err != nil {
 		out.Close()
-		return nil, wrap(name, err)
+		return nil, pkg.Wrap(name, err)
 	}
 	return out, nil
 }

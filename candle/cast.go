@@ -11,7 +11,7 @@ func (t *Tensor) ToDType(dt DType) (*Tensor, error) {
 		return nil, err
 	}
 	if !dt.valid() {
-		return nil, errorf(op, ErrDType, "%v is not a dtype", dt)
+		return nil, pkg.Errorf(op, ErrDType, "%v is not a dtype", dt)
 	}
 	if dt == t.DType() {
 		return t.view(op, t.layout.clone())
@@ -22,7 +22,7 @@ func (t *Tensor) ToDType(dt DType) (*Tensor, error) {
 	}
 	if err := t.st.dev.backend().cast(t.v(), out.st); err != nil {
 		out.Close()
-		return nil, wrap(op, err)
+		return nil, pkg.Wrap(op, err)
 	}
 	return out, nil
 }

@@ -177,20 +177,20 @@ func imageOperand(op string, x *Tensor, f Format, oneD bool, what string) error 
 		return err
 	}
 	if f != NCHW && f != NHWC {
-		return errorf(op, ErrArgument, "%v: the format is NCHW or NHWC", f)
+		return pkg.Errorf(op, ErrArgument, "%v: the format is NCHW or NHWC", f)
 	}
 	if !x.DType().IsFloat() {
-		return errorf(op, ErrDType, "%s is %s: the image ops take f32, f16, bf16 or f64 (convert with ToDType)", what, x.DType())
+		return pkg.Errorf(op, ErrDType, "%s is %s: the image ops take f32, f16, bf16 or f64 (convert with ToDType)", what, x.DType())
 	}
 	rank, names := 4, map[Format]string{NCHW: "(N, C, H, W)", NHWC: "(N, H, W, C)"}
 	if oneD {
 		rank, names = 3, map[Format]string{NCHW: "(N, C, L)", NHWC: "(N, L, C)"}
 	}
 	if x.Rank() != rank && what == "w" {
-		return errorf(op, ErrShape, "w is %v: want rank %d, as x", x.layout.Shape, rank)
+		return pkg.Errorf(op, ErrShape, "w is %v: want rank %d, as x", x.layout.Shape, rank)
 	}
 	if x.Rank() != rank {
-		return errorf(op, ErrShape, "%s is %v: want rank %d, %s in %s (Unsqueeze or Reshape it)", what, x.layout.Shape, rank, names[f], f)
+		return pkg.Errorf(op, ErrShape, "%s is %v: want rank %d, %s in %s (Unsqueeze or Reshape it)", what, x.layout.Shape, rank, names[f], f)
 	}
 	return nil
 }
@@ -221,21 +221,21 @@ func (t *Tensor) conv(op string, w, bias *Tensor, s *convSpec, oneD bool) (*Tens
 	}
 	dt := t.DType()
 	if w.DType() != dt {
-		return nil, errorf(op, ErrDType, "%s input and %s weights: convert one with ToDType", dt, w.DType())
+		return nil, pkg.Errorf(op, ErrDType, "%s input and %s weights: convert one with ToDType", dt, w.DType())
 	}
 	if bias != nil {
 		if err := sameDevice(op, t.st.dev, bias); err != nil {
 			return nil, err
 		}
 		if bias.DType() != dt {
-			return nil, errorf(op, ErrDType, "%s input and %s bias: convert one with ToDType", dt, bias.DType())
+			return nil, pkg.Errorf(op, ErrDType, "%s input and %s bias: convert one with ToDType", dt, bias.DType())
 		}
 	}
 	if err := s.resolve(op, t.layout.Shape, w.layout.Shape, oneD); err != nil {
 		return nil, err
 	}
 	if bias != nil && !bias.layout.Shape.Equal(Shape{s.cout}) {
-		return nil, errorf(op, ErrShape, "the bias is %v; want [%d], one value per output channel", bias.layout.Shape, s.cout)
+		return nil, pkg.Errorf(op, ErrShape, "the bias is %v; want [%d], one value per output channel", bias.layout.Shape, s.cout)
 	}
 	out, err := t.imageOp(op, imageShape(s.n, s.cout, s.oh, s.ow, s.format, oneD), w, bias, func(b backend, x, w view, dst *Storage) error {
 		return b.conv(x, w, dst, s)
@@ -245,7 +245,7 @@ func (t *Tensor) conv(op string, w, bias *Tensor, s *convSpec, oneD bool) (*Tens
 	}
 	if err := addChannels(t.st.dev.backend(), out, bias, s.format); err != nil {
 		out.Close()
-		return nil, wrap(op, err)
+		return nil, pkg.Wrap(op, err)
 	}
 	return out, nil
 }
@@ -270,15 +270,15 @@ func (s *convSpec) resolve(op string, xs, ws Shape, oneD bool) error {
 	for i := range 2 {
 		s.stride[i], s.dil[i] = orOne(s.stride[i]), orOne(s.dil[i])
 		if s.stride[i] < 0 || s.dil[i] < 0 || s.pad[i] < 0 || s.outPad[i] < 0 {
-			return errorf(op, ErrArgument, "stride %v, padding %v, dilation %v, output padding %v: none may be negative", s.stride, s.pad, s.dil, s.outPad)
+			return pkg.Errorf(op, ErrArgument, "stride %v, padding %v, dilation %v, output padding %v: none may be negative", s.stride, s.pad, s.dil, s.outPad)
 		}
 		if s.transposed && s.outPad[i] >= max(s.stride[i], s.dil[i]) {
-			return errorf(op, ErrArgument, "output padding %v: each value is less than its stride %v or its dilation %v", s.outPad, s.stride, s.dil)
+			return pkg.Errorf(op, ErrArgument, "output padding %v: each value is less than its stride %v or its dilation %v", s.outPad, s.stride, s.dil)
 		}
 	}
 	s.groups = orOne(s.groups)
 	if s.groups < 0 {
-		return errorf(op, ErrArgument, "%d groups: want at least 1", s.groups)
+		return pkg.Errorf(op, ErrArgument, "%d groups: want at least 1", s.groups)
 	}
 	// The weights in N, C, H, W order: (K, C/g, R, S), or (C, K/g, R, S)
 	// when transposed.
@@ -288,15 +288,15 @@ func (s *convSpec) resolve(op string, xs, ws Shape, oneD bool) error {
 	g := s.groups
 	switch {
 	case s.cin == 0 || kh == 0 || kw == 0:
-		return errorf(op, ErrShape, "x %v, weights %v: a convolution has at least one input channel and a kernel of at least 1", xs, ws)
+		return pkg.Errorf(op, ErrShape, "x %v, weights %v: a convolution has at least one input channel and a kernel of at least 1", xs, ws)
 	case s.transposed && wa != s.cin:
-		return errorf(op, ErrShape, "x %v has %d channels; the weights %v are for %d (a transposed convolution's weights are (C_in, C_out/groups, ...) in %s)", xs, s.cin, ws, wa, s.format)
+		return pkg.Errorf(op, ErrShape, "x %v has %d channels; the weights %v are for %d (a transposed convolution's weights are (C_in, C_out/groups, ...) in %s)", xs, s.cin, ws, wa, s.format)
 	case s.cin%g != 0:
-		return errorf(op, ErrArgument, "%d groups do not divide the %d input channels", g, s.cin)
+		return pkg.Errorf(op, ErrArgument, "%d groups do not divide the %d input channels", g, s.cin)
 	case !s.transposed && wb*g != s.cin:
-		return errorf(op, ErrShape, "x %v has %d channels; the weights %v take %d per group × %d groups = %d", xs, s.cin, ws, wb, g, wb*g)
+		return pkg.Errorf(op, ErrShape, "x %v has %d channels; the weights %v take %d per group × %d groups = %d", xs, s.cin, ws, wb, g, wb*g)
 	case !s.transposed && wa%g != 0:
-		return errorf(op, ErrArgument, "%d groups do not divide the %d output channels of the weights %v", g, wa, ws)
+		return pkg.Errorf(op, ErrArgument, "%d groups do not divide the %d output channels of the weights %v", g, wa, ws)
 	}
 	s.cout = wa
 	if s.transposed {
@@ -319,7 +319,7 @@ func (s *convSpec) resolve(op string, xs, ws Shape, oneD bool) error {
 			if oneD {
 				dims[1] = "length"
 			}
-			return errorf(op, ErrShape, "x %v, weights %v, stride %v, padding %v, dilation %v: the output %s would be %d; it must be at least 1 (the dilated kernel spans %d, the padded input %d)",
+			return pkg.Errorf(op, ErrShape, "x %v, weights %v, stride %v, padding %v, dilation %v: the output %s would be %d; it must be at least 1 (the dilated kernel spans %d, the padded input %d)",
 				xs, ws, s.stride, s.pad, s.dil, dims[i], out[i], span, in[i]+2*s.pad[i])
 		}
 	}

@@ -5,7 +5,7 @@ package candle
 func Cat(ts []*Tensor, d int) (*Tensor, error) {
 	const op = "Cat"
 	if len(ts) == 0 {
-		return nil, errorf(op, ErrArgument, "no tensors")
+		return nil, pkg.Errorf(op, ErrArgument, "no tensors")
 	}
 	if err := alive(op, ts...); err != nil {
 		return nil, err
@@ -22,14 +22,14 @@ func Cat(ts []*Tensor, d int) (*Tensor, error) {
 	shape[d] = 0
 	for i, t := range ts {
 		if t.DType() != first.DType() {
-			return nil, errorf(op, ErrDType, "tensor %d is %s, tensor 0 %s", i, t.DType(), first.DType())
+			return nil, pkg.Errorf(op, ErrDType, "tensor %d is %s, tensor 0 %s", i, t.DType(), first.DType())
 		}
 		if t.Rank() != first.Rank() {
-			return nil, errorf(op, ErrShape, "tensor %d has shape %v, tensor 0 %v", i, t.layout.Shape, first.layout.Shape)
+			return nil, pkg.Errorf(op, ErrShape, "tensor %d has shape %v, tensor 0 %v", i, t.layout.Shape, first.layout.Shape)
 		}
 		for k := range shape {
 			if k != d && t.layout.Shape[k] != first.layout.Shape[k] {
-				return nil, errorf(op, ErrShape, "tensor %d has shape %v, tensor 0 %v: they differ in dim %d, not only in dim %d", i, t.layout.Shape, first.layout.Shape, k, d)
+				return nil, pkg.Errorf(op, ErrShape, "tensor %d has shape %v, tensor 0 %v: they differ in dim %d, not only in dim %d", i, t.layout.Shape, first.layout.Shape, k, d)
 			}
 		}
 		shape[d] += t.layout.Shape[d]
@@ -45,7 +45,7 @@ func Cat(ts []*Tensor, d int) (*Tensor, error) {
 			dst, _ := out.layout.Narrow(d, at, n)
 			if err := first.st.dev.backend().copy(t.v(), view{out.st, dst}); err != nil {
 				out.Close()
-				return nil, wrap(op, err)
+				return nil, pkg.Wrap(op, err)
 			}
 		}
 		at += n
@@ -66,31 +66,31 @@ func (t *Tensor) SliceAssign(src *Tensor, d, start int) error {
 		return err
 	}
 	if t.DType() != src.DType() {
-		return errorf(op, ErrDType, "%s source for a %s tensor", src.DType(), t.DType())
+		return pkg.Errorf(op, ErrDType, "%s source for a %s tensor", src.DType(), t.DType())
 	}
 	d, err := dim(op, d, t.Rank())
 	if err != nil {
 		return err
 	}
 	if src.Rank() != t.Rank() {
-		return errorf(op, ErrShape, "source %v for a tensor %v: the ranks differ", src.layout.Shape, t.layout.Shape)
+		return pkg.Errorf(op, ErrShape, "source %v for a tensor %v: the ranks differ", src.layout.Shape, t.layout.Shape)
 	}
 	for k := range t.layout.Shape {
 		if k != d && src.layout.Shape[k] != t.layout.Shape[k] {
-			return errorf(op, ErrShape, "source %v for a tensor %v: dim %d differs", src.layout.Shape, t.layout.Shape, k)
+			return pkg.Errorf(op, ErrShape, "source %v for a tensor %v: dim %d differs", src.layout.Shape, t.layout.Shape, k)
 		}
 	}
 	dst, err := t.layout.Narrow(d, start, src.layout.Shape[d])
 	if err != nil {
-		return errorf(op, ErrShape, "%d rows of dim %d from %d do not fit in %d", src.layout.Shape[d], d, start, t.layout.Shape[d])
+		return pkg.Errorf(op, ErrShape, "%d rows of dim %d from %d do not fit in %d", src.layout.Shape[d], d, start, t.layout.Shape[d])
 	}
 	if src.Elems() == 0 {
 		return nil
 	}
 	if hasOverlap(dst) {
-		return errorf(op, ErrArgument, "the destination %v repeats elements (a broadcast view): a write would be ambiguous", dst)
+		return pkg.Errorf(op, ErrArgument, "the destination %v repeats elements (a broadcast view): a write would be ambiguous", dst)
 	}
-	return wrap(op, t.st.dev.backend().copy(src.v(), view{t.st, dst}))
+	return pkg.Wrap(op, t.st.dev.backend().copy(src.v(), view{t.st, dst}))
 }
 
 // hasOverlap reports whether a layout reaches an element twice (a stride

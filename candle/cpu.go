@@ -301,7 +301,7 @@ func (c *cpuBackend) where(cond, t, f view, dst *Storage) error {
 func index(ids data, o, n int) (int, error) {
 	v := ids.i(o)
 	if v < 0 || v >= int64(n) {
-		return 0, errorf("index", ErrIndex, "index %d is out of range for a dim of size %d", v, n)
+		return 0, pkg.Errorf("index", ErrIndex, "index %d is out of range for a dim of size %d", v, n)
 	}
 	return int(v), nil
 }

@@ -60,19 +60,19 @@ func NewDevice(name string) (Device, error) {
 		if rest, ok := strings.CutPrefix(s, p); ok {
 			n, err := strconv.Atoi(rest)
 			if err != nil || n < 0 {
-				return nil, errorf(op, ErrDevice, "%q: the ordinal must be a number ≥ 0", name)
+				return nil, pkg.Errorf(op, ErrDevice, "%q: the ordinal must be a number ≥ 0", name)
 			}
 			return HIP(n)
 		}
 	}
-	return nil, errorf(op, ErrDevice, "%q is not a device: want cpu, hip:N or auto", name)
+	return nil, pkg.Errorf(op, ErrDevice, "%q is not a device: want cpu, hip:N or auto", name)
 }
 
 // sameDevice checks that every tensor is on dev.
 func sameDevice(op string, dev Device, ts ...*Tensor) error {
 	for _, t := range ts {
 		if t.st.dev != dev {
-			return errorf(op, ErrDevice, "operands on %s and %s: move them to one device first (ToDevice)", dev, t.st.dev)
+			return pkg.Errorf(op, ErrDevice, "operands on %s and %s: move them to one device first (ToDevice)", dev, t.st.dev)
 		}
 	}
 	return nil
@@ -179,10 +179,10 @@ var errNoDevice = errors.New("no such device")
 func checkOrdinal(op string, ordinal int) error {
 	n, err := hip.DeviceCount()
 	if err != nil {
-		return &Error{Op: op, Kind: ErrDevice, Detail: fmt.Sprintf("hip:%d cannot be opened", ordinal), Err: err}
+		return &Error{Pkg: string(pkg), Op: op, Kind: ErrDevice, Detail: fmt.Sprintf("hip:%d cannot be opened", ordinal), Err: err}
 	}
 	if ordinal < 0 || ordinal >= n {
-		return &Error{Op: op, Kind: ErrDevice, Detail: fmt.Sprintf("hip:%d: the machine has %d GPU(s)", ordinal, n), Err: errNoDevice}
+		return &Error{Pkg: string(pkg), Op: op, Kind: ErrDevice, Detail: fmt.Sprintf("hip:%d: the machine has %d GPU(s)", ordinal, n), Err: errNoDevice}
 	}
 	return nil
 }

@@ -54,7 +54,11 @@
 // Every op returns (*Tensor, error). Shapes, dtypes, devices and closed
 // tensors are checked before anything is queued; errors are *Error values
 // that errors.Is matches against ErrShape, ErrDType, ErrDevice, ErrIndex,
-// ErrArgument, ErrOutOfMemory and ErrClosed.
+// ErrArgument, ErrOutOfMemory, ErrClosed and the other kinds below. *Error
+// is package errs' one error type, which every package above the bindings
+// returns (flashattn, the tokenizer, nn, gguf, the models, generate), so
+// these kinds match their errors too: errors.Is(err, candle.ErrOutOfMemory)
+// holds wherever the memory ran out.
 //
 // # Memory
 //

@@ -55,7 +55,7 @@ func ParseDType(s string) (DType, error) {
 	case "i64", "int64":
 		return I64, nil
 	}
-	return 0, &Error{Op: "ParseDType", Kind: ErrDType, Detail: fmt.Sprintf("%q is not a dtype: want one of %s", s, strings.Join(dtypeNames[:], ", "))}
+	return 0, &Error{Pkg: string(pkg), Op: "ParseDType", Kind: ErrDType, Detail: fmt.Sprintf("%q is not a dtype: want one of %s", s, strings.Join(dtypeNames[:], ", "))}
 }
 
 // Size is the size of one element in bytes.

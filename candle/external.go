@@ -17,10 +17,10 @@ func (t *Tensor) DevicePtr() (hip.DevicePtr, error) {
 		return 0, err
 	}
 	if _, ok := t.st.dev.(*HIPDevice); !ok {
-		return 0, errorf(op, ErrDevice, "the tensor is on %s: only a HIP device's tensors have device addresses", t.st.dev)
+		return 0, pkg.Errorf(op, ErrDevice, "the tensor is on %s: only a HIP device's tensors have device addresses", t.st.dev)
 	}
 	if t.st.mem == nil {
-		return 0, errorf(op, ErrArgument, "the tensor is empty: it has no memory")
+		return 0, pkg.Errorf(op, ErrArgument, "the tensor is empty: it has no memory")
 	}
 	return ptr(t.v()), nil
 }
@@ -30,10 +30,10 @@ func (t *Tensor) DevicePtr() (hip.DevicePtr, error) {
 func Empty(dev Device, dt DType, shape ...int) (*Tensor, error) {
 	const op = "Empty"
 	if dev == nil {
-		return nil, errorf(op, ErrDevice, "nil device")
+		return nil, pkg.Errorf(op, ErrDevice, "nil device")
 	}
 	if !dt.valid() {
-		return nil, errorf(op, ErrDType, "%v is not a dtype", dt)
+		return nil, pkg.Errorf(op, ErrDType, "%v is not a dtype", dt)
 	}
 	return newOutput(op, dev, dt, Shape(shape))
 }

@@ -7,10 +7,10 @@ import (
 // newFilled allocates a tensor of shape on dev and fills it with f.
 func newFilled(op string, dev Device, dt DType, shape []int, f func(be backend, st *Storage) error) (*Tensor, error) {
 	if dev == nil {
-		return nil, errorf(op, ErrDevice, "nil device")
+		return nil, pkg.Errorf(op, ErrDevice, "nil device")
 	}
 	if !dt.valid() {
-		return nil, errorf(op, ErrDType, "%v is not a dtype", dt)
+		return nil, pkg.Errorf(op, ErrDType, "%v is not a dtype", dt)
 	}
 	out, err := newOutput(op, dev, dt, Shape(shape))
 	if err != nil || out.Elems() == 0 {
@@ -18,7 +18,7 @@ func newFilled(op string, dev Device, dt DType, shape []int, f func(be backend, 
 	}
 	if err := f(dev.backend(), out.st); err != nil {
 		out.Close()
-		return nil, wrap(op, err)
+		return nil, pkg.Wrap(op, err)
 	}
 	return out, nil
 }
@@ -41,11 +41,11 @@ func Ones(dev Device, dt DType, shape ...int) (*Tensor, error) { return Full(dev
 func Arange(dev Device, dt DType, start, end, step float64) (*Tensor, error) {
 	const op = "Arange"
 	if step == 0 || math.IsNaN(start+end+step) || math.IsInf(start+end+step, 0) {
-		return nil, errorf(op, ErrArgument, "start %v, end %v, step %v: want finite numbers and a step other than 0", start, end, step)
+		return nil, pkg.Errorf(op, ErrArgument, "start %v, end %v, step %v: want finite numbers and a step other than 0", start, end, step)
 	}
 	count := math.Max(0, math.Ceil((end-start)/step))
 	if count > math.MaxInt32*float64(math.MaxInt32) {
-		return nil, errorf(op, ErrArgument, "start %v, end %v, step %v: %.3g elements", start, end, step, count)
+		return nil, pkg.Errorf(op, ErrArgument, "start %v, end %v, step %v: %.3g elements", start, end, step, count)
 	}
 	n := int(count)
 	return newFilled(op, dev, dt, []int{n}, func(be backend, st *Storage) error { return be.arange(st, start, step) })
@@ -57,7 +57,7 @@ func Arange(dev Device, dt DType, start, end, step float64) (*Tensor, error) {
 // numbers on every device.
 func RandUniform(dev Device, dt DType, lo, hi float64, shape ...int) (*Tensor, error) {
 	if !(lo < hi) || math.IsInf(hi-lo, 0) {
-		return nil, errorf("RandUniform", ErrArgument, "[%v, %v) is not a finite range", lo, hi)
+		return nil, pkg.Errorf("RandUniform", ErrArgument, "[%v, %v) is not a finite range", lo, hi)
 	}
 	return random("RandUniform", dev, dt, uniform, lo, hi, shape)
 }
@@ -66,14 +66,14 @@ func RandUniform(dev Device, dt DType, lo, hi float64, shape ...int) (*Tensor, e
 // generator RandUniform uses (Box-Muller, computed in float64).
 func RandNormal(dev Device, dt DType, mean, std float64, shape ...int) (*Tensor, error) {
 	if !(std >= 0) || math.IsInf(mean+std, 0) {
-		return nil, errorf("RandNormal", ErrArgument, "mean %v, standard deviation %v: want finite numbers, a deviation ≥ 0", mean, std)
+		return nil, pkg.Errorf("RandNormal", ErrArgument, "mean %v, standard deviation %v: want finite numbers, a deviation ≥ 0", mean, std)
 	}
 	return random("RandNormal", dev, dt, normal, mean, std, shape)
 }
 
 func random(op string, dev Device, dt DType, dist distribution, a, b float64, shape []int) (*Tensor, error) {
 	if !dt.IsFloat() {
-		return nil, errorf(op, ErrDType, "random numbers are of a float dtype, not %s", dt)
+		return nil, pkg.Errorf(op, ErrDType, "random numbers are of a float dtype, not %s", dt)
 	}
 	return newFilled(op, dev, dt, shape, func(be backend, st *Storage) error {
 		seed, offset := deviceRNG(dev).take(st.n)

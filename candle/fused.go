@@ -46,9 +46,9 @@ func fuse(op string, shape Shape, ts ...*Tensor) (*fusedOp, error) {
 		}
 		switch {
 		case i == 0 && dt != F32 && dt != F16 && dt != BF16:
-			return nil, errorf(op, ErrDType, "%s: the fused ops take f32, f16 or bf16 (convert with ToDType)", dt)
+			return nil, pkg.Errorf(op, ErrDType, "%s: the fused ops take f32, f16 or bf16 (convert with ToDType)", dt)
 		case t.DType() != dt:
-			return nil, errorf(op, ErrDType, "%s and %s operands: convert one with ToDType", dt, t.DType())
+			return nil, pkg.Errorf(op, ErrDType, "%s and %s operands: convert one with ToDType", dt, t.DType())
 		}
 	}
 	f := &fusedOp{}
@@ -60,7 +60,7 @@ func fuse(op string, shape Shape, ts ...*Tensor) (*fusedOp, error) {
 			c, err := t.Copy()
 			if err != nil {
 				f.release()
-				return nil, wrap(op, err)
+				return nil, pkg.Wrap(op, err)
 			}
 			f.tmp[i], t = c, c
 		}
@@ -84,7 +84,7 @@ func (f *fusedOp) run(op string, launch func(b backend) error) (*Tensor, error) 
 	}
 	if err := launch(f.out.st.dev.backend()); err != nil {
 		f.out.Close()
-		return nil, wrap(op, err)
+		return nil, pkg.Wrap(op, err)
 	}
 	return f.out, nil
 }
@@ -140,10 +140,10 @@ func (t *Tensor) norm(op string, alpha, beta *Tensor, eps float64, layer bool) (
 		return nil, err
 	}
 	if alpha == nil {
-		return nil, errorf(op, ErrArgument, "alpha is nil")
+		return nil, pkg.Errorf(op, ErrArgument, "alpha is nil")
 	}
 	if len(t.layout.Shape) == 0 {
-		return nil, errorf(op, ErrShape, "a scalar has no last dim to normalise")
+		return nil, pkg.Errorf(op, ErrShape, "a scalar has no last dim to normalise")
 	}
 	rows, _ := lastDimRows(t.layout.Shape)
 	cols := t.layout.Shape[len(t.layout.Shape)-1]
@@ -167,11 +167,11 @@ func checkAffine(op string, alpha, beta *Tensor, n int, what string, x Shape, ep
 		t    *Tensor
 	}{{"alpha", alpha}, {"beta", beta}} {
 		if p.t != nil && !p.t.layout.Shape.Equal(Shape{n}) {
-			return errorf(op, ErrShape, "%s is %v; want [%d], %s %v", p.name, p.t.layout.Shape, n, what, x)
+			return pkg.Errorf(op, ErrShape, "%s is %v; want [%d], %s %v", p.name, p.t.layout.Shape, n, what, x)
 		}
 	}
 	if eps < 0 || math.IsNaN(eps) || eps > math.MaxFloat32 {
-		return errorf(op, ErrArgument, "eps %v: want a non-negative float32", eps)
+		return pkg.Errorf(op, ErrArgument, "eps %v: want a non-negative float32", eps)
 	}
 	return nil
 }
@@ -188,15 +188,15 @@ func (t *Tensor) GroupNorm(groups int, alpha, beta *Tensor, eps float64) (*Tenso
 		return nil, err
 	}
 	if alpha == nil {
-		return nil, errorf(op, ErrArgument, "alpha is nil")
+		return nil, pkg.Errorf(op, ErrArgument, "alpha is nil")
 	}
 	s := t.layout.Shape
 	if len(s) < 2 {
-		return nil, errorf(op, ErrShape, "x is %v: want rank 2 or more, (N, C, spatial...)", s)
+		return nil, pkg.Errorf(op, ErrShape, "x is %v: want rank 2 or more, (N, C, spatial...)", s)
 	}
 	c := s[1]
 	if groups < 1 || c%groups != 0 {
-		return nil, errorf(op, ErrArgument, "%d groups of %d channels: want a number ≥ 1 that divides the channels", groups, c)
+		return nil, pkg.Errorf(op, ErrArgument, "%d groups of %d channels: want a number ≥ 1 that divides the channels", groups, c)
 	}
 	if err := checkAffine(op, alpha, beta, c, "the channels of", s, eps); err != nil {
 		return nil, err
@@ -204,7 +204,7 @@ func (t *Tensor) GroupNorm(groups int, alpha, beta *Tensor, eps float64) (*Tenso
 	spatial := s[2:].Elems()
 	cols := c / groups * spatial
 	if cols >= math.MaxUint32 {
-		return nil, errorf(op, ErrShape, "x is %v: a group of %d elements; at most %d", s, cols, uint32(math.MaxUint32-1))
+		return nil, pkg.Errorf(op, ErrShape, "x is %v: a group of %d elements; at most %d", s, cols, uint32(math.MaxUint32-1))
 	}
 	f, err := fuse(op, s, t, alpha, beta)
 	if err != nil {
@@ -239,14 +239,14 @@ func (t *Tensor) rope(op string, cos, sin *Tensor, interleaved, thd bool) (*Tens
 	}
 	s := t.layout.Shape
 	if len(s) != 4 {
-		return nil, errorf(op, ErrShape, "x is %v: want rank 4, (b, h, t, d)%s", s, map[bool]string{true: " laid out (b, t, h, d)"}[thd])
+		return nil, pkg.Errorf(op, ErrShape, "x is %v: want rank 4, (b, h, t, d)%s", s, map[bool]string{true: " laid out (b, t, h, d)"}[thd])
 	}
 	b, h, n, d := s[0], s[1], s[2], s[3]
 	if thd {
 		h, n = n, h
 	}
 	if d%2 != 0 {
-		return nil, errorf(op, ErrShape, "x is %v: the head dim %d is odd; rotary pairs need an even one", s, d)
+		return nil, pkg.Errorf(op, ErrShape, "x is %v: the head dim %d is odd; rotary pairs need an even one", s, d)
 	}
 	csb := 0
 	switch cs := cos.layout.Shape; {
@@ -254,10 +254,10 @@ func (t *Tensor) rope(op string, cos, sin *Tensor, interleaved, thd bool) (*Tens
 	case cs.Equal(Shape{b, n, d / 2}):
 		csb = n * d / 2
 	default:
-		return nil, errorf(op, ErrShape, "cos is %v: want [%d %d] (t, d/2) or [%d %d %d] (b, t, d/2) for x %v", cs, n, d/2, b, n, d/2, s)
+		return nil, pkg.Errorf(op, ErrShape, "cos is %v: want [%d %d] (t, d/2) or [%d %d %d] (b, t, d/2) for x %v", cs, n, d/2, b, n, d/2, s)
 	}
 	if !sin.layout.Shape.Equal(cos.layout.Shape) {
-		return nil, errorf(op, ErrShape, "sin is %v and cos %v: they have one shape", sin.layout.Shape, cos.layout.Shape)
+		return nil, pkg.Errorf(op, ErrShape, "sin is %v and cos %v: they have one shape", sin.layout.Shape, cos.layout.Shape)
 	}
 	f, err := fuse(op, s, t, cos, sin)
 	if err != nil {
@@ -276,7 +276,7 @@ func (t *Tensor) SiLUMul(o *Tensor) (*Tensor, error) {
 		return nil, err
 	}
 	if !t.layout.Shape.Equal(o.layout.Shape) {
-		return nil, errorf(op, ErrShape, "%v and %v: the gate and the value have one shape", t.layout.Shape, o.layout.Shape)
+		return nil, pkg.Errorf(op, ErrShape, "%v and %v: the gate and the value have one shape", t.layout.Shape, o.layout.Shape)
 	}
 	f, err := fuse(op, t.layout.Shape, t, o)
 	if err != nil {
@@ -417,11 +417,11 @@ func (b *hipBackend) softmax(x view, dst *Storage, rows, cols int, log bool) err
 	grid, block := rowLaunch(rows, cols, nnPer, nnBlock)
 	// Vector rows that fill the block's slots take softmax_full.
 	if !log && cols == int(block.X)*nnPer && in%16 == 0 && out%16 == 0 {
-		return b.launch(famNN, kernelNames.softmaxFull[dst.dtype], grid, block, func(a *hip.Args) {
+		return b.launch(kernelNames.softmaxFull[dst.dtype], grid, block, func(a *hip.Args) {
 			a.Uint64(uint64(rows)).Uint64(uint64(cols)).Ptr(in).Ptr(out)
 		})
 	}
-	return b.launch(famNN, kernelNames.softmax[dst.dtype], grid, block, func(a *hip.Args) {
+	return b.launch(kernelNames.softmax[dst.dtype], grid, block, func(a *hip.Args) {
 		a.Uint64(uint64(rows)).Uint64(uint64(cols)).Int32(int32(b2i(log))).Ptr(in).Ptr(out)
 	})
 }
@@ -430,7 +430,7 @@ func (b *hipBackend) norm(x, alpha, beta view, dst *Storage, rows, cols int, eps
 	in, al, out := ptr(x), ptr(alpha), storagePtr(dst)
 	grid, block := rowLaunch(rows, cols, nnPer, nnBlock)
 	if !layer {
-		return b.launch(famNN, kernelNames.rmsNorm[dst.dtype], grid, block, func(a *hip.Args) {
+		return b.launch(kernelNames.rmsNorm[dst.dtype], grid, block, func(a *hip.Args) {
 			a.Uint64(uint64(rows)).Uint64(uint64(cols)).Float32(float32(eps)).Ptr(in).Ptr(al).Ptr(out)
 		})
 	}
@@ -438,7 +438,7 @@ func (b *hipBackend) norm(x, alpha, beta view, dst *Storage, rows, cols int, eps
 	if beta.st != nil {
 		be = ptr(beta)
 	}
-	return b.launch(famNN, kernelNames.layerNorm[dst.dtype], grid, block, func(a *hip.Args) {
+	return b.launch(kernelNames.layerNorm[dst.dtype], grid, block, func(a *hip.Args) {
 		a.Uint64(uint64(rows)).Uint64(uint64(cols)).Float32(float32(eps)).Ptr(in).Ptr(al).Ptr(be).Ptr(out)
 	})
 }
@@ -450,7 +450,7 @@ func (b *hipBackend) groupNorm(x, alpha, beta view, dst *Storage, rows, cols, gr
 		be = ptr(beta)
 	}
 	grid, block := rowLaunch(rows, cols, gnPer, gnBlock)
-	return b.launch(famNN, kernelNames.groupNorm[dst.dtype], grid, block, func(a *hip.Args) {
+	return b.launch(kernelNames.groupNorm[dst.dtype], grid, block, func(a *hip.Args) {
 		a.Uint64(uint64(rows)).Uint64(uint64(cols)).Float32(float32(eps)).Uint64(uint64(groups)).Uint64(uint64(spatial))
 		a.Ptr(in).Ptr(al).Ptr(be).Ptr(out)
 	})
@@ -467,7 +467,7 @@ func (b *hipBackend) rope(x, cos, sin view, dst *Storage, dims [4]int, interleav
 		per = 16 / dst.dtype.Size()
 	}
 	grid := hip.Dim3{X: uint32(max(1, min((pairs/per+RGBlock-1)/RGBlock, maxBlocks)))}
-	return b.launch(famNN, kernelNames.rope[dst.dtype], grid, block1D, func(a *hip.Args) {
+	return b.launch(kernelNames.rope[dst.dtype], grid, block1D, func(a *hip.Args) {
 		a.Uint64(uint64(dims[0])).Uint64(uint64(dims[1])).Uint64(uint64(dims[2])).Uint64(uint64(dims[3]))
 		a.Int32(int32(b2i(interleaved))).Int32(int32(b2i(thd))).Uint64(uint64(csb)).Ptr(in).Ptr(co).Ptr(si).Ptr(out)
 	})
@@ -475,7 +475,7 @@ func (b *hipBackend) rope(x, cos, sin view, dst *Storage, dims [4]int, interleav
 
 func (b *hipBackend) siluMul(x, y view, dst *Storage) error {
 	px, py, out := ptr(x), ptr(y), storagePtr(dst)
-	return b.launch(famNN, kernelNames.siluMul[dst.dtype], b.grid(dst.n, 16/dst.dtype.Size()), block1D, func(a *hip.Args) {
+	return b.launch(kernelNames.siluMul[dst.dtype], b.grid(dst.n, 16/dst.dtype.Size()), block1D, func(a *hip.Args) {
 		a.Uint64(uint64(dst.n)).Ptr(px).Ptr(py).Ptr(out)
 	})
 }

@@ -92,7 +92,7 @@ func BenchmarkTinyAddKernel(b *testing.B) {
 	d := benchDevice(b)
 	x, y := smallOperands(b, d)
 	be := (*hipBackend)(d)
-	fn, err := be.function(famBinary, kernelNames.binary[opAdd][F32])
+	fn, err := be.function(kernelNames.binary[opAdd][F32])
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -48,9 +48,9 @@ func Capture(dev Device, fn func() error) (*Graph, error) {
 	case *HIPDevice:
 		return d.Capture(fn)
 	case nil:
-		return nil, errorf("Capture", ErrDevice, "nil device")
+		return nil, pkg.Errorf("Capture", ErrDevice, "nil device")
 	}
-	return nil, errorf("Capture", ErrDevice, "%s runs ops as they are called: graphs capture the work of a HIP device; call the function directly", dev)
+	return nil, pkg.Errorf("Capture", ErrDevice, "%s runs ops as they are called: graphs capture the work of a HIP device; call the function directly", dev)
 }
 
 // Capture runs fn twice and returns a graph of the work the second run
@@ -73,11 +73,11 @@ func Capture(dev Device, fn func() error) (*Graph, error) {
 func (d *HIPDevice) Capture(fn func() error) (*Graph, error) {
 	const op = "HIPDevice.Capture"
 	if fn == nil {
-		return nil, errorf(op, ErrArgument, "nil function: give the work to capture")
+		return nil, pkg.Errorf(op, ErrArgument, "nil function: give the work to capture")
 	}
 	gm := &graphMem{dev: d, free: freeBlocks{}}
 	if !d.capture.CompareAndSwap(nil, gm) {
-		return nil, errorf(op, ErrArgument, "a capture is under way on %s: captures do not nest; capture the inner work as part of the outer one", d)
+		return nil, pkg.Errorf(op, ErrArgument, "a capture is under way on %s: captures do not nest; capture the inner work as part of the outer one", d)
 	}
 	fail := func(err error) (*Graph, error) {
 		d.capture.Store(nil)
@@ -95,7 +95,7 @@ func (d *HIPDevice) Capture(fn func() error) (*Graph, error) {
 	if err := d.stream.BeginCapture(hip.StreamCaptureModeGlobal); err != nil {
 		d.capturing.Store(false)
 		runtime.UnlockOSThread()
-		return fail(wrap(op, err))
+		return fail(pkg.Wrap(op, err))
 	}
 	ferr := fn()
 	g, err := d.stream.EndCapture()
@@ -108,7 +108,7 @@ func (d *HIPDevice) Capture(fn func() error) (*Graph, error) {
 		if ferr != nil {
 			return fail(fmt.Errorf("candle: %s: under capture: %w", op, ferr))
 		}
-		return fail(wrap(op, err))
+		return fail(pkg.Wrap(op, err))
 	}
 	nodes, err := g.NodeCount()
 	var exec *hip.GraphExec
@@ -117,7 +117,7 @@ func (d *HIPDevice) Capture(fn func() error) (*Graph, error) {
 	}
 	g.Close()
 	if err != nil {
-		return fail(wrap(op, err))
+		return fail(pkg.Wrap(op, err))
 	}
 	// Blocks freed from now on go back to where they came from; the
 	// private ones to the graph.
@@ -130,17 +130,17 @@ func (d *HIPDevice) Capture(fn func() error) (*Graph, error) {
 func (g *Graph) Replay() error {
 	const op = "Graph.Replay"
 	if g == nil {
-		return errorf(op, ErrArgument, "nil graph")
+		return pkg.Errorf(op, ErrArgument, "nil graph")
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.closed {
-		return &Error{Op: op, Kind: ErrClosed, Detail: "use of a closed graph", Err: ErrClosed}
+		return &Error{Pkg: string(pkg), Op: op, Kind: ErrClosed, Detail: "use of a closed graph", Err: ErrClosed}
 	}
 	if g.dev.capture.Load() != nil {
-		return errorf(op, ErrArgument, "a capture is under way on %s: replay the graph before or after it", g.dev)
+		return pkg.Errorf(op, ErrArgument, "a capture is under way on %s: replay the graph before or after it", g.dev)
 	}
-	return wrap(op, g.exec.Launch(g.dev.stream))
+	return pkg.Wrap(op, g.exec.Launch(g.dev.stream))
 }
 
 // Nodes is the number of operations the graph holds (kernels, copies,
@@ -173,7 +173,7 @@ func (g *Graph) Close() error {
 	g.closed = true
 	err := g.exec.Close()
 	g.mem.close()
-	return wrap("Graph.Close", err)
+	return pkg.Wrap("Graph.Close", err)
 }
 
 // graphMem is a graph's private memory: a pool of blocks by size class
@@ -203,7 +203,7 @@ func (m *graphMem) get(size int) (*block, error) {
 	sealed := m.sealed
 	m.mu.Unlock()
 	if sealed {
-		return nil, &Error{Op: "alloc", Kind: ErrArgument, Err: errCaptureAlloc,
+		return nil, &Error{Pkg: string(pkg), Op: "alloc", Kind: ErrArgument, Err: errCaptureAlloc,
 			Detail: fmt.Sprintf("the captured work asked for %s on %s beyond what its rehearsal used: a captured function must queue the same work each time it runs",
 				humanize.IBytes(uint64(size)), m.dev)}
 	}
@@ -264,5 +264,5 @@ var errCaptureAlloc = errors.New("allocation under graph capture")
 // capturingError is the error of a host transfer or wait while the
 // device's stream is captured.
 func capturingError(op string, d *HIPDevice) error {
-	return errorf(op, ErrArgument, "%s is capturing a graph: host copies and waits are not captured; write the graph's inputs before Replay and read its outputs after", d)
+	return pkg.Errorf(op, ErrArgument, "%s is capturing a graph: host copies and waits are not captured; write the graph's inputs before Replay and read its outputs after", d)
 }

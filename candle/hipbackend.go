@@ -147,86 +147,15 @@ const RGBlock = 256
 // in a dimension. The kernels loop over what a grid does not cover.
 const maxBlocks = 1<<32/RGBlock - 1
 
-// kernelNames are the names of the per-op kernels, made once, so that a
-// launch builds no string.
-var kernelNames = func() (k struct {
-	unary  [numUnary][numDTypes]string
-	binary [numBinary][numDTypes]string
-	cast   [numDTypes][numDTypes]string
-	reduce [numReduce][numDTypes]string
-	// By element size (the kernels that only move bytes).
-	copy, copyRows, transpose, fill [9]string
-	arange, randUniform, randNormal [numDTypes]string
-	// By the condition's or the indices' dtype, then element size.
-	where, take, takeRows, put [numDTypes][9]string
-	putAdd                     [numDTypes][numDTypes]string // by indices, values
-	// The fused ops (nn.hip), by dtype.
-	softmax, softmaxFull, rmsNorm, layerNorm, rope, siluMul [numDTypes]string
-	groupNorm, ropeCache                                    [numDTypes]string
-	argsort, topk                                           [numDTypes]string    // sort.hip
-	sampleMax, sampleHist, sampleDraw                       [numDTypes]string    // sample.hip
-	upsample                                                [2][numDTypes]string // nn.hip, [bilinear][dtype]
-	// The quantized ops (quant.hip), by kind, GGML type id and dtype.
-	quant [numQuantKinds][GGMLQ8_K + 1][numDTypes]string
-	qx    [numDTypes]string
-	k4    [2][2][numDTypes]string // qmatvec8k4 by x quantized in it, rows a warp less one
-}) {
-	for kind := range numQuantKinds {
-		for _, typ := range quantTypes() {
-			for _, dt := range []DType{F32, F16, BF16} {
-				k.quant[kind][typ][dt] = quantKernelName(kind, typ, dt)
-			}
-		}
-	}
-	k.qx[F16], k.qx[BF16] = "qx_f16", "qx_bf16"
-	for _, dt := range []DType{F16, BF16} {
-		k.k4[0][0][dt], k.k4[0][1][dt] = "qmatvec8k4_"+dtypeNames[dt], "qmatvec8k4x2_"+dtypeNames[dt]
-		k.k4[1][0][dt], k.k4[1][1][dt] = "qmatvec8k4q_"+dtypeNames[dt], "qmatvec8k4qx2_"+dtypeNames[dt]
-	}
-	for _, sz := range []int{1, 2, 4, 8} {
-		b := sizeNames[sz]
-		k.copy[sz], k.copyRows[sz], k.transpose[sz], k.fill[sz] = "copy_"+b, "copy_rows_"+b, "transpose_"+b, "fill_"+b
-		for dt := range numDTypes {
-			d := dtypeNames[dt]
-			k.where[dt][sz], k.take[dt][sz], k.takeRows[dt][sz], k.put[dt][sz] = "where_"+d+"_"+b, "take_"+d+"_"+b, "take_rows_"+d+"_"+b, "put_"+d+"_"+b
-		}
-	}
-	for dt := range numDTypes {
-		d := dtypeNames[dt]
-		k.arange[dt], k.randUniform[dt], k.randNormal[dt] = "arange_"+d, "rand_uniform_"+d, "rand_normal_"+d
-		k.softmax[dt], k.softmaxFull[dt], k.rmsNorm[dt], k.layerNorm[dt], k.rope[dt], k.siluMul[dt] = "softmax_"+d, "softmax_full_"+d, "rms_norm_"+d, "layer_norm_"+d, "rope_"+d, "silu_mul_"+d
-		k.groupNorm[dt], k.ropeCache[dt] = "group_norm_"+d, "rope_cache_"+d
-		k.argsort[dt], k.topk[dt] = "argsort_"+d, "topk_"+d
-		k.sampleMax[dt], k.sampleHist[dt], k.sampleDraw[dt] = "sample_max_"+d, "sample_hist_"+d, "sample_draw_"+d
-		k.upsample[0][dt], k.upsample[1][dt] = "upsample_nearest_"+d, "upsample_bilinear_"+d
-		for v := range numDTypes {
-			k.putAdd[dt][v] = "put_add_" + d + "_" + dtypeNames[v]
-		}
-		for op := range numUnary {
-			k.unary[op][dt] = unaryNames[op] + "_" + dtypeNames[dt]
-		}
-		for op := range numBinary {
-			k.binary[op][dt] = binaryNames[op] + "_" + dtypeNames[dt]
-		}
-		for to := range numDTypes {
-			k.cast[dt][to] = "cast_" + dtypeNames[dt] + "_" + dtypeNames[to]
-		}
-		for op := range numReduce {
-			k.reduce[op][dt] = reduceNames[op] + "_" + dtypeNames[dt]
-		}
-	}
-	return k
-}()
-
 // function is a loaded kernel of the device. Lookups read an immutable
 // map without a lock; the first use of a kernel copies it.
-func (b *hipBackend) function(f family, name string) (*hip.Function, error) {
+func (b *hipBackend) function(k kernel) (*hip.Function, error) {
 	if m := b.fns.Load(); m != nil {
-		if fn, ok := (*m)[name]; ok {
+		if fn, ok := (*m)[k.name]; ok {
 			return fn, nil
 		}
 	}
-	fn, err := b.kc.function(b.dev, f, name)
+	fn, err := b.kc.function(b.dev, k)
 	if err != nil {
 		return nil, err
 	}
@@ -238,21 +167,21 @@ func (b *hipBackend) function(f family, name string) (*hip.Function, error) {
 	} else {
 		m = map[string]*hip.Function{}
 	}
-	m[name] = fn
+	m[k.name] = fn
 	b.fns.Store(&m)
 	return fn, nil
 }
 
-// launch queues kernel name of a family on the device's stream with the
+// launch queues kernel k (of kernelNames) on the device's stream with the
 // arguments args packs.
-func (b *hipBackend) launch(f family, name string, grid, block hip.Dim3, args func(*hip.Args)) error {
-	return b.launchShared(f, name, grid, block, 0, args)
+func (b *hipBackend) launch(k kernel, grid, block hip.Dim3, args func(*hip.Args)) error {
+	return b.launchShared(k, grid, block, 0, args)
 }
 
 // launchShared is launch with shared bytes of dynamic shared memory a
 // block.
-func (b *hipBackend) launchShared(f family, name string, grid, block hip.Dim3, shared int, args func(*hip.Args)) error {
-	fn, err := b.function(f, name)
+func (b *hipBackend) launchShared(k kernel, grid, block hip.Dim3, shared int, args func(*hip.Args)) error {
+	fn, err := b.function(k)
 	if err != nil {
 		return err
 	}
@@ -309,7 +238,7 @@ func (b *hipBackend) unary(op unaryOp, p [2]float64, src view, dst *Storage) err
 	ix := makeIndex(src.l.Shape, false, src.l)
 	in, out := ptr(src), storagePtr(dst)
 	ix.aligned(in, out)
-	return b.launch(famUnary, kernelNames.unary[op][dst.dtype], b.grid(n, perThread(ix, dst.dtype.Size())), block1D, func(a *hip.Args) {
+	return b.launch(kernelNames.unary[op][dst.dtype], b.grid(n, perThread(ix, dst.dtype.Size())), block1D, func(a *hip.Args) {
 		hip.ArgValue(a, ix).Uint64(uint64(n)).Ptr(in).Ptr(out).Float64(p[0]).Float64(p[1])
 	})
 }
@@ -323,7 +252,7 @@ func (b *hipBackend) binary(op binaryOp, x, y view, dst *Storage) error {
 	if !op.isCmp() || x.st.dtype == U8 { // the kernel's vectors need equal input and output sizes
 		per = perThread(ix, dst.dtype.Size())
 	}
-	return b.launch(famBinary, kernelNames.binary[op][x.st.dtype], b.grid(n, per), block1D, func(a *hip.Args) {
+	return b.launch(kernelNames.binary[op][x.st.dtype], b.grid(n, per), block1D, func(a *hip.Args) {
 		hip.ArgValue(a, ix).Uint64(uint64(n)).Ptr(px).Ptr(py).Ptr(out)
 	})
 }
@@ -338,7 +267,7 @@ func (b *hipBackend) cast(src view, dst *Storage) error {
 	if ix.Rank == 0 && int(in)%(per*src.st.dtype.Size()) == 0 && int(out)%(per*dst.dtype.Size()) == 0 {
 		ix.Flags |= 1
 	}
-	return b.launch(famCast, kernelNames.cast[src.st.dtype][dst.dtype], b.grid(n, perThread(ix, wide)), block1D, func(a *hip.Args) {
+	return b.launch(kernelNames.cast[src.st.dtype][dst.dtype], b.grid(n, perThread(ix, wide)), block1D, func(a *hip.Args) {
 		hip.ArgValue(a, ix).Uint64(uint64(n)).Ptr(in).Ptr(out)
 	})
 }
@@ -357,12 +286,12 @@ func (b *hipBackend) copy(src, dst view) error {
 		if rowsAligned(rows, size, in, out) {
 			rows.Flags |= 1
 		}
-		return b.launch(famCopy, kernelNames.copyRows[size], b.rowGrid(nrows), block1D, func(a *hip.Args) {
+		return b.launch(kernelNames.copyRows[size], b.rowGrid(nrows), block1D, func(a *hip.Args) {
 			hip.ArgValue(a, rows).Uint64(uint64(nrows)).Uint64(uint64(rowlen)).Ptr(in).Ptr(out)
 		})
 	}
 	ix.aligned(in, out)
-	return b.launch(famCopy, kernelNames.copy[size], b.grid(n, perThread(ix, size)), block1D, func(a *hip.Args) {
+	return b.launch(kernelNames.copy[size], b.grid(n, perThread(ix, size)), block1D, func(a *hip.Args) {
 		hip.ArgValue(a, ix).Uint64(uint64(n)).Ptr(in).Ptr(out)
 	})
 }
@@ -430,7 +359,7 @@ func (b *hipBackend) transpose(ix kIndex, src, dst view) (bool, error) {
 	in, out := ptr(src), ptr(dst)
 	size := src.st.dtype.Size()
 	grid := hip.Dim3{X: uint32((cols + rgTile - 1) / rgTile), Y: uint32((rows + rgTile - 1) / rgTile), Z: uint32(batch)}
-	return true, b.launch(famCopy, kernelNames.transpose[size], grid, hip.Dim3{X: 32, Y: 8}, func(a *hip.Args) {
+	return true, b.launch(kernelNames.transpose[size], grid, hip.Dim3{X: 32, Y: 8}, func(a *hip.Args) {
 		a.Uint64(uint64(rows)).Uint64(uint64(cols)).Int64(sbatch).Int64(st[r-1]).Ptr(in).Ptr(out)
 	})
 }
@@ -455,14 +384,14 @@ func (b *hipBackend) fill(dst view, v scalar) error {
 	ix := makeIndex(dst.l.Shape, false, dst.l)
 	out := ptr(dst)
 	val := fillBits(dst.st.dtype, v)
-	return b.launch(famFill, kernelNames.fill[dst.st.dtype.Size()], b.grid(n, 1), block1D, func(a *hip.Args) {
+	return b.launch(kernelNames.fill[dst.st.dtype.Size()], b.grid(n, 1), block1D, func(a *hip.Args) {
 		hip.ArgValue(a, ix).Uint64(uint64(n)).Ptr(out).Uint64(val)
 	})
 }
 
 func (b *hipBackend) arange(dst *Storage, start, step float64) error {
 	out := storagePtr(dst)
-	return b.launch(famFill, kernelNames.arange[dst.dtype], b.grid(dst.n, 1), block1D, func(a *hip.Args) {
+	return b.launch(kernelNames.arange[dst.dtype], b.grid(dst.n, 1), block1D, func(a *hip.Args) {
 		a.Uint64(uint64(dst.n)).Ptr(out).Float64(start).Float64(step)
 	})
 }
@@ -473,7 +402,7 @@ func (b *hipBackend) random(dst *Storage, dist distribution, x, y float64, seed,
 		name = kernelNames.randNormal[dst.dtype]
 	}
 	out := storagePtr(dst)
-	return b.launch(famFill, name, b.grid(dst.n, 1), block1D, func(a *hip.Args) {
+	return b.launch(name, b.grid(dst.n, 1), block1D, func(a *hip.Args) {
 		a.Uint64(uint64(dst.n)).Ptr(out).Float64(x).Float64(y).Uint64(seed).Uint64(offset)
 	})
 }
@@ -487,7 +416,7 @@ func (b *hipBackend) where(cond, t, f view, dst *Storage) error {
 		ix.Flags &^= 1
 	}
 	name := kernelNames.where[cond.st.dtype][size]
-	return b.launch(famWhere, name, b.grid(n, perThread(ix, size)), block1D, func(a *hip.Args) {
+	return b.launch(name, b.grid(n, perThread(ix, size)), block1D, func(a *hip.Args) {
 		hip.ArgValue(a, ix).Uint64(uint64(n)).Ptr(pc).Ptr(pt).Ptr(pf).Ptr(out)
 	})
 }
@@ -500,7 +429,7 @@ func (b *hipBackend) take(shape Shape, srcL, idsL Layout, src, ids view, d int, 
 	ps, pi, out := ptr(src), ptr(ids), storagePtr(dst)
 	size, stride := int64(src.l.Shape[d]), int64(src.l.Stride[d])
 	name := kernelNames.take[ids.st.dtype][src.st.dtype.Size()]
-	return b.launch(famIndex, name, b.grid(n, 1), block1D, func(a *hip.Args) {
+	return b.launch(name, b.grid(n, 1), block1D, func(a *hip.Args) {
 		hip.ArgValue(a, ix).Uint64(uint64(n)).Ptr(pi).Ptr(ps).Ptr(out).Int64(size).Int64(stride)
 	})
 }
@@ -521,7 +450,7 @@ func (b *hipBackend) indexSelect(src, ids view, d int, dst *Storage) error {
 			rows.Flags |= 1
 		}
 		name := kernelNames.takeRows[ids.st.dtype][size]
-		return b.launch(famIndex, name, b.rowGrid(nrows), block1D, func(a *hip.Args) {
+		return b.launch(name, b.rowGrid(nrows), block1D, func(a *hip.Args) {
 			hip.ArgValue(a, rows).Uint64(uint64(nrows)).Uint64(uint64(rowlen)).Ptr(pi).Ptr(ps).Ptr(out).Int64(int64(src.l.Shape[d])).Int64(stride)
 		})
 	}
@@ -544,7 +473,7 @@ func (b *hipBackend) put(shape, dstShape Shape, dstL, idsL Layout, dst *Storage,
 	if add {
 		name = kernelNames.putAdd[ids.st.dtype][src.st.dtype]
 	}
-	return b.launch(famIndex, name, b.grid(n, 1), block1D, func(a *hip.Args) {
+	return b.launch(name, b.grid(n, 1), block1D, func(a *hip.Args) {
 		hip.ArgValue(a, ix).Uint64(uint64(n)).Ptr(pi).Ptr(ps).Ptr(pd).Int64(size).Int64(stride)
 	})
 }
@@ -573,7 +502,7 @@ func (b *hipBackend) reduce(op reduceOp, src view, nred int, scale float64, dst 
 	if inner < 64 {
 		mode, grid = 1, b.grid(nout, 1)
 	}
-	return b.launch(famReduce, kernelNames.reduce[op][src.st.dtype], grid, block1D, func(a *hip.Args) {
+	return b.launch(kernelNames.reduce[op][src.st.dtype], grid, block1D, func(a *hip.Args) {
 		hip.ArgValue(a, outer)
 		hip.ArgValue(a, red).Uint64(uint64(nout)).Uint64(uint64(inner)).Int32(mode).Float64(scale).Ptr(in).Ptr(out)
 	})

@@ -176,8 +176,8 @@ func dnnError(dt DType, what string, err error) error {
 		return err
 	}
 	var me *miopen.Error
-	if errors.As(err, &me) && !errors.Is(err, miopen.ErrAllocFailed) && !errors.Is(err, hip.ErrOutOfMemory) {
-		return &Error{Op: what, Kind: ErrDType, Err: err,
+	if errors.As(err, &me) && !errors.Is(err, ErrOutOfMemory) {
+		return &Error{Pkg: string(pkg), Op: what, Kind: ErrDType, Err: err,
 			Detail: "the GPU's library (MIOpen or cuDNN) has no f64 " + what + " here: run it on the CPU device, or convert to f32 with ToDType"}
 	}
 	return err
@@ -187,7 +187,7 @@ func (b *hipBackend) conv(x, w view, dst *Storage, s *convSpec) error {
 	d := (*HIPDevice)(b)
 	dt := dst.dtype
 	if s.libraryCannot() {
-		return errorf("convolution", ErrArgument, "output padding %v not below the stride %v: MIOpen and cuDNN cannot express it; "+
+		return pkg.Errorf("convolution", ErrArgument, "output padding %v not below the stride %v: MIOpen and cuDNN cannot express it; "+
 			"run this transposed convolution on the CPU device", s.outPad, s.stride)
 	}
 	h, err := d.MIOpen()
@@ -267,7 +267,7 @@ func (b *hipBackend) pooling(x view, dst *Storage, s *poolSpec) error {
 func (b *hipBackend) upsample(x view, dst *Storage, s *upsampleSpec) error {
 	in, out := ptr(x), storagePtr(dst)
 	sh, sw := s.scales()
-	return b.launch(famNN, kernelNames.upsample[b2i(s.bilinear)][dst.dtype], b.grid(dst.n, 1), block1D, func(a *hip.Args) {
+	return b.launch(kernelNames.upsample[b2i(s.bilinear)][dst.dtype], b.grid(dst.n, 1), block1D, func(a *hip.Args) {
 		a.Uint64(uint64(dst.n)).Uint64(uint64(s.c)).Uint64(uint64(s.h)).Uint64(uint64(s.w)).Uint64(uint64(s.oh)).Uint64(uint64(s.ow))
 		a.Int32(int32(b2i(s.format == NHWC))).Int32(int32(b2i(s.alignCorners))).Float32(sh).Float32(sw).Ptr(in).Ptr(out)
 	})

@@ -64,15 +64,15 @@ func HIP(ordinal int) (*HIPDevice, error) {
 	}
 	dev, err := hip.GetDevice(ordinal)
 	if err != nil {
-		return nil, wrap(op, err)
+		return nil, pkg.Wrap(op, err)
 	}
 	props, err := dev.Properties()
 	if err != nil {
-		return nil, wrap(op, err)
+		return nil, pkg.Wrap(op, err)
 	}
 	stream, err := dev.NewStream(hip.WithStreamFlags(hip.StreamNonBlocking))
 	if err != nil {
-		return nil, wrap(op, err)
+		return nil, pkg.Wrap(op, err)
 	}
 	// A process's first stream-ordered allocation sets up the driver's
 	// memory pool: 7.6-11.7 ms on an H200, against 0.03-0.14 ms for each
@@ -118,7 +118,7 @@ func (d *HIPDevice) Synchronize() error {
 	if d.capturing.Load() {
 		return capturingError(op, d)
 	}
-	return wrap(op, d.stream.Synchronize())
+	return pkg.Wrap(op, d.stream.Synchronize())
 }
 
 // SetSeed restarts the device's random numbers.
@@ -155,7 +155,7 @@ func (d *HIPDevice) BLAS() (*rocblas.Handle, error) {
 	if d.blas == nil {
 		h, err := rocblas.NewHandle(d.stream)
 		if err != nil {
-			return nil, wrap("HIPDevice.BLAS", err)
+			return nil, pkg.Wrap("HIPDevice.BLAS", err)
 		}
 		d.blas = h
 	}
@@ -170,7 +170,7 @@ func (d *HIPDevice) MIOpen() (*miopen.Handle, error) {
 	if d.dnn == nil {
 		h, err := miopen.NewHandle(d.stream)
 		if err != nil {
-			return nil, wrap("HIPDevice.MIOpen", err)
+			return nil, pkg.Wrap("HIPDevice.MIOpen", err)
 		}
 		d.dnn = h
 	}

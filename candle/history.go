@@ -29,10 +29,10 @@ type TokenHistory struct {
 func NewTokenHistory(dev Device, slots, vocab int) (*TokenHistory, error) {
 	const op = "NewTokenHistory"
 	if dev == nil {
-		return nil, errorf(op, ErrDevice, "nil device")
+		return nil, pkg.Errorf(op, ErrDevice, "nil device")
 	}
 	if slots < 1 || vocab < 1 || vocab > sampleMaxCols {
-		return nil, errorf(op, ErrArgument, "%d slots of a vocabulary of %d: want ≥ 1 slot and a vocabulary of 1 to %d", slots, vocab, sampleMaxCols)
+		return nil, pkg.Errorf(op, ErrArgument, "%d slots of a vocabulary of %d: want ≥ 1 slot and a vocabulary of 1 to %d", slots, vocab, sampleMaxCols)
 	}
 	words := historyWords(vocab)
 	st, err := newStorage(op, dev, U32, slots*words)
@@ -42,7 +42,7 @@ func NewTokenHistory(dev Device, slots, vocab int) (*TokenHistory, error) {
 	all := ContiguousLayout(Shape{slots * words})
 	if err := dev.backend().fill(view{st, all}, scalar{}); err != nil {
 		st.release()
-		return nil, wrap(op, err)
+		return nil, pkg.Wrap(op, err)
 	}
 	st.owned.Store(true)
 	return &TokenHistory{st: st, slots: slots, vocab: vocab}, nil
@@ -63,13 +63,13 @@ func (h *TokenHistory) Vocab() int { return h.vocab }
 // check checks that the history is open and that slot is one of it.
 func (h *TokenHistory) check(op string, slot int) error {
 	if h == nil {
-		return errorf(op, ErrArgument, "nil token history")
+		return pkg.Errorf(op, ErrArgument, "nil token history")
 	}
 	if err := h.st.alive(op); err != nil {
-		return &Error{Op: op, Kind: ErrClosed, Detail: "use of a closed token history", Err: ErrClosed}
+		return &Error{Pkg: string(pkg), Op: op, Kind: ErrClosed, Detail: "use of a closed token history", Err: ErrClosed}
 	}
 	if slot < 0 || slot >= h.slots {
-		return errorf(op, ErrIndex, "slot %d: want 0 to %d (the history's slots)", slot, h.slots-1)
+		return pkg.Errorf(op, ErrIndex, "slot %d: want 0 to %d (the history's slots)", slot, h.slots-1)
 	}
 	return nil
 }
@@ -86,7 +86,7 @@ func (h *TokenHistory) Set(slot int, tokens []int32) error {
 	bm := make([]uint32, words)
 	for _, t := range tokens {
 		if t < 0 || int(t) >= h.vocab {
-			return errorf(op, ErrIndex, "token %d: want 0 to %d (the vocabulary)", t, h.vocab-1)
+			return pkg.Errorf(op, ErrIndex, "token %d: want 0 to %d (the vocabulary)", t, h.vocab-1)
 		}
 		bm[t>>5] |= 1 << (t & 31)
 	}
@@ -96,7 +96,7 @@ func (h *TokenHistory) Set(slot int, tokens []int32) error {
 	}
 	defer src.release()
 	to := Layout{Shape: Shape{words}, Stride: []int{1}, Offset: slot * words}
-	return wrap(op, h.st.dev.backend().copy(view{src, ContiguousLayout(Shape{words})}, view{h.st, to}))
+	return pkg.Wrap(op, h.st.dev.backend().copy(view{src, ContiguousLayout(Shape{words})}, view{h.st, to}))
 }
 
 // Tokens returns a slot's tokens in ascending order; on a GPU it waits for
@@ -109,7 +109,7 @@ func (h *TokenHistory) Tokens(slot int) ([]int32, error) {
 	words := historyWords(h.vocab)
 	bm := make([]uint32, words)
 	if err := h.st.dev.backend().read(h.st, slot*words, words, hip.AsBytes(bm)); err != nil {
-		return nil, wrap(op, err)
+		return nil, pkg.Wrap(op, err)
 	}
 	var out []int32
 	for w, v := range bm {

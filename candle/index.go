@@ -13,7 +13,7 @@ func checkIndices(op string, t, ids *Tensor) error {
 		return err
 	}
 	if !ids.DType().IsInt() {
-		return errorf(op, ErrDType, "%s indices: want u8, u32 or i64", ids.DType())
+		return pkg.Errorf(op, ErrDType, "%s indices: want u8, u32 or i64", ids.DType())
 	}
 	return nil
 }
@@ -31,7 +31,7 @@ func (t *Tensor) IndexSelect(ids *Tensor, d int) (*Tensor, error) {
 		return nil, err
 	}
 	if ids.Rank() != 1 {
-		return nil, errorf(op, ErrShape, "indices of shape %v: want 1-D", ids.layout.Shape)
+		return nil, pkg.Errorf(op, ErrShape, "indices of shape %v: want 1-D", ids.layout.Shape)
 	}
 	shape := t.Shape()
 	shape[d] = ids.layout.Shape[0]
@@ -47,11 +47,11 @@ func (t *Tensor) take(op string, ids *Tensor, shape Shape, d int, read func(back
 	}
 	if t.layout.Shape[d] == 0 {
 		out.Close()
-		return nil, errorf(op, ErrIndex, "indices into dim %d of size 0", d)
+		return nil, pkg.Errorf(op, ErrIndex, "indices into dim %d of size 0", d)
 	}
 	if err := read(t.st.dev.backend(), t.v(), ids.v(), d, out.st); err != nil {
 		out.Close()
-		return nil, wrap(op, err)
+		return nil, pkg.Wrap(op, err)
 	}
 	return out, nil
 }
@@ -77,11 +77,11 @@ func (t *Tensor) Gather(ids *Tensor, d int) (*Tensor, error) {
 // fitsIn checks that ids has t's rank and no dim larger than t's, but d.
 func fitsIn(op string, ids, t *Tensor, d int) error {
 	if ids.Rank() != t.Rank() {
-		return errorf(op, ErrShape, "indices of shape %v for a tensor %v: the ranks differ", ids.layout.Shape, t.layout.Shape)
+		return pkg.Errorf(op, ErrShape, "indices of shape %v for a tensor %v: the ranks differ", ids.layout.Shape, t.layout.Shape)
 	}
 	for k, n := range ids.layout.Shape {
 		if k != d && n > t.layout.Shape[k] {
-			return errorf(op, ErrShape, "indices of shape %v for a tensor %v: dim %d is larger", ids.layout.Shape, t.layout.Shape, k)
+			return pkg.Errorf(op, ErrShape, "indices of shape %v for a tensor %v: dim %d is larger", ids.layout.Shape, t.layout.Shape, k)
 		}
 	}
 	return nil
@@ -107,7 +107,7 @@ func (t *Tensor) scatter(op string, ids, src *Tensor, d int, add bool) (*Tensor,
 		return nil, err
 	}
 	if !ids.layout.Shape.Equal(src.layout.Shape) {
-		return nil, errorf(op, ErrShape, "indices of shape %v and a source %v: want one shape", ids.layout.Shape, src.layout.Shape)
+		return nil, pkg.Errorf(op, ErrShape, "indices of shape %v and a source %v: want one shape", ids.layout.Shape, src.layout.Shape)
 	}
 	if err := fitsIn(op, ids, t, d); err != nil {
 		return nil, err
@@ -118,7 +118,7 @@ func (t *Tensor) scatter(op string, ids, src *Tensor, d int, add bool) (*Tensor,
 	}
 	if err := t.st.dev.backend().scatter(out.st, out.layout.Shape, ids.v(), src.v(), d, add); err != nil {
 		out.Close()
-		return nil, wrap(op, err)
+		return nil, pkg.Wrap(op, err)
 	}
 	return out, nil
 }
@@ -136,7 +136,7 @@ func checkPut(op string, t, ids, src *Tensor, d int) (int, error) {
 		return 0, err
 	}
 	if src.DType() != t.DType() {
-		return 0, errorf(op, ErrDType, "a %s source for a %s tensor", src.DType(), t.DType())
+		return 0, pkg.Errorf(op, ErrDType, "a %s source for a %s tensor", src.DType(), t.DType())
 	}
 	return dim(op, d, t.Rank())
 }
@@ -151,11 +151,11 @@ func (t *Tensor) IndexAdd(ids, src *Tensor, d int) (*Tensor, error) {
 		return nil, err
 	}
 	if ids.Rank() != 1 || src.Rank() != t.Rank() || ids.layout.Shape[0] != src.layout.Shape[d] {
-		return nil, errorf(op, ErrShape, "indices %v and a source %v for a tensor %v: want 1-D indices as long as the source's dim %d", ids.layout.Shape, src.layout.Shape, t.layout.Shape, d)
+		return nil, pkg.Errorf(op, ErrShape, "indices %v and a source %v for a tensor %v: want 1-D indices as long as the source's dim %d", ids.layout.Shape, src.layout.Shape, t.layout.Shape, d)
 	}
 	for k := range t.layout.Shape {
 		if k != d && src.layout.Shape[k] != t.layout.Shape[k] {
-			return nil, errorf(op, ErrShape, "a source %v for a tensor %v: dim %d differs", src.layout.Shape, t.layout.Shape, k)
+			return nil, pkg.Errorf(op, ErrShape, "a source %v for a tensor %v: dim %d differs", src.layout.Shape, t.layout.Shape, k)
 		}
 	}
 	out, err := t.Copy()
@@ -164,7 +164,7 @@ func (t *Tensor) IndexAdd(ids, src *Tensor, d int) (*Tensor, error) {
 	}
 	if err := t.st.dev.backend().indexAdd(out.st, out.layout.Shape, ids.v(), src.v(), d); err != nil {
 		out.Close()
-		return nil, wrap(op, err)
+		return nil, pkg.Wrap(op, err)
 	}
 	return out, nil
 }

@@ -23,27 +23,27 @@ func (t *Tensor) IndexAssign(ids, src *Tensor, d int) error {
 		return err
 	}
 	if ids.Rank() != 1 || src.Rank() != t.Rank() || ids.layout.Shape[0] != src.layout.Shape[d] {
-		return errorf(op, ErrShape, "indices %v and a source %v for a tensor %v: want 1-D indices as long as the source's dim %d, and a source of the tensor's rank", ids.layout.Shape, src.layout.Shape, t.layout.Shape, d)
+		return pkg.Errorf(op, ErrShape, "indices %v and a source %v for a tensor %v: want 1-D indices as long as the source's dim %d, and a source of the tensor's rank", ids.layout.Shape, src.layout.Shape, t.layout.Shape, d)
 	}
 	for k := range t.layout.Shape {
 		if k != d && src.layout.Shape[k] != t.layout.Shape[k] {
-			return errorf(op, ErrShape, "a source %v for a tensor %v: dim %d differs", src.layout.Shape, t.layout.Shape, k)
+			return pkg.Errorf(op, ErrShape, "a source %v for a tensor %v: dim %d differs", src.layout.Shape, t.layout.Shape, k)
 		}
 	}
 	if src.Elems() == 0 {
 		return nil
 	}
 	if t.layout.Shape[d] == 0 {
-		return errorf(op, ErrIndex, "indices into dim %d of size 0", d)
+		return pkg.Errorf(op, ErrIndex, "indices into dim %d of size 0", d)
 	}
 	if hasOverlap(t.layout) {
-		return errorf(op, ErrArgument, "the destination %v repeats elements (a broadcast view): a write would be ambiguous", t.layout)
+		return pkg.Errorf(op, ErrArgument, "the destination %v repeats elements (a broadcast view): a write would be ambiguous", t.layout)
 	}
 	be, ok := t.st.dev.backend().(indexAssigner)
 	if !ok {
-		return errorf(op, ErrDevice, "%s cannot assign at indices", t.st.dev)
+		return pkg.Errorf(op, ErrDevice, "%s cannot assign at indices", t.st.dev)
 	}
-	return wrap(op, be.indexAssign(t.v(), ids.v(), src.v(), d))
+	return pkg.Wrap(op, be.indexAssign(t.v(), ids.v(), src.v(), d))
 }
 
 // indexAssigner is the backends' IndexAssign: dst[..., ids[i], ...] =
@@ -74,16 +74,6 @@ func (c *cpuBackend) indexAssign(dst, ids, src view, d int) error {
 	return nil
 }
 
-// putRowsNames are index.hip's put_rows_<index dtype>_b<size> kernels.
-var putRowsNames = func() (k [numDTypes][9]string) {
-	for _, sz := range []int{1, 2, 4, 8} {
-		for dt := range numDTypes {
-			k[dt][sz] = "put_rows_" + dtypeNames[dt] + "_" + sizeNames[sz]
-		}
-	}
-	return k
-}()
-
 func (b *hipBackend) indexAssign(dst, ids, src view, d int) error {
 	shape := src.l.Shape
 	size := dst.st.dtype.Size()
@@ -103,13 +93,13 @@ func (b *hipBackend) indexAssign(dst, ids, src view, d int) error {
 		if rowsAligned(rows, size, pd) && pointerAligned(ps, rows, 2, size) && stride*int64(size)%16 == 0 {
 			rows.Flags |= 1
 		}
-		return b.launch(famIndex, putRowsNames[ids.st.dtype][size], b.rowGrid(nrows), block1D, func(a *hip.Args) {
+		return b.launch(kernelNames.putRows[ids.st.dtype][size], b.rowGrid(nrows), block1D, func(a *hip.Args) {
 			hip.ArgValue(a, rows).Uint64(uint64(nrows)).Uint64(uint64(rowlen)).Ptr(pi).Ptr(ps).Ptr(pd).Int64(n).Int64(stride)
 		})
 	}
 	ne := shape.Elems()
 	ix := makeIndex(shape, true, along(dst.l, shape, d), onlyDim(ids.l, shape, d), src.l)
-	return b.launch(famIndex, kernelNames.put[ids.st.dtype][size], b.grid(ne, 1), block1D, func(a *hip.Args) {
+	return b.launch(kernelNames.put[ids.st.dtype][size], b.grid(ne, 1), block1D, func(a *hip.Args) {
 		hip.ArgValue(a, ix).Uint64(uint64(ne)).Ptr(pi).Ptr(ps).Ptr(pd).Int64(n).Int64(stride)
 	})
 }

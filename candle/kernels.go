@@ -4,9 +4,10 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"sort"
+	"io/fs"
+	"path"
+	"strings"
 	"sync"
-	"time"
 
 	"github.com/rocm-go/rocm/hip"
 	"github.com/rocm-go/rocm/hiprtc"
@@ -38,15 +39,51 @@ var familyNames = [numFamilies]string{"unary", "binary", "cast", "fill", "copy",
 
 func (f family) String() string { return familyNames[f] }
 
+// KernelModules are candle's kernel modules compiled through c (nil:
+// hiprtc.DefaultCache): one per op family, unary.hip to quant.hip, each
+// with every header of kernels/ (common.h) in memory, so that a change to
+// any file of a module changes its cache entries. The rocm-go-kernels
+// command compiles them ahead of time; a KernelCache on the same folder
+// then finds every entry.
+func KernelModules(c *hiprtc.Cache) []*hiprtc.Kernels {
+	m := kernelModules(c)
+	return m[:]
+}
+
+func kernelModules(c *hiprtc.Cache) (modules [numFamilies]*hiprtc.Kernels) {
+	read := func(name string) string {
+		b, err := kernelFiles.ReadFile(path.Join("kernels", name))
+		if err != nil {
+			panic("candle: the embedded kernels lack " + name)
+		}
+		return string(b)
+	}
+	files, err := fs.ReadDir(kernelFiles, "kernels")
+	if err != nil {
+		panic("candle: the embedded kernels: " + err.Error())
+	}
+	headers := map[string]string{}
+	for _, f := range files {
+		if strings.HasSuffix(f.Name(), ".h") {
+			headers[f.Name()] = read(f.Name())
+		}
+	}
+	for f := range numFamilies {
+		name := f.String() + ".hip"
+		modules[f] = &hiprtc.Kernels{Name: name, Source: read(name), Options: hiprtc.Options{Std: "c++17", Headers: headers}, Cache: c}
+	}
+	return modules
+}
+
 // KernelCache compiles candle's kernels for the devices that run them: one
 // module per op family (unary, binary, cast, fill, copy, where, index,
 // reduce, nn for the fused ops of neural networks, sort, sample
 // for drawing tokens from logits, and quant for GGML blocks), HIP C++ embedded in the package, compiled with hipRTC (NVRTC on
 // NVIDIA) for the device's exact architecture on first use, loaded once
 // per device, and kept on disk by a hiprtc.Cache (ROCM_GO_CACHE_DIR, else
-// the user's cache folder) so that the next process starts warm.
-// CompileAll compiles the whole set ahead of time for images that have no
-// compiler (the rocm-go-kernels command).
+// the user's cache folder) so that the next process starts warm. The
+// rocm-go-kernels command compiles the modules (KernelModules) ahead of
+// time for images that have no compiler.
 type KernelCache struct {
 	cache   *hiprtc.Cache
 	modules [numFamilies]*hiprtc.Kernels
@@ -57,30 +94,13 @@ type KernelCache struct {
 func NewKernelCache(dir string) (*KernelCache, error) {
 	c, err := hiprtc.NewCache(dir)
 	if err != nil {
-		return nil, wrap("NewKernelCache", err)
+		return nil, pkg.Wrap("NewKernelCache", err)
 	}
 	return newKernelCache(c), nil
 }
 
 func newKernelCache(c *hiprtc.Cache) *KernelCache {
-	common, err := kernelFiles.ReadFile("kernels/common.h")
-	if err != nil {
-		panic("candle: the embedded kernels lack common.h")
-	}
-	k := &KernelCache{cache: c}
-	for f := range numFamilies {
-		src, err := kernelFiles.ReadFile("kernels/" + f.String() + ".hip")
-		if err != nil {
-			panic("candle: the embedded kernels lack " + f.String() + ".hip")
-		}
-		k.modules[f] = &hiprtc.Kernels{
-			Name:    f.String() + ".hip",
-			Source:  string(src),
-			Options: hiprtc.Options{Std: "c++17", Headers: map[string]string{"common.h": string(common)}},
-			Cache:   c,
-		}
-	}
-	return k
+	return &KernelCache{cache: c, modules: kernelModules(c)}
 }
 
 var defaultKernels struct {
@@ -111,52 +131,6 @@ func (k *KernelCache) Modules() []string {
 	return out
 }
 
-// Source is a module's HIP C++ source and the headers it includes.
-func (k *KernelCache) Source(module string) (source string, headers map[string]string, err error) {
-	for _, m := range k.modules {
-		if m.Name == module {
-			return m.Source, m.Options.Headers, nil
-		}
-	}
-	return "", nil, errorf("KernelCache.Source", ErrArgument, "no module %q (want one of %v)", module, k.Modules())
-}
-
-// Progress reports one module compiled (or read from the cache) for one
-// architecture: how long it took, whether it was compiled, the size of its
-// code.
-type Progress struct {
-	Module, Arch string
-	Took         time.Duration
-	Compiled     bool
-	Bytes        int
-	Err          error
-}
-
-// CompileAll compiles every module for every architecture (gfx942,
-// gfx90a:sramecc+:xnack-, sm_90, ...) into the cache, calling progress (if
-// not nil) after each. It returns the first error; the rest go on.
-func (k *KernelCache) CompileAll(archs []string, progress func(Progress)) error {
-	var first error
-	for _, arch := range archs {
-		for _, m := range k.modules {
-			start, before := time.Now(), k.cache.Stats().Compiles
-			code, err := m.Compile(arch)
-			p := Progress{Module: m.Name, Arch: arch, Took: time.Since(start), Err: err,
-				Compiled: k.cache.Stats().Compiles > before}
-			if err != nil && first == nil {
-				first = err
-			}
-			if code != nil {
-				p.Bytes = len(code.Image)
-			}
-			if progress != nil {
-				progress(p)
-			}
-		}
-	}
-	return first
-}
-
 // Warm compiles (or reads from the cache) and loads every module on a
 // device, so that the first ops run at full speed. On NVIDIA the modules
 // compile at once (NVRTC compiles programs in parallel); on AMD one after
@@ -165,7 +139,7 @@ func (k *KernelCache) Warm(d *HIPDevice) error {
 	if hip.LoadedPlatform() != hip.PlatformNVIDIA {
 		for _, m := range k.modules {
 			if _, err := m.Module(d.dev); err != nil {
-				return wrap("KernelCache.Warm", err)
+				return pkg.Wrap("KernelCache.Warm", err)
 			}
 		}
 		return nil
@@ -177,7 +151,7 @@ func (k *KernelCache) Warm(d *HIPDevice) error {
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return wrap("KernelCache.Warm", err)
+		return pkg.Wrap("KernelCache.Warm", err)
 	}
 	return nil
 }
@@ -193,131 +167,163 @@ func (k *KernelCache) Close() error {
 	return errors.Join(errs...)
 }
 
-// function returns a kernel of a family on a device.
-func (k *KernelCache) function(d *hip.Device, f family, name string) (*hip.Function, error) {
-	fn, err := k.modules[f].Function(d, name)
+// function returns a kernel on a device.
+func (k *KernelCache) function(d *hip.Device, kn kernel) (*hip.Function, error) {
+	if kn.name == "" {
+		return nil, pkg.Errorf("launch", ErrDType, "no %s kernel for the operands' dtypes", kn.fam)
+	}
+	fn, err := k.modules[kn.fam].Function(d, kn.name)
 	if err != nil {
-		return nil, fmt.Errorf("candle: kernel %s of %s: %w", name, k.modules[f].Name, err)
+		return nil, fmt.Errorf("candle: kernel %s of %s: %w", kn.name, k.modules[kn.fam].Name, err)
 	}
 	return fn, nil
 }
 
-// KernelNames lists every kernel symbol a module defines, sorted, as the
-// source's instantiations name them (for checks of compiled code objects).
-func KernelNames(module string) []string {
-	var names []string
-	add := func(format string, args ...any) { names = append(names, fmt.Sprintf(format, args...)) }
-	floats := []DType{F32, F16, BF16, F64}
-	ints := []DType{U8, U32, I64}
-	idx := ints
-	sizes := []string{"b1", "b2", "b4", "b8"}
-	switch module {
-	case "unary.hip":
-		for op := range numUnary {
-			for _, dt := range DTypes() {
-				if op.takes(dt) {
-					add("%s_%s", op, dt)
-				}
-			}
-		}
-	case "binary.hip":
-		for op := range numBinary {
-			for _, dt := range DTypes() {
-				add("%s_%s", op, dt)
-			}
-		}
-	case "cast.hip":
-		for _, s := range DTypes() {
-			for _, d := range DTypes() {
-				add("cast_%s_%s", s, d)
-			}
-		}
-	case "fill.hip":
-		for _, s := range sizes {
-			add("fill_%s", s)
-		}
+// kernel is a kernel of candle's modules: its family (the module) and its
+// symbol name. The zero kernel is none: the table has no kernel for the
+// operands' dtypes.
+type kernel struct {
+	fam  family
+	name string
+}
+
+// kernelTable holds the kernels the ops launch, made once so that a launch
+// builds no string. Its entries for dtypes (or element sizes) a kernel
+// does not take are zero.
+type kernelTable struct {
+	unary  [numUnary][numDTypes]kernel
+	binary [numBinary][numDTypes]kernel
+	cast   [numDTypes][numDTypes]kernel
+	reduce [numReduce][numDTypes]kernel
+	// By element size (the kernels that only move bytes).
+	copy, copyRows, transpose, fill [9]kernel
+	arange, randUniform, randNormal [numDTypes]kernel
+	// By the condition's or the indices' dtype, then element size.
+	where, take, takeRows, put, putRows [numDTypes][9]kernel
+	putAdd                              [numDTypes][numDTypes]kernel // by indices, values
+	// The fused ops (nn.hip), by dtype.
+	softmax, softmaxFull, rmsNorm, layerNorm, rope, siluMul [numDTypes]kernel
+	groupNorm, ropeCache                                    [numDTypes]kernel
+	argsort, topk                                           [numDTypes]kernel    // sort.hip
+	sampleMax, sampleHist, sampleDraw                       [numDTypes]kernel    // sample.hip
+	samplePrev                                              kernel               // sample.hip
+	upsample                                                [2][numDTypes]kernel // nn.hip, [bilinear][dtype]
+	// The quantized ops (quant.hip), by kind, GGML type id and dtype.
+	quant [numQuantKinds][GGMLQ8_K + 1][numDTypes]kernel
+	qx    [numDTypes]kernel
+	k4    [2][2][numDTypes]kernel // qmatvec8k4 by x quantized in it, rows a warp less one
+}
+
+// kernelNames are the kernels the ops launch; launchable lists every one,
+// in the order newKernelTable made them. A launch takes a kernel, and
+// newKernelTable makes every kernel value of the package (a test checks
+// that no other code does), so launchable is all that the ops can launch:
+// the tier-1 tests check that each module's code object holds exactly
+// launchable's kernels of its family.
+var kernelNames, launchable = newKernelTable()
+
+func newKernelTable() (k kernelTable, all []kernel) {
+	add := func(f family, name string) kernel {
+		kn := kernel{f, name}
+		all = append(all, kn)
+		return kn
+	}
+	ids := []DType{U8, U32, I64}     // the indices' and conditions' dtypes (DType.IsInt)
+	fused := []DType{F32, F16, BF16} // the fused ops' dtypes (fuse), sampling's and GGML's x
+	halves := []DType{F16, BF16}     // the 8-bit products' x
+	sizes := []int{1, 2, 4, 8}       // element sizes
+	for op := range numUnary {
 		for _, dt := range DTypes() {
-			add("arange_%s", dt)
-		}
-		for _, dt := range floats {
-			add("rand_uniform_%s", dt)
-			add("rand_normal_%s", dt)
-		}
-	case "copy.hip":
-		for _, s := range sizes {
-			add("copy_%s", s)
-			add("copy_rows_%s", s)
-			add("transpose_%s", s)
-		}
-	case "where.hip":
-		for _, i := range idx {
-			for _, s := range sizes {
-				add("where_%s_%s", i, s)
-			}
-		}
-	case "index.hip":
-		for _, i := range idx {
-			for _, s := range sizes {
-				add("take_%s_%s", i, s)
-				add("take_rows_%s_%s", i, s)
-				add("put_%s_%s", i, s)
-				add("put_rows_%s_%s", i, s)
-			}
-			for _, dt := range DTypes() {
-				add("put_add_%s_%s", i, dt)
-			}
-		}
-	case "nn.hip":
-		for _, dt := range []DType{F32, F16, BF16} {
-			for _, k := range []string{"softmax", "softmax_full", "rms_norm", "layer_norm", "group_norm", "rope", "rope_cache", "silu_mul"} {
-				add("%s_%s", k, dt)
-			}
-		}
-		for _, dt := range floats {
-			add("upsample_nearest_%s", dt)
-			add("upsample_bilinear_%s", dt)
-		}
-	case "sort.hip":
-		for _, dt := range DTypes() {
-			add("argsort_%s", dt)
-			add("topk_%s", dt)
-		}
-	case "sample.hip":
-		add("sample_prev")
-		for _, dt := range []DType{F32, F16, BF16} {
-			add("sample_max_%s", dt)
-			add("sample_hist_%s", dt)
-			add("sample_draw_%s", dt)
-		}
-	case "quant.hip":
-		for _, q := range quantTypes() {
-			for _, dt := range []DType{F32, F16, BF16} {
-				kinds := []quantKind{qDequant, qRows, qMatvec} // the float products, or the 8-bit ones
-				if qmatvecI8(q, dt) {
-					kinds = []quantKind{qDequant, qRows, qMatvec8, qMatvec8W}
-					if q == GGMLQ6_K {
-						kinds = append(kinds, qMatvec8S)
-					}
-				}
-				for _, k := range kinds {
-					add("%s", quantKernelName(k, q, dt))
-				}
-			}
-		}
-		for _, dt := range []DType{F16, BF16} {
-			add("qx_%s", dt)
-			add("qmatvec8k4_%s", dt)
-			add("qmatvec8k4x2_%s", dt)
-			add("qmatvec8k4q_%s", dt)
-			add("qmatvec8k4qx2_%s", dt)
-		}
-	case "reduce.hip":
-		for op := range numReduce {
-			for _, dt := range DTypes() {
-				add("%s_%s", op, dt)
+			if op.takes(dt) {
+				k.unary[op][dt] = add(famUnary, unaryNames[op]+"_"+dtypeNames[dt])
 			}
 		}
 	}
-	sort.Strings(names)
-	return names
+	for op := range numBinary {
+		for _, dt := range DTypes() {
+			k.binary[op][dt] = add(famBinary, binaryNames[op]+"_"+dtypeNames[dt])
+		}
+	}
+	for _, from := range DTypes() {
+		for _, to := range DTypes() {
+			k.cast[from][to] = add(famCast, "cast_"+dtypeNames[from]+"_"+dtypeNames[to])
+		}
+	}
+	for _, sz := range sizes {
+		k.fill[sz] = add(famFill, "fill_"+sizeNames[sz])
+	}
+	for _, dt := range DTypes() {
+		k.arange[dt] = add(famFill, "arange_"+dtypeNames[dt])
+		if dt.IsFloat() {
+			k.randUniform[dt] = add(famFill, "rand_uniform_"+dtypeNames[dt])
+			k.randNormal[dt] = add(famFill, "rand_normal_"+dtypeNames[dt])
+		}
+	}
+	for _, sz := range sizes {
+		b := sizeNames[sz]
+		k.copy[sz], k.copyRows[sz], k.transpose[sz] = add(famCopy, "copy_"+b), add(famCopy, "copy_rows_"+b), add(famCopy, "transpose_"+b)
+	}
+	for _, dt := range ids {
+		for _, sz := range sizes {
+			k.where[dt][sz] = add(famWhere, "where_"+dtypeNames[dt]+"_"+sizeNames[sz])
+		}
+	}
+	for _, dt := range ids {
+		d := dtypeNames[dt]
+		for _, sz := range sizes {
+			b := sizeNames[sz]
+			k.take[dt][sz], k.takeRows[dt][sz] = add(famIndex, "take_"+d+"_"+b), add(famIndex, "take_rows_"+d+"_"+b)
+			k.put[dt][sz], k.putRows[dt][sz] = add(famIndex, "put_"+d+"_"+b), add(famIndex, "put_rows_"+d+"_"+b)
+		}
+		for _, v := range DTypes() {
+			k.putAdd[dt][v] = add(famIndex, "put_add_"+d+"_"+dtypeNames[v])
+		}
+	}
+	for op := range numReduce {
+		for _, dt := range DTypes() {
+			k.reduce[op][dt] = add(famReduce, reduceNames[op]+"_"+dtypeNames[dt])
+		}
+	}
+	for _, dt := range fused {
+		d := dtypeNames[dt]
+		k.softmax[dt], k.softmaxFull[dt] = add(famNN, "softmax_"+d), add(famNN, "softmax_full_"+d)
+		k.rmsNorm[dt], k.layerNorm[dt], k.groupNorm[dt] = add(famNN, "rms_norm_"+d), add(famNN, "layer_norm_"+d), add(famNN, "group_norm_"+d)
+		k.rope[dt], k.ropeCache[dt], k.siluMul[dt] = add(famNN, "rope_"+d), add(famNN, "rope_cache_"+d), add(famNN, "silu_mul_"+d)
+	}
+	for _, dt := range DTypes() {
+		if dt.IsFloat() {
+			k.upsample[0][dt], k.upsample[1][dt] = add(famNN, "upsample_nearest_"+dtypeNames[dt]), add(famNN, "upsample_bilinear_"+dtypeNames[dt])
+		}
+	}
+	for _, dt := range DTypes() {
+		k.argsort[dt], k.topk[dt] = add(famSort, "argsort_"+dtypeNames[dt]), add(famSort, "topk_"+dtypeNames[dt])
+	}
+	k.samplePrev = add(famSample, "sample_prev")
+	for _, dt := range fused {
+		d := dtypeNames[dt]
+		k.sampleMax[dt], k.sampleHist[dt], k.sampleDraw[dt] = add(famSample, "sample_max_"+d), add(famSample, "sample_hist_"+d), add(famSample, "sample_draw_"+d)
+	}
+	for _, typ := range quantTypes() {
+		for _, dt := range fused {
+			// The float matrix-vector product, or the 8-bit ones
+			// (qmatvecI8), whose third runs Q6_K's kernel of its own.
+			kinds := []quantKind{qDequant, qRows, qMatvec}
+			if qmatvecI8(typ, dt) {
+				kinds = []quantKind{qDequant, qRows, qMatvec8, qMatvec8W}
+				if typ == GGMLQ6_K {
+					kinds = append(kinds, qMatvec8S)
+				}
+			}
+			for _, kind := range kinds {
+				k.quant[kind][typ][dt] = add(famQuant, quantKernelName(kind, typ, dt))
+			}
+		}
+	}
+	for _, dt := range halves {
+		d := dtypeNames[dt]
+		k.qx[dt] = add(famQuant, "qx_"+d)
+		k.k4[0][0][dt], k.k4[0][1][dt] = add(famQuant, "qmatvec8k4_"+d), add(famQuant, "qmatvec8k4x2_"+d)
+		k.k4[1][0][dt], k.k4[1][1][dt] = add(famQuant, "qmatvec8k4q_"+d), add(famQuant, "qmatvec8k4qx2_"+d)
+	}
+	return k, all
 }

@@ -1,7 +1,11 @@
 package candle
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io/fs"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -59,4 +63,58 @@ func TestKernelsUseRGWarp(t *testing.T) {
 		}
 	}
 	assert.True(t, defined, "common.h defines RG_WARP")
+}
+
+// The table holds each kernel once, as many a module as its source
+// instantiates (the tier-1 tests check the names against the code
+// objects).
+func TestKernelTable(t *testing.T) {
+	count := map[family]int{}
+	seen := map[string]bool{}
+	for _, k := range launchable {
+		assert.NotEmpty(t, k.name)
+		assert.False(t, seen[k.name], "%s twice", k.name)
+		seen[k.name] = true
+		count[k.fam]++
+	}
+	assert.Equal(t, map[family]int{famUnary: 124, famBinary: 84, famCast: 49, famFill: 19, famCopy: 12, famWhere: 12,
+		famIndex: 69, famReduce: 35, famNN: 32, famSort: 14, famSample: 10, famQuant: 127}, count)
+	assert.Equal(t, kernel{famSample, "sample_prev"}, kernelNames.samplePrev)
+	assert.Equal(t, kernel{famQuant, "qmatvec8_q4_k_bf16"}, quantKernel(qMatvec8, GGMLQ4_K, BF16))
+	assert.Zero(t, quantKernel(qMatvec, GGMLQ4_K, BF16), "the 8-bit product serves Q4_K with BF16 x")
+	assert.Zero(t, kernelNames.unary[opExp][I64], "exp takes floats")
+}
+
+// A launch takes a kernel, and only newKernelTable makes one (the zero
+// kernel aside), recording it in launchable: so launchable is every
+// kernel an op can launch, and the tier-1 check of the code objects
+// against it covers every launch.
+func TestOnlyTheTableMakesKernels(t *testing.T) {
+	fset := token.NewFileSet()
+	files, err := filepath.Glob("*.go")
+	require.NoError(t, err)
+	checked := 0
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		require.NoError(t, err)
+		checked++
+		for _, d := range f.Decls {
+			fn, _ := d.(*ast.FuncDecl)
+			ast.Inspect(d, func(n ast.Node) bool {
+				lit, ok := n.(*ast.CompositeLit)
+				if !ok {
+					return true
+				}
+				if id, ok := lit.Type.(*ast.Ident); ok && id.Name == "kernel" && len(lit.Elts) > 0 &&
+					(fn == nil || fn.Name.Name != "newKernelTable") {
+					t.Errorf("%s: a kernel made outside newKernelTable: launchable would not list it", fset.Position(lit.Pos()))
+				}
+				return true
+			})
+		}
+	}
+	assert.Greater(t, checked, 30, "candle's Go files")
 }

@@ -76,7 +76,7 @@ func (l Layout) Transpose(d1, d2 int) (Layout, error) {
 func (l Layout) Permute(order ...int) (Layout, error) {
 	const op = "Layout.Permute"
 	if len(order) != len(l.Shape) {
-		return Layout{}, errorf(op, ErrShape, "%d dims in the order %v for %d dims", len(order), order, len(l.Shape))
+		return Layout{}, pkg.Errorf(op, ErrShape, "%d dims in the order %v for %d dims", len(order), order, len(l.Shape))
 	}
 	out := Layout{Shape: make(Shape, len(order)), Stride: make([]int, len(order)), Offset: l.Offset}
 	seen := make([]bool, len(order))
@@ -86,7 +86,7 @@ func (l Layout) Permute(order ...int) (Layout, error) {
 			return Layout{}, err
 		}
 		if seen[d] {
-			return Layout{}, errorf(op, ErrShape, "dim %d appears twice in the order %v", d, order)
+			return Layout{}, pkg.Errorf(op, ErrShape, "dim %d appears twice in the order %v", d, order)
 		}
 		seen[d] = true
 		out.Shape[i], out.Stride[i] = l.Shape[d], l.Stride[d]
@@ -102,7 +102,7 @@ func (l Layout) Narrow(d, start, length int) (Layout, error) {
 		return Layout{}, err
 	}
 	if start < 0 || length < 0 || start > l.Shape[d]-length {
-		return Layout{}, errorf(op, ErrShape, "[%d, %d) is not inside dim %d of size %d", start, start+length, d, l.Shape[d])
+		return Layout{}, pkg.Errorf(op, ErrShape, "[%d, %d) is not inside dim %d of size %d", start, start+length, d, l.Shape[d])
 	}
 	out := l.clone()
 	out.Shape[d] = length
@@ -120,7 +120,7 @@ func (l Layout) BroadcastAs(shape Shape) (Layout, error) {
 		return Layout{}, err
 	}
 	if len(shape) < len(l.Shape) {
-		return Layout{}, errorf(op, ErrShape, "cannot broadcast %v to %v, which has fewer dims", l.Shape, shape)
+		return Layout{}, pkg.Errorf(op, ErrShape, "cannot broadcast %v to %v, which has fewer dims", l.Shape, shape)
 	}
 	out := Layout{Shape: shape.Clone(), Stride: make([]int, len(shape)), Offset: l.Offset}
 	lead := len(shape) - len(l.Shape)
@@ -131,7 +131,7 @@ func (l Layout) BroadcastAs(shape Shape) (Layout, error) {
 		case d == 1:
 			out.Stride[lead+i] = 0
 		default:
-			return Layout{}, errorf(op, ErrShape, "cannot broadcast %v to %v: dim %d is %d, not 1 or %d", l.Shape, shape, i, d, shape[lead+i])
+			return Layout{}, pkg.Errorf(op, ErrShape, "cannot broadcast %v to %v: dim %d is %d, not 1 or %d", l.Shape, shape, i, d, shape[lead+i])
 		}
 	}
 	return out, nil
@@ -146,10 +146,10 @@ func (l Layout) Reshape(shape Shape) (Layout, error) {
 		return Layout{}, err
 	}
 	if shape.Elems() != l.Shape.Elems() {
-		return Layout{}, errorf(op, ErrShape, "cannot reshape %v (%d elements) to %v (%d elements)", l.Shape, l.Shape.Elems(), shape, shape.Elems())
+		return Layout{}, pkg.Errorf(op, ErrShape, "cannot reshape %v (%d elements) to %v (%d elements)", l.Shape, l.Shape.Elems(), shape, shape.Elems())
 	}
 	if !l.IsContiguous() {
-		return Layout{}, errorf(op, ErrShape, "a layout that is not contiguous (%v) cannot be reshaped in place", l)
+		return Layout{}, pkg.Errorf(op, ErrShape, "a layout that is not contiguous (%v) cannot be reshaped in place", l)
 	}
 	out := ContiguousLayout(shape)
 	out.Offset = l.Offset
@@ -164,7 +164,7 @@ func (l Layout) Squeeze(d int) (Layout, error) {
 		return Layout{}, err
 	}
 	if l.Shape[d] != 1 {
-		return Layout{}, errorf(op, ErrShape, "dim %d of %v has size %d, not 1", d, l.Shape, l.Shape[d])
+		return Layout{}, pkg.Errorf(op, ErrShape, "dim %d of %v has size %d, not 1", d, l.Shape, l.Shape[d])
 	}
 	out := l.clone()
 	out.Shape = slices.Delete(out.Shape, d, d+1)
@@ -181,7 +181,7 @@ func (l Layout) Unsqueeze(d int) (Layout, error) {
 		return Layout{}, err
 	}
 	if len(l.Shape) >= MaxRank {
-		return Layout{}, errorf(op, ErrShape, "%v has %d dims already; at most %d", l.Shape, len(l.Shape), MaxRank)
+		return Layout{}, pkg.Errorf(op, ErrShape, "%v has %d dims already; at most %d", l.Shape, len(l.Shape), MaxRank)
 	}
 	st := 1
 	if d < len(l.Shape) {

@@ -31,22 +31,22 @@ func (t *Tensor) Matmul(o *Tensor) (*Tensor, error) {
 	}
 	dt := t.DType()
 	if dt != o.DType() {
-		return nil, errorf(op, ErrDType, "%s and %s operands: convert one with ToDType", dt, o.DType())
+		return nil, pkg.Errorf(op, ErrDType, "%s and %s operands: convert one with ToDType", dt, o.DType())
 	}
 	if !dt.IsFloat() {
-		return nil, errorf(op, ErrDType, "%s operands: matmul takes f32, f16, bf16 or f64 (convert with ToDType)", dt)
+		return nil, pkg.Errorf(op, ErrDType, "%s operands: matmul takes f32, f16, bf16 or f64 (convert with ToDType)", dt)
 	}
 	ls, rs := t.layout.Shape, o.layout.Shape
 	if len(ls) < 2 || len(rs) < 2 {
-		return nil, errorf(op, ErrShape, "%v × %v: matmul takes tensors of rank 2 or more, (…, m, k) × (…, k, n); add a dim with Unsqueeze", ls, rs)
+		return nil, pkg.Errorf(op, ErrShape, "%v × %v: matmul takes tensors of rank 2 or more, (…, m, k) × (…, k, n); add a dim with Unsqueeze", ls, rs)
 	}
 	m, k, k2, n := ls[len(ls)-2], ls[len(ls)-1], rs[len(rs)-2], rs[len(rs)-1]
 	if k != k2 {
-		return nil, errorf(op, ErrShape, "%v × %v: the inner dims differ (%d and %d)", ls, rs, k, k2)
+		return nil, pkg.Errorf(op, ErrShape, "%v × %v: the inner dims differ (%d and %d)", ls, rs, k, k2)
 	}
 	batch, err := BroadcastShapes(ls[:len(ls)-2], rs[:len(rs)-2])
 	if err != nil {
-		return nil, errorf(op, ErrShape, "%v × %v: the batch dims do not broadcast: %v", ls, rs, err)
+		return nil, pkg.Errorf(op, ErrShape, "%v × %v: the batch dims do not broadcast: %v", ls, rs, err)
 	}
 	shape := append(batch.Clone(), m, n)
 	out, err := newOutput(op, t.st.dev, dt, shape, t, o)
@@ -56,7 +56,7 @@ func (t *Tensor) Matmul(o *Tensor) (*Tensor, error) {
 	if k == 0 {
 		if err := t.st.dev.backend().fill(out.v(), scalar{}); err != nil {
 			out.Close()
-			return nil, wrap(op, err)
+			return nil, pkg.Wrap(op, err)
 		}
 		return out, nil
 	}
@@ -69,7 +69,7 @@ func (t *Tensor) Matmul(o *Tensor) (*Tensor, error) {
 		c, err := (*x).Copy()
 		if err != nil {
 			out.Close()
-			return nil, wrap(op, err)
+			return nil, pkg.Wrap(op, err)
 		}
 		defer c.Close()
 		*x = c
@@ -83,7 +83,7 @@ func (t *Tensor) Matmul(o *Tensor) (*Tensor, error) {
 	}
 	if err != nil {
 		out.Close()
-		return nil, wrap(op, err)
+		return nil, pkg.Wrap(op, err)
 	}
 	return out, nil
 }

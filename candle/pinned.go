@@ -16,21 +16,21 @@ func (t *Tensor) CopyFromPinned(off int, src *hip.PinnedBuffer) error {
 	}
 	d, ok := t.st.dev.(*HIPDevice)
 	if !ok {
-		return errorf(op, ErrDevice, "the tensor is on %s: pinned memory is copied to a HIP device's tensors (write a CPU tensor's memory directly)", t.st.dev)
+		return pkg.Errorf(op, ErrDevice, "the tensor is on %s: pinned memory is copied to a HIP device's tensors (write a CPU tensor's memory directly)", t.st.dev)
 	}
 	if !t.layout.IsContiguous() {
-		return errorf(op, ErrArgument, "the tensor's layout (%s) is not contiguous: fill a tensor from Empty", t.layout)
+		return pkg.Errorf(op, ErrArgument, "the tensor's layout (%s) is not contiguous: fill a tensor from Empty", t.layout)
 	}
 	if src == nil {
-		return errorf(op, ErrArgument, "nil pinned buffer")
+		return pkg.Errorf(op, ErrArgument, "nil pinned buffer")
 	}
 	size := t.Elems() * t.DType().Size()
 	if off < 0 || src.Size() > size-off {
-		return errorf(op, ErrArgument, "%d bytes at byte %d do not fit in the tensor's %d bytes", src.Size(), off, size)
+		return pkg.Errorf(op, ErrArgument, "%d bytes at byte %d do not fit in the tensor's %d bytes", src.Size(), off, size)
 	}
 	dst, err := t.st.mem.(*block).buf.Slice(t.layout.Offset*t.DType().Size()+off, src.Size())
 	if err != nil {
-		return wrap(op, err)
+		return pkg.Wrap(op, err)
 	}
-	return wrap(op, dst.CopyFromHostAsync(src, d.stream))
+	return pkg.Wrap(op, dst.CopyFromHostAsync(src, d.stream))
 }

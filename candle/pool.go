@@ -170,5 +170,5 @@ func (p *pool) oom(size int, released int64, err error) error {
 	}
 	detail += fmt.Sprintf("; the pool gave back %s and tried again; live tensors hold %s",
 		humanize.IBytes(uint64(released)), humanize.IBytes(uint64(p.stats.inUse.Load())))
-	return &Error{Op: "alloc", Kind: ErrOutOfMemory, Detail: detail, Err: err}
+	return &Error{Pkg: string(pkg), Op: "alloc", Kind: ErrOutOfMemory, Detail: detail, Err: err}
 }

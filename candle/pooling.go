@@ -60,13 +60,13 @@ func (t *Tensor) pool(op string, p Pool2dParams, isMax bool) (*Tensor, error) {
 			s.stride[i] = s.kernel[i]
 		}
 		if s.kernel[i] < 1 || s.stride[i] < 1 || s.pad[i] < 0 {
-			return nil, errorf(op, ErrArgument, "kernel %v, stride %v, padding %v: the window and the stride are at least 1, the padding at least 0", p.Kernel, p.Stride, p.Padding)
+			return nil, pkg.Errorf(op, ErrArgument, "kernel %v, stride %v, padding %v: the window and the stride are at least 1, the padding at least 0", p.Kernel, p.Stride, p.Padding)
 		}
 		if 2*s.pad[i] > s.kernel[i] {
-			return nil, errorf(op, ErrArgument, "padding %v for a kernel of %v: the padding is at most half the window (as in PyTorch)", p.Padding, p.Kernel)
+			return nil, pkg.Errorf(op, ErrArgument, "padding %v for a kernel of %v: the padding is at most half the window (as in PyTorch)", p.Padding, p.Kernel)
 		}
 		if in[i]+2*s.pad[i] < s.kernel[i] {
-			return nil, errorf(op, ErrShape, "x %v in %s: the window %v is larger than the padded input (%d) in dim %d; the output would be empty",
+			return nil, pkg.Errorf(op, ErrShape, "x %v in %s: the window %v is larger than the padded input (%d) in dim %d; the output would be empty",
 				t.layout.Shape, p.Format, p.Kernel, in[i]+2*s.pad[i], i)
 		}
 		out[i] = (in[i]+2*s.pad[i]-s.kernel[i])/s.stride[i] + 1
@@ -96,7 +96,7 @@ func (t *Tensor) imageOp(op string, shape Shape, w, bias *Tensor, run func(b bac
 			c, err := in.Copy()
 			if err != nil {
 				out.Close()
-				return nil, wrap(op, err)
+				return nil, pkg.Wrap(op, err)
 			}
 			defer c.Close()
 			views[i] = c.v()
@@ -104,7 +104,7 @@ func (t *Tensor) imageOp(op string, shape Shape, w, bias *Tensor, run func(b bac
 	}
 	if err := run(t.st.dev.backend(), views[0], views[1], out.st); err != nil {
 		out.Close()
-		return nil, wrap(op, err)
+		return nil, pkg.Wrap(op, err)
 	}
 	return out, nil
 }
@@ -146,10 +146,10 @@ func (t *Tensor) upsample(op string, outH, outW int, bilinear, align bool, f For
 	s := upsampleSpec{format: f, bilinear: bilinear, alignCorners: align, oh: outH, ow: outW}
 	s.n, s.c, s.h, s.w = imageDims(t.layout.Shape, f, false)
 	if outH < 1 || outW < 1 || outH > 1<<24 || outW > 1<<24 {
-		return nil, errorf(op, ErrArgument, "output size %d × %d: each side is 1 to 2²⁴", outH, outW)
+		return nil, pkg.Errorf(op, ErrArgument, "output size %d × %d: each side is 1 to 2²⁴", outH, outW)
 	}
 	if s.h < 1 || s.w < 1 || s.h > 1<<24 || s.w > 1<<24 {
-		return nil, errorf(op, ErrShape, "x %v in %s: the input's height and width are 1 to 2²⁴", t.layout.Shape, f)
+		return nil, pkg.Errorf(op, ErrShape, "x %v in %s: the input's height and width are 1 to 2²⁴", t.layout.Shape, f)
 	}
 	return t.imageOp(op, imageShape(s.n, s.c, outH, outW, f, false), nil, nil, func(b backend, x, _ view, dst *Storage) error {
 		return b.upsample(x, dst, &s)

@@ -46,10 +46,10 @@ func (q *QTensor) Close() error {
 
 func (q *QTensor) alive(op string) error {
 	if q == nil {
-		return errorf(op, ErrArgument, "nil quantized tensor")
+		return pkg.Errorf(op, ErrArgument, "nil quantized tensor")
 	}
 	if q.closed.Load() {
-		return errorf(op, ErrClosed, "quantized tensor %s %v is closed", q.typ, q.shape)
+		return pkg.Errorf(op, ErrClosed, "quantized tensor %s %v is closed", q.typ, q.shape)
 	}
 	return nil
 }
@@ -62,10 +62,10 @@ func quantizable(typ GGMLType) bool { return typ.Quantized() && typ != GGMLQ8_1 
 // size in bytes.
 func checkQShape(op string, typ GGMLType, shape Shape) (int, error) {
 	if !quantizable(typ) {
-		return 0, errorf(op, ErrDType, "%s: QTensor takes Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K or Q8_K (float tensors are Tensors)", typ)
+		return 0, pkg.Errorf(op, ErrDType, "%s: QTensor takes Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K or Q8_K (float tensors are Tensors)", typ)
 	}
 	if len(shape) == 0 {
-		return 0, errorf(op, ErrShape, "a quantized scalar: want a shape whose last dim is a multiple of %s's block of %d", typ, typ.BlockSize())
+		return 0, pkg.Errorf(op, ErrShape, "a quantized scalar: want a shape whose last dim is a multiple of %s's block of %d", typ, typ.BlockSize())
 	}
 	if err := shape.check(op); err != nil {
 		return 0, err
@@ -73,7 +73,7 @@ func checkQShape(op string, typ GGMLType, shape Shape) (int, error) {
 	k := shape[len(shape)-1]
 	row, err := typ.RowBytes(k)
 	if err != nil {
-		return 0, errorf(op, ErrShape, "shape %v: the last dim %d is not a multiple of %s's block of %d", shape, k, typ, typ.BlockSize())
+		return 0, pkg.Errorf(op, ErrShape, "shape %v: the last dim %d is not a multiple of %s's block of %d", shape, k, typ, typ.BlockSize())
 	}
 	rows := shape.Elems() / max(k, 1)
 	if k == 0 {
@@ -88,14 +88,14 @@ func checkQShape(op string, typ GGMLType, shape Shape) (int, error) {
 func NewQTensor(dev Device, typ GGMLType, data []byte, shape ...int) (*QTensor, error) {
 	const op = "NewQTensor"
 	if dev == nil {
-		return nil, errorf(op, ErrDevice, "nil device")
+		return nil, pkg.Errorf(op, ErrDevice, "nil device")
 	}
 	size, err := checkQShape(op, typ, shape)
 	if err != nil {
 		return nil, err
 	}
 	if len(data) != size {
-		return nil, errorf(op, ErrShape, "%d bytes for %s %v: want %d", len(data), typ, Shape(shape), size)
+		return nil, pkg.Errorf(op, ErrShape, "%d bytes for %s %v: want %d", len(data), typ, Shape(shape), size)
 	}
 	st, err := storageOf(op, dev, U8, size, data)
 	if err != nil {
@@ -114,7 +114,7 @@ func Quantize(t *Tensor, typ GGMLType) (*QTensor, error) {
 		return nil, err
 	}
 	if !t.DType().IsFloat() {
-		return nil, errorf(op, ErrDType, "%s: Quantize takes a float tensor", t.DType())
+		return nil, pkg.Errorf(op, ErrDType, "%s: Quantize takes a float tensor", t.DType())
 	}
 	shape := t.Shape()
 	if _, err := checkQShape(op, typ, shape); err != nil {
@@ -122,16 +122,16 @@ func Quantize(t *Tensor, typ GGMLType) (*QTensor, error) {
 	}
 	f, err := t.ToDType(F32)
 	if err != nil {
-		return nil, wrap(op, err)
+		return nil, pkg.Wrap(op, err)
 	}
 	vals, err := ToSlice[float32](f)
 	f.Close()
 	if err != nil {
-		return nil, wrap(op, err)
+		return nil, pkg.Wrap(op, err)
 	}
 	data, err := QuantizeBlocks(typ, vals)
 	if err != nil {
-		return nil, wrap(op, err)
+		return nil, pkg.Wrap(op, err)
 	}
 	return NewQTensor(t.st.dev, typ, data, shape...)
 }
@@ -144,7 +144,7 @@ func (q *QTensor) Dequantize(dt DType) (*Tensor, error) {
 		return nil, err
 	}
 	if dt != F32 && dt != F16 && dt != BF16 {
-		return nil, errorf(op, ErrDType, "%s: dequantize to f32, f16 or bf16", dt)
+		return nil, pkg.Errorf(op, ErrDType, "%s: dequantize to f32, f16 or bf16", dt)
 	}
 	out, err := newOutput(op, q.st.dev, dt, q.shape.Clone())
 	if err != nil || out.Elems() == 0 {
@@ -152,7 +152,7 @@ func (q *QTensor) Dequantize(dt DType) (*Tensor, error) {
 	}
 	if err := q.st.dev.backend().dequantize(q.typ, q.st, out.st, out.Elems()); err != nil {
 		out.Close()
-		return nil, wrap(op, err)
+		return nil, pkg.Wrap(op, err)
 	}
 	return out, nil
 }
@@ -207,7 +207,7 @@ func (t *Tensor) QMatmulWith(w *QTensor, o QMatmulOptions) (*Tensor, error) {
 		return nil, err
 	}
 	if o.Gated && o.Norm != nil {
-		return nil, errorf(op, ErrArgument, "Norm and Gated together: run one of them as its own op (RMSNorm, SiLUMul)")
+		return nil, pkg.Errorf(op, ErrArgument, "Norm and Gated together: run one of them as its own op (RMSNorm, SiLUMul)")
 	}
 	n, k := w.shape[0], w.shape[1]
 	ts := t.layout.Shape
@@ -226,17 +226,17 @@ func (t *Tensor) QMatmulWith(w *QTensor, o QMatmulOptions) (*Tensor, error) {
 			return nil, err
 		}
 		if p.x.DType() != t.DType() {
-			return nil, errorf(op, ErrDType, "%s is %s, t %s: convert one with ToDType", p.name, p.x.DType(), t.DType())
+			return nil, pkg.Errorf(op, ErrDType, "%s is %s, t %s: convert one with ToDType", p.name, p.x.DType(), t.DType())
 		}
 	}
 	if o.Norm != nil && !o.Norm.layout.Shape.Equal(Shape{k}) {
-		return nil, errorf(op, ErrShape, "Norm is %v; want [%d], the weight's in-features", o.Norm.layout.Shape, k)
+		return nil, pkg.Errorf(op, ErrShape, "Norm is %v; want [%d], the weight's in-features", o.Norm.layout.Shape, k)
 	}
 	if o.Norm != nil && (o.Eps < 0 || math.IsNaN(o.Eps) || o.Eps > math.MaxFloat32) {
-		return nil, errorf(op, ErrArgument, "Eps %v: want a non-negative float32", o.Eps)
+		return nil, pkg.Errorf(op, ErrArgument, "Eps %v: want a non-negative float32", o.Eps)
 	}
 	if o.Residual != nil && !o.Residual.layout.Shape.Equal(shape) {
-		return nil, errorf(op, ErrShape, "Residual is %v; want the product's shape %v", o.Residual.layout.Shape, shape)
+		return nil, pkg.Errorf(op, ErrShape, "Residual is %v; want the product's shape %v", o.Residual.layout.Shape, shape)
 	}
 	m := shape.Elems() / max(n, 1)
 	if n == 0 || k == 0 || !t.st.dev.backend().qmatmulFuses(w.typ, t.DType(), m) {
@@ -270,7 +270,7 @@ func (t *Tensor) qmatmulOps(op string, w *QTensor, o QMatmulOptions) (*Tensor, e
 		}
 	}
 	if err != nil {
-		return nil, wrap(op, err)
+		return nil, pkg.Wrap(op, err)
 	}
 	if x != t {
 		defer x.Close()
@@ -282,7 +282,7 @@ func (t *Tensor) qmatmulOps(op string, w *QTensor, o QMatmulOptions) (*Tensor, e
 	defer y.Close()
 	z, err := y.Add(o.Residual)
 	if err != nil {
-		return nil, wrap(op, err)
+		return nil, pkg.Wrap(op, err)
 	}
 	return z, nil
 }
@@ -309,17 +309,17 @@ func checkQMatmul(op string, t *Tensor, w *QTensor, cols int) error {
 	}
 	dt := t.DType()
 	if dt != F32 && dt != F16 && dt != BF16 {
-		return errorf(op, ErrDType, "%s: QMatmul takes f32, f16 or bf16 activations (convert with ToDType)", dt)
+		return pkg.Errorf(op, ErrDType, "%s: QMatmul takes f32, f16 or bf16 activations (convert with ToDType)", dt)
 	}
 	if len(w.shape) != 2 {
-		return errorf(op, ErrShape, "weight %v: want a 2-D (out, in) weight", w.shape)
+		return pkg.Errorf(op, ErrShape, "weight %v: want a 2-D (out, in) weight", w.shape)
 	}
 	ts := t.layout.Shape
 	if k := w.shape[1]; len(ts) == 0 || ts[len(ts)-1] != cols*k {
 		if cols == 2 {
-			return errorf(op, ErrShape, "%v × %v ᵀ, gated: want t's last dim to be twice the weight's in-features, %d", ts, w.shape, 2*k)
+			return pkg.Errorf(op, ErrShape, "%v × %v ᵀ, gated: want t's last dim to be twice the weight's in-features, %d", ts, w.shape, 2*k)
 		}
-		return errorf(op, ErrShape, "%v × %v ᵀ: want t's last dim to be the weight's in-features, %d", ts, w.shape, k)
+		return pkg.Errorf(op, ErrShape, "%v × %v ᵀ: want t's last dim to be the weight's in-features, %d", ts, w.shape, k)
 	}
 	return nil
 }
@@ -335,7 +335,7 @@ func (t *Tensor) qmatmul(op string, w *QTensor) (*Tensor, error) {
 	if k == 0 { // an empty sum: the weight has no bytes to read
 		if err := t.st.dev.backend().fill(out.v(), scalar{}); err != nil {
 			out.Close()
-			return nil, wrap(op, err)
+			return nil, pkg.Wrap(op, err)
 		}
 		return out, nil
 	}
@@ -343,13 +343,13 @@ func (t *Tensor) qmatmul(op string, w *QTensor) (*Tensor, error) {
 	if !t.layout.IsContiguous() {
 		if x, err = t.Copy(); err != nil {
 			out.Close()
-			return nil, wrap(op, err)
+			return nil, pkg.Wrap(op, err)
 		}
 		defer x.Close()
 	}
 	if err := t.st.dev.backend().qmatmul(w.typ, x.v(), w.st, out.st, x.Elems()/k, n, k); err != nil {
 		out.Close()
-		return nil, wrap(op, err)
+		return nil, pkg.Wrap(op, err)
 	}
 	return out, nil
 }
@@ -370,16 +370,16 @@ func (q *QTensor) Rows(ids *Tensor, dt DType) (*Tensor, error) {
 		return nil, err
 	}
 	if !ids.DType().IsInt() {
-		return nil, errorf(op, ErrDType, "%s indices: want u8, u32 or i64", ids.DType())
+		return nil, pkg.Errorf(op, ErrDType, "%s indices: want u8, u32 or i64", ids.DType())
 	}
 	if ids.Rank() != 1 {
-		return nil, errorf(op, ErrShape, "indices of shape %v: want 1-D", ids.layout.Shape)
+		return nil, pkg.Errorf(op, ErrShape, "indices of shape %v: want 1-D", ids.layout.Shape)
 	}
 	if dt != F32 && dt != F16 && dt != BF16 {
-		return nil, errorf(op, ErrDType, "%s: rows dequantize to f32, f16 or bf16", dt)
+		return nil, pkg.Errorf(op, ErrDType, "%s: rows dequantize to f32, f16 or bf16", dt)
 	}
 	if len(q.shape) != 2 {
-		return nil, errorf(op, ErrShape, "table %v: want a 2-D (rows, k) table", q.shape)
+		return nil, pkg.Errorf(op, ErrShape, "table %v: want a 2-D (rows, k) table", q.shape)
 	}
 	k := q.shape[1]
 	out, err := newOutput(op, q.st.dev, dt, Shape{ids.layout.Shape[0], k}, ids)
@@ -388,7 +388,7 @@ func (q *QTensor) Rows(ids *Tensor, dt DType) (*Tensor, error) {
 	}
 	if q.shape[0] == 0 {
 		out.Close()
-		return nil, errorf(op, ErrIndex, "indices into an empty table")
+		return nil, pkg.Errorf(op, ErrIndex, "indices into an empty table")
 	}
 	// The kernels read contiguous i64 indices.
 	x := ids
@@ -399,14 +399,14 @@ func (q *QTensor) Rows(ids *Tensor, dt DType) (*Tensor, error) {
 	}
 	if err != nil {
 		out.Close()
-		return nil, wrap(op, err)
+		return nil, pkg.Wrap(op, err)
 	}
 	if x != ids {
 		defer x.Close()
 	}
 	if err := q.st.dev.backend().qrows(q.typ, q.st, x.v(), out.st, k); err != nil {
 		out.Close()
-		return nil, wrap(op, err)
+		return nil, pkg.Wrap(op, err)
 	}
 	return out, nil
 }

@@ -88,10 +88,10 @@ func (t GGMLType) TypeSize() int { return ggmlTypes[t].size }
 func (t GGMLType) RowBytes(n int) (int, error) {
 	i, ok := ggmlTypes[t]
 	if !ok {
-		return 0, errorf("GGMLType.RowBytes", ErrDType, "%s: an unknown GGML type", t)
+		return 0, pkg.Errorf("GGMLType.RowBytes", ErrDType, "%s: an unknown GGML type", t)
 	}
 	if n < 0 || n%i.block != 0 {
-		return 0, errorf("GGMLType.RowBytes", ErrShape, "%d elements of %s: want a multiple of its block of %d", n, t, i.block)
+		return 0, pkg.Errorf("GGMLType.RowBytes", ErrShape, "%d elements of %s: want a multiple of its block of %d", n, t, i.block)
 	}
 	return n / i.block * i.size, nil
 }
@@ -107,7 +107,7 @@ func ParseGGMLType(s string) (GGMLType, error) {
 		names = append(names, i.name)
 	}
 	slices.Sort(names)
-	return 0, errorf("ParseGGMLType", ErrDType, "%q is not a GGML type this package knows: want one of %s", s, strings.Join(names, ", "))
+	return 0, pkg.Errorf("ParseGGMLType", ErrDType, "%q is not a GGML type this package knows: want one of %s", s, strings.Join(names, ", "))
 }
 
 // DType is the dtype of a float type's elements (F32, F16, BF16, F64);

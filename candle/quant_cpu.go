@@ -154,11 +154,11 @@ func decodeChunk(typ GGMLType, b []byte, c int, y *[32]float32) {
 func DequantizeBlocks(dst []float32, typ GGMLType, blocks []byte) ([]float32, error) {
 	const op = "DequantizeBlocks"
 	if !typ.Known() || typ == GGMLQ8_1 {
-		return nil, errorf(op, ErrDType, "%s: not a type this package decodes", typ)
+		return nil, pkg.Errorf(op, ErrDType, "%s: not a type this package decodes", typ)
 	}
 	size, bs := typ.TypeSize(), typ.BlockSize()
 	if len(blocks)%size != 0 {
-		return nil, errorf(op, ErrShape, "%d bytes: not a whole number of %s blocks of %d bytes", len(blocks), typ, size)
+		return nil, pkg.Errorf(op, ErrShape, "%d bytes: not a whole number of %s blocks of %d bytes", len(blocks), typ, size)
 	}
 	nb := len(blocks) / size
 	if dt, ok := typ.DType(); ok {
@@ -228,7 +228,7 @@ func (c *cpuBackend) dequantize(typ GGMLType, q, dst *Storage, n int) error {
 func (c *cpuBackend) qmatmulFuses(GGMLType, DType, int) bool { return false }
 
 func (c *cpuBackend) qmatmulFused(GGMLType, view, *Storage, *Storage, int, int, int, qfuse) error {
-	return errorf("Tensor.QMatmulWith", ErrDevice, "the CPU fuses no ops into a product (its qmatmulFuses says so)")
+	return pkg.Errorf("Tensor.QMatmulWith", ErrDevice, "the CPU fuses no ops into a product (its qmatmulFuses says so)")
 }
 
 // qmatmul decodes each weight row once for all of x's rows.
@@ -272,7 +272,7 @@ func (c *cpuBackend) qrows(typ GGMLType, w *Storage, ids view, dst *Storage, k i
 	n := ids.l.Shape.Elems()
 	for i := range n {
 		if r := idx.i(ids.l.Offset + i); r < 0 || r >= int64(rows) {
-			return errorf("qrows", ErrIndex, "index %d of a table of %d rows", r, rows)
+			return pkg.Errorf("qrows", ErrIndex, "index %d of a table of %d rows", r, rows)
 		}
 	}
 	parallel(n, func(i int) {

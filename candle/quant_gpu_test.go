@@ -378,7 +378,7 @@ func TestGPUQMatvecSpeed(t *testing.T) {
 				kinds = []quantKind{qMatvec8, qMatvec8W}
 			}
 			for _, kind := range kinds {
-				if f, err := (*hipBackend)(d).function(famQuant, quantKernel(kind, typ, BF16)); err == nil {
+				if f, err := (*hipBackend)(d).function(quantKernel(kind, typ, BF16)); err == nil {
 					regs, _ := f.Attribute(hip.FuncAttributeNumRegs)
 					local, _ := f.Attribute(hip.FuncAttributeLocalSizeBytes)
 					line = fmt.Sprintf("%s (%s: %d registers, %d bytes local)", line, quantKindNames[kind], regs, local)

@@ -27,9 +27,10 @@ const (
 
 var quantKindNames = [numQuantKinds]string{"dequant", "qrows", "qmatvec", "qmatvec8", "qmatvec8w", "qmatvec8s"}
 
-// quantKernel names a kernel of quant.hip, "qmatvec_q4_k_bf16", from the
-// names made once (kernelNames).
-func quantKernel(kind quantKind, typ GGMLType, dt DType) string {
+// quantKernel is a kernel of quant.hip, qmatvec_q4_k_bf16 say, from the
+// table made once (kernelNames); the zero kernel where quant.hip has none
+// of the kind for typ and dt.
+func quantKernel(kind quantKind, typ GGMLType, dt DType) kernel {
 	return kernelNames.quant[kind][typ][dt]
 }
 
@@ -77,7 +78,7 @@ func (b *hipBackend) dequantize(typ GGMLType, q, dst *Storage, n int) error {
 // dequantizeAt expands chunks of 32 values from the blocks at w into
 // out.
 func (b *hipBackend) dequantizeAt(typ GGMLType, w, out hip.DevicePtr, dt DType, chunks int) error {
-	return b.launch(famQuant, quantKernel(qDequant, typ, dt), b.grid(chunks, 1), block1D, func(a *hip.Args) {
+	return b.launch(quantKernel(qDequant, typ, dt), b.grid(chunks, 1), block1D, func(a *hip.Args) {
 		a.Uint64(uint64(chunks)).Ptr(w).Ptr(out)
 	})
 }
@@ -85,7 +86,7 @@ func (b *hipBackend) dequantizeAt(typ GGMLType, w, out hip.DevicePtr, dt DType, 
 func (b *hipBackend) qrows(typ GGMLType, w *Storage, ids view, dst *Storage, k int) error {
 	n := ids.l.Shape.Elems()
 	rows := w.n / (k / typ.BlockSize() * typ.TypeSize())
-	return b.launch(famQuant, quantKernel(qRows, typ, dst.dtype), b.grid(n*k/32, 1), block1D, func(a *hip.Args) {
+	return b.launch(quantKernel(qRows, typ, dst.dtype), b.grid(n*k/32, 1), block1D, func(a *hip.Args) {
 		a.Uint64(uint64(n)).Uint64(uint64(k)).Uint64(uint64(rows)).Ptr(ptr(ids)).Ptr(storagePtr(w)).Ptr(storagePtr(dst))
 	})
 }
@@ -125,7 +126,7 @@ func (b *hipBackend) qmatvec(typ GGMLType, x view, w, dst *Storage, m, n, k int,
 	slots := max(b.props.MultiProcessorCount, 1) * qmatvecBlocksPerSM
 	if !qmatvecI8(typ, dt) { // a warp a row
 		grid := qmatvecGrid(n, warps, slots)
-		return b.launch(famQuant, quantKernel(qMatvec, typ, dt), grid, block1D, func(a *hip.Args) {
+		return b.launch(quantKernel(qMatvec, typ, dt), grid, block1D, func(a *hip.Args) {
 			a.Int32(int32(m)).Uint64(uint64(n)).Uint64(uint64(k)).Ptr(ptr(x)).Ptr(storagePtr(w)).Ptr(storagePtr(dst))
 		})
 	}
@@ -157,7 +158,7 @@ func (b *hipBackend) qmatvec(typ GGMLType, x view, w, dst *Storage, m, n, k int,
 	if alpha != 0 {
 		qxGrid.X = 1
 	}
-	if err := b.launch(famQuant, kernelNames.qx[dt], qxGrid, block1D, func(a *hip.Args) {
+	if err := b.launch(kernelNames.qx[dt], qxGrid, block1D, func(a *hip.Args) {
 		a.Uint64(uint64(k)).Ptr(ptr(x)).Int32(int32(b2i(f.gated))).Float32(float32(f.eps)).Ptr(alpha).Ptr(xq).Ptr(xd).Ptr(xs)
 	}); err != nil {
 		return err
@@ -171,7 +172,7 @@ func (b *hipBackend) qmatvec(typ GGMLType, x view, w, dst *Storage, m, n, k int,
 		// A row of w a warp, copied into shared memory first (quant.hip's
 		// qmatvec8s: Q6_K's blocks keep 2-byte alignment only).
 		grid := qmatvecGrid(n, warps, slots)
-		return b.launchShared(famQuant, quantKernel(qMatvec8S, typ, dt), grid, block1D, shared, func(a *hip.Args) {
+		return b.launchShared(quantKernel(qMatvec8S, typ, dt), grid, block1D, shared, func(a *hip.Args) {
 			a.Uint64(uint64(n)).Uint64(uint64(k)).Ptr(xq).Ptr(xd).Ptr(xs).Ptr(storagePtr(w)).Ptr(storagePtr(dst)).Ptr(res)
 		})
 	}
@@ -182,7 +183,7 @@ func (b *hipBackend) qmatvec(typ GGMLType, x view, w, dst *Storage, m, n, k int,
 	if m > qmatvecRows {
 		kind = qMatvec8W
 	}
-	return b.launch(famQuant, quantKernel(kind, typ, dt), grid, block1D, func(a *hip.Args) {
+	return b.launch(quantKernel(kind, typ, dt), grid, block1D, func(a *hip.Args) {
 		a.Int32(int32(m)).Int32(int32(split)).Uint64(uint64(n)).Uint64(uint64(k)).Ptr(xq).Ptr(xd).Ptr(xs)
 		a.Ptr(storagePtr(w)).Ptr(storagePtr(dst)).Ptr(res)
 	})
@@ -227,7 +228,7 @@ func (b *hipBackend) qmatvec8k4(x view, q k4x, w, dst *Storage, n, k int, f qfus
 	rows /= split
 	grid := qmatvecGrid(n, rows, slots)
 	fused := b2i(q.xq == 0)
-	return b.launchShared(famQuant, kernelNames.k4[fused][wide][dst.dtype], grid, block1D, k4Shared(k), func(a *hip.Args) {
+	return b.launchShared(kernelNames.k4[fused][wide][dst.dtype], grid, block1D, k4Shared(k), func(a *hip.Args) {
 		a.Int32(int32(split)).Uint64(uint64(n)).Uint64(uint64(k))
 		if fused == 1 {
 			a.Ptr(ptr(x)).Int32(int32(b2i(f.gated))).Float32(float32(f.eps)).Ptr(alpha)

@@ -17,15 +17,15 @@ import (
 func QuantizeBlocks(typ GGMLType, vals []float32) ([]byte, error) {
 	const op = "QuantizeBlocks"
 	if !typ.Known() || typ == GGMLQ8_1 {
-		return nil, errorf(op, ErrDType, "%s: not a type this package encodes", typ)
+		return nil, pkg.Errorf(op, ErrDType, "%s: not a type this package encodes", typ)
 	}
 	bs, size := typ.BlockSize(), typ.TypeSize()
 	if len(vals)%bs != 0 {
-		return nil, errorf(op, ErrShape, "%d values: not a whole number of %s blocks of %d", len(vals), typ, bs)
+		return nil, pkg.Errorf(op, ErrShape, "%d values: not a whole number of %s blocks of %d", len(vals), typ, bs)
 	}
 	for i, v := range vals {
 		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-			return nil, errorf(op, ErrArgument, "value %d is %v: quantize finite values", i, v)
+			return nil, pkg.Errorf(op, ErrArgument, "value %d is %v: quantize finite values", i, v)
 		}
 	}
 	nb := len(vals) / bs

@@ -46,7 +46,7 @@ func (t *Tensor) reduce(name string, op reduceOp, keepdim bool, dims []int, mean
 		return nil, err
 	}
 	if mean && !t.DType().IsFloat() {
-		return nil, errorf(name, ErrDType, "the mean of a %s tensor: convert it to a float dtype first", t.DType())
+		return nil, pkg.Errorf(name, ErrDType, "the mean of a %s tensor: convert it to a float dtype first", t.DType())
 	}
 	rank := t.Rank()
 	reduced := make([]bool, rank)
@@ -61,7 +61,7 @@ func (t *Tensor) reduce(name string, op reduceOp, keepdim bool, dims []int, mean
 			return nil, err
 		}
 		if reduced[d] {
-			return nil, errorf(name, ErrShape, "dim %d appears twice in %v", d, dims)
+			return nil, pkg.Errorf(name, ErrShape, "dim %d appears twice in %v", d, dims)
 		}
 		reduced[d] = true
 	}
@@ -92,7 +92,7 @@ func (t *Tensor) reduce(name string, op reduceOp, keepdim bool, dims []int, mean
 	}
 	src, err := t.layout.Permute(order...)
 	if err != nil {
-		return nil, wrap(name, err)
+		return nil, pkg.Wrap(name, err)
 	}
 	dt := t.DType()
 	if op.isArg() {
@@ -101,7 +101,7 @@ func (t *Tensor) reduce(name string, op reduceOp, keepdim bool, dims []int, mean
 	// The kernels index the elements of one output with 32 bits, and take
 	// the largest value as "none yet".
 	if inner >= math.MaxUint32 {
-		return nil, errorf(name, ErrShape, "%d elements to reduce into one: at most %d", inner, uint32(math.MaxUint32-1))
+		return nil, pkg.Errorf(name, ErrShape, "%d elements to reduce into one: at most %d", inner, uint32(math.MaxUint32-1))
 	}
 	out, err := newOutput(name, t.st.dev, dt, shape, t)
 	if err != nil || out.Elems() == 0 {
@@ -110,7 +110,7 @@ func (t *Tensor) reduce(name string, op reduceOp, keepdim bool, dims []int, mean
 	if inner == 0 {
 		if op != opSum {
 			out.Close()
-			return nil, errorf(name, ErrShape, "%s of no elements (dims %v of %v)", op, order[rank-nred:], t.layout.Shape)
+			return nil, pkg.Errorf(name, ErrShape, "%s of no elements (dims %v of %v)", op, order[rank-nred:], t.layout.Shape)
 		}
 		v := 0.0
 		if mean {
@@ -126,7 +126,7 @@ func (t *Tensor) reduce(name string, op reduceOp, keepdim bool, dims []int, mean
 	}
 	if err != nil {
 		out.Close()
-		return nil, wrap(name, err)
+		return nil, pkg.Wrap(name, err)
 	}
 	return out, nil
 }

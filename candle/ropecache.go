@@ -24,14 +24,14 @@ func (t *Tensor) RoPECache(cos, sin *Tensor, queryHeads int, slots, kc, vc *Tens
 	}
 	n, d := t.layout.Shape[0], t.layout.Shape[2]
 	if !slots.layout.Shape.Equal(Shape{n}) {
-		return nil, errorf(op, ErrShape, "slots are %v: want [%d], a row of the caches a token", slots.layout.Shape, n)
+		return nil, pkg.Errorf(op, ErrShape, "slots are %v: want [%d], a row of the caches a token", slots.layout.Shape, n)
 	}
 	if !kc.layout.Shape.Equal(vc.layout.Shape) || kc.Rank() != 3 || kc.layout.Shape[1] != hkv || kc.layout.Shape[2] != d {
-		return nil, errorf(op, ErrShape, "the caches are %v and %v: want one shape (rows, %d, %d)", kc.layout.Shape, vc.layout.Shape, hkv, d)
+		return nil, pkg.Errorf(op, ErrShape, "the caches are %v and %v: want one shape (rows, %d, %d)", kc.layout.Shape, vc.layout.Shape, hkv, d)
 	}
 	for _, x := range []*Tensor{cos, sin, kc, vc} {
 		if x.DType() != t.DType() {
-			return nil, errorf(op, ErrDType, "qkv is %s, an operand %s: convert it with ToDType", t.DType(), x.DType())
+			return nil, pkg.Errorf(op, ErrDType, "qkv is %s, an operand %s: convert it with ToDType", t.DType(), x.DType())
 		}
 		if err := sameDevice(op, t.st.dev, x); err != nil {
 			return nil, err
@@ -51,7 +51,7 @@ func (t *Tensor) RoPECache(cos, sin *Tensor, queryHeads int, slots, kc, vc *Tens
 		}
 		if err := be.ropeCache(t.v(), cos.v(), sin.v(), slots.v(), kc.v(), vc.v(), q.st, queryHeads, hkv); err != nil {
 			q.Close()
-			return nil, wrap(op, err)
+			return nil, pkg.Wrap(op, err)
 		}
 		return q, nil
 	}
@@ -127,19 +127,19 @@ func (t *Tensor) RoPEQKV(cos, sin *Tensor, queryHeads int) (q, k, v *Tensor, err
 func qkvHeads(op string, t, cos, sin *Tensor, queryHeads int) (int, error) {
 	s := t.layout.Shape
 	if len(s) != 3 {
-		return 0, errorf(op, ErrShape, "qkv is %v: want (tokens, query heads + 2·kv heads, head dim)", s)
+		return 0, pkg.Errorf(op, ErrShape, "qkv is %v: want (tokens, query heads + 2·kv heads, head dim)", s)
 	}
 	n, h, d := s[0], s[1], s[2]
 	hkv := (h - queryHeads) / 2
 	if queryHeads < 1 || hkv < 1 || queryHeads+2*hkv != h {
-		return 0, errorf(op, ErrArgument, "%d query heads of %d: the rest must be as many key heads as value heads, at least one each", queryHeads, h)
+		return 0, pkg.Errorf(op, ErrArgument, "%d query heads of %d: the rest must be as many key heads as value heads, at least one each", queryHeads, h)
 	}
 	if d%2 != 0 {
-		return 0, errorf(op, ErrShape, "qkv is %v: the head dim %d is odd; rotary pairs need an even one", s, d)
+		return 0, pkg.Errorf(op, ErrShape, "qkv is %v: the head dim %d is odd; rotary pairs need an even one", s, d)
 	}
 	for _, c := range []*Tensor{cos, sin} {
 		if !c.layout.Shape.Equal(Shape{n, d / 2}) {
-			return 0, errorf(op, ErrShape, "cos and sin are %v and %v: want [%d %d] (tokens, d/2)", cos.layout.Shape, sin.layout.Shape, n, d/2)
+			return 0, pkg.Errorf(op, ErrShape, "cos and sin are %v and %v: want [%d %d] (tokens, d/2)", cos.layout.Shape, sin.layout.Shape, n, d/2)
 		}
 	}
 	return hkv, nil
@@ -164,7 +164,7 @@ func (b *hipBackend) ropeCache(qkv, cos, sin, slots, kc, vc view, q *Storage, hq
 	s := qkv.l.Shape
 	n, h, d := s[0], s[1], s[2]
 	pairs := n * h * d / 2
-	return b.launch(famNN, kernelNames.ropeCache[q.dtype], b.grid(pairs, 1), block1D, func(a *hip.Args) {
+	return b.launch(kernelNames.ropeCache[q.dtype], b.grid(pairs, 1), block1D, func(a *hip.Args) {
 		a.Uint64(uint64(n)).Uint64(uint64(hq)).Uint64(uint64(hkv)).Uint64(uint64(d)).Uint64(uint64(kc.l.Shape[0]))
 		a.Ptr(ptr(qkv)).Ptr(ptr(cos)).Ptr(ptr(sin)).Ptr(ptr(slots)).Ptr(ptr(kc)).Ptr(ptr(vc)).Ptr(storagePtr(q))
 	})

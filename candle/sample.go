@@ -124,17 +124,17 @@ func (t *Tensor) Sample(opts []SampleOptions) (*Tensor, error) {
 		return nil, err
 	}
 	if dt := t.DType(); dt != F32 && dt != F16 && dt != BF16 {
-		return nil, errorf(op, ErrDType, "%s logits: Sample takes f32, f16 or bf16 (convert with ToDType)", dt)
+		return nil, pkg.Errorf(op, ErrDType, "%s logits: Sample takes f32, f16 or bf16 (convert with ToDType)", dt)
 	}
 	if len(t.layout.Shape) != 2 {
-		return nil, errorf(op, ErrShape, "logits of shape %v: want (rows, vocab)", t.layout.Shape)
+		return nil, pkg.Errorf(op, ErrShape, "logits of shape %v: want (rows, vocab)", t.layout.Shape)
 	}
 	rows, cols := t.layout.Shape[0], t.layout.Shape[1]
 	if len(opts) != rows {
-		return nil, errorf(op, ErrArgument, "%d options for %d rows of logits: want one per row", len(opts), rows)
+		return nil, pkg.Errorf(op, ErrArgument, "%d options for %d rows of logits: want one per row", len(opts), rows)
 	}
 	if rows > 0 && (cols < 1 || cols > sampleMaxCols) {
-		return nil, errorf(op, ErrShape, "a vocabulary of %d: want 1 to %d", cols, sampleMaxCols)
+		return nil, pkg.Errorf(op, ErrShape, "a vocabulary of %d: want 1 to %d", cols, sampleMaxCols)
 	}
 	ps, prev, hist, err := sampleParams(op, t.st.dev, opts, cols)
 	if err != nil {
@@ -148,13 +148,13 @@ func (t *Tensor) Sample(opts []SampleOptions) (*Tensor, error) {
 	if !t.layout.IsContiguous() {
 		if x, err = t.Copy(); err != nil {
 			out.Close()
-			return nil, wrap(op, err)
+			return nil, pkg.Wrap(op, err)
 		}
 		defer x.Close()
 	}
 	if err := t.st.dev.backend().sample(x.v(), out.st, rows, cols, ps, prev, hist); err != nil {
 		out.Close()
-		return nil, wrap(op, err)
+		return nil, pkg.Wrap(op, err)
 	}
 	return out, nil
 }
@@ -176,15 +176,15 @@ func sampleParams(op string, dev Device, opts []SampleOptions, cols int) ([]samp
 		finite := func(v float32) bool { return !math.IsNaN(float64(v)) && !math.IsInf(float64(v), 0) }
 		switch {
 		case !finite(o.Temperature) || o.Temperature < 0:
-			return nil, nil, nil, errorf(op, ErrArgument, "row %d: temperature %v: want a finite value ≥ 0 (0 is greedy)", i, o.Temperature)
+			return nil, nil, nil, pkg.Errorf(op, ErrArgument, "row %d: temperature %v: want a finite value ≥ 0 (0 is greedy)", i, o.Temperature)
 		case o.TopK < 0:
-			return nil, nil, nil, errorf(op, ErrArgument, "row %d: top-k %d: want ≥ 0 (0 is off)", i, o.TopK)
+			return nil, nil, nil, pkg.Errorf(op, ErrArgument, "row %d: top-k %d: want ≥ 0 (0 is off)", i, o.TopK)
 		case !(o.TopP >= 0 && o.TopP <= 1):
-			return nil, nil, nil, errorf(op, ErrArgument, "row %d: top-p %v: want 0 to 1 (0 and 1 are off)", i, o.TopP)
+			return nil, nil, nil, pkg.Errorf(op, ErrArgument, "row %d: top-p %v: want 0 to 1 (0 and 1 are off)", i, o.TopP)
 		case !(o.MinP >= 0 && o.MinP <= 1):
-			return nil, nil, nil, errorf(op, ErrArgument, "row %d: min-p %v: want 0 to 1 (0 is off)", i, o.MinP)
+			return nil, nil, nil, pkg.Errorf(op, ErrArgument, "row %d: min-p %v: want 0 to 1 (0 is off)", i, o.MinP)
 		case !finite(o.RepetitionPenalty) || o.RepetitionPenalty < 0:
-			return nil, nil, nil, errorf(op, ErrArgument, "row %d: repetition penalty %v: want a finite value > 0 (0 and 1 are off)", i, o.RepetitionPenalty)
+			return nil, nil, nil, pkg.Errorf(op, ErrArgument, "row %d: repetition penalty %v: want a finite value > 0 (0 and 1 are off)", i, o.RepetitionPenalty)
 		}
 		p := sampleRow{Temperature: o.Temperature, TopP: o.TopP, MinP: o.MinP, Penalty: 1, Seed: o.Seed, Step: o.Step}
 		if o.greedy() {
@@ -205,11 +205,11 @@ func sampleParams(op string, dev Device, opts []SampleOptions, cols int) ([]samp
 			}
 			switch {
 			case len(o.Previous) > 0:
-				return nil, nil, nil, errorf(op, ErrArgument, "row %d: both Previous and History: give the previous tokens one way", i)
+				return nil, nil, nil, pkg.Errorf(op, ErrArgument, "row %d: both Previous and History: give the previous tokens one way", i)
 			case h.st.dev != dev:
-				return nil, nil, nil, errorf(op, ErrDevice, "row %d: a token history on %s for logits on %s: make it on the logits' device", i, h.st.dev, dev)
+				return nil, nil, nil, pkg.Errorf(op, ErrDevice, "row %d: a token history on %s for logits on %s: make it on the logits' device", i, h.st.dev, dev)
 			case h.vocab != cols:
-				return nil, nil, nil, errorf(op, ErrShape, "row %d: a token history of a vocabulary of %d for logits of %d", i, h.vocab, cols)
+				return nil, nil, nil, pkg.Errorf(op, ErrShape, "row %d: a token history of a vocabulary of %d for logits of %d", i, h.vocab, cols)
 			}
 			r := sampleHist{h.st, o.HistorySlot * historyWords(cols)}
 			if slots == nil {
@@ -217,7 +217,7 @@ func sampleParams(op string, dev Device, opts []SampleOptions, cols int) ([]samp
 				hist = make([]sampleHist, len(opts))
 			}
 			if j, dup := slots[r]; dup {
-				return nil, nil, nil, errorf(op, ErrArgument, "rows %d and %d name history slot %d: each row draws into its own slot", j, i, o.HistorySlot)
+				return nil, nil, nil, pkg.Errorf(op, ErrArgument, "rows %d and %d name history slot %d: each row draws into its own slot", j, i, o.HistorySlot)
 			}
 			slots[r], hist[i] = i, r
 			if penalty {
@@ -226,7 +226,7 @@ func sampleParams(op string, dev Device, opts []SampleOptions, cols int) ([]samp
 		} else if penalty && len(o.Previous) > 0 {
 			for _, id := range o.Previous {
 				if id < 0 || int(id) >= cols {
-					return nil, nil, nil, errorf(op, ErrIndex, "row %d: previous token %d: want 0 to %d (the vocabulary)", i, id, cols-1)
+					return nil, nil, nil, pkg.Errorf(op, ErrIndex, "row %d: previous token %d: want 0 to %d (the vocabulary)", i, id, cols-1)
 				}
 			}
 			if prev == nil {
@@ -507,7 +507,7 @@ func (b *hipBackend) sample(x view, dst *Storage, rows, cols int, ps []sampleRow
 	}
 	blockDim := hip.Dim3{X: sampleBlock}
 	if len(prev) > 0 {
-		err := b.launch(famSample, "sample_prev", hip.Dim3{X: uint32(min(rows, sampleMaxGrid))}, blockDim, func(a *hip.Args) {
+		err := b.launch(kernelNames.samplePrev, hip.Dim3{X: uint32(min(rows, sampleMaxGrid))}, blockDim, func(a *hip.Args) {
 			a.Uint64(uint64(rows)).Uint64(uint64(words)).Ptr(params).Ptr(prevPtr)
 		})
 		if err != nil {
@@ -522,16 +522,16 @@ func (b *hipBackend) sample(x view, dst *Storage, rows, cols int, ps []sampleRow
 		a.Ptr(in).Ptr(params).Ptr(state).Ptr(hist0).Ptr(cand).Ptr(out)
 	}
 	dt := x.st.dtype
-	if err := b.launch(famSample, kernelNames.sampleMax[dt], grid, blockDim, args); err != nil {
+	if err := b.launch(kernelNames.sampleMax[dt], grid, blockDim, args); err != nil {
 		return err
 	}
 	if hists {
-		if err := b.launch(famSample, kernelNames.sampleHist[dt], grid, blockDim, args); err != nil {
+		if err := b.launch(kernelNames.sampleHist[dt], grid, blockDim, args); err != nil {
 			return err
 		}
 	}
 	if draws {
-		return b.launch(famSample, kernelNames.sampleDraw[dt], grid, blockDim, args)
+		return b.launch(kernelNames.sampleDraw[dt], grid, blockDim, args)
 	}
 	return nil
 }

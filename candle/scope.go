@@ -34,7 +34,7 @@ func (s *Scope) Adopt(t *Tensor) (*Tensor, error) {
 		return nil, err
 	}
 	if !t.st.retain() {
-		return nil, &Error{Op: op, Kind: ErrClosed, Detail: "use of a closed tensor", Err: ErrClosed}
+		return nil, &Error{Pkg: string(pkg), Op: op, Kind: ErrClosed, Detail: "use of a closed tensor", Err: ErrClosed}
 	}
 	v := &Tensor{st: t.st, layout: t.layout.clone()}
 	s.add(v)

@@ -44,15 +44,15 @@ func (s Shape) String() string {
 // element counts that overflow.
 func (s Shape) check(op string) error {
 	if len(s) > MaxRank {
-		return errorf(op, ErrShape, "shape %v has %d dims; at most %d", s, len(s), MaxRank)
+		return pkg.Errorf(op, ErrShape, "shape %v has %d dims; at most %d", s, len(s), MaxRank)
 	}
 	n := 1
 	for _, d := range s {
 		if d < 0 {
-			return errorf(op, ErrShape, "shape %v has a negative dim", s)
+			return pkg.Errorf(op, ErrShape, "shape %v has a negative dim", s)
 		}
 		if d > 0 && n > math.MaxInt64/d {
-			return errorf(op, ErrShape, "shape %v has too many elements", s)
+			return pkg.Errorf(op, ErrShape, "shape %v has too many elements", s)
 		}
 		n *= d
 	}
@@ -78,7 +78,7 @@ func BroadcastShapes(a, b Shape) (Shape, error) {
 		case da == 1:
 			out[i] = db
 		default:
-			return nil, errorf("BroadcastShapes", ErrShape, "shapes %v and %v do not broadcast: dim %d is %d against %d", a, b, i-n, da, db)
+			return nil, pkg.Errorf("BroadcastShapes", ErrShape, "shapes %v and %v do not broadcast: dim %d is %d against %d", a, b, i-n, da, db)
 		}
 	}
 	return out, nil
@@ -91,7 +91,7 @@ func dim(op string, d, rank int) (int, error) {
 		d += rank
 	}
 	if d < 0 || d >= rank {
-		return 0, errorf(op, ErrShape, "dim %d is out of range for %d dims", d, rank)
+		return 0, pkg.Errorf(op, ErrShape, "dim %d is out of range for %d dims", d, rank)
 	}
 	return d, nil
 }

@@ -51,11 +51,11 @@ func (t *Tensor) TopK(k int) (values, indices *Tensor, err error) {
 		return nil, nil, err
 	}
 	if len(t.layout.Shape) == 0 {
-		return nil, nil, errorf(op, ErrShape, "a scalar has no last dim to take the top k of")
+		return nil, nil, pkg.Errorf(op, ErrShape, "a scalar has no last dim to take the top k of")
 	}
 	cols := t.layout.Shape[len(t.layout.Shape)-1]
 	if k < 1 || k > cols {
-		return nil, nil, errorf(op, ErrArgument, "k = %d: want 1 to %d, the last dim of %v", k, cols, t.layout.Shape)
+		return nil, nil, pkg.Errorf(op, ErrArgument, "k = %d: want 1 to %d, the last dim of %v", k, cols, t.layout.Shape)
 	}
 	if k > topkMax {
 		all, err := t.argsort(op, true)
@@ -65,11 +65,11 @@ func (t *Tensor) TopK(k int) (values, indices *Tensor, err error) {
 		defer all.Close()
 		first, err := all.Narrow(-1, 0, k)
 		if err != nil {
-			return nil, nil, wrap(op, err)
+			return nil, nil, pkg.Wrap(op, err)
 		}
 		defer first.Close()
 		if indices, err = first.Copy(); err != nil {
-			return nil, nil, wrap(op, err)
+			return nil, nil, pkg.Wrap(op, err)
 		}
 		return t.gatherSorted(op, indices)
 	}
@@ -88,7 +88,7 @@ func (t *Tensor) TopK(k int) (values, indices *Tensor, err error) {
 	if rows > 0 {
 		if err := t.st.dev.backend().topk(x.v(), indices.st, rows, cols, k); err != nil {
 			indices.Close()
-			return nil, nil, wrap(op, err)
+			return nil, nil, pkg.Wrap(op, err)
 		}
 	}
 	return t.gatherSorted(op, indices)
@@ -99,7 +99,7 @@ func (t *Tensor) TopK(k int) (values, indices *Tensor, err error) {
 func (t *Tensor) gatherSorted(op string, indices *Tensor) (values, _ *Tensor, err error) {
 	if values, err = t.Gather(indices, -1); err != nil {
 		indices.Close()
-		return nil, nil, wrap(op, err)
+		return nil, nil, pkg.Wrap(op, err)
 	}
 	return values, indices, nil
 }
@@ -121,7 +121,7 @@ func (t *Tensor) argsort(op string, desc bool) (*Tensor, error) {
 	}
 	if err := t.st.dev.backend().argsort(x.v(), out.st, rows, cols, desc); err != nil {
 		out.Close()
-		return nil, wrap(op, err)
+		return nil, pkg.Wrap(op, err)
 	}
 	return out, nil
 }
@@ -130,16 +130,16 @@ func (t *Tensor) argsort(op string, desc bool) (*Tensor, error) {
 // contiguous (tmp: the copy made, to close), with its rows and columns.
 func sortRows(op string, t *Tensor) (x, tmp *Tensor, rows, cols int, err error) {
 	if len(t.layout.Shape) == 0 {
-		return nil, nil, 0, 0, errorf(op, ErrShape, "a scalar has no last dim to sort")
+		return nil, nil, 0, 0, pkg.Errorf(op, ErrShape, "a scalar has no last dim to sort")
 	}
 	if n := t.layout.Shape[len(t.layout.Shape)-1]; n > math.MaxUint32 {
-		return nil, nil, 0, 0, errorf(op, ErrShape, "rows of %d elements: U32 indices reach %d", n, uint32(math.MaxUint32))
+		return nil, nil, 0, 0, pkg.Errorf(op, ErrShape, "rows of %d elements: U32 indices reach %d", n, uint32(math.MaxUint32))
 	}
 	rows, cols = lastDimRows(t.layout.Shape)
 	x = t
 	if !t.layout.IsContiguous() && rows > 0 {
 		if tmp, err = t.Copy(); err != nil {
-			return nil, nil, 0, 0, wrap(op, err)
+			return nil, nil, 0, 0, pkg.Wrap(op, err)
 		}
 		x = tmp
 	}
@@ -259,7 +259,7 @@ func (b *hipBackend) argsort(x view, dst *Storage, rows, cols int, desc bool) er
 		scratch = blk.buf.Ptr()
 	}
 	in, out := ptr(x), storagePtr(dst)
-	return b.launch(famSort, kernelNames.argsort[dt], hip.Dim3{X: uint32(grid)}, hip.Dim3{X: uint32(threads)}, func(a *hip.Args) {
+	return b.launch(kernelNames.argsort[dt], hip.Dim3{X: uint32(grid)}, hip.Dim3{X: uint32(threads)}, func(a *hip.Args) {
 		a.Uint64(uint64(rows)).Uint64(uint64(cols)).Int32(int32(b2i(desc))).Ptr(in).Ptr(out).Ptr(scratch)
 	})
 }
@@ -306,7 +306,7 @@ func (b *hipBackend) topk(x view, dst *Storage, rows, cols, k int) error {
 			oi = ok.Add(n * ks)
 			blocks = rows * chunks
 		}
-		err := b.launch(famSort, kernelNames.topk[dt], hip.Dim3{X: uint32(min(blocks, maxBlocks))}, hip.Dim3{X: uint32(threads)}, func(a *hip.Args) {
+		err := b.launch(kernelNames.topk[dt], hip.Dim3{X: uint32(min(blocks, maxBlocks))}, hip.Dim3{X: uint32(threads)}, func(a *hip.Args) {
 			a.Uint64(uint64(rows)).Uint64(uint64(cols)).Uint32(uint32(k)).Ptr(xin).Ptr(ck).Ptr(ci).Ptr(ok).Ptr(oi).Ptr(out)
 		})
 		if err != nil || chunks == 1 {

@@ -33,7 +33,7 @@ type Storage struct {
 // the caller.
 func newStorage(op string, dev Device, dt DType, n int) (*Storage, error) {
 	if n > math.MaxInt/dt.Size() {
-		return nil, errorf(op, ErrOutOfMemory, "%d elements of %s are more bytes than an int counts", n, dt)
+		return nil, pkg.Errorf(op, ErrOutOfMemory, "%d elements of %s are more bytes than an int counts", n, dt)
 	}
 	st := &Storage{dev: dev, dtype: dt, n: n}
 	st.refs.Store(1)
@@ -42,7 +42,7 @@ func newStorage(op string, dev Device, dt DType, n int) (*Storage, error) {
 	}
 	mem, err := dev.backend().alloc(dt, n)
 	if err != nil {
-		return nil, wrap(op, err)
+		return nil, pkg.Wrap(op, err)
 	}
 	st.mem = mem
 	// The cleanup's argument is the memory, not the storage, which would
@@ -56,7 +56,7 @@ func newStorage(op string, dev Device, dt DType, n int) (*Storage, error) {
 func NewStorage[T Element](dev Device, data []T) (*Storage, error) {
 	const op = "NewStorage"
 	if dev == nil {
-		return nil, errorf(op, ErrDevice, "nil device")
+		return nil, pkg.Errorf(op, ErrDevice, "nil device")
 	}
 	st, err := storageOf(op, dev, DTypeOf[T](), len(data), hip.AsBytes(data))
 	if err != nil {
@@ -75,7 +75,7 @@ func storageOf(op string, dev Device, dt DType, n int, data []byte) (*Storage, e
 	if n > 0 {
 		if err := dev.backend().write(st, data); err != nil {
 			st.release()
-			return nil, wrap(op, err)
+			return nil, pkg.Wrap(op, err)
 		}
 	}
 	return st, nil
@@ -99,10 +99,10 @@ func (s *Storage) String() string {
 
 func (s *Storage) alive(op string) error {
 	if s == nil {
-		return errorf(op, ErrArgument, "nil storage")
+		return pkg.Errorf(op, ErrArgument, "nil storage")
 	}
 	if !s.owned.Load() || s.refs.Load() <= 0 {
-		return &Error{Op: op, Kind: ErrClosed, Detail: "use of a closed storage", Err: ErrClosed}
+		return &Error{Pkg: string(pkg), Op: op, Kind: ErrClosed, Detail: "use of a closed storage", Err: ErrClosed}
 	}
 	return nil
 }
@@ -150,7 +150,7 @@ func (s *Storage) Read(dst any) error {
 	if err != nil || s.n == 0 {
 		return err
 	}
-	return wrap(op, s.dev.backend().read(s, 0, s.n, b))
+	return pkg.Wrap(op, s.dev.backend().read(s, 0, s.n, b))
 }
 
 // Write copies src, a slice of the dtype's Go type of exactly Len
@@ -164,7 +164,7 @@ func (s *Storage) Write(src any) error {
 	if err != nil || s.n == 0 {
 		return err
 	}
-	return wrap(op, s.dev.backend().write(s, b))
+	return pkg.Wrap(op, s.dev.backend().write(s, b))
 }
 
 // hostBytes checks that x is a slice of dt's Go type with n elements and
@@ -192,10 +192,10 @@ func hostBytes(op string, dt DType, n int, x any) ([]byte, error) {
 		ok = false
 	}
 	if !ok {
-		return nil, errorf(op, ErrDType, "%T for %s data: want []%s", x, dt, dt.hostType())
+		return nil, pkg.Errorf(op, ErrDType, "%T for %s data: want []%s", x, dt, dt.hostType())
 	}
 	if got != n {
-		return nil, errorf(op, ErrShape, "%d elements for %d", got, n)
+		return nil, pkg.Errorf(op, ErrShape, "%d elements for %d", got, n)
 	}
 	return b, nil
 }
@@ -256,31 +256,31 @@ func (s *Storage) Copy2D(dst *Storage, rows, cols, srcStride, dstStride, srcOffs
 		return err
 	}
 	if dst.dev != s.dev {
-		return errorf(op, ErrDevice, "source on %s, destination on %s: move one first", s.dev, dst.dev)
+		return pkg.Errorf(op, ErrDevice, "source on %s, destination on %s: move one first", s.dev, dst.dev)
 	}
 	if dst.dtype != s.dtype {
-		return errorf(op, ErrDType, "%s source, %s destination", s.dtype, dst.dtype)
+		return pkg.Errorf(op, ErrDType, "%s source, %s destination", s.dtype, dst.dtype)
 	}
 	if rows < 0 || cols < 0 || srcStride < 0 || dstStride < 0 || srcOffset < 0 || dstOffset < 0 {
-		return errorf(op, ErrArgument, "rows %d, cols %d, strides %d and %d, offsets %d and %d: none may be negative",
+		return pkg.Errorf(op, ErrArgument, "rows %d, cols %d, strides %d and %d, offsets %d and %d: none may be negative",
 			rows, cols, srcStride, dstStride, srcOffset, dstOffset)
 	}
 	if rows == 0 || cols == 0 {
 		return nil
 	}
 	if rows > 1 && dstStride < cols {
-		return errorf(op, ErrArgument, "destination stride %d is less than a row of %d: the rows would overlap", dstStride, cols)
+		return pkg.Errorf(op, ErrArgument, "destination stride %d is less than a row of %d: the rows would overlap", dstStride, cols)
 	}
 	if end := span(rows, cols, srcStride, srcOffset); end > s.n {
-		return errorf(op, ErrIndex, "%d rows of %d from element %d, stride %d, reach element %d of a source of %d", rows, cols, srcOffset, srcStride, end, s.n)
+		return pkg.Errorf(op, ErrIndex, "%d rows of %d from element %d, stride %d, reach element %d of a source of %d", rows, cols, srcOffset, srcStride, end, s.n)
 	}
 	if end := span(rows, cols, dstStride, dstOffset); end > dst.n {
-		return errorf(op, ErrIndex, "%d rows of %d from element %d, stride %d, reach element %d of a destination of %d", rows, cols, dstOffset, dstStride, end, dst.n)
+		return pkg.Errorf(op, ErrIndex, "%d rows of %d from element %d, stride %d, reach element %d of a destination of %d", rows, cols, dstOffset, dstStride, end, dst.n)
 	}
 	shape := Shape{rows, cols}
 	from := Layout{Shape: shape, Stride: []int{srcStride, 1}, Offset: srcOffset}
 	to := Layout{Shape: shape, Stride: []int{dstStride, 1}, Offset: dstOffset}
-	return wrap(op, s.dev.backend().copy(view{s, from}, view{dst, to}))
+	return pkg.Wrap(op, s.dev.backend().copy(view{s, from}, view{dst, to}))
 }
 
 // span is the end (one past the last element) of rows of cols elements,

@@ -65,10 +65,10 @@ func FromSlice[T Element](dev Device, data []T, shape ...int) (*Tensor, error) {
 		return nil, err
 	}
 	if Shape(shape).Elems() != len(data) {
-		return nil, errorf(op, ErrShape, "%d elements for shape %v of %d", len(data), Shape(shape), Shape(shape).Elems())
+		return nil, pkg.Errorf(op, ErrShape, "%d elements for shape %v of %d", len(data), Shape(shape), Shape(shape).Elems())
 	}
 	t, err := FromBytes(dev, DTypeOf[T](), hip.AsBytes(data), shape...)
-	return t, wrap(op, err)
+	return t, pkg.Wrap(op, err)
 }
 
 // FromBytes copies raw element bytes, little-endian as safetensors files
@@ -77,17 +77,17 @@ func FromSlice[T Element](dev Device, data []T, shape ...int) (*Tensor, error) {
 func FromBytes(dev Device, dt DType, data []byte, shape ...int) (*Tensor, error) {
 	const op = "FromBytes"
 	if dev == nil {
-		return nil, errorf(op, ErrDevice, "nil device")
+		return nil, pkg.Errorf(op, ErrDevice, "nil device")
 	}
 	if !dt.valid() {
-		return nil, errorf(op, ErrDType, "%v is not a dtype", dt)
+		return nil, pkg.Errorf(op, ErrDType, "%v is not a dtype", dt)
 	}
 	if err := Shape(shape).check(op); err != nil {
 		return nil, err
 	}
 	n := Shape(shape).Elems()
 	if n > len(data)/dt.Size() || n*dt.Size() != len(data) {
-		return nil, errorf(op, ErrShape, "%d bytes for shape %v of %d %s elements (%d bytes)", len(data), Shape(shape), n, dt, n*dt.Size())
+		return nil, pkg.Errorf(op, ErrShape, "%d bytes for shape %v of %d %s elements (%d bytes)", len(data), Shape(shape), n, dt, n*dt.Size())
 	}
 	st, err := storageOf(op, dev, dt, n, data)
 	if err != nil {
@@ -108,10 +108,10 @@ func FromStorage(st *Storage, shape Shape) (*Tensor, error) {
 		return nil, err
 	}
 	if shape.Elems() != st.n {
-		return nil, errorf(op, ErrShape, "shape %v of %d elements for a storage of %d", shape, shape.Elems(), st.n)
+		return nil, pkg.Errorf(op, ErrShape, "shape %v of %d elements for a storage of %d", shape, shape.Elems(), st.n)
 	}
 	if !st.retain() {
-		return nil, &Error{Op: op, Kind: ErrClosed, Detail: "use of a closed storage", Err: ErrClosed}
+		return nil, &Error{Pkg: string(pkg), Op: op, Kind: ErrClosed, Detail: "use of a closed storage", Err: ErrClosed}
 	}
 	return newTensor(st, ContiguousLayout(shape)), nil
 }
@@ -125,7 +125,7 @@ func ToSlice[T Element](t *Tensor) ([]T, error) {
 	}
 	if dt := DTypeOf[T](); dt != t.DType() {
 		var z T
-		return nil, errorf(op, ErrDType, "[]%T for a %s tensor: want []%s (or convert with ToDType)", z, t.DType(), t.DType().hostType())
+		return nil, pkg.Errorf(op, ErrDType, "[]%T for a %s tensor: want []%s (or convert with ToDType)", z, t.DType(), t.DType().hostType())
 	}
 	out := make([]T, t.Elems())
 	if err := readRowMajor(op, t, hip.AsBytes(out)); err != nil {
@@ -145,7 +145,7 @@ func readRowMajor(op string, t *Tensor, dst []byte) error {
 		return err
 	}
 	defer c.Close()
-	return wrap(op, c.st.dev.backend().read(c.st, c.layout.Offset, c.Elems(), dst))
+	return pkg.Wrap(op, c.st.dev.backend().read(c.st, c.layout.Offset, c.Elems(), dst))
 }
 
 // ToBytes copies a tensor to the host, in row-major order, as its
@@ -188,10 +188,10 @@ func (t *Tensor) detach() *Storage {
 
 func (t *Tensor) alive(op string) error {
 	if t == nil {
-		return errorf(op, ErrArgument, "nil tensor")
+		return pkg.Errorf(op, ErrArgument, "nil tensor")
 	}
 	if t.closed.Load() {
-		return &Error{Op: op, Kind: ErrClosed, Detail: fmt.Sprintf("use of a closed tensor (%v %s)", t.layout.Shape, t.DType()), Err: ErrClosed}
+		return &Error{Pkg: string(pkg), Op: op, Kind: ErrClosed, Detail: fmt.Sprintf("use of a closed tensor (%v %s)", t.layout.Shape, t.DType()), Err: ErrClosed}
 	}
 	return nil
 }
@@ -256,7 +256,7 @@ func (t *Tensor) v() view { return view{st: t.st, l: t.layout} }
 // view makes a tensor sharing t's storage through layout l.
 func (t *Tensor) view(op string, l Layout) (*Tensor, error) {
 	if !t.st.retain() {
-		return nil, &Error{Op: op, Kind: ErrClosed, Detail: "use of a closed tensor", Err: ErrClosed}
+		return nil, &Error{Pkg: string(pkg), Op: op, Kind: ErrClosed, Detail: "use of a closed tensor", Err: ErrClosed}
 	}
 	return newTensor(t.st, l, t), nil
 }
@@ -267,7 +267,7 @@ func (t *Tensor) viewWith(op string, f func(Layout) (Layout, error)) (*Tensor, e
 	}
 	l, err := f(t.layout)
 	if err != nil {
-		return nil, wrap(op, err)
+		return nil, pkg.Wrap(op, err)
 	}
 	return t.view(op, l)
 }
@@ -303,14 +303,14 @@ func inferShape(op string, shape []int, n int) (Shape, error) {
 		case d == -1 && infer < 0:
 			infer = i
 		case d < 0:
-			return nil, errorf(op, ErrShape, "shape %v: only one dim may be -1, and none below", Shape(shape))
+			return nil, pkg.Errorf(op, ErrShape, "shape %v: only one dim may be -1, and none below", Shape(shape))
 		default:
 			known *= d
 		}
 	}
 	if infer >= 0 {
 		if known == 0 || n%known != 0 {
-			return nil, errorf(op, ErrShape, "cannot infer the -1 of %v for %d elements", Shape(shape), n)
+			return nil, pkg.Errorf(op, ErrShape, "cannot infer the -1 of %v for %d elements", Shape(shape), n)
 		}
 		s[infer] = n / known
 	}
@@ -318,7 +318,7 @@ func inferShape(op string, shape []int, n int) (Shape, error) {
 		return nil, err
 	}
 	if s.Elems() != n {
-		return nil, errorf(op, ErrShape, "cannot reshape %d elements to %v (%d elements)", n, s, s.Elems())
+		return nil, pkg.Errorf(op, ErrShape, "cannot reshape %d elements to %v (%d elements)", n, s, s.Elems())
 	}
 	return s, nil
 }
@@ -382,7 +382,7 @@ func (t *Tensor) Copy() (*Tensor, error) {
 	}
 	if err := t.st.dev.backend().copy(t.v(), out.v()); err != nil {
 		out.Close()
-		return nil, wrap(op, err)
+		return nil, pkg.Wrap(op, err)
 	}
 	return out, nil
 }
@@ -395,7 +395,7 @@ func (t *Tensor) ToDevice(dev Device) (*Tensor, error) {
 		return nil, err
 	}
 	if dev == nil {
-		return nil, errorf(op, ErrDevice, "nil device")
+		return nil, pkg.Errorf(op, ErrDevice, "nil device")
 	}
 	if dev == t.st.dev {
 		return t.view(op, t.layout.clone())
@@ -412,11 +412,11 @@ func (t *Tensor) ToDevice(dev Device) (*Tensor, error) {
 	host := make([]byte, out.st.Bytes())
 	if err := c.st.dev.backend().read(c.st, c.layout.Offset, out.Elems(), host); err != nil {
 		out.Close()
-		return nil, wrap(op, err)
+		return nil, pkg.Wrap(op, err)
 	}
 	if err := dev.backend().write(out.st, host); err != nil {
 		out.Close()
-		return nil, wrap(op, err)
+		return nil, pkg.Wrap(op, err)
 	}
 	return out, nil
 }

@@ -7,7 +7,7 @@ func (t *Tensor) unary(name string, op unaryOp, p0, p1 float64) (*Tensor, error)
 		return nil, err
 	}
 	if !op.takes(t.DType()) {
-		return nil, errorf(name, ErrDType, "takes a float tensor, not %s (convert with ToDType)", t.DType())
+		return nil, pkg.Errorf(name, ErrDType, "takes a float tensor, not %s (convert with ToDType)", t.DType())
 	}
 	out, err := newOutput(name, t.st.dev, t.DType(), t.layout.Shape, t)
 	if err != nil || out.Elems() == 0 {
@@ -15,7 +15,7 @@ func (t *Tensor) unary(name string, op unaryOp, p0, p1 float64) (*Tensor, error)
 	}
 	if err := t.st.dev.backend().unary(op, [2]float64{p0, p1}, t.v(), out.st); err != nil {
 		out.Close()
-		return nil, wrap(name, err)
+		return nil, pkg.Wrap(name, err)
 	}
 	return out, nil
 }
@@ -93,7 +93,7 @@ func (t *Tensor) Powf(e float64) (*Tensor, error) { return t.unary("Tensor.Powf"
 // Clamp limits every element to [lo, hi].
 func (t *Tensor) Clamp(lo, hi float64) (*Tensor, error) {
 	if !(lo <= hi) {
-		return nil, errorf("Tensor.Clamp", ErrArgument, "low %v is above high %v", lo, hi)
+		return nil, pkg.Errorf("Tensor.Clamp", ErrArgument, "low %v is above high %v", lo, hi)
 	}
 	return t.unary("Tensor.Clamp", opClamp, lo, hi)
 }

@@ -146,17 +146,14 @@ func (p Package) Wrap(op string, err error) error {
 	return &Error{Pkg: string(p), Op: op, Kind: KindOf(err), Err: err}
 }
 
-// Wrapf is Wrap with a detail, for a cause that is not an *Error (an *Error
-// keeps its own detail).
+// Wrapf attributes err to op with a detail that says what op was doing:
+// the error has err's kind (KindOf) and keeps err whole as its cause, so
+// that its message reads "pkg: op: detail: err".
 func (p Package) Wrapf(op string, err error, format string, args ...any) error {
 	if err == nil {
 		return nil
 	}
-	w := p.Wrap(op, err).(*Error)
-	if w.Detail == "" {
-		w.Detail = fmt.Sprintf(format, args...)
-	}
-	return w
+	return &Error{Pkg: string(p), Op: op, Kind: KindOf(err), Detail: fmt.Sprintf(format, args...), Err: err}
 }
 
 // KindOf is the kind of err under the wrap rule: an *Error's Kind;

@@ -108,8 +108,11 @@ func TestWrapf(t *testing.T) {
 	err := pkg.Wrapf("Device.Alloc", &statusError{oom: true}, "%d bytes", 4096)
 	assert.EqualError(t, err, "candle: Device.Alloc: 4096 bytes: hip: hipMalloc: hipErrorOutOfMemory")
 	assert.ErrorIs(t, err, errs.ErrOutOfMemory)
-	kept := pkg.Wrapf("Load", pkg.Errorf("Get", errs.ErrNotFound, "no tensor %q", "w"), "ignored")
-	assert.EqualError(t, kept, `candle: Load: no tensor "w"`)
+	inner := errs.Package("nn").Errorf("VarBuilder.Get", errs.ErrNotFound, "no tensor %q", "w")
+	outer := errs.Package("llama").Wrapf("Load", inner, "layer %d", 3)
+	assert.EqualError(t, outer, `llama: Load: layer 3: nn: VarBuilder.Get: no tensor "w"`)
+	assert.ErrorIs(t, outer, errs.ErrNotFound)
+	assert.Same(t, errs.ErrNotFound, errs.KindOf(outer))
 	assert.NoError(t, pkg.Wrapf("Load", nil, "x"))
 }
 

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Tier 0: the lane arithmetic of attn_mfma and attn_wmma (attention.hip),
+// Tier 0: the lane arithmetic of attn_mfma and attn_wmma (kernels/amd.hip),
 // which no AMD GPU has run. Each matrix instruction is modelled from its
 // documented operand layout (AMD's matrix instruction calculator: the
 // lane and element that hold A[i][k], B[k][j] and C[i][j]); the kernel's
@@ -90,7 +90,7 @@ func (in *matrixInst) mma(t *testing.T, c, a, b [][]float64) {
 	}
 }
 
-// amdFrag mirrors a fragment traits struct of attention.hip (Mfma16,
+// amdFrag mirrors a fragment traits struct of kernels/amd.hip (Mfma16,
 // Mfma32, Wmma11, Wmma12) on its instruction.
 type amdFrag struct {
 	name    string

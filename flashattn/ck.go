@@ -43,6 +43,8 @@ import (
 	"github.com/rocm-go/rocm/hip"
 	"github.com/rocm-go/rocm/internal/bind"
 	"github.com/rocm-go/rocm/internal/dl"
+
+	"github.com/rocm-go/rocm/errs"
 )
 
 // CK is Composable Kernel's ck_tile FMHA forward (fmha_fwd), run through
@@ -116,7 +118,7 @@ func openCK(paths []string) ([]*dl.Library, *ckShim, error) {
 	}
 	ver, _ := l.Sym("rocm_go_fmha_abi_version")
 	if v := int32(C.rg_fmha_version(ver)); v != C.ROCM_GO_FMHA_ABI_VERSION {
-		return fail(&Error{Op: "LoadCK", Kind: ErrDevice, Detail: fmt.Sprintf(
+		return fail(&Error{Pkg: string(pkg), Op: "LoadCK", Kind: errs.ErrDevice, Detail: fmt.Sprintf(
 			"%s has ABI version %d and this flashattn %d: rebuild the shim with this rocm-go's scripts/build-ck-shim.sh", l.Origin(), v, C.ROCM_GO_FMHA_ABI_VERSION)})
 	}
 	s := &ckShim{lib: l}
@@ -224,7 +226,7 @@ func (h *Handle) tryCK(op string, pr *problem, p *Params, pl *plan) (ran bool, d
 	defer ckCalls.Put(c)
 	c.a, c.msg[0] = C.rocm_go_fmha_fwd_args{}, 0
 	if ok, err := h.ckArgs(&c.a, pr, p, &pl.kp); !ok || err != nil {
-		return err != nil, "too many sets of ALiBi slopes on the handle", wrap(op, err)
+		return err != nil, "too many sets of ALiBi slopes on the handle", pkg.Wrap(op, err)
 	}
 	st := C.rg_fmha_forward(bind.SetDeviceFunc(), s.supports, s.fwd, &c.a, &c.msg[0], C.size_t(len(c.msg)))
 	runtime.KeepAlive(h.stream)
@@ -232,12 +234,12 @@ func (h *Handle) tryCK(op string, pr *problem, p *Params, pl *plan) (ran bool, d
 		return true, "", nil
 	}
 	detail := C.GoString(&c.msg[0])
-	kind, what := ErrDevice, ""
+	kind, what := errs.ErrDevice, ""
 	switch st {
 	case C.ROCM_GO_FMHA_UNSUPPORTED:
 		return false, detail, nil
 	case C.ROCM_GO_FMHA_INVALID_ARGUMENT:
-		kind, what = ErrArgument, "invalid arguments"
+		kind, what = errs.ErrArgument, "invalid arguments"
 	case C.ROCM_GO_FMHA_HIP_ERROR:
 		what = "HIP error"
 	case C.ROCM_GO_FMHA_INTERNAL_ERROR:
@@ -245,7 +247,7 @@ func (h *Handle) tryCK(op string, pr *problem, p *Params, pl *plan) (ran bool, d
 	default:
 		what = fmt.Sprintf("status %d", int32(st))
 	}
-	return true, "", &Error{Op: op, Kind: kind, Detail: fmt.Sprintf("Composable Kernel shim (%s): %s: %s", s.lib.Origin(), what, detail)}
+	return true, "", &Error{Pkg: string(pkg), Op: op, Kind: kind, Detail: fmt.Sprintf("Composable Kernel shim (%s): %s: %s", s.lib.Origin(), what, detail)}
 }
 
 // ckArgs fills the shim's arguments from the kernels' parameters of the

@@ -16,6 +16,8 @@ import (
 	"github.com/rocm-go/rocm/hip"
 	"github.com/rocm-go/rocm/internal/dl"
 	"github.com/rocm-go/rocm/internal/testenv"
+
+	"github.com/rocm-go/rocm/errs"
 )
 
 // The tests in this file run in tier 0 against the shim's real ABI code
@@ -83,7 +85,7 @@ func TestCKLoad(t *testing.T) {
 	assert.ErrorContains(t, UnloadCK(), "UnloadCK: Unload without a matching Load")
 
 	err = LoadCK(filepath.Join(dir, "old"))
-	assert.ErrorIs(t, err, ErrDevice)
+	assert.ErrorIs(t, err, errs.ErrDevice)
 	assert.ErrorContains(t, err, "has ABI version 0 and this flashattn 1: rebuild the shim")
 
 	missing := filepath.Join(t.TempDir(), "nothing-here.so")
@@ -435,10 +437,10 @@ func TestCKErrors(t *testing.T) {
 		kind error
 		msg  string
 	}{
-		"2": {ErrArgument, "invalid arguments: fake CK: status 2"},
-		"3": {ErrDevice, "HIP error: fake CK: status 3"},
-		"4": {ErrDevice, "internal error: fake CK: status 4"},
-		"9": {ErrDevice, "status 9: fake CK: status 9"},
+		"2": {errs.ErrArgument, "invalid arguments: fake CK: status 2"},
+		"3": {errs.ErrDevice, "HIP error: fake CK: status 3"},
+		"4": {errs.ErrDevice, "internal error: fake CK: status 4"},
+		"9": {errs.ErrDevice, "status 9: fake CK: status 9"},
 	} {
 		t.Setenv("ROCM_GO_FAKE_CK_STATUS", status)
 		b, err := e.h.Forward(q, k, v, out, Params{})

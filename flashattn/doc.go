@@ -25,7 +25,7 @@
 // # Backends
 //
 // Every call reports the kernel that ran (Backend); Backend's godoc states
-// the rule that chooses. All are HIP C++ of attention.hip, compiled at run
+// the rule that chooses. All are HIP C++ of kernels/ (a file a kernel family), compiled at run
 // time with hipRTC (NVRTC on NVIDIA) for the device's exact architecture,
 // through package hiprtc's Kernels and Cache (the mechanism package
 // candle's KernelCache and package miopen's kernels use), kept on disk
@@ -95,8 +95,8 @@
 // feature: the oracle of the tests, and the CPU path of candle/nn.
 //
 // Every argument is checked before any work is queued; a bad one is an
-// *Error naming the call, the argument and what to do, matching ErrShape,
-// ErrDType or ErrArgument. Device pointers cannot be read on the host, so
+// *Error naming the call, the argument and what to do, matching errs.ErrShape,
+// errs.ErrDType or errs.ErrArgument. Device pointers cannot be read on the host, so
 // the lengths that size the launch (cumulative sequence lengths, cache
 // lengths) are passed twice: on the host, where they are checked, and on
 // the device, where the kernel reads them.

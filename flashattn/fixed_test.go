@@ -5,6 +5,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/rocm-go/rocm/errs"
 )
 
 // TestDecodeMaxSeqLen: a paged decode sized by PagedKV.MaxSeqLen plans
@@ -57,7 +59,7 @@ func TestDecodeMaxSeqLen(t *testing.T) {
 		kv := fixed
 		c.edit(&kv)
 		_, err := pagedProblem("D", q, &kv, out)
-		assert.ErrorIs(t, err, ErrArgument, c.name)
+		assert.ErrorIs(t, err, errs.ErrArgument, c.name)
 		assert.ErrorContains(t, err, c.msg, c.name)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rocm-go/rocm/errs"
 	"github.com/rocm-go/rocm/hip"
 )
 
@@ -232,7 +233,7 @@ func TestReferenceGQAVarlenPaged(t *testing.T) {
 		assert.Equal(t, ob.Data, out.Data[b*48:(b+1)*48], "entry %d", b)
 	}
 	_, _, err = ReferencePaged(q, kc, vc, [][]int32{{4, 0, 5}, {1, 3}}, lens, Params{})
-	assert.ErrorIs(t, err, ErrArgument)
+	assert.ErrorIs(t, err, errs.ErrArgument)
 	assert.ErrorContains(t, err, "blockTable[0][2] is 5")
 }
 
@@ -270,31 +271,31 @@ func TestForwardChecks(t *testing.T) {
 		kind error
 		msg  string
 	}{
-		{"nil q", func(q, k, v, out *Tensor, p *Params) { q.Ptr = 0 }, ErrArgument, "q has a nil pointer"},
-		{"nil out", func(q, k, v, out *Tensor, p *Params) { out.Ptr = 0 }, ErrArgument, "out has a nil pointer"},
-		{"bad dtype", func(q, k, v, out *Tensor, p *Params) { q.DType = 9 }, ErrDType, "q is DType(9)"},
-		{"mixed dtypes", func(q, k, v, out *Tensor, p *Params) { v.DType = BF16 }, ErrDType, "v is bf16 and q is f16"},
+		{"nil q", func(q, k, v, out *Tensor, p *Params) { q.Ptr = 0 }, errs.ErrArgument, "q has a nil pointer"},
+		{"nil out", func(q, k, v, out *Tensor, p *Params) { out.Ptr = 0 }, errs.ErrArgument, "out has a nil pointer"},
+		{"bad dtype", func(q, k, v, out *Tensor, p *Params) { q.DType = 9 }, errs.ErrDType, "q is DType(9)"},
+		{"mixed dtypes", func(q, k, v, out *Tensor, p *Params) { v.DType = BF16 }, errs.ErrDType, "v is bf16 and q is f16"},
 		{"head dim 12", func(q, k, v, out *Tensor, p *Params) {
 			q.Shape[3], k.Shape[3], v.Shape[3], out.Shape[3] = 12, 12, 12, 12
-		}, ErrShape, "head dim 12"},
+		}, errs.ErrShape, "head dim 12"},
 		{"head dim 264", func(q, k, v, out *Tensor, p *Params) {
 			q.Shape[3], k.Shape[3], v.Shape[3], out.Shape[3] = 264, 264, 264, 264
-		}, ErrShape, "head dim 264"},
-		{"k head dim", func(q, k, v, out *Tensor, p *Params) { k.Shape[3] = 32 }, ErrShape, "k 32"},
-		{"k v shapes", func(q, k, v, out *Tensor, p *Params) { v.Shape[1] = 3 }, ErrShape, "k has shape"},
-		{"out shape", func(q, k, v, out *Tensor, p *Params) { out.Shape[1] = 3 }, ErrShape, "out has shape"},
-		{"heads", func(q, k, v, out *Tensor, p *Params) { k.Shape[2], v.Shape[2] = 3, 3 }, ErrShape, "multiple of h_kv"},
-		{"batch", func(q, k, v, out *Tensor, p *Params) { k.Shape[0], v.Shape[0] = 3, 3 }, ErrShape, "q has batch 2 and k 3"},
-		{"strided head dim", func(q, k, v, out *Tensor, p *Params) { k.Stride = [4]int{1024, 64, 16, 2} }, ErrShape, "the head dim must be contiguous"},
-		{"negative stride", func(q, k, v, out *Tensor, p *Params) { q.Stride = [4]int{-5, 64, 16, 1} }, ErrShape, "negative"},
-		{"misaligned", func(q, k, v, out *Tensor, p *Params) { q.Ptr++ }, ErrArgument, "not aligned"},
-		{"out overlaps k", func(q, k, v, out *Tensor, p *Params) { out.Ptr = k.Ptr + 64 }, ErrArgument, "out overlaps k"},
-		{"NaN scale", func(q, k, v, out *Tensor, p *Params) { p.Scale = math.NaN() }, ErrArgument, "Params.Scale"},
-		{"negative soft cap", func(q, k, v, out *Tensor, p *Params) { p.SoftCap = -1 }, ErrArgument, "Params.SoftCap"},
-		{"alibi count", func(q, k, v, out *Tensor, p *Params) { p.AlibiSlopes = []float32{1} }, ErrArgument, "1 slopes for 4 query heads"},
-		{"alibi NaN", func(q, k, v, out *Tensor, p *Params) { p.AlibiSlopes = []float32{1, 2, float32(math.Inf(1)), 4} }, ErrArgument, "AlibiSlopes[2]"},
-		{"splits", func(q, k, v, out *Tensor, p *Params) { p.Splits = MaxSplits + 1 }, ErrArgument, "Params.Splits"},
-		{"lse misaligned", func(q, k, v, out *Tensor, p *Params) { p.LSE = dev + 2 }, ErrArgument, "Params.LSE"},
+		}, errs.ErrShape, "head dim 264"},
+		{"k head dim", func(q, k, v, out *Tensor, p *Params) { k.Shape[3] = 32 }, errs.ErrShape, "k 32"},
+		{"k v shapes", func(q, k, v, out *Tensor, p *Params) { v.Shape[1] = 3 }, errs.ErrShape, "k has shape"},
+		{"out shape", func(q, k, v, out *Tensor, p *Params) { out.Shape[1] = 3 }, errs.ErrShape, "out has shape"},
+		{"heads", func(q, k, v, out *Tensor, p *Params) { k.Shape[2], v.Shape[2] = 3, 3 }, errs.ErrShape, "multiple of h_kv"},
+		{"batch", func(q, k, v, out *Tensor, p *Params) { k.Shape[0], v.Shape[0] = 3, 3 }, errs.ErrShape, "q has batch 2 and k 3"},
+		{"strided head dim", func(q, k, v, out *Tensor, p *Params) { k.Stride = [4]int{1024, 64, 16, 2} }, errs.ErrShape, "the head dim must be contiguous"},
+		{"negative stride", func(q, k, v, out *Tensor, p *Params) { q.Stride = [4]int{-5, 64, 16, 1} }, errs.ErrShape, "negative"},
+		{"misaligned", func(q, k, v, out *Tensor, p *Params) { q.Ptr++ }, errs.ErrArgument, "not aligned"},
+		{"out overlaps k", func(q, k, v, out *Tensor, p *Params) { out.Ptr = k.Ptr + 64 }, errs.ErrArgument, "out overlaps k"},
+		{"NaN scale", func(q, k, v, out *Tensor, p *Params) { p.Scale = math.NaN() }, errs.ErrArgument, "Params.Scale"},
+		{"negative soft cap", func(q, k, v, out *Tensor, p *Params) { p.SoftCap = -1 }, errs.ErrArgument, "Params.SoftCap"},
+		{"alibi count", func(q, k, v, out *Tensor, p *Params) { p.AlibiSlopes = []float32{1} }, errs.ErrArgument, "1 slopes for 4 query heads"},
+		{"alibi NaN", func(q, k, v, out *Tensor, p *Params) { p.AlibiSlopes = []float32{1, 2, float32(math.Inf(1)), 4} }, errs.ErrArgument, "AlibiSlopes[2]"},
+		{"splits", func(q, k, v, out *Tensor, p *Params) { p.Splits = MaxSplits + 1 }, errs.ErrArgument, "Params.Splits"},
+		{"lse misaligned", func(q, k, v, out *Tensor, p *Params) { p.LSE = dev + 2 }, errs.ErrArgument, "Params.LSE"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			q, k, v, out := operands(2, 5, 7, 4, 2, 16)
@@ -335,12 +336,12 @@ func TestVarlenAndPagedChecks(t *testing.T) {
 		vl := good
 		c.edit(&vl)
 		_, err := varlenProblem("V", q, k, v, out, &vl)
-		assert.ErrorIs(t, err, ErrArgument, c.name)
+		assert.ErrorIs(t, err, errs.ErrArgument, c.name)
 		assert.ErrorContains(t, err, c.msg, c.name)
 	}
 	q2, k2, v2, out2 := operands(2, 5, 6, 2, 1, 16)
 	_, err = varlenProblem("V", q2, k2, v2, out2, &good)
-	assert.ErrorIs(t, err, ErrShape)
+	assert.ErrorIs(t, err, errs.ErrShape)
 
 	kc := Contiguous(dev+1<<30, F16, 10, 16, 1, 16)
 	vc := Contiguous(dev+2<<30, F16, 10, 16, 1, 16)
@@ -364,7 +365,7 @@ func TestVarlenAndPagedChecks(t *testing.T) {
 		kv2 := kv
 		c.edit(&kv2)
 		_, err := pagedProblem("D", q, &kv2, out)
-		assert.ErrorIs(t, err, ErrArgument, c.name)
+		assert.ErrorIs(t, err, errs.ErrArgument, c.name)
 		assert.ErrorContains(t, err, c.msg, c.name)
 	}
 }
@@ -422,10 +423,10 @@ func TestPlanWgmma(t *testing.T) {
 		assert.Equal(t, c.kernel, pl.kernel, what)
 		assert.Equal(t, c.shared, pl.shared, what)
 		assert.Equal(t, uint32((c.sq*4+c.bm-1)/c.bm), pl.grid.X, "%s: %d rows a block (4 query heads a KV head)", what, c.bm)
-		assert.Contains(t, KernelNames("sm_90a"), pl.kernel, what)
+		assert.Contains(t, kernelNames("sm_90a"), pl.kernel, what)
 		if strings.HasPrefix(c.kernel, "attn_wgmma_") {
 			assert.Equal(t, 256, pl.threads, what)
-			assert.NotContains(t, KernelNames("sm_90"), pl.kernel, what)
+			assert.NotContains(t, kernelNames("sm_90"), pl.kernel, what)
 			pl, err = newPlan("F", &pr, &Params{Causal: true}, h100)
 			require.NoError(t, err)
 			assert.True(t, strings.HasPrefix(pl.kernel, "attn_mma_"), "%s: attn_mma on sm_90: %s", what, pl.kernel)
@@ -592,7 +593,7 @@ func TestPlan(t *testing.T) {
 	pr, err = forwardProblem("F", q, k, v, out)
 	require.NoError(t, err)
 	_, err = newPlan("F", &pr, &Params{Splits: 4}, h100)
-	assert.ErrorIs(t, err, ErrShape)
+	assert.ErrorIs(t, err, errs.ErrShape)
 	assert.ErrorContains(t, err, "batch 70000")
 
 	// Head-dim buckets and tiles by dtype.
@@ -623,18 +624,18 @@ func TestPlan(t *testing.T) {
 		pl, err := newPlan("F", &pr, &Params{}, plain)
 		require.NoError(t, err)
 		assert.Equal(t, c.kernel, pl.kernel)
-		assert.Contains(t, KernelNames("gfx1030"), pl.kernel)
+		assert.Contains(t, kernelNames("gfx1030"), pl.kernel)
 		pl, err = newPlan("F", &pr, &Params{}, h100)
 		require.NoError(t, err)
 		assert.Equal(t, c.mma, pl.kernel)
-		assert.Contains(t, KernelNames("sm_90"), pl.kernel)
+		assert.Contains(t, kernelNames("sm_90"), pl.kernel)
 		for _, x := range []struct {
 			dev  target
 			arch string
 		}{{mi300, "gfx942"}, {rdna3, "gfx1100"}, {rdna4, "gfx1201"}} {
 			pl, err = newPlan("F", &pr, &Params{}, x.dev)
 			require.NoError(t, err)
-			assert.Contains(t, KernelNames(x.arch), pl.kernel)
+			assert.Contains(t, kernelNames(x.arch), pl.kernel)
 			if c.dt == F32 {
 				assert.Equal(t, c.kernel, pl.kernel)
 			} else {
@@ -790,7 +791,7 @@ func TestDispatch(t *testing.T) {
 			if c.dev.mc == WMMA && c.dev.cus == rdna4.cus {
 				arch = "gfx1201"
 			}
-			assert.Contains(t, KernelNames(arch), pl.kernel)
+			assert.Contains(t, kernelNames(arch), pl.kernel)
 		})
 	}
 }
@@ -948,29 +949,29 @@ func TestKernelParamsLayout(t *testing.T) {
 	assert.Equal(t, uintptr(252), unsafe.Offsetof(k.Alibi))
 	assert.Equal(t, uintptr(1280), unsafe.Offsetof(k.Counters), "after the slopes")
 	assert.Equal(t, uintptr(1288), unsafe.Offsetof(k.NewK), "then Rotary's")
-	assert.Len(t, KernelNames("gfx1030"), 3*(4+8+1)+2*4, "portable, decode r1 and r4 per bucket, combine; per dtype; decode of paged steps for f16 and bf16")
+	assert.Len(t, kernelNames("gfx1030"), 3*(4+8+1)+2*4, "portable, decode r1 and r4 per bucket, combine; per dtype; decode of paged steps for f16 and bf16")
 	for arch, kind := range map[string]string{"sm_90": "mma", "gfx90a": "mfma", "gfx942:sramecc+:xnack-": "mfma", "gfx950": "mfma", "gfx1100": "wmma", "gfx1201": "wmma"} {
-		names := KernelNames(arch)
+		names := kernelNames(arch)
 		// attn_mma has its _pad kernels, and attn_mmadec with them up to d128.
 		perDType := map[string]int{"mma": 2*4 + 2*3, "mfma": 4, "wmma": 4}[kind]
 		assert.Len(t, names, 3*(4+8+1)+2*4+2*perDType, "%s: and attn_%s for f16 and bf16", arch, kind)
 		assert.Contains(t, names, "attn_"+kind+"_bf16_d256", arch)
 		assert.Contains(t, names, "attn_"+kind+"_f16_d32", arch)
 	}
-	sm90, sm90a := KernelNames("sm_90"), KernelNames("sm_90a")
+	sm90, sm90a := kernelNames("sm_90"), kernelNames("sm_90a")
 	assert.Len(t, sm90a, len(sm90)+4, "sm_90a: and attn_wgmma for f16 and bf16, head dims 64 and 128")
 	assert.Subset(t, sm90a, sm90)
 	assert.Contains(t, sm90a, "attn_wgmma_bf16_d64")
-	assert.Equal(t, KernelNames("gfx1030"), KernelNames("sm_75"))
-	assert.Equal(t, KernelNames("gfx1030"), KernelNames("gfx908"))
+	assert.Equal(t, kernelNames("gfx1030"), kernelNames("sm_75"))
+	assert.Equal(t, kernelNames("gfx1030"), kernelNames("gfx908"))
 }
 
 func TestHandleChecks(t *testing.T) {
 	_, err := NewHandle(nil)
-	assert.ErrorIs(t, err, ErrArgument)
+	assert.ErrorIs(t, err, errs.ErrArgument)
 	var h *Handle
 	_, err = h.Forward(Tensor{}, Tensor{}, Tensor{}, Tensor{}, Params{})
-	assert.ErrorIs(t, err, ErrArgument)
+	assert.ErrorIs(t, err, errs.ErrArgument)
 	assert.ErrorContains(t, err, "nil handle")
 	assert.NoError(t, h.Close())
 	assert.Equal(t, "portable", Portable.String())
@@ -1033,21 +1034,43 @@ func TestPlanRotary(t *testing.T) {
 		kind error
 		want string
 	}{
-		{"two queries a sequence", 2, nil, ErrUnsupported, "one query a sequence"},
-		{"soft-capping", 1, func(p *Params, _ *PagedKV) { p.SoftCap = 30 }, ErrUnsupported, "attn_decode_paged"},
+		{"two queries a sequence", 2, nil, errs.ErrUnsupported, "one query a sequence"},
+		{"soft-capping", 1, func(p *Params, _ *PagedKV) { p.SoftCap = 30 }, errs.ErrUnsupported, "attn_decode_paged"},
 		{"a page of 12 rows", 1, func(_ *Params, kv *PagedKV) {
 			kv.K = Contiguous(dev+1<<30, F16, 256, 12, hkv, d)
 			kv.V = Contiguous(dev+2<<30, F16, 256, 12, hkv, d)
-		}, ErrUnsupported, "power-of-two pages"},
-		{"NewK of another dtype", 1, func(p *Params, _ *PagedKV) { p.Rotary.NewK.DType = BF16 }, ErrDType, "Rotary.NewK is bf16"},
-		{"NewV of two tokens", 1, func(p *Params, _ *PagedKV) { p.Rotary.NewV.Shape[1] = 2 }, ErrShape, "Rotary.NewV has shape"},
-		{"unaligned NewK", 1, func(p *Params, _ *PagedKV) { p.Rotary.NewK.Ptr += 2 }, ErrArgument, "16-byte aligned rows"},
-		{"no Sin", 1, func(p *Params, _ *PagedKV) { p.Rotary.Sin = 0 }, ErrArgument, "Rotary.Cos"},
-		{"short angle rows", 1, func(p *Params, _ *PagedKV) { p.Rotary.CosStride = 8 }, ErrArgument, "at least d/2 = 32"},
+		}, errs.ErrUnsupported, "power-of-two pages"},
+		{"NewK of another dtype", 1, func(p *Params, _ *PagedKV) { p.Rotary.NewK.DType = BF16 }, errs.ErrDType, "Rotary.NewK is bf16"},
+		{"NewV of two tokens", 1, func(p *Params, _ *PagedKV) { p.Rotary.NewV.Shape[1] = 2 }, errs.ErrShape, "Rotary.NewV has shape"},
+		{"unaligned NewK", 1, func(p *Params, _ *PagedKV) { p.Rotary.NewK.Ptr += 2 }, errs.ErrArgument, "16-byte aligned rows"},
+		{"no Sin", 1, func(p *Params, _ *PagedKV) { p.Rotary.Sin = 0 }, errs.ErrArgument, "Rotary.Cos"},
+		{"short angle rows", 1, func(p *Params, _ *PagedKV) { p.Rotary.CosStride = 8 }, errs.ErrArgument, "at least d/2 = 32"},
 	} {
 		_, err := plan(c.sq, c.edit)
 		require.Error(t, err, c.name)
 		assert.ErrorIs(t, err, c.kind, c.name)
 		assert.Contains(t, err.Error(), c.want, c.name)
+	}
+}
+
+// TestWrapKinds: the failures of the libraries below reach flashattn's
+// callers with errs' kinds: a workspace that HIP cannot allocate is
+// ErrOutOfMemory (the kind candle gives it), a closed buffer ErrClosed,
+// any other failure ErrDevice; the HIP error stays the cause.
+func TestWrapKinds(t *testing.T) {
+	for _, c := range []struct {
+		cause error
+		kind  error
+	}{
+		{&hip.Error{Op: "hipMallocAsync", Status: hip.StatusOutOfMemory}, errs.ErrOutOfMemory},
+		{&hip.Error{Op: "hipFreeAsync", Status: hip.StatusInvalidHandle, Err: hip.ErrClosed}, errs.ErrClosed},
+		{&hip.Error{Op: "hipModuleLaunchKernel", Status: hip.StatusLaunchFailure}, errs.ErrDevice},
+	} {
+		err := pkg.Wrap("Handle.Forward", c.cause)
+		var e *Error
+		require.ErrorAs(t, err, &e)
+		assert.Same(t, c.kind, e.Kind, "%v", c.cause)
+		assert.ErrorIs(t, err, c.cause)
+		assert.True(t, strings.HasPrefix(err.Error(), "flashattn: Handle.Forward: "), err.Error())
 	}
 }

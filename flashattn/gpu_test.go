@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rocm-go/rocm/errs"
 	"github.com/rocm-go/rocm/hip"
 	"github.com/rocm-go/rocm/internal/testenv"
 )
@@ -810,4 +811,26 @@ func TestGPUDecodeRotary(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestGPUWorkspaceOutOfMemory runs a split-KV forward whose partials
+// (512 sequences × 128 splits × 4096 heads × 257 floats: 276 GB) cannot be
+// allocated on any GPU: the error is errs.ErrOutOfMemory, the kind candle
+// gives it too, with HIP's status as its cause, and nothing is launched
+// (the tensors' pointers are one small buffer that a launch would run
+// past).
+func TestGPUWorkspaceOutOfMemory(t *testing.T) {
+	g := gpu(t)
+	buf := g.buffer(1 << 20)
+	q := Contiguous(buf.Ptr(), F16, 512, 1, 4096, 256)
+	kv := Contiguous(buf.Ptr(), F16, 512, 8192, 4096, 256)
+	_, err := g.h.Forward(q, kv, kv, q, Params{Splits: MaxSplits})
+	require.Error(t, err)
+	assert.ErrorIs(t, err, errs.ErrOutOfMemory)
+	assert.ErrorIs(t, err, hip.ErrOutOfMemory, "HIP's status is the cause")
+	var e *Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, "Handle.Forward", e.Op)
+	assert.Same(t, errs.ErrOutOfMemory, e.Kind)
+	require.NoError(t, g.s.Synchronize(), "the stream is fine after it")
 }

@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 
 	"github.com/rocm-go/rocm/hip"
+
+	"github.com/rocm-go/rocm/errs"
 )
 
 // Handle queues attention on a stream of a device. It is safe for
@@ -40,15 +42,15 @@ type Handle struct {
 func NewHandle(s *hip.Stream) (*Handle, error) {
 	const op = "NewHandle"
 	if s == nil {
-		return nil, errorf(op, ErrArgument, "nil stream: a handle queues its work on a stream of its device")
+		return nil, pkg.Errorf(op, errs.ErrArgument, "nil stream: a handle queues its work on a stream of its device")
 	}
 	if s.Closed() {
-		return nil, &Error{Op: op, Kind: ErrClosed, Detail: "the stream is closed"}
+		return nil, &Error{Pkg: string(pkg), Op: op, Kind: errs.ErrClosed, Detail: "the stream is closed"}
 	}
 	dev := s.Device()
 	props, err := dev.Properties()
 	if err != nil {
-		return nil, wrap(op, err)
+		return nil, pkg.Wrap(op, err)
 	}
 	h := &Handle{dev: dev, stream: s, target: newTarget(compileTarget(props.ArchName), props.MultiProcessorCount), arch: props.ArchName}
 	h.target.slots = h.slots
@@ -129,17 +131,17 @@ func (h *Handle) Close() error {
 		errs = append(errs, h.counters.Close()) // in stream order
 	}
 	if err := errors.Join(errs...); err != nil {
-		return wrap("Handle.Close", err)
+		return pkg.Wrap("Handle.Close", err)
 	}
 	return nil
 }
 
 func (h *Handle) alive(op string) error {
 	if h == nil {
-		return errorf(op, ErrArgument, "nil handle")
+		return pkg.Errorf(op, errs.ErrArgument, "nil handle")
 	}
 	if h.closed.Load() || h.stream.Closed() {
-		return &Error{Op: op, Kind: ErrClosed, Detail: "use of a closed handle (or of its closed stream)"}
+		return &Error{Pkg: string(pkg), Op: op, Kind: errs.ErrClosed, Detail: "use of a closed handle (or of its closed stream)"}
 	}
 	return nil
 }
@@ -255,26 +257,26 @@ func (h *Handle) run(op string, pr *problem, p *Params) (Backend, error) {
 	}
 	fn, err := kernels.Function(h.dev, pl.kernel)
 	if err != nil {
-		return 0, wrap(op, err)
+		return 0, pkg.Wrap(op, err)
 	}
 	if err := optIn(fn, pl.shared); err != nil {
-		return 0, wrap(op, err)
+		return 0, pkg.Wrap(op, err)
 	}
 	if p.Workspace%4 != 0 || p.WorkspaceBytes < 0 || (p.Workspace == 0) != (p.WorkspaceBytes == 0) {
-		return 0, errorf(op, ErrArgument, "Params.Workspace %#x of %d bytes: want both zero, or float32-aligned memory and its size", uint64(p.Workspace), p.WorkspaceBytes)
+		return 0, pkg.Errorf(op, errs.ErrArgument, "Params.Workspace %#x of %d bytes: want both zero, or float32-aligned memory and its size", uint64(p.Workspace), p.WorkspaceBytes)
 	}
 	if pl.splits > 1 {
 		base := p.Workspace
 		if base == 0 {
 			ws, err := h.stream.MallocAsync(pl.workspace)
 			if err != nil {
-				return 0, wrap(op, err)
+				return 0, pkg.Wrap(op, err)
 			}
 			// Freed in stream order, after the kernels that use it.
 			defer ws.Close()
 			base = ws.Ptr()
 		} else if p.WorkspaceBytes < pl.workspace {
-			return 0, errorf(op, ErrArgument, "Params.WorkspaceBytes %d: the call's %d split-KV partials take %d bytes", p.WorkspaceBytes, pl.splits, pl.workspace)
+			return 0, pkg.Errorf(op, errs.ErrArgument, "Params.WorkspaceBytes %d: the call's %d split-KV partials take %d bytes", p.WorkspaceBytes, pl.splits, pl.workspace)
 		}
 		pl.kp.OPart = uint64(base)
 		pl.kp.LSEPart = uint64(base.Add(pl.lsePartOff))
@@ -294,17 +296,17 @@ func (h *Handle) run(op string, pr *problem, p *Params) (Backend, error) {
 	// Every kernel here waits for the stream's previous kernel first
 	// thing (FA_GRID_WAIT), so each may launch before that one ends.
 	if err := fn.Launch(hip.LaunchConfig{Grid: pl.grid, Block: hip.Dim3{X: uint32(pl.threads)}, SharedMem: uint32(pl.shared), Stream: h.stream, EarlyLaunch: true}, a); err != nil {
-		return 0, wrap(op, err)
+		return 0, pkg.Wrap(op, err)
 	}
 	if pl.splits > 1 && !fused {
 		cf, err := kernels.Function(h.dev, pl.combine)
 		if err != nil {
-			return 0, wrap(op, err)
+			return 0, pkg.Wrap(op, err)
 		}
 		// A block per (row, head).
 		grid := uint32(min(int64(pl.rows)*int64(pr.hq), 65535))
 		if err := cf.Launch(hip.LaunchConfig{Grid: hip.Dim3{X: grid}, Block: hip.Dim3{X: threads}, Stream: h.stream, EarlyLaunch: true}, a); err != nil {
-			return 0, wrap(op, err)
+			return 0, pkg.Wrap(op, err)
 		}
 	}
 	return pl.backend, nil

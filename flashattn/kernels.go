@@ -1,37 +1,64 @@
 package flashattn
 
 import (
-	_ "embed"
-	"sort"
+	"embed"
+	"io/fs"
+	"path"
 	"unsafe"
 
 	"github.com/rocm-go/rocm/hiprtc"
 )
 
-// KernelSource is the HIP C++ of the kernels. It compiles with hipRTC and
-// with NVRTC; the matrix-core kernels are compiled only for the archs
-// that have them (the arch macros guard them).
+// kernelFiles are the kernels' HIP C++, one module: attention.hip
+// includes a file of each kernel family (fwd.hip, combine.hip,
+// decode.hip, mma.hip, wgmma.hip, amd.hip), and each family includes
+// common.h. It compiles with hipRTC and with NVRTC; the matrix-core
+// families are compiled only for the archs that have them (the arch
+// macros guard them).
 //
-//go:embed attention.hip
-var KernelSource string
+//go:embed kernels/*.hip kernels/*.h
+var kernelFiles embed.FS
 
-// ModuleName is the kernel module's name in caches and compiler messages.
-const ModuleName = "attention.hip"
+// moduleName is the module's source in kernels/, and its name in caches
+// and compiler messages.
+const moduleName = "attention.hip"
 
-var kernelOptions = hiprtc.Options{Std: "c++17"}
-
-// kernels are the portable kernels, compiled through hiprtc's kernel cache
+// kernels are the kernels, compiled through hiprtc's kernel cache
 // (hiprtc.DefaultCache: ROCM_GO_CACHE_DIR, else the user's cache folder)
 // for each device's architecture, and loaded once per device for every
 // handle.
-var kernels = Module(nil)
+var kernels = newModule(nil)
 
-// Module is the portable kernels as a module compiled through c (nil:
-// hiprtc.DefaultCache), for compiling them ahead of time into the cache
-// folder an image ships (Compile per architecture): the entries are the
-// ones Handle reads at run time from a cache in the same folder.
-func Module(c *hiprtc.Cache) *hiprtc.Kernels {
-	return &hiprtc.Kernels{Name: ModuleName, Source: KernelSource, Options: kernelOptions, Cache: c, Target: compileTarget}
+// KernelModules are the package's kernel modules (one: attention.hip and
+// the files it includes) compiled through c (nil: hiprtc.DefaultCache),
+// for compiling them ahead of time (the rocm-go-kernels command) into the
+// cache folder an image ships: the entries are the ones a Handle reads
+// at run time from a cache in the same folder.
+func KernelModules(c *hiprtc.Cache) []*hiprtc.Kernels { return []*hiprtc.Kernels{newModule(c)} }
+
+// newModule is the module compiled through c. Every file of kernels/ is
+// its source or one of its in-memory headers, so that a change to any of
+// them changes its cache entries.
+func newModule(c *hiprtc.Cache) *hiprtc.Kernels {
+	files, err := fs.ReadDir(kernelFiles, "kernels")
+	if err != nil {
+		panic("flashattn: the embedded kernels: " + err.Error())
+	}
+	var source string
+	headers := map[string]string{}
+	for _, f := range files {
+		b, err := kernelFiles.ReadFile(path.Join("kernels", f.Name()))
+		if err != nil {
+			panic("flashattn: the embedded kernels: " + err.Error())
+		}
+		if f.Name() == moduleName {
+			source = string(b)
+		} else {
+			headers[f.Name()] = string(b)
+		}
+	}
+	return &hiprtc.Kernels{Name: moduleName, Source: source, Options: hiprtc.Options{Std: "c++17", Headers: headers},
+		Cache: c, Target: compileTarget}
 }
 
 // compileTarget is the target the kernels compile for on a device of
@@ -48,44 +75,38 @@ func compileTarget(arch string) string {
 	return "sm_90a"
 }
 
-// KernelNames lists the kernel symbols of KernelSource compiled for arch
-// ("sm_90a", "gfx942"), sorted: the matrix-core kernels exist only for the
-// archs that have them. Module compiles an sm_90 device's kernels for
-// sm_90a where NVRTC knows it (12 and later): attn_wgmma is there.
-func KernelNames(arch string) []string {
-	var names []string
-	for _, dt := range dtypes {
-		names = append(names, fwdNames[dt][:]...)
-		for _, d := range decodeNames[dt] {
-			names = append(names, d[:]...)
-		}
-		names = append(names, combineNames[dt])
-	}
-	for _, dt := range mmaDTypes {
-		names = append(names, pagedNames[dt][:]...)
-		switch matrixBackend(arch) {
-		case MatrixCore:
-			for i, m := range mmaNames[dt] {
-				names = append(names, m[:]...)
-				if mmaDecNames[dt][i][0] != "" {
-					names = append(names, mmaDecNames[dt][i][:]...)
-				}
-				if wgmmaArch(arch) && wgmmaNames[dt][i] != "" {
-					names = append(names, wgmmaNames[dt][i])
-				}
-			}
-		case MFMA:
-			names = append(names, mfmaNames[dt][:]...)
-		case WMMA:
-			names = append(names, wmmaNames[dt][:]...)
-		}
-	}
-	sort.Strings(names)
-	return names
-}
-
 // kParams is the kernels' Params byte for byte (a static_assert there).
 var (
 	_ [unsafe.Sizeof(kParams{}) - 1360]struct{}
 	_ [1360 - unsafe.Sizeof(kParams{})]struct{}
+)
+
+// kParams is the kernels' Params (kernels/common.h), byte for byte.
+type kParams struct {
+	Q, K, V, O, LSE, OPart, LSEPart uint64
+	CuQ, CuK, SeqLensK, BlockTable  uint64
+	QS, KS, VS, OS                  [3]int64
+	BTStride                        int64
+	Batch, SQ, SK, HQ, HKV, D       int32
+	MaxSQ                           int32
+	PageSize, NumPages, Splits      int32
+	WindowLeft, WindowRight         int32
+	Flags                           int32
+	Scale, SoftCap                  float32
+	Alibi                           [MaxAlibiHeads]float32
+	Counters                        uint64 // flagFuse's: the handle's
+	NewK, NewV, Cos, Sin            uint64 // flagRotary's (Params.Rotary)
+	NKS, NVS                        [2]int64
+	CSStride                        int64
+}
+
+// The kernels' flags.
+const (
+	flagVarlen  = 1
+	flagPaged   = 2
+	flagAligned = 4
+	flagAlibi   = 8
+	flagLSE     = 16
+	flagFuse    = 32 // attn_mmadec merges its own splits (Counters)
+	flagRotary  = 64 // attn_decode_paged turns q and the new keys and writes the new rows (Params.Rotary)
 )

@@ -8,6 +8,8 @@ import (
 
 	"github.com/rocm-go/rocm/hip"
 	"github.com/rocm-go/rocm/miopen"
+
+	"github.com/rocm-go/rocm/errs"
 )
 
 // MIOpen is MIOpen's fused multi-head attention (package miopen's
@@ -171,12 +173,12 @@ func (h *Handle) tryMIOpen(op string, pr *problem, pl *plan) (ran bool, declined
 		d := pb.descs[i]
 		buf, err := h.dev.BufferAt(t.Ptr, d.Bytes())
 		if err != nil {
-			return true, "", wrap(op, err)
+			return true, "", pkg.Wrap(op, err)
 		}
 		ts[i] = miopen.Tensor{Desc: d, Data: buf}
 	}
 	if err := pb.fwd.Run(m.h, ts[0], ts[1], ts[2], ts[3]); err != nil {
-		return true, "", &Error{Op: op, Kind: ErrDevice, Detail: fmt.Sprintf("MIOpen's attention: %v", err)}
+		return true, "", &Error{Pkg: string(pkg), Op: op, Kind: errs.ErrDevice, Detail: fmt.Sprintf("MIOpen's attention: %v", err)}
 	}
 	return true, "", nil
 }

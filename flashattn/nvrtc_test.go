@@ -15,7 +15,7 @@ import (
 
 // TestNVRTCCompilesEveryKernel compiles the kernels with the real NVRTC
 // (tier 1 has Debian's NVRTC 12 and CUDA's fp16 headers) for an sm_90
-// device, whose kernels Module compiles for sm_90a, and checks that the
+// device, whose kernels the module compiles for sm_90a, and checks that the
 // CUBIN holds exactly the kernels the Go side names: attn_mma's and
 // attn_wgmma's inline PTX assembled without a GPU. One arch: a compile
 // takes a minute or two of a CI machine's core, and sm_90a's kernels are
@@ -26,17 +26,17 @@ func TestNVRTCCompilesEveryKernel(t *testing.T) {
 	require.NoError(t, err)
 	c, err := hiprtc.NewCache(t.TempDir())
 	require.NoError(t, err)
-	m := Module(c)
+	m := newModule(c)
 	const arch = "sm_90"
 	start := time.Now()
 	code, err := m.Compile(arch)
 	require.NoError(t, err, arch)
 	target := compileTarget(arch)
 	assert.Equal(t, target, code.Arch)
-	t.Logf("%s for %s (%s, NVRTC %d.%d): %v, %d bytes", ModuleName, arch, code.Arch, v.Major, v.Minor, time.Since(start).Round(time.Millisecond), len(code.Image))
+	t.Logf("%s for %s (%s, NVRTC %d.%d): %v, %d bytes", moduleName, arch, code.Arch, v.Major, v.Minor, time.Since(start).Round(time.Millisecond), len(code.Image))
 	syms, err := hiprtc.KernelSymbols(code.Image)
 	require.NoError(t, err)
-	assert.ElementsMatch(t, KernelNames(target), syms, "%s: the kernels are exactly those the Go side names", target)
+	assert.ElementsMatch(t, kernelNames(target), syms, "%s: the kernels are exactly those the Go side names", target)
 	wg := 0
 	for _, s := range syms {
 		if strings.HasPrefix(s, "attn_wgmma_") {

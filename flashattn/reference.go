@@ -6,6 +6,8 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+
+	"github.com/rocm-go/rocm/errs"
 )
 
 // HostTensor is a BSHD operand in host memory for Reference: Data holds
@@ -31,12 +33,12 @@ func (t HostTensor) check(op, name string) error {
 	n := 1
 	for i, d := range t.Shape {
 		if d < 0 {
-			return errorf(op, ErrShape, "%s has shape %v: dim %d is negative", name, t.Shape, i)
+			return pkg.Errorf(op, errs.ErrShape, "%s has shape %v: dim %d is negative", name, t.Shape, i)
 		}
 		n *= d
 	}
 	if len(t.Data) != n {
-		return errorf(op, ErrShape, "%s has %d elements for shape %v (%d)", name, len(t.Data), t.Shape, n)
+		return pkg.Errorf(op, errs.ErrShape, "%s has %d elements for shape %v (%d)", name, len(t.Data), t.Shape, n)
 	}
 	return nil
 }
@@ -51,7 +53,7 @@ func Reference(q, k, v HostTensor, p Params) (out HostTensor, lse []float64, err
 		return HostTensor{}, nil, err
 	}
 	if q.Shape[0] != k.Shape[0] {
-		return HostTensor{}, nil, errorf(op, ErrShape, "q has batch %d and k %d: they must be equal", q.Shape[0], k.Shape[0])
+		return HostTensor{}, nil, pkg.Errorf(op, errs.ErrShape, "q has batch %d and k %d: they must be equal", q.Shape[0], k.Shape[0])
 	}
 	b, sq, hq, d := q.Shape[0], q.Shape[1], q.Shape[2], q.Shape[3]
 	out = NewHostTensor(b, sq, hq, d)
@@ -73,7 +75,7 @@ func ReferenceVarlen(q, k, v HostTensor, cuQ, cuK []int32, p Params) (out HostTe
 		return HostTensor{}, nil, err
 	}
 	if q.Shape[0] != 1 || k.Shape[0] != 1 {
-		return HostTensor{}, nil, errorf(op, ErrShape, "q has batch %d and k %d: a variable-length batch is packed in tensors of batch 1", q.Shape[0], k.Shape[0])
+		return HostTensor{}, nil, pkg.Errorf(op, errs.ErrShape, "q has batch %d and k %d: a variable-length batch is packed in tensors of batch 1", q.Shape[0], k.Shape[0])
 	}
 	// The device pointers are not read here: stand-ins pass the checks.
 	if _, err := checkCumulative(op, "CuSeqlensQ", cuQ, 4, q.Shape[1], true); err != nil {
@@ -83,7 +85,7 @@ func ReferenceVarlen(q, k, v HostTensor, cuQ, cuK []int32, p Params) (out HostTe
 		return HostTensor{}, nil, err
 	}
 	if len(cuQ) != len(cuK) {
-		return HostTensor{}, nil, errorf(op, ErrArgument, "cuQ has %d entries and cuK %d: both are batch+1", len(cuQ), len(cuK))
+		return HostTensor{}, nil, pkg.Errorf(op, errs.ErrArgument, "cuQ has %d entries and cuK %d: both are batch+1", len(cuQ), len(cuK))
 	}
 	total, hq, d := q.Shape[1], q.Shape[2], q.Shape[3]
 	out = NewHostTensor(1, total, hq, d)
@@ -115,15 +117,15 @@ func ReferencePaged(q, kc, vc HostTensor, blockTable [][]int32, seqLens []int32,
 	b, sq, hq, d := q.Shape[0], q.Shape[1], q.Shape[2], q.Shape[3]
 	pages, pageSize := kc.Shape[0], kc.Shape[1]
 	if len(seqLens) != b || len(blockTable) != b {
-		return HostTensor{}, nil, errorf(op, ErrArgument, "%d cache lengths and %d block table rows for a batch of %d", len(seqLens), len(blockTable), b)
+		return HostTensor{}, nil, pkg.Errorf(op, errs.ErrArgument, "%d cache lengths and %d block table rows for a batch of %d", len(seqLens), len(blockTable), b)
 	}
 	for bi, n := range seqLens {
 		if n < 0 || pageSize == 0 || int(n) > len(blockTable[bi])*pageSize {
-			return HostTensor{}, nil, errorf(op, ErrArgument, "seqLens[%d] is %d: want 0 to %d pages × %d rows", bi, n, len(blockTable[bi]), pageSize)
+			return HostTensor{}, nil, pkg.Errorf(op, errs.ErrArgument, "seqLens[%d] is %d: want 0 to %d pages × %d rows", bi, n, len(blockTable[bi]), pageSize)
 		}
 		for j := 0; j*pageSize < int(n); j++ {
 			if pg := blockTable[bi][j]; pg < 0 || int(pg) >= pages {
-				return HostTensor{}, nil, errorf(op, ErrArgument, "blockTable[%d][%d] is %d: want a page of 0 to %d", bi, j, pg, pages-1)
+				return HostTensor{}, nil, pkg.Errorf(op, errs.ErrArgument, "blockTable[%d][%d] is %d: want a page of 0 to %d", bi, j, pg, pages-1)
 			}
 		}
 	}
@@ -182,13 +184,13 @@ func checkHost(op string, q, k, v HostTensor, p Params) error {
 		}
 	}
 	if k.Shape != v.Shape {
-		return errorf(op, ErrShape, "k has shape %v and v %v: they must be equal", k.Shape, v.Shape)
+		return pkg.Errorf(op, errs.ErrShape, "k has shape %v and v %v: they must be equal", k.Shape, v.Shape)
 	}
 	if q.Shape[3] == 0 || q.Shape[3] != k.Shape[3] {
-		return errorf(op, ErrShape, "head dims: q %d, k %d: they must be equal and positive", q.Shape[3], k.Shape[3])
+		return pkg.Errorf(op, errs.ErrShape, "head dims: q %d, k %d: they must be equal and positive", q.Shape[3], k.Shape[3])
 	}
 	if q.Shape[2] == 0 || k.Shape[2] == 0 || q.Shape[2]%k.Shape[2] != 0 {
-		return errorf(op, ErrShape, "%d query heads and %d KV heads: h_q must be a positive multiple of h_kv", q.Shape[2], k.Shape[2])
+		return pkg.Errorf(op, errs.ErrShape, "%d query heads and %d KV heads: h_q must be a positive multiple of h_kv", q.Shape[2], k.Shape[2])
 	}
 	p.LSE = 0
 	return checkParams(op, &p, q.Shape[2])

@@ -32,18 +32,18 @@ func TestROCmCompilesEveryKernel(t *testing.T) {
 	defer hiprtc.Unload()
 	c, err := hiprtc.NewCache(t.TempDir())
 	require.NoError(t, err)
-	m := Module(c)
+	m := newModule(c)
 	for _, arch := range rocmTargets {
 		start := time.Now()
 		code, err := m.Compile(arch)
 		require.NoError(t, err, arch)
-		t.Logf("%s for %s: %v, %d bytes", ModuleName, arch, time.Since(start).Round(time.Millisecond), len(code.Image))
+		t.Logf("%s for %s: %v, %d bytes", moduleName, arch, time.Since(start).Round(time.Millisecond), len(code.Image))
 		if code.Log != "" {
 			t.Logf("compiler log: %s", code.Log)
 		}
 		syms, err := hiprtc.KernelSymbols(code.Image)
 		require.NoError(t, err)
-		assert.ElementsMatch(t, KernelNames(arch), syms, "%s: the kernels are exactly those the Go side names", arch)
+		assert.ElementsMatch(t, kernelNames(arch), syms, "%s: the kernels are exactly those the Go side names", arch)
 		mc := matrixBackend(arch)
 		require.NotZero(t, mc, arch)
 		for _, name := range syms {
@@ -128,50 +128,50 @@ func matrixOps(image []byte, arch, kernel string) (map[string]int, error) {
 	return nil, fmt.Errorf("no function symbol %s", kernel)
 }
 
-// TestROCmTypeChecksNVIDIAKernels compiles the NVIDIA-only kernels
-// (attn_mma and attn_mmadec under the sm_80 guard, attn_wgmma under
-// sm_90a's) with hipRTC for gfx942, their inline PTX taken out: this
-// checks their C++ (types, templates, every instantiation) with ROCm's
-// compiler, as TestNVRTCCompilesEveryKernel does with NVRTC. The source
-// gets static_asserts of the Go side's tiles (tileAsserts), so that a
-// shared-memory size the launch passes and the kernel's own cannot part:
-// a launch with less than the kernel uses reads and writes past it.
+// TestROCmTypeChecksNVIDIAKernels compiles the NVIDIA-only families
+// (mma.hip's attn_mma and attn_mmadec under the sm_80 guard, wgmma.hip's
+// attn_wgmma under sm_90a's) with hipRTC for gfx942, their inline PTX
+// taken out: this checks their C++ (types, templates, every
+// instantiation) with ROCm's compiler, as TestNVRTCCompilesEveryKernel
+// does with NVRTC. The source gets static_asserts of the Go side's tiles
+// (tileAsserts), so that a shared-memory size the launch passes and the
+// kernel's own cannot part: a launch with less than the kernel uses reads
+// and writes past it.
 func TestROCmTypeChecksNVIDIAKernels(t *testing.T) {
 	err := hiprtc.Load(hiprtc.WithPlatform(hip.PlatformAMD))
 	testenv.Need(t, 1, "ROCm's hipRTC (libhiprtc)", err)
 	defer hiprtc.Unload()
+	m := newModule(nil)
 	const guard = "#if defined(__HIP_PLATFORM_NVIDIA__) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800"
-	require.Contains(t, KernelSource, guard)
+	require.Contains(t, m.Options.Headers["mma.hip"], guard)
 	const wgmmaGuard = "#if defined(__CUDA_ARCH_FEAT_SM90_ALL)"
-	require.Contains(t, KernelSource, wgmmaGuard)
-	src := strings.Replace(KernelSource, guard, "#if 1", 1)
-	src = strings.Replace(src, wgmmaGuard, "#if 1", 1)
-	src = regexp.MustCompile(`(?s)asm( volatile)?\(".*?\);`).ReplaceAllString(src, ";")
-	// The other kernels are compiled by TestROCmCompilesEveryKernel.
-	src = strings.Replace(src, "FA_FWD(T, 32) FA_FWD(T, 64) FA_FWD(T, 128) FA_FWD(T, 256)", "", 1)
-	src += tileAsserts()
-	code, err := hiprtc.Compile(src, hiprtc.Options{Arch: "gfx942", Std: "c++17", Name: "attention-nvidia.hip"})
+	require.Contains(t, m.Options.Headers["wgmma.hip"], wgmmaGuard)
+	asm := regexp.MustCompile(`(?s)asm( volatile)?\(".*?\);`)
+	headers := map[string]string{}
+	for name, src := range m.Options.Headers {
+		src = strings.Replace(src, guard, "#if 1", 1)
+		src = strings.Replace(src, wgmmaGuard, "#if 1", 1)
+		headers[name] = asm.ReplaceAllString(src, ";")
+	}
+	// The other families are compiled by TestROCmCompilesEveryKernel.
+	src := "#include \"mma.hip\"\n#include \"wgmma.hip\"\n" + tileAsserts()
+	code, err := hiprtc.Compile(src, hiprtc.Options{Arch: "gfx942", Std: "c++17", Name: "attention-nvidia.hip", Headers: headers})
 	require.NoError(t, err)
 	syms, err := hiprtc.KernelSymbols(code.Image)
 	require.NoError(t, err)
 	var want []string
-	for _, s := range KernelNames("sm_90a") {
-		if strings.HasPrefix(s, "attn_mma_") || strings.HasPrefix(s, "attn_mmadec_") || strings.HasPrefix(s, "attn_wgmma_") || strings.HasPrefix(s, "attn_combine_") || strings.HasSuffix(s, "_paged") {
+	for _, s := range kernelNames("sm_90a") {
+		if strings.HasPrefix(s, "attn_mma_") || strings.HasPrefix(s, "attn_mmadec_") || strings.HasPrefix(s, "attn_wgmma_") {
 			want = append(want, s)
 		}
 	}
-	// And gfx942's own attn_mfma, which the NVIDIA guard leaves in.
-	for _, s := range KernelNames("gfx942") {
-		if strings.HasPrefix(s, "attn_mfma_") {
-			want = append(want, s)
-		}
-	}
+	assert.Len(t, want, 2*(8+6+2), "attn_mma and _pad, attn_mmadec and _pad, attn_wgmma; f16 and bf16")
 	assert.ElementsMatch(t, want, syms)
 }
 
 // tileAsserts is C++ that fails to compile unless the tiles that package
 // flashattn sizes the NVIDIA kernels' launches by (block, keys a tile,
-// threads, dynamic shared memory) are attention.hip's: MmaTiles for
+// threads, dynamic shared memory) are the kernels': MmaTiles for
 // attn_mma and attn_mmadec, WgTiles for attn_wgmma; and unless the
 // launches that attn_mmadec merges itself (fuseSplits, fuseOutputs) fit
 // what its merge holds (FA_MERGE_SPLITS, FA_MERGE_OUT a lane of a warp).

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rocm-go/rocm/errs"
 	"github.com/rocm-go/rocm/internal/testenv"
 
 	"github.com/rocm-go/rocm/internal/bind"
@@ -137,6 +138,7 @@ func TestFakeRuntimeBuffers(t *testing.T) {
 	}
 	_, err := d.Malloc(2 << 40)
 	assert.ErrorIs(t, err, ErrOutOfMemory)
+	assert.ErrorIs(t, err, errs.ErrOutOfMemory, "the kind the packages above give it")
 	assert.Contains(t, err.Error(), "2.0 TiB on device 0")
 
 	const n = 1000

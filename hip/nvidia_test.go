@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rocm-go/rocm/errs"
 	"github.com/rocm-go/rocm/internal/testenv"
 )
 
@@ -99,6 +100,7 @@ func TestNVIDIAMemoryAndLaunch(t *testing.T) {
 	assert.Equal(t, []byte{4, 3, 2, 1, 4, 3, 2, 1}, got)
 	_, err = d.Malloc(2 << 40)
 	assert.ErrorIs(t, err, ErrOutOfMemory)
+	assert.ErrorIs(t, err, errs.ErrOutOfMemory, "CUDA's out-of-memory, translated")
 
 	m, err := d.LoadModule([]byte("FAKE cubin"))
 	require.NoError(t, err)

@@ -189,7 +189,7 @@ func (h *Handle) ActivationForward(a *ActivationDescriptor, x, y Tensor) error {
 	defer keepAlive(x, y)
 	defer runtime.KeepAlive(a)
 	if activationKernel(a, false) {
-		return h.launchLocked("activation_fwd", x.Desc.dtype, newKernelShape(x.Desc, y.Desc), func(args *hip.Args) {
+		return h.launchLocked(activationFwd, x.Desc.dtype, newKernelShape(x.Desc, y.Desc), func(args *hip.Args) {
 			args.Int32(int32(a.mode)).Float64(a.alpha).Float64(a.beta).Float64(a.gamma).Ptr(x.Data.Ptr()).Ptr(y.Data.Ptr())
 		})
 	}
@@ -222,7 +222,7 @@ func (h *Handle) ActivationBackward(a *ActivationDescriptor, y, dy, x, dx Tensor
 	defer keepAlive(y, dy, x, dx)
 	defer runtime.KeepAlive(a)
 	if activationKernel(a, true) {
-		return h.launchLocked("activation_bwd", x.Desc.dtype, newKernelShape(x.Desc, y.Desc, dy.Desc, dx.Desc), func(args *hip.Args) {
+		return h.launchLocked(activationBwd, x.Desc.dtype, newKernelShape(x.Desc, y.Desc, dy.Desc, dx.Desc), func(args *hip.Args) {
 			args.Int32(int32(a.mode)).Float64(a.alpha).Float64(a.beta).Float64(a.gamma).
 				Ptr(x.Data.Ptr()).Ptr(y.Data.Ptr()).Ptr(dy.Data.Ptr()).Ptr(dx.Data.Ptr())
 		})

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rocm-go/rocm/errs"
 	"github.com/rocm-go/rocm/hip"
 )
 
@@ -282,7 +283,9 @@ func TestFakeConvolutionShapesAndErrors(t *testing.T) {
 	}
 	assert.Equal(t, 0, e.h.FindCacheStats().Entries, "failed Finds are not remembered")
 	x13, y13 := e.tensor(DataTypeFloat, 13, 4, 8, 8), e.tensor(DataTypeFloat, 13, 8, 8, 8)
-	assert.ErrorIs(t, e.h.ConvolutionForward(conv, x13, w, y13), ErrAllocFailed)
+	err = e.h.ConvolutionForward(conv, x13, w, y13)
+	assert.ErrorIs(t, err, ErrAllocFailed)
+	assert.ErrorIs(t, err, errs.ErrOutOfMemory)
 
 	// A function the library lacks.
 	b := e.tensor(DataTypeFloat, 1, 8, 1, 1)

@@ -37,10 +37,11 @@
 // weights get a cuDNN filter descriptor at call time; a transposed
 // convolution runs as cuDNN's data gradient; statuses are translated by
 // name. What legacy cuDNN lacks runs on rocm-go's own HIP kernels, compiled
-// with hiprtc on first use: the activation modes pass-through, soft ReLU,
-// abs, power, leaky ReLU and tanh with alpha or beta other than 1, and the
-// within-channel LRN. Multi-head attention has no legacy-cuDNN equivalent
-// and returns ErrNotImplemented there.
+// with hiprtc on first use (or ahead of time by the rocm-go-kernels
+// command, for images without NVRTC): the activation modes pass-through,
+// soft ReLU, abs, power, leaky ReLU and tanh with alpha or beta other than
+// 1, and the within-channel LRN. Multi-head attention has no legacy-cuDNN
+// equivalent and returns ErrNotImplemented there.
 //
 // The library is loaded on first use (Load chooses options): libMIOpen.so.1
 // on AMD, libcudnn.so.9 on NVIDIA, following package hip's platform.

@@ -163,7 +163,7 @@ func (h *Handle) LRNForward(l *LRNDescriptor, x, y Tensor, workspace *hip.Buffer
 	defer runtime.KeepAlive(l)
 	defer runtime.KeepAlive(workspace)
 	if lrnKernel(l) {
-		return h.launchLocked("lrn_within_fwd", x.Desc.dtype, newKernelShape(x.Desc, y.Desc), func(a *hip.Args) {
+		return h.launchLocked(lrnWithinFwd, x.Desc.dtype, newKernelShape(x.Desc, y.Desc), func(a *hip.Args) {
 			a.Int32(int32(l.p.N)).Float64(l.p.Alpha).Float64(l.p.Beta).Float64(l.p.K).Ptr(x.Data.Ptr()).Ptr(y.Data.Ptr())
 		})
 	}
@@ -199,7 +199,7 @@ func (h *Handle) LRNBackward(l *LRNDescriptor, y, dy, x, dx Tensor, workspace *h
 	defer runtime.KeepAlive(l)
 	defer runtime.KeepAlive(workspace)
 	if lrnKernel(l) {
-		return h.launchLocked("lrn_within_bwd", x.Desc.dtype, newKernelShape(x.Desc, y.Desc, dy.Desc, dx.Desc), func(a *hip.Args) {
+		return h.launchLocked(lrnWithinBwd, x.Desc.dtype, newKernelShape(x.Desc, y.Desc, dy.Desc, dx.Desc), func(a *hip.Args) {
 			a.Int32(int32(l.p.N)).Float64(l.p.Alpha).Float64(l.p.Beta).Float64(l.p.K).
 				Ptr(x.Data.Ptr()).Ptr(y.Data.Ptr()).Ptr(dy.Data.Ptr()).Ptr(dx.Data.Ptr())
 		})

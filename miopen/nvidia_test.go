@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rocm-go/rocm/errs"
 	"github.com/rocm-go/rocm/hip"
 )
 
@@ -241,6 +242,7 @@ func TestNVIDIAErrorsNameTheCUDNNStatus(t *testing.T) {
 	assert.ErrorContains(t, err, "cuDNN: cudnnFindConvolutionForwardAlgorithmEx returned CUDNN_STATUS_NOT_SUPPORTED_SHAPE (3002)")
 	_, err = e.h.FindConvolutionForward(conv, e.tensor(DataTypeFloat, 14, 4, 8, 8), w, e.tensor(DataTypeFloat, 14, 8, 8, 8))
 	assert.ErrorIs(t, err, ErrAllocFailed)
+	assert.ErrorIs(t, err, errs.ErrOutOfMemory, "cuDNN's allocation failure, translated")
 	assert.ErrorContains(t, err, "CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED (4004)")
 }
 

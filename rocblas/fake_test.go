@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rocm-go/rocm/errs"
 	"github.com/rocm-go/rocm/internal/testenv"
 
 	"github.com/rocm-go/rocm/hip"
@@ -574,7 +575,9 @@ func TestErrorsAndStatuses(t *testing.T) {
 	err := statusError("rocblas_sgemm", StatusMemoryError)
 	assert.EqualError(t, err, "rocblas: rocblas_sgemm: rocblas_status_memory_error (Failed internal memory allocation, copy or dealloc)")
 	assert.ErrorIs(t, err, ErrMemoryError)
+	assert.ErrorIs(t, err, errs.ErrOutOfMemory)
 	assert.NotErrorIs(t, err, ErrInvalidSize)
+	assert.NotErrorIs(t, statusError("rocblas_sgemm", StatusInvalidSize), errs.ErrOutOfMemory)
 	assert.ErrorIs(t, statusError("rocblas_sgemm", statusMissing), ErrSymbolNotFound)
 	assert.ErrorIs(t, statusError("rocblas_sgemm", statusCUDAMissing), ErrSymbolNotFound)
 	noDev := statusError("rocblas_sgemm", statusNoDevice)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/rocm-go/rocm/errs"
 	"github.com/rocm-go/rocm/internal/bind"
 	"github.com/rocm-go/rocm/internal/dl"
 )
@@ -26,9 +27,14 @@ func (e *Error) Error() string {
 	return bind.FormatError("rocblas", e.Op, e.Status.String(), e.Status.Description(), e.Detail, e.Err)
 }
 
-// Is reports whether target is an *Error with the same Status: the
-// sentinels are such errors.
+// Is reports whether target is an *Error with the same Status (the
+// sentinels are such errors), or errs.ErrOutOfMemory for a status that
+// means the memory ran out: the kind every package above the bindings
+// gives it.
 func (e *Error) Is(target error) bool {
+	if target == errs.ErrOutOfMemory {
+		return e.Status == StatusMemoryError
+	}
 	t, ok := target.(*Error)
 	return ok && t.Status == e.Status
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/rocm-go/rocm/errs"
 )
 
 // bpe is a byte-pair-encoding model: a vocabulary and ranked merges.
@@ -56,14 +58,14 @@ func buildBPE(raw json.RawMessage) (*bpe, error) {
 		Type string `json:"type"`
 	}
 	if err := json.Unmarshal(raw, &head); err != nil {
-		return nil, &fieldError{kind: ErrFormat, field: "model", detail: "not a valid model object", err: err}
+		return nil, &fieldError{kind: errs.ErrFormat, field: "model", detail: "not a valid model object", err: err}
 	}
 	if head.Type != "" && head.Type != "BPE" {
 		return nil, unsupported("model.type", "%q is not supported (only BPE is)", head.Type)
 	}
 	var jm jsonModel
 	if err := json.Unmarshal(raw, &jm); err != nil {
-		return nil, &fieldError{kind: ErrFormat, field: "model", detail: "not a valid model object", err: err}
+		return nil, &fieldError{kind: errs.ErrFormat, field: "model", detail: "not a valid model object", err: err}
 	}
 	if jm.Type == "" && (jm.Vocab == nil || isNull(jm.Merges)) {
 		return nil, badField("model.type", "missing, and the model is not a BPE (it has no vocab and merges)")
@@ -161,7 +163,7 @@ func parseMerges(raw json.RawMessage) ([][2]string, error) {
 	}
 	var lines []string
 	if err := json.Unmarshal(raw, &lines); err != nil {
-		return nil, &fieldError{kind: ErrFormat, field: "model.merges", detail: `neither a list of "a b" strings nor a list of ["a", "b"] pairs`, err: err}
+		return nil, &fieldError{kind: errs.ErrFormat, field: "model.merges", detail: `neither a list of "a b" strings nor a list of ["a", "b"] pairs`, err: err}
 	}
 	pairs := make([][2]string, 0, len(lines))
 	for _, l := range lines {

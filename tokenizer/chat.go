@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/rocm-go/rocm/errs"
 )
 
 // Message is one turn of a chat: Role is "system", "user" or "assistant"
@@ -60,7 +62,7 @@ func LoadDir(dir string) (*Tokenizer, error) {
 		}{{"bos_token", cfg.BOS}, {"eos_token", cfg.EOS}, {"unk_token", cfg.UNK}, {"pad_token", cfg.PAD}} {
 			s, set, err := tokenString(f.raw)
 			if err != nil {
-				return nil, &Error{Op: op, Kind: ErrFormat, Path: cfgPath, Field: f.name, Detail: "neither a string, null nor an object with a content string"}
+				return nil, &Error{Pkg: string(pkg), Op: op, Kind: errs.ErrFormat, Path: cfgPath, Field: f.name, Detail: "neither a string, null nor an object with a content string"}
 			}
 			if !set {
 				continue
@@ -69,7 +71,7 @@ func LoadDir(dir string) (*Tokenizer, error) {
 			if s != "" {
 				var ok bool
 				if id, ok = t.TokenID(s); !ok {
-					return nil, &Error{Op: op, Kind: ErrFormat, Path: cfgPath, Field: f.name, Detail: fmt.Sprintf("%q is not a token of %s", s, path)}
+					return nil, &Error{Pkg: string(pkg), Op: op, Kind: errs.ErrFormat, Path: cfgPath, Field: f.name, Detail: fmt.Sprintf("%q is not a token of %s", s, path)}
 				}
 				t.chatVar[f.name] = s
 			}
@@ -85,7 +87,7 @@ func LoadDir(dir string) (*Tokenizer, error) {
 		if !isNull(cfg.ChatTemplate) {
 			src, err := chooseTemplate(cfg.ChatTemplate)
 			if err != nil {
-				return nil, &Error{Op: op, Kind: ErrFormat, Path: cfgPath, Field: "chat_template", Detail: err.Error()}
+				return nil, &Error{Pkg: string(pkg), Op: op, Kind: errs.ErrFormat, Path: cfgPath, Field: "chat_template", Detail: err.Error()}
 			}
 			t.setChatTemplate(src, cfgPath)
 		}
@@ -95,7 +97,7 @@ func LoadDir(dir string) (*Tokenizer, error) {
 	if src, err := os.ReadFile(jinjaPath); err == nil {
 		t.setChatTemplate(string(src), jinjaPath)
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		return nil, &Error{Op: op, Kind: ErrRead, Path: jinjaPath, Err: err}
+		return nil, &Error{Pkg: string(pkg), Op: op, Kind: errs.ErrIO, Path: jinjaPath, Err: err}
 	}
 
 	genPath := filepath.Join(dir, "generation_config.json")
@@ -108,11 +110,11 @@ func LoadDir(dir string) (*Tokenizer, error) {
 		if err := json.Unmarshal(gen.EOS, &one); err == nil {
 			ids = []int32{one}
 		} else if err := json.Unmarshal(gen.EOS, &ids); err != nil {
-			return nil, &Error{Op: op, Kind: ErrFormat, Path: genPath, Field: "eos_token_id", Detail: "neither a token id nor a list of them"}
+			return nil, &Error{Pkg: string(pkg), Op: op, Kind: errs.ErrFormat, Path: genPath, Field: "eos_token_id", Detail: "neither a token id nor a list of them"}
 		}
 		for _, id := range ids {
 			if id < 0 || int(id) >= t.vocabSize {
-				return nil, &Error{Op: op, Kind: ErrFormat, Path: genPath, Field: "eos_token_id", Detail: fmt.Sprintf("%d is not a token id (the vocabulary has %d)", id, t.vocabSize)}
+				return nil, &Error{Pkg: string(pkg), Op: op, Kind: errs.ErrFormat, Path: genPath, Field: "eos_token_id", Detail: fmt.Sprintf("%d is not a token id (the vocabulary has %d)", id, t.vocabSize)}
 			}
 			t.eos = appendNew(t.eos, id)
 		}
@@ -137,10 +139,10 @@ func readJSON(op, path string, v any) (bool, error) {
 		return false, nil
 	}
 	if err != nil {
-		return false, &Error{Op: op, Kind: ErrRead, Path: path, Err: err}
+		return false, &Error{Pkg: string(pkg), Op: op, Kind: errs.ErrIO, Path: path, Err: err}
 	}
 	if err := json.Unmarshal(data, v); err != nil {
-		return false, &Error{Op: op, Kind: ErrFormat, Path: path, Detail: "not valid JSON of the expected shape", Err: err}
+		return false, &Error{Pkg: string(pkg), Op: op, Kind: errs.ErrFormat, Path: path, Detail: "not valid JSON of the expected shape", Err: err}
 	}
 	return true, nil
 }
@@ -192,7 +194,7 @@ func (t *Tokenizer) setChatTemplate(src, path string) {
 	nodes, err := parseTemplate(src)
 	if err != nil {
 		t.chat = nil
-		t.chatErr = &Error{Op: "ApplyChatTemplate", Kind: ErrTemplate, Path: path, Detail: "cannot parse the chat template", Err: err}
+		t.chatErr = &Error{Pkg: string(pkg), Op: "ApplyChatTemplate", Kind: ErrTemplate, Path: path, Detail: "cannot parse the chat template", Err: err}
 		return
 	}
 	t.chat, t.chatErr = &chatTemplate{nodes: nodes, path: path}, nil
@@ -235,9 +237,9 @@ func (t *Tokenizer) ApplyChatTemplate(msgs []Message, addGenerationPrompt bool) 
 		detail := "cannot render the chat template"
 		var re *raisedError
 		if errors.As(err, &re) {
-			return "", &Error{Op: "ApplyChatTemplate", Kind: ErrTemplate, Path: t.chat.path, Detail: "the chat template raised an exception: " + re.msg}
+			return "", &Error{Pkg: string(pkg), Op: "ApplyChatTemplate", Kind: ErrTemplate, Path: t.chat.path, Detail: "the chat template raised an exception: " + re.msg}
 		}
-		return "", &Error{Op: "ApplyChatTemplate", Kind: ErrTemplate, Path: t.chat.path, Detail: detail, Err: err}
+		return "", &Error{Pkg: string(pkg), Op: "ApplyChatTemplate", Kind: ErrTemplate, Path: t.chat.path, Detail: detail, Err: err}
 	}
 	return out, nil
 }

@@ -7,6 +7,8 @@ import (
 	"unicode"
 
 	"golang.org/x/text/unicode/norm"
+
+	"github.com/rocm-go/rocm/errs"
 )
 
 // A normalizer rewrites a piece of input text before pre-tokenization.
@@ -160,7 +162,7 @@ func replaceOf(field string, c *component) (replaceNorm, error) {
 func decodeComponent(field string, raw json.RawMessage) (*component, error) {
 	var c component
 	if err := json.Unmarshal(raw, &c); err != nil {
-		return nil, &fieldError{kind: ErrFormat, field: field, detail: "not a valid component object", err: err}
+		return nil, &fieldError{kind: errs.ErrFormat, field: field, detail: "not a valid component object", err: err}
 	}
 	if c.Type == "" {
 		return nil, badField(field, "has no \"type\"")

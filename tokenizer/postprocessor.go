@@ -3,6 +3,8 @@ package tokenizer
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/rocm-go/rocm/errs"
 )
 
 // A postProcessor adds the special tokens of a sequence (Encode with
@@ -83,7 +85,7 @@ func buildPostProcessor(field string, raw json.RawMessage) (postProcessor, error
 	case "TemplateProcessing":
 		var items []templateItem
 		if err := json.Unmarshal(c.Single, &items); err != nil {
-			return nil, &fieldError{kind: ErrFormat, field: field + ".single", detail: "not a list of SpecialToken and Sequence items", err: err}
+			return nil, &fieldError{kind: errs.ErrFormat, field: field + ".single", detail: "not a list of SpecialToken and Sequence items", err: err}
 		}
 		var t templatePost
 		seq := false

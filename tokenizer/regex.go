@@ -5,6 +5,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/dlclark/regexp2"
+
+	"github.com/rocm-go/rocm/errs"
 )
 
 // pattern is a Split or Replace pattern of a tokenizer.json: a literal
@@ -29,7 +31,7 @@ func compilePattern(field string, literal *string, re *string) (*pattern, error)
 	case re != nil:
 		r, err := regexp2.Compile(*re, regexp2.None)
 		if err != nil {
-			return nil, &fieldError{kind: ErrFormat, field: field + ".Regex", detail: "cannot compile " + quote(*re), err: err}
+			return nil, &fieldError{kind: errs.ErrFormat, field: field + ".Regex", detail: "cannot compile " + quote(*re), err: err}
 		}
 		return &pattern{re: r, fast: fastSplits[*re]}, nil
 	case literal != nil:

@@ -2,17 +2,14 @@ package tokenizer
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
 	"sync"
 	"unicode/utf8"
-)
 
-// ErrRead: a file could not be read (its cause, an *fs.PathError, is
-// wrapped: errors.Is(err, fs.ErrNotExist) works).
-var ErrRead = errors.New("cannot read file")
+	"github.com/rocm-go/rocm/errs"
+)
 
 // Tokenizer turns text into token ids and back, as the Hugging Face
 // tokenizers library does with the same tokenizer.json. It is safe for
@@ -58,7 +55,7 @@ func Load(path string) (*Tokenizer, error) { return load("Load", path) }
 func load(op, path string) (*Tokenizer, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, &Error{Op: op, Kind: ErrRead, Path: path, Err: err}
+		return nil, &Error{Pkg: string(pkg), Op: op, Kind: errs.ErrIO, Path: path, Err: err}
 	}
 	t, err := parse(data)
 	if err != nil {
@@ -70,14 +67,14 @@ func load(op, path string) (*Tokenizer, error) {
 func parse(data []byte) (*Tokenizer, error) {
 	var jt jsonTokenizer
 	if err := json.Unmarshal(data, &jt); err != nil {
-		return nil, &fieldError{kind: ErrFormat, field: "(file)", detail: "not valid tokenizer JSON", err: err}
+		return nil, &fieldError{kind: errs.ErrFormat, field: "(file)", detail: "not valid tokenizer JSON", err: err}
 	}
 	if isNull(jt.Model) {
 		return nil, badField("model", "missing")
 	}
 	t := &Tokenizer{
 		added: make(map[int32]*addedToken), addedIDs: make(map[string]int32), special: make(map[string]bool),
-		chatErr: &Error{Op: "ApplyChatTemplate", Kind: ErrNoChatTemplate, Detail: "no chat template: load the model directory with LoadDir (it reads tokenizer_config.json)"},
+		chatErr: &Error{Pkg: string(pkg), Op: "ApplyChatTemplate", Kind: ErrNoChatTemplate, Detail: "no chat template: load the model directory with LoadDir (it reads tokenizer_config.json)"},
 	}
 	var err error
 	if t.model, err = buildBPE(jt.Model); err != nil {
@@ -176,7 +173,7 @@ func specialIDs(p postProcessor) []int32 {
 // pass untrusted text that may spell special tokens.
 //
 // text must be valid UTF-8: any replacement would silently change the
-// prompt, so invalid text is an ErrInput error naming the first bad byte
+// prompt, so invalid text is an errs.ErrArgument error naming the first bad byte
 // (strings.ToValidUTF8 converts such text, if that is what is wanted).
 func (t *Tokenizer) Encode(text string, addSpecial bool) ([]int32, error) {
 	if !utf8.ValidString(text) {
@@ -188,7 +185,7 @@ func (t *Tokenizer) Encode(text string, addSpecial bool) ([]int32, error) {
 			}
 			off += n
 		}
-		return nil, &Error{Op: "Encode", Kind: ErrInput,
+		return nil, &Error{Pkg: string(pkg), Op: "Encode", Kind: errs.ErrArgument,
 			Detail: fmt.Sprintf("text is not valid UTF-8 (byte %d is 0x%02X); convert it first, with strings.ToValidUTF8 for example", off, text[off])}
 	}
 	ids := make([]int32, 0, len(text)/4+4)

@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/text/unicode/norm"
+
+	"github.com/rocm-go/rocm/errs"
 )
 
 // The test tokenizers (testdata, written by hand to the shapes of the
@@ -387,7 +389,7 @@ func TestEncodeInvalidUTF8(t *testing.T) {
 	l3 := loadT(t, "llama3")
 	_, err := l3.Encode("ab\xffc", false)
 	require.Error(t, err)
-	assert.ErrorIs(t, err, ErrInput)
+	assert.ErrorIs(t, err, errs.ErrArgument)
 	assert.Contains(t, err.Error(), "byte 2 is 0xFF")
 }
 
@@ -427,7 +429,7 @@ var testTokenizers = []string{"llama3", "qwen2", "gpt2.json", "llama2", "mistral
 func checkRoundTrip(t *testing.T, tk *Tokenizer, name, s string) {
 	ids, err := tk.Encode(s, false)
 	if !utf8.ValidString(s) {
-		if !errors.Is(err, ErrInput) {
+		if !errors.Is(err, errs.ErrArgument) {
 			t.Fatalf("%s: invalid UTF-8 %q: err %v", name, s, err)
 		}
 		return
@@ -572,32 +574,32 @@ func TestMalformedFiles(t *testing.T) {
 		kind       error
 		wantFields []string
 	}{
-		{write(`{"model": `), ErrFormat, []string{"not valid tokenizer JSON"}},
-		{write(`[1, 2]`), ErrFormat, []string{"not valid tokenizer JSON"}},
-		{write(`{}`), ErrFormat, []string{"model: missing"}},
-		{write(`{"model": {"type": "WordPiece", "vocab": {}}}`), ErrUnsupported, []string{"model.type", `"WordPiece" is not supported`}},
-		{write(`{"model": {"type": "Unigram", "vocab": []}}`), ErrUnsupported, []string{"model.type", "Unigram"}},
-		{write(`{"model": {"type": "BPE", "vocab": {"a": 0}, "merges": ["a b"]}}`), ErrFormat, []string{"model.merges[0]", `token "b" is not in model.vocab`}},
-		{write(`{"model": {"type": "BPE", "vocab": {"a": 0, "b": 1}, "merges": ["a b"]}}`), ErrFormat, []string{"model.merges[0]", `"ab", is not in model.vocab`}},
-		{write(`{"model": {"type": "BPE", "vocab": {"a": 0, "b": 1}, "merges": ["a  b"]}}`), ErrFormat, []string{"model.merges[0]", "not two tokens"}},
-		{write(`{"model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": [["a", "b", "c"]]}}`), ErrFormat, []string{"model.merges[0]", "has 3 tokens"}},
-		{write(`{"model": {"type": "BPE", "vocab": {"a": 0, "b": 0}, "merges": []}}`), ErrFormat, []string{"model.vocab", "id 0 is given to both"}},
-		{write(`{"model": {"type": "BPE", "vocab": {"a": -1}, "merges": []}}`), ErrFormat, []string{"model.vocab", "negative id"}},
-		{write(`{"model": {"type": "BPE", "vocab": {"a": 0}, "merges": 5}}`), ErrFormat, []string{"model.merges"}},
-		{write(`{"model": {"type": "BPE", "vocab": {"a": 0}}}`), ErrFormat, []string{"model.merges: missing"}},
-		{write(`{"model": {"type": "BPE", "vocab": {"a": 0}, "merges": [], "unk_token": "<unk>"}}`), ErrFormat, []string{"model.unk_token", "not in model.vocab"}},
-		{write(`{"model": {"type": "BPE", "vocab": {"a": 0}, "merges": [], "dropout": 0.1}}`), ErrUnsupported, []string{"model.dropout"}},
-		{edit(`"pre_tokenizer": {`, `"pre_tokenizer": {"type": "Whitespace"}, "x": {`), ErrUnsupported, []string{"pre_tokenizer.type", `"Whitespace" is not supported`}},
-		{edit(`"normalizer": null`, `"normalizer": {"type": "Precompiled", "precompiled_charsmap": "AA=="}`), ErrUnsupported, []string{"normalizer.type", "Precompiled"}},
-		{edit(`"normalizer": null`, `"normalizer": {"type": "Sequence", "normalizers": [{"type": "Replace", "pattern": {"Regex": "(?<"}, "content": ""}]}`), ErrFormat, []string{"normalizer.normalizers[0].pattern.Regex", "cannot compile"}},
-		{edit(`"normalizer": null`, `"normalizer": {"prepend": "x"}`), ErrFormat, []string{"normalizer", `no "type"`}},
-		{edit(`"pre_tokenizer": {`, `"pre_tokenizer": {"type": "Sequence", "pretokenizers": [null, {"type": "Split", "behavior": "Isolated"}]}, "x": {`), ErrFormat, []string{"pre_tokenizer.pretokenizers[1].pattern: missing"}},
-		{edit(`"decoder": {`, `"decoder": {"type": "Sequence", "decoders": [{"type": "Fuse"}, {"type": "Replace", "pattern": {"String": "x"}}]}, "x": {`), ErrFormat, []string{"decoder.decoders[1].content: missing"}},
-		{edit(`"post_processor": {`, `"post_processor": {"type": "Sequence", "processors": [{"type": "ByteLevel"}, null, {"type": "Bert"}]}, "x": {`), ErrUnsupported, []string{"post_processor.processors[2].type", `"Bert" is not supported`}},
-		{edit(`"decoder": {`, `"decoder": {"type": "WordPiece"}, "x": {`), ErrUnsupported, []string{"decoder.type", "WordPiece"}},
-		{edit(`"post_processor": {`, `"post_processor": {"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<s>"}}, {"Sequence": {"id": "A"}}], "special_tokens": {}}, "x": {`), ErrFormat, []string{"post_processor.single[0]", `"<s>" is not in`}},
-		{edit(`"added_tokens": [`, `"added_tokens": [{"id": 5, "content": ""}, `), ErrFormat, []string{"added_tokens[0]", "no content"}},
-		{edit(`"added_tokens": [`, `"added_tokens": [{"id": 274, "content": "<other>"}, `), ErrFormat, []string{"added_tokens[1].id", "274 is also the id"}},
+		{write(`{"model": `), errs.ErrFormat, []string{"not valid tokenizer JSON"}},
+		{write(`[1, 2]`), errs.ErrFormat, []string{"not valid tokenizer JSON"}},
+		{write(`{}`), errs.ErrFormat, []string{"model: missing"}},
+		{write(`{"model": {"type": "WordPiece", "vocab": {}}}`), errs.ErrUnsupported, []string{"model.type", `"WordPiece" is not supported`}},
+		{write(`{"model": {"type": "Unigram", "vocab": []}}`), errs.ErrUnsupported, []string{"model.type", "Unigram"}},
+		{write(`{"model": {"type": "BPE", "vocab": {"a": 0}, "merges": ["a b"]}}`), errs.ErrFormat, []string{"model.merges[0]", `token "b" is not in model.vocab`}},
+		{write(`{"model": {"type": "BPE", "vocab": {"a": 0, "b": 1}, "merges": ["a b"]}}`), errs.ErrFormat, []string{"model.merges[0]", `"ab", is not in model.vocab`}},
+		{write(`{"model": {"type": "BPE", "vocab": {"a": 0, "b": 1}, "merges": ["a  b"]}}`), errs.ErrFormat, []string{"model.merges[0]", "not two tokens"}},
+		{write(`{"model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": [["a", "b", "c"]]}}`), errs.ErrFormat, []string{"model.merges[0]", "has 3 tokens"}},
+		{write(`{"model": {"type": "BPE", "vocab": {"a": 0, "b": 0}, "merges": []}}`), errs.ErrFormat, []string{"model.vocab", "id 0 is given to both"}},
+		{write(`{"model": {"type": "BPE", "vocab": {"a": -1}, "merges": []}}`), errs.ErrFormat, []string{"model.vocab", "negative id"}},
+		{write(`{"model": {"type": "BPE", "vocab": {"a": 0}, "merges": 5}}`), errs.ErrFormat, []string{"model.merges"}},
+		{write(`{"model": {"type": "BPE", "vocab": {"a": 0}}}`), errs.ErrFormat, []string{"model.merges: missing"}},
+		{write(`{"model": {"type": "BPE", "vocab": {"a": 0}, "merges": [], "unk_token": "<unk>"}}`), errs.ErrFormat, []string{"model.unk_token", "not in model.vocab"}},
+		{write(`{"model": {"type": "BPE", "vocab": {"a": 0}, "merges": [], "dropout": 0.1}}`), errs.ErrUnsupported, []string{"model.dropout"}},
+		{edit(`"pre_tokenizer": {`, `"pre_tokenizer": {"type": "Whitespace"}, "x": {`), errs.ErrUnsupported, []string{"pre_tokenizer.type", `"Whitespace" is not supported`}},
+		{edit(`"normalizer": null`, `"normalizer": {"type": "Precompiled", "precompiled_charsmap": "AA=="}`), errs.ErrUnsupported, []string{"normalizer.type", "Precompiled"}},
+		{edit(`"normalizer": null`, `"normalizer": {"type": "Sequence", "normalizers": [{"type": "Replace", "pattern": {"Regex": "(?<"}, "content": ""}]}`), errs.ErrFormat, []string{"normalizer.normalizers[0].pattern.Regex", "cannot compile"}},
+		{edit(`"normalizer": null`, `"normalizer": {"prepend": "x"}`), errs.ErrFormat, []string{"normalizer", `no "type"`}},
+		{edit(`"pre_tokenizer": {`, `"pre_tokenizer": {"type": "Sequence", "pretokenizers": [null, {"type": "Split", "behavior": "Isolated"}]}, "x": {`), errs.ErrFormat, []string{"pre_tokenizer.pretokenizers[1].pattern: missing"}},
+		{edit(`"decoder": {`, `"decoder": {"type": "Sequence", "decoders": [{"type": "Fuse"}, {"type": "Replace", "pattern": {"String": "x"}}]}, "x": {`), errs.ErrFormat, []string{"decoder.decoders[1].content: missing"}},
+		{edit(`"post_processor": {`, `"post_processor": {"type": "Sequence", "processors": [{"type": "ByteLevel"}, null, {"type": "Bert"}]}, "x": {`), errs.ErrUnsupported, []string{"post_processor.processors[2].type", `"Bert" is not supported`}},
+		{edit(`"decoder": {`, `"decoder": {"type": "WordPiece"}, "x": {`), errs.ErrUnsupported, []string{"decoder.type", "WordPiece"}},
+		{edit(`"post_processor": {`, `"post_processor": {"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<s>"}}, {"Sequence": {"id": "A"}}], "special_tokens": {}}, "x": {`), errs.ErrFormat, []string{"post_processor.single[0]", `"<s>" is not in`}},
+		{edit(`"added_tokens": [`, `"added_tokens": [{"id": 5, "content": ""}, `), errs.ErrFormat, []string{"added_tokens[0]", "no content"}},
+		{edit(`"added_tokens": [`, `"added_tokens": [{"id": 274, "content": "<other>"}, `), errs.ErrFormat, []string{"added_tokens[1].id", "274 is also the id"}},
 	}
 	for _, c := range cases {
 		_, err := Load(c.path)
@@ -615,7 +617,7 @@ func TestMalformedFiles(t *testing.T) {
 		}
 	}
 	_, err = Load(filepath.Join(dir, "missing.json"))
-	assert.ErrorIs(t, err, ErrRead)
+	assert.ErrorIs(t, err, errs.ErrIO)
 	assert.ErrorIs(t, err, fs.ErrNotExist)
 	_, err = LoadDir(dir)
 	assert.ErrorIs(t, err, fs.ErrNotExist)
@@ -641,7 +643,7 @@ func TestMalformedConfig(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, c.file), []byte(c.content), 0o644))
 		_, err := LoadDir(dir)
 		if assert.Error(t, err, c.content) {
-			assert.ErrorIs(t, err, ErrFormat)
+			assert.ErrorIs(t, err, errs.ErrFormat)
 			assert.Contains(t, err.Error(), c.want)
 			assert.Contains(t, err.Error(), c.file)
 		}

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/rocm-go/rocm/errs"
 )
 
 // Vocab is a tokenizer as llama.cpp's GGUF files hold it (the
@@ -73,7 +75,7 @@ func PreNames() []string {
 }
 
 func vocabErr(field, format string, args ...any) error {
-	return &Error{Op: "FromVocab", Kind: ErrFormat, Field: field, Detail: fmt.Sprintf(format, args...)}
+	return &Error{Pkg: string(pkg), Op: "FromVocab", Kind: errs.ErrFormat, Field: field, Detail: fmt.Sprintf(format, args...)}
 }
 
 // FromVocab builds a tokenizer from a GGUF-style vocabulary.
@@ -206,7 +208,7 @@ func FromVocab(v Vocab) (*Tokenizer, error) {
 	}
 	t, err := parse(data)
 	if err != nil {
-		return nil, &Error{Op: "FromVocab", Kind: ErrFormat, Detail: "the vocabulary as tokenizer.json", Err: err}
+		return nil, &Error{Pkg: string(pkg), Op: "FromVocab", Kind: errs.ErrFormat, Detail: "the vocabulary as tokenizer.json", Err: err}
 	}
 	t.chatVar = map[string]string{}
 	t.hasBOS = v.BOS >= 0
@@ -228,7 +230,7 @@ func FromVocab(v Vocab) (*Tokenizer, error) {
 	if v.ChatTemplate != "" {
 		t.setChatTemplate(v.ChatTemplate, "tokenizer.chat_template")
 	} else {
-		t.chatErr = &Error{Op: "ApplyChatTemplate", Kind: ErrNoChatTemplate, Detail: "the vocabulary has no chat template"}
+		t.chatErr = &Error{Pkg: string(pkg), Op: "ApplyChatTemplate", Kind: ErrNoChatTemplate, Detail: "the vocabulary has no chat template"}
 	}
 	return t, nil
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/rocm-go/rocm/errs"
 )
 
 var vocabCorpus = []string{
@@ -135,7 +137,7 @@ func TestFromVocabErrors(t *testing.T) {
 			v := base
 			mod(&v)
 			_, err := FromVocab(v)
-			assert.ErrorIs(t, err, ErrFormat)
+			assert.ErrorIs(t, err, errs.ErrFormat)
 		})
 	}
 	names := PreNames()

@@ -3,11 +3,11 @@ package gguf
 import (
 	"bufio"
 	"encoding/binary"
-	"fmt"
 	"io"
 	"math"
 
 	"github.com/rocm-go/rocm/candle"
+	"github.com/rocm-go/rocm/errs"
 )
 
 // KV is a metadata entry to write: Value is a Go value ValueOf takes, or a
@@ -48,17 +48,17 @@ func NewWriter(w io.Writer, meta []KV, specs []TensorSpec) (*Writer, error) {
 	for i, kv := range meta {
 		v, err := ValueOf(kv.Value)
 		if err != nil {
-			return nil, fmt.Errorf("gguf: metadata %s: %w", kv.Key, err)
+			return nil, pkg.Wrapf("NewWriter", err, "metadata %s", kv.Key)
 		}
 		if seen[kv.Key] {
-			return nil, fmt.Errorf("gguf: metadata %s given twice", kv.Key)
+			return nil, pkg.Errorf("NewWriter", errs.ErrArgument, "metadata %s given twice", kv.Key)
 		}
 		seen[kv.Key] = true
 		vals[i] = v
 		if kv.Key == "general.alignment" {
 			a, ok := v.asUint()
 			if v.kind != Uint32 || !ok || a == 0 || a&(a-1) != 0 || a > 1<<30 {
-				return nil, fmt.Errorf("gguf: general.alignment %v: want a u32 power of two", v)
+				return nil, pkg.Errorf("NewWriter", errs.ErrArgument, "general.alignment %v: want a u32 power of two", v)
 			}
 			gw.alignment = int(a)
 		}
@@ -68,16 +68,16 @@ func NewWriter(w io.Writer, meta []KV, specs []TensorSpec) (*Writer, error) {
 	offsets := make([]int64, len(specs))
 	for i, s := range specs {
 		if names[s.Name] {
-			return nil, fmt.Errorf("gguf: tensor %s given twice", s.Name)
+			return nil, pkg.Errorf("NewWriter", errs.ErrArgument, "tensor %s given twice", s.Name)
 		}
 		names[s.Name] = true
 		if len(s.Dims) > maxDims {
-			return nil, fmt.Errorf("gguf: tensor %s: %d dims, GGUF has at most %d", s.Name, len(s.Dims), maxDims)
+			return nil, pkg.Errorf("NewWriter", errs.ErrShape, "tensor %s: %d dims, GGUF has at most %d", s.Name, len(s.Dims), maxDims)
 		}
 		n := 1
 		for _, d := range s.Dims {
 			if d < 0 || (d > 0 && n > math.MaxInt/d) {
-				return nil, fmt.Errorf("gguf: tensor %s: dims %v", s.Name, s.Dims)
+				return nil, pkg.Errorf("NewWriter", errs.ErrShape, "tensor %s: dims %v", s.Name, s.Dims)
 			}
 			n *= d
 		}
@@ -87,7 +87,7 @@ func NewWriter(w io.Writer, meta []KV, specs []TensorSpec) (*Writer, error) {
 		}
 		row, err := s.Type.RowBytes(last)
 		if err != nil {
-			return nil, fmt.Errorf("gguf: tensor %s: %w", s.Name, err)
+			return nil, pkg.Wrapf("NewWriter", err, "tensor %s", s.Name)
 		}
 		size := row
 		if last > 0 {
@@ -127,7 +127,9 @@ func (w *Writer) write(b []byte) {
 	if w.err != nil {
 		return
 	}
-	_, w.err = w.w.Write(b)
+	if _, err := w.w.Write(b); err != nil {
+		w.err = pkg.Wrapf("Writer", err, "writing at byte %d", w.pos)
+	}
 	w.pos += int64(len(b))
 }
 
@@ -246,14 +248,14 @@ func (w *Writer) WriteTensor(name string, data []byte) error {
 		return w.err
 	}
 	if w.next >= len(w.specs) {
-		return fmt.Errorf("gguf: WriteTensor %s: every tensor is written", name)
+		return pkg.Errorf("Writer.WriteTensor", errs.ErrArgument, "%s: every tensor is written", name)
 	}
 	s := w.specs[w.next]
 	if name != s.Name {
-		return fmt.Errorf("gguf: WriteTensor %s: the next tensor is %s (tensors are written in the specs' order)", name, s.Name)
+		return pkg.Errorf("Writer.WriteTensor", errs.ErrArgument, "%s: the next tensor is %s (tensors are written in the specs' order)", name, s.Name)
 	}
 	if len(data) != w.sizes[w.next] {
-		return fmt.Errorf("gguf: WriteTensor %s: %d bytes, want %d for %s %v", name, len(data), w.sizes[w.next], s.Type, s.Dims)
+		return pkg.Errorf("Writer.WriteTensor", errs.ErrShape, "%s: %d bytes, want %d for %s %v", name, len(data), w.sizes[w.next], s.Type, s.Dims)
 	}
 	w.write(data)
 	w.pad()
@@ -267,7 +269,10 @@ func (w *Writer) Close() error {
 		return w.err
 	}
 	if w.next < len(w.specs) {
-		return fmt.Errorf("gguf: Close: tensor %s and %d more not written", w.specs[w.next].Name, len(w.specs)-w.next-1)
+		return pkg.Errorf("Writer.Close", errs.ErrArgument, "tensor %s and %d more not written", w.specs[w.next].Name, len(w.specs)-w.next-1)
 	}
-	return w.w.Flush()
+	return pkg.Wrap("Writer.Close", w.w.Flush())
 }
+
+// pkg makes this package's errors.
+const pkg errs.Package = "gguf"

@@ -1,8 +1,6 @@
 package nn
 
 import (
-	"errors"
-	"fmt"
 	"math"
 	"sync"
 
@@ -37,28 +35,6 @@ func AttentionWithLSE(q, k, v *candle.Tensor, p flashattn.Params) (out, lse *can
 	return attention("AttentionWithLSE", q, k, v, p, true)
 }
 
-// kinds maps flashattn's errors to candle's, so that errors.Is works with
-// either.
-var kinds = []struct{ fa, c error }{
-	{flashattn.ErrShape, candle.ErrShape},
-	{flashattn.ErrDType, candle.ErrDType},
-	{flashattn.ErrArgument, candle.ErrArgument},
-	{flashattn.ErrDevice, candle.ErrDevice},
-}
-
-func attnErr(op string, err error) error {
-	for _, k := range kinds {
-		if errors.Is(err, k.fa) {
-			return fmt.Errorf("nn: %s: %w (%w)", op, err, k.c)
-		}
-	}
-	return fmt.Errorf("nn: %s: %w", op, err)
-}
-
-func attnErrorf(op string, kind error, format string, args ...any) error {
-	return fmt.Errorf("nn: %s: %s: %w", op, fmt.Sprintf(format, args...), kind)
-}
-
 var faDTypes = map[candle.DType]flashattn.DType{candle.F16: flashattn.F16, candle.BF16: flashattn.BF16, candle.F32: flashattn.F32}
 
 func attention(op string, q, k, v *candle.Tensor, p flashattn.Params, wantLSE bool) (out, lse *candle.Tensor, err error) {
@@ -67,24 +43,24 @@ func attention(op string, q, k, v *candle.Tensor, p flashattn.Params, wantLSE bo
 		t    *candle.Tensor
 	}{{"q", q}, {"k", k}, {"v", v}} {
 		if x.t == nil {
-			return nil, nil, attnErrorf(op, candle.ErrArgument, "%s is nil", x.name)
+			return nil, nil, pkg.Errorf(op, candle.ErrArgument, "%s is nil", x.name)
 		}
 		if x.t.Rank() != 4 {
-			return nil, nil, attnErrorf(op, candle.ErrShape, "%s is %v: want rank 4, (batch, seq, heads, head dim)", x.name, x.t.Shape())
+			return nil, nil, pkg.Errorf(op, candle.ErrShape, "%s is %v: want rank 4, (batch, seq, heads, head dim)", x.name, x.t.Shape())
 		}
 		if x.t.DType() != q.DType() {
-			return nil, nil, attnErrorf(op, candle.ErrDType, "%s is %s and q %s: convert one with ToDType", x.name, x.t.DType(), q.DType())
+			return nil, nil, pkg.Errorf(op, candle.ErrDType, "%s is %s and q %s: convert one with ToDType", x.name, x.t.DType(), q.DType())
 		}
 		if x.t.Device() != q.Device() {
-			return nil, nil, attnErrorf(op, candle.ErrDevice, "%s is on %s and q on %s: move one with ToDevice", x.name, x.t.Device(), q.Device())
+			return nil, nil, pkg.Errorf(op, candle.ErrDevice, "%s is on %s and q on %s: move one with ToDevice", x.name, x.t.Device(), q.Device())
 		}
 	}
 	dt, ok := faDTypes[q.DType()]
 	if !ok {
-		return nil, nil, attnErrorf(op, candle.ErrDType, "%s: attention takes f16, bf16 or f32 (convert with ToDType)", q.DType())
+		return nil, nil, pkg.Errorf(op, candle.ErrDType, "%s: attention takes f16, bf16 or f32 (convert with ToDType)", q.DType())
 	}
 	if p.LSE != 0 {
-		return nil, nil, attnErrorf(op, candle.ErrArgument, "Params.LSE is set: on tensors, AttentionWithLSE returns the log-sum-exp")
+		return nil, nil, pkg.Errorf(op, candle.ErrArgument, "Params.LSE is set: on tensors, AttentionWithLSE returns the log-sum-exp")
 	}
 	if d, ok := q.Device().(*candle.HIPDevice); ok {
 		return attentionHIP(op, d, dt, q, k, v, p, wantLSE)
@@ -193,7 +169,7 @@ func attentionHIP(op string, d *candle.HIPDevice, dt flashattn.DType, q, k, v *c
 	}
 	h, err := handle(d)
 	if err != nil {
-		return fail(attnErr(op, err))
+		return fail(pkg.Wrap(op, err))
 	}
 	var ops [3]flashattn.Tensor
 	for i, t := range []*candle.Tensor{q, k, v} {
@@ -218,7 +194,7 @@ func attentionHIP(op string, d *candle.HIPDevice, dt flashattn.DType, q, k, v *c
 		}
 	}
 	if _, err := h.Forward(ops[0], ops[1], ops[2], o, p); err != nil {
-		return fail(attnErr(op, err))
+		return fail(pkg.Wrap(op, err))
 	}
 	return out, lse, nil
 }
@@ -228,7 +204,7 @@ func attentionHIP(op string, d *candle.HIPDevice, dt flashattn.DType, q, k, v *c
 func checkEmptyKeys(op string, q, k, v *candle.Tensor) error {
 	qs, ks := q.Shape(), k.Shape()
 	if !ks.Equal(v.Shape()) || ks[0] != qs[0] || ks[3] != qs[3] || ks[2] == 0 || qs[2]%ks[2] != 0 || qs[3]%8 != 0 || qs[3] > flashattn.MaxHeadDim {
-		return attnErrorf(op, candle.ErrShape, "q %v, k %v, v %v: want q (b, s_q, h_q, d), k and v (b, s_kv, h_kv, d), h_q a multiple of h_kv, d a multiple of 8 up to %d", qs, ks, v.Shape(), flashattn.MaxHeadDim)
+		return pkg.Errorf(op, candle.ErrShape, "q %v, k %v, v %v: want q (b, s_q, h_q, d), k and v (b, s_kv, h_kv, d), h_q a multiple of h_kv, d a multiple of 8 up to %d", qs, ks, v.Shape(), flashattn.MaxHeadDim)
 	}
 	return nil
 }
@@ -258,11 +234,11 @@ func attentionCPU(op string, q, k, v *candle.Tensor, p flashattn.Params, wantLSE
 	d := hs[0].Shape[3]
 	if d%8 != 0 || d > flashattn.MaxHeadDim {
 		// The same contract as on a GPU.
-		return nil, nil, attnErrorf(op, candle.ErrShape, "q has head dim %d: want a multiple of 8 from 8 to %d", d, flashattn.MaxHeadDim)
+		return nil, nil, pkg.Errorf(op, candle.ErrShape, "q has head dim %d: want a multiple of 8 from 8 to %d", d, flashattn.MaxHeadDim)
 	}
 	o, l, err := flashattn.Reference(hs[0], hs[1], hs[2], p)
 	if err != nil {
-		return nil, nil, attnErr(op, err)
+		return nil, nil, pkg.Wrap(op, err)
 	}
 	dev := q.Device()
 	o64, err := candle.FromSlice(dev, o.Data, o.Shape[:]...)

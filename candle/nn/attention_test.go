@@ -173,7 +173,10 @@ func TestAttentionErrors(t *testing.T) {
 		assert.ErrorContains(t, err, "nn: ScaledDotProductAttention: ", c.name)
 	}
 	_, err := ScaledDotProductAttention(q, q, q, flashattn.Params{AlibiSlopes: []float32{1}})
-	assert.ErrorIs(t, err, flashattn.ErrArgument, "flashattn's kinds match too")
+	var e *candle.Error
+	require.ErrorAs(t, err, &e)
+	assert.Same(t, candle.ErrArgument, e.Kind, "flashattn's kind, passed on as it is")
+	assert.Equal(t, "nn", e.Pkg)
 }
 
 // TestGPUAttention runs the fused kernel on a HIP device against the CPU

@@ -1,7 +1,6 @@
 package nn
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 
@@ -22,7 +21,7 @@ type Conv2d struct {
 // p.Format NHWC the weight is reordered to (out, kernel, kernel,
 // in/groups) once, at load.
 func NewConv2d(vb *VarBuilder, name string, in, out, kernel int, p candle.Conv2dParams, bias bool) (*Conv2d, error) {
-	w, b, err := convParams(vb, name, in, out, p.Groups, []int{kernel, kernel}, p.Format, bias)
+	w, b, err := convParams("NewConv2d", vb, name, in, out, p.Groups, []int{kernel, kernel}, p.Format, bias)
 	if err != nil {
 		return nil, err
 	}
@@ -50,7 +49,7 @@ type Conv1d struct {
 // when bias, name.bias (out); for p.Format NHWC the weight is reordered
 // to (out, kernel, in/groups) at load.
 func NewConv1d(vb *VarBuilder, name string, in, out, kernel int, p candle.Conv1dParams, bias bool) (*Conv1d, error) {
-	w, b, err := convParams(vb, name, in, out, p.Groups, []int{kernel}, p.Format, bias)
+	w, b, err := convParams("NewConv1d", vb, name, in, out, p.Groups, []int{kernel}, p.Format, bias)
 	if err != nil {
 		return nil, err
 	}
@@ -68,12 +67,12 @@ func (c *Conv1d) Close() { closeAll(c.Weight, c.Bias) }
 
 // convParams loads a convolution's weight (out, in/groups, kernel...) and
 // optional bias, the weight reordered channels last for NHWC.
-func convParams(vb *VarBuilder, name string, in, out, groups int, kernel []int, f candle.Format, bias bool) (w, b *candle.Tensor, err error) {
+func convParams(op string, vb *VarBuilder, name string, in, out, groups int, kernel []int, f candle.Format, bias bool) (w, b *candle.Tensor, err error) {
 	if groups == 0 {
 		groups = 1
 	}
 	if groups < 0 || in%groups != 0 || out%groups != 0 {
-		return nil, nil, fmt.Errorf("nn: convolution %q: %d groups for %d input and %d output channels: the groups divide both: %w", vb.name(name), groups, in, out, candle.ErrArgument)
+		return nil, nil, pkg.Errorf(op, candle.ErrArgument, "convolution %q: %d groups for %d input and %d output channels: the groups divide both", vb.name(name), groups, in, out)
 	}
 	w, err = vb.Get(name+".weight", append([]int{out, in / groups}, kernel...)...)
 	if err != nil {
@@ -138,7 +137,7 @@ func ParseActivation(name string) (Activation, error) {
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	return "", fmt.Errorf("nn: %q is not an activation: want one of %s: %w", name, strings.Join(names, ", "), candle.ErrArgument)
+	return "", pkg.Errorf("ParseActivation", candle.ErrArgument, "%q is not an activation: want one of %s", name, strings.Join(names, ", "))
 }
 
 // Forward applies the activation.

@@ -1,8 +1,6 @@
 package nn
 
 import (
-	"fmt"
-
 	"github.com/rocm-go/rocm/candle"
 	"github.com/rocm-go/rocm/flashattn"
 )
@@ -39,17 +37,17 @@ type DecodeInputs struct {
 func (c *PagedKVCache) NewDecodeInputs(batch, maxLen int) (*DecodeInputs, error) {
 	const op = "PagedKVCache.NewDecodeInputs"
 	if c.closed {
-		return nil, attnErrorf(op, candle.ErrClosed, "the cache is closed")
+		return nil, pkg.Errorf(op, candle.ErrClosed, "the cache is closed")
 	}
 	P := c.cfg.PageSize
 	if batch < 1 || maxLen < 1 || maxLen > c.cfg.Pages*P {
-		return nil, attnErrorf(op, candle.ErrArgument, "batch %d of up to %d tokens: want at least one sequence of at least one token, at most the %d tokens the cache holds", batch, maxLen, c.cfg.Pages*P)
+		return nil, pkg.Errorf(op, candle.ErrArgument, "batch %d of up to %d tokens: want at least one sequence of at least one token, at most the %d tokens the cache holds", batch, maxLen, c.cfg.Pages*P)
 	}
 	in := &DecodeInputs{c: c, batch: batch, maxLen: maxLen, width: (maxLen + P - 1) / P}
 	in.host = make([]uint32, 5*batch+batch*in.width)
 	var err error
 	if in.st, err = candle.NewStorage(c.dev, in.host); err != nil {
-		return nil, fmt.Errorf("nn: %s: %w", op, err)
+		return nil, pkg.Wrap(op, err)
 	}
 	if in.all, err = candle.FromStorage(in.st, candle.Shape{len(in.host)}); err != nil {
 		in.Close()
@@ -101,40 +99,40 @@ func (in *DecodeInputs) Close() error {
 func (c *PagedKVCache) BeginDecode(seqs []uint64, tokens []int32, in *DecodeInputs) (*PagedStep, error) {
 	const op = "PagedKVCache.BeginDecode"
 	if c.closed {
-		return nil, attnErrorf(op, candle.ErrClosed, "the cache is closed")
+		return nil, pkg.Errorf(op, candle.ErrClosed, "the cache is closed")
 	}
 	if in == nil || in.c != c {
-		return nil, attnErrorf(op, candle.ErrArgument, "inputs of another cache (or nil): make them with this cache's NewDecodeInputs")
+		return nil, pkg.Errorf(op, candle.ErrArgument, "inputs of another cache (or nil): make them with this cache's NewDecodeInputs")
 	}
 	if in.closed {
-		return nil, attnErrorf(op, candle.ErrClosed, "the inputs are closed")
+		return nil, pkg.Errorf(op, candle.ErrClosed, "the inputs are closed")
 	}
 	if c.step != nil {
-		return nil, attnErrorf(op, candle.ErrArgument, "a step is in flight: Close it first")
+		return nil, pkg.Errorf(op, candle.ErrArgument, "a step is in flight: Close it first")
 	}
 	B := in.batch
 	if len(seqs) != B || len(tokens) != B {
-		return nil, attnErrorf(op, candle.ErrArgument, "%d sequences and %d tokens for inputs of batch %d: want one token per sequence, %d sequences", len(seqs), len(tokens), B, B)
+		return nil, pkg.Errorf(op, candle.ErrArgument, "%d sequences and %d tokens for inputs of batch %d: want one token per sequence, %d sequences", len(seqs), len(tokens), B, B)
 	}
 	P := c.cfg.PageSize
 	need := 0
 	seen := make(map[uint64]int, B)
 	for i, id := range seqs {
 		if j, dup := seen[id]; dup {
-			return nil, attnErrorf(op, candle.ErrArgument, "sequence %d is both entry %d and entry %d of the batch: give each sequence's token once", id, j, i)
+			return nil, pkg.Errorf(op, candle.ErrArgument, "sequence %d is both entry %d and entry %d of the batch: give each sequence's token once", id, j, i)
 		}
 		seen[id] = i
 		q, ok := c.seqs[id]
 		if !ok {
-			return nil, attnErrorf(op, candle.ErrArgument, "sequence %d (entry %d) is not in the cache: a decode step continues a sequence; run its prompt through Begin", id, i)
+			return nil, pkg.Errorf(op, candle.ErrArgument, "sequence %d (entry %d) is not in the cache: a decode step continues a sequence; run its prompt through Begin", id, i)
 		}
 		if q.n+1 > in.maxLen {
-			return nil, attnErrorf(op, candle.ErrArgument, "sequence %d (entry %d) would hold %d tokens; the inputs take up to %d", id, i, q.n+1, in.maxLen)
+			return nil, pkg.Errorf(op, candle.ErrArgument, "sequence %d (entry %d) would hold %d tokens; the inputs take up to %d", id, i, q.n+1, in.maxLen)
 		}
 		need += (q.n+P)/P - len(q.pages)
 	}
 	if need > len(c.free) {
-		return nil, fmt.Errorf("nn: %s: the step needs %d pages of %d tokens and %d are free (%d sequences hold the rest): release finished sequences or make the cache larger: %w", op, need, P, len(c.free), len(c.seqs), ErrCacheFull)
+		return nil, pkg.Errorf(op, ErrCacheFull, "the step needs %d pages of %d tokens and %d are free (%d sequences hold the rest): release finished sequences or make the cache larger", need, P, len(c.free), len(c.seqs))
 	}
 	s := &PagedStep{c: c, seqs: append([]uint64(nil), seqs...), start: make([]int, B), count: make([]int, B),
 		row: make([]int, B), order: make([]int, B), total: B, newSeq: make([]bool, B), added: make([][]int32, B),
@@ -160,7 +158,7 @@ func (c *PagedKVCache) BeginDecode(seqs []uint64, tokens []int32, in *DecodeInpu
 	c.step = s
 	if err := in.st.Write(h); err != nil {
 		s.Close()
-		return nil, fmt.Errorf("nn: %s: %w", op, err)
+		return nil, pkg.Wrap(op, err)
 	}
 	if _, ok := c.dev.(*candle.HIPDevice); !ok {
 		if err := s.gatherRows(); err != nil {

@@ -19,4 +19,13 @@
 // PagedStep writes each forward pass's keys and values into their pages
 // and runs attention over them). Their forward passes are candle ops (Matmul on rocBLAS, the
 // fused norms), so they run on every device candle has.
+//
+// Errors are *errs.Error (candle.Error) with errs' kinds, which errors.Is
+// matches through candle's names (candle.ErrShape, candle.ErrOutOfMemory,
+// ...), and ErrCacheFull, this package's own.
 package nn
+
+import "github.com/rocm-go/rocm/errs"
+
+// pkg makes this package's errors.
+const pkg errs.Package = "nn"

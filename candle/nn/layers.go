@@ -1,8 +1,6 @@
 package nn
 
 import (
-	"fmt"
-
 	"github.com/rocm-go/rocm/candle"
 )
 
@@ -145,7 +143,7 @@ type GroupNorm struct {
 // (channels); channels must be a multiple of groups.
 func NewGroupNorm(vb *VarBuilder, name string, groups, channels int, eps float64, bias bool) (*GroupNorm, error) {
 	if groups < 1 || channels%groups != 0 {
-		return nil, fmt.Errorf("nn: NewGroupNorm %q: %d channels in %d groups: the groups must divide the channels: %w", name, channels, groups, candle.ErrArgument)
+		return nil, pkg.Errorf("NewGroupNorm", candle.ErrArgument, "%q: %d channels in %d groups: the groups must divide the channels", name, channels, groups)
 	}
 	w, err := vb.Get(name+".weight", channels)
 	if err != nil {
@@ -184,10 +182,10 @@ type KVCache struct {
 // of shape (with the sequence dim at dim, its size ignored).
 func NewKVCache(dev candle.Device, dt candle.DType, shape []int, dim, capacity int) (*KVCache, error) {
 	if dim < 0 || dim >= len(shape) {
-		return nil, fmt.Errorf("nn: NewKVCache: dim %d of a rank-%d shape: %w", dim, len(shape), candle.ErrArgument)
+		return nil, pkg.Errorf("NewKVCache", candle.ErrArgument, "dim %d of a rank-%d shape", dim, len(shape))
 	}
 	if capacity <= 0 {
-		return nil, fmt.Errorf("nn: NewKVCache: capacity %d: %w", capacity, candle.ErrArgument)
+		return nil, pkg.Errorf("NewKVCache", candle.ErrArgument, "capacity %d", capacity)
 	}
 	s := append([]int(nil), shape...)
 	s[dim] = capacity
@@ -212,10 +210,10 @@ func (c *KVCache) Len() int { return c.len }
 func (c *KVCache) Append(k, v *candle.Tensor) (keys, values *candle.Tensor, err error) {
 	n := k.Dim(c.Dim)
 	if v.Dim(c.Dim) != n {
-		return nil, nil, fmt.Errorf("nn: KVCache.Append: %d key and %d value positions: %w", n, v.Dim(c.Dim), candle.ErrShape)
+		return nil, nil, pkg.Errorf("KVCache.Append", candle.ErrShape, "%d key and %d value positions", n, v.Dim(c.Dim))
 	}
 	if c.len+n > c.cap {
-		return nil, nil, fmt.Errorf("nn: KVCache.Append: %d positions held and %d more pass the capacity of %d: %w", c.len, n, c.cap, candle.ErrArgument)
+		return nil, nil, pkg.Errorf("KVCache.Append", candle.ErrArgument, "%d positions held and %d more pass the capacity of %d", c.len, n, c.cap)
 	}
 	if err := c.k.SliceAssign(k, c.Dim, c.len); err != nil {
 		return nil, nil, err

@@ -2,7 +2,6 @@ package nn
 
 import (
 	"errors"
-	"fmt"
 	"math"
 
 	"github.com/rocm-go/rocm/candle"
@@ -65,19 +64,19 @@ type pagedSeq struct {
 func NewPagedKVCache(dev candle.Device, dt candle.DType, cfg PagedKVConfig) (*PagedKVCache, error) {
 	const op = "NewPagedKVCache"
 	if dev == nil {
-		return nil, attnErrorf(op, candle.ErrDevice, "nil device")
+		return nil, pkg.Errorf(op, candle.ErrDevice, "nil device")
 	}
 	if _, ok := faDTypes[dt]; !ok {
-		return nil, attnErrorf(op, candle.ErrDType, "%s: a KV cache holds f32, f16 or bf16", dt)
+		return nil, pkg.Errorf(op, candle.ErrDType, "%s: a KV cache holds f32, f16 or bf16", dt)
 	}
 	if cfg.Layers < 1 || cfg.Pages < 1 || cfg.PageSize < 1 || cfg.KVHeads < 1 {
-		return nil, attnErrorf(op, candle.ErrArgument, "%+v: want at least one layer, page, row per page and KV head", cfg)
+		return nil, pkg.Errorf(op, candle.ErrArgument, "%+v: want at least one layer, page, row per page and KV head", cfg)
 	}
 	if cfg.HeadDim < 8 || cfg.HeadDim%8 != 0 || cfg.HeadDim > flashattn.MaxHeadDim {
-		return nil, attnErrorf(op, candle.ErrArgument, "head dim %d: want a multiple of 8 from 8 to %d", cfg.HeadDim, flashattn.MaxHeadDim)
+		return nil, pkg.Errorf(op, candle.ErrArgument, "head dim %d: want a multiple of 8 from 8 to %d", cfg.HeadDim, flashattn.MaxHeadDim)
 	}
 	if int64(cfg.Pages)*int64(cfg.PageSize) > math.MaxInt32 {
-		return nil, attnErrorf(op, candle.ErrArgument, "%d pages of %d rows: at most 2³¹ rows (the kernels count rows in int32)", cfg.Pages, cfg.PageSize)
+		return nil, pkg.Errorf(op, candle.ErrArgument, "%d pages of %d rows: at most 2³¹ rows (the kernels count rows in int32)", cfg.Pages, cfg.PageSize)
 	}
 	c := &PagedKVCache{cfg: cfg, dev: dev, dtype: dt, seqs: map[uint64]*pagedSeq{}}
 	for range cfg.Layers {
@@ -85,7 +84,7 @@ func NewPagedKVCache(dev candle.Device, dt candle.DType, cfg PagedKVConfig) (*Pa
 			t, err := candle.Zeros(dev, dt, cfg.Pages, cfg.PageSize, cfg.KVHeads, cfg.HeadDim)
 			if err != nil {
 				c.Close()
-				return nil, fmt.Errorf("nn: %s: the pools of %d layers: %w", op, cfg.Layers, err)
+				return nil, pkg.Wrapf(op, err, "the pools of %d layers", cfg.Layers)
 			}
 			*pool = append(*pool, t)
 		}
@@ -210,13 +209,13 @@ type PagedStep struct {
 func (c *PagedKVCache) Begin(seqs []uint64, tokens [][]int32) (*PagedStep, error) {
 	const op = "PagedKVCache.Begin"
 	if c.closed {
-		return nil, attnErrorf(op, candle.ErrClosed, "the cache is closed")
+		return nil, pkg.Errorf(op, candle.ErrClosed, "the cache is closed")
 	}
 	if c.step != nil {
-		return nil, attnErrorf(op, candle.ErrArgument, "a step is in flight: Close it first")
+		return nil, pkg.Errorf(op, candle.ErrArgument, "a step is in flight: Close it first")
 	}
 	if len(seqs) == 0 || len(seqs) != len(tokens) {
-		return nil, attnErrorf(op, candle.ErrArgument, "%d sequences and %d token lists: want one non-empty list per sequence, at least one", len(seqs), len(tokens))
+		return nil, pkg.Errorf(op, candle.ErrArgument, "%d sequences and %d token lists: want one non-empty list per sequence, at least one", len(seqs), len(tokens))
 	}
 	s := &PagedStep{c: c, seqs: append([]uint64(nil), seqs...), start: make([]int, len(seqs)), count: make([]int, len(seqs)),
 		row: make([]int, len(seqs)), newSeq: make([]bool, len(seqs)), added: make([][]int32, len(seqs))}
@@ -225,12 +224,12 @@ func (c *PagedKVCache) Begin(seqs []uint64, tokens [][]int32) (*PagedStep, error
 	P := c.cfg.PageSize
 	for i, id := range seqs {
 		if j, dup := seen[id]; dup {
-			return nil, attnErrorf(op, candle.ErrArgument, "sequence %d is both entry %d and entry %d of the batch: give each sequence's tokens once", id, j, i)
+			return nil, pkg.Errorf(op, candle.ErrArgument, "sequence %d is both entry %d and entry %d of the batch: give each sequence's tokens once", id, j, i)
 		}
 		seen[id] = i
 		n := len(tokens[i])
 		if n == 0 {
-			return nil, attnErrorf(op, candle.ErrArgument, "sequence %d (entry %d) has no new tokens", id, i)
+			return nil, pkg.Errorf(op, candle.ErrArgument, "sequence %d (entry %d) has no new tokens", id, i)
 		}
 		held := 0
 		if q, ok := c.seqs[id]; ok {
@@ -240,12 +239,12 @@ func (c *PagedKVCache) Begin(seqs []uint64, tokens [][]int32) (*PagedStep, error
 		}
 		s.count[i] = n
 		if int64(s.start[i])+int64(n) > int64(c.cfg.Pages)*int64(P) {
-			return nil, fmt.Errorf("nn: %s: sequence %d would hold %d tokens; the whole cache holds %d: %w", op, id, s.start[i]+n, c.cfg.Pages*P, ErrCacheFull)
+			return nil, pkg.Errorf(op, ErrCacheFull, "sequence %d would hold %d tokens; the whole cache holds %d", id, s.start[i]+n, c.cfg.Pages*P)
 		}
 		need += (s.start[i]+n+P-1)/P - held
 	}
 	if need > len(c.free) {
-		return nil, fmt.Errorf("nn: %s: the step needs %d pages of %d tokens and %d are free (%d sequences hold the rest): release finished sequences or make the cache larger: %w", op, need, P, len(c.free), len(c.seqs), ErrCacheFull)
+		return nil, pkg.Errorf(op, ErrCacheFull, "the step needs %d pages of %d tokens and %d are free (%d sequences hold the rest): release finished sequences or make the cache larger", need, P, len(c.free), len(c.seqs))
 	}
 	// The packed order: nothing cached, one new token, the rest.
 	for pass := range 3 {
@@ -448,27 +447,27 @@ func (s *PagedStep) Attention(layer int, q, k, v *candle.Tensor, p flashattn.Par
 		return nil, err
 	}
 	if q == nil || k == nil || v == nil {
-		return nil, attnErrorf(op, candle.ErrArgument, "nil q, k or v")
+		return nil, pkg.Errorf(op, candle.ErrArgument, "nil q, k or v")
 	}
 	hkv, hd := c.cfg.KVHeads, c.cfg.HeadDim
 	qs := q.Shape()
 	if len(qs) != 3 || qs[0] != s.total || qs[2] != hd || qs[1]%hkv != 0 {
-		return nil, attnErrorf(op, candle.ErrShape, "q is %v: want (%d, h_q, %d), h_q a multiple of %d", qs, s.total, hd, hkv)
+		return nil, pkg.Errorf(op, candle.ErrShape, "q is %v: want (%d, h_q, %d), h_q a multiple of %d", qs, s.total, hd, hkv)
 	}
 	for _, x := range []struct {
 		name string
 		t    *candle.Tensor
 	}{{"k", k}, {"v", v}} {
 		if !x.t.Shape().Equal(candle.Shape{s.total, hkv, hd}) {
-			return nil, attnErrorf(op, candle.ErrShape, "%s is %v: want (%d, %d, %d)", x.name, x.t.Shape(), s.total, hkv, hd)
+			return nil, pkg.Errorf(op, candle.ErrShape, "%s is %v: want (%d, %d, %d)", x.name, x.t.Shape(), s.total, hkv, hd)
 		}
 	}
 	for _, t := range []*candle.Tensor{q, k, v} {
 		if t.DType() != c.dtype {
-			return nil, attnErrorf(op, candle.ErrDType, "%s operands for a %s cache: convert them with ToDType", t.DType(), c.dtype)
+			return nil, pkg.Errorf(op, candle.ErrDType, "%s operands for a %s cache: convert them with ToDType", t.DType(), c.dtype)
 		}
 		if t.Device() != c.dev {
-			return nil, attnErrorf(op, candle.ErrDevice, "operands on %s for a cache on %s", t.Device(), c.dev)
+			return nil, pkg.Errorf(op, candle.ErrDevice, "operands on %s for a cache on %s", t.Device(), c.dev)
 		}
 	}
 	if err := c.kr[layer].IndexAssign(s.slots, k, 0); err != nil {
@@ -488,13 +487,13 @@ func (s *PagedStep) Attention(layer int, q, k, v *candle.Tensor, p flashattn.Par
 // the layer, no LSE.
 func (s *PagedStep) checkCall(op string, layer int, p flashattn.Params) error {
 	if s.closed {
-		return attnErrorf(op, candle.ErrClosed, "the step is closed")
+		return pkg.Errorf(op, candle.ErrClosed, "the step is closed")
 	}
 	if layer < 0 || layer >= s.c.cfg.Layers {
-		return attnErrorf(op, candle.ErrArgument, "layer %d of a cache of %d", layer, s.c.cfg.Layers)
+		return pkg.Errorf(op, candle.ErrArgument, "layer %d of a cache of %d", layer, s.c.cfg.Layers)
 	}
 	if p.LSE != 0 {
-		return attnErrorf(op, candle.ErrArgument, "Params.LSE is set: paged attention returns no log-sum-exp")
+		return pkg.Errorf(op, candle.ErrArgument, "Params.LSE is set: paged attention returns no log-sum-exp")
 	}
 	return nil
 }
@@ -516,18 +515,18 @@ func (s *PagedStep) AttentionQKV(layer int, qkv, cos, sin *candle.Tensor, p flas
 		return nil, err
 	}
 	if qkv == nil || cos == nil || sin == nil {
-		return nil, attnErrorf(op, candle.ErrArgument, "nil qkv, cos or sin")
+		return nil, pkg.Errorf(op, candle.ErrArgument, "nil qkv, cos or sin")
 	}
 	hkv, hd := c.cfg.KVHeads, c.cfg.HeadDim
 	qs := qkv.Shape()
 	if len(qs) != 3 || qs[0] != s.total || qs[2] != hd || qs[1] <= 2*hkv || (qs[1]-2*hkv)%hkv != 0 {
-		return nil, attnErrorf(op, candle.ErrShape, "qkv is %v: want (%d, h_q + %d, %d), h_q a multiple of %d", qs, s.total, 2*hkv, hd, hkv)
+		return nil, pkg.Errorf(op, candle.ErrShape, "qkv is %v: want (%d, h_q + %d, %d), h_q a multiple of %d", qs, s.total, 2*hkv, hd, hkv)
 	}
 	if qkv.DType() != c.dtype {
-		return nil, attnErrorf(op, candle.ErrDType, "%s operands for a %s cache: convert them with ToDType", qkv.DType(), c.dtype)
+		return nil, pkg.Errorf(op, candle.ErrDType, "%s operands for a %s cache: convert them with ToDType", qkv.DType(), c.dtype)
 	}
 	if qkv.Device() != c.dev {
-		return nil, attnErrorf(op, candle.ErrDevice, "operands on %s for a cache on %s", qkv.Device(), c.dev)
+		return nil, pkg.Errorf(op, candle.ErrDevice, "operands on %s for a cache on %s", qkv.Device(), c.dev)
 	}
 	hq := qs[1] - 2*hkv
 	if d, ok := c.dev.(*candle.HIPDevice); ok && s.nFresh == 0 {
@@ -537,7 +536,7 @@ func (s *PagedStep) AttentionQKV(layer int, qkv, cos, sin *candle.Tensor, p flas
 			// and the new keys and writes the new rows itself
 			// (flashattn.Params.Rotary), where it runs the LLM step's kernel.
 			out, err := s.attentionRotary(op, d, layer, qkv, cos, sin, hq, p)
-			if !errors.Is(err, flashattn.ErrUnsupported) {
+			if !errors.Is(err, candle.ErrUnsupported) {
 				return out, err
 			}
 		}
@@ -614,7 +613,7 @@ func (s *PagedStep) attendOne(i, layer int, q, out *candle.Tensor, p flashattn.P
 
 // attentionRotary is a decode step's AttentionQKV through
 // flashattn.Params.Rotary: q, the new keys and the values read in place
-// from qkv; flashattn.ErrUnsupported when the decode kernel does not take
+// from qkv; candle.ErrUnsupported when the decode kernel does not take
 // it (nothing launched then).
 func (s *PagedStep) attentionRotary(op string, d *candle.HIPDevice, layer int, qkv, cos, sin *candle.Tensor, hq int, p flashattn.Params) (*candle.Tensor, error) {
 	hkv := s.c.cfg.KVHeads
@@ -622,13 +621,13 @@ func (s *PagedStep) attentionRotary(op string, d *candle.HIPDevice, layer int, q
 	// Anything else goes to RoPECache, which says what is wrong with it.
 	if !cos.Shape().Equal(angles) || !sin.Shape().Equal(angles) || !cos.IsContiguous() || !sin.IsContiguous() ||
 		cos.DType() != qkv.DType() || sin.DType() != qkv.DType() || cos.Device() != qkv.Device() || sin.Device() != qkv.Device() {
-		return nil, flashattn.ErrUnsupported
+		return nil, candle.ErrUnsupported
 	}
 	var rot rotaryAngles
 	for i, x := range []*candle.Tensor{cos, sin} {
 		ptr, err := x.DevicePtr()
 		if err != nil || ptr%16 != 0 {
-			return nil, flashattn.ErrUnsupported // the kernel reads 16-byte rows
+			return nil, candle.ErrUnsupported // the kernel reads 16-byte rows
 		}
 		rot[i] = ptr
 	}
@@ -656,7 +655,7 @@ func (s *PagedStep) attentionHIP(op string, d *candle.HIPDevice, layer int, q, k
 	dt := faDTypes[c.dtype]
 	h, err := handle(d)
 	if err != nil {
-		return nil, attnErr(op, err)
+		return nil, pkg.Wrap(op, err)
 	}
 	out, err := candle.Empty(d, c.dtype, q.Shape()...)
 	if err != nil {
@@ -699,7 +698,7 @@ func (s *PagedStep) attentionHIP(op string, d *candle.HIPDevice, layer int, q, k
 		n := s.freshRows
 		vl := flashattn.Varlen{CuSeqlensQ: s.cuHost, CuSeqlensK: s.cuHost, DevCuSeqlensQ: cu, DevCuSeqlensK: cu}
 		if _, err := h.ForwardVarlen(tensor(ops[0], 0, 1, n), tensor(ops[1], 0, 1, n), tensor(ops[2], 0, 1, n), tensor(ops[3], 0, 1, n), vl, p); err != nil {
-			return fail(attnErr(op, err))
+			return fail(pkg.Wrap(op, err))
 		}
 	}
 	if s.nFresh == len(s.seqs) {
@@ -735,7 +734,7 @@ func (s *PagedStep) attentionHIP(op string, d *candle.HIPDevice, layer int, q, k
 		// views), a launch sized for MaxLen.
 		kv := flashattn.PagedKV{K: kp, V: vp, BlockTable: bt, BlockTableStride: s.btStride, DevSeqLens: sl, MaxSeqLen: s.fixed.maxLen}
 		if err := decodeFixed(h, d, tensor(ops[0], 0, s.total, 1), kv, tensor(ops[3], 0, s.total, 1), p); err != nil {
-			return fail(attnErr(op, err))
+			return fail(pkg.Wrap(op, err))
 		}
 		return out, nil
 	}
@@ -750,12 +749,12 @@ func (s *PagedStep) attentionHIP(op string, d *candle.HIPDevice, layer int, q, k
 	}
 	if s.nDecode > 0 {
 		if err := decode(0, s.nDecode, 1); err != nil {
-			return fail(attnErr(op, err))
+			return fail(pkg.Wrap(op, err))
 		}
 	}
 	for c0 := s.nDecode; s.nFresh+c0 < len(s.order); c0++ {
 		if err := decode(c0, 1, s.count[s.order[s.nFresh+c0]]); err != nil {
-			return fail(attnErr(op, err))
+			return fail(pkg.Wrap(op, err))
 		}
 	}
 	return out, nil

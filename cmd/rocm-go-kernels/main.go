@@ -1,7 +1,7 @@
-// Command rocm-go-kernels compiles candle's and flashattn's kernels ahead
-// of time into a kernel cache, for images that run on GPUs but carry no
-// hipRTC (or NVRTC): every module for every architecture named, one
-// progress line per module, then a summary.
+// Command rocm-go-kernels compiles the kernels of every package that owns
+// some (candle, flashattn, miopen) ahead of time into a kernel cache, for
+// images that run on GPUs but carry no hipRTC (or NVRTC): every module for
+// every architecture named, one progress line per module, then a summary.
 //
 //	go run ./cmd/rocm-go-kernels -arch gfx942,gfx90a,gfx1100,gfx1201 [-dir DIR] [-j N]
 //
@@ -35,7 +35,33 @@ import (
 	"github.com/rocm-go/rocm/flashattn"
 	"github.com/rocm-go/rocm/hip"
 	"github.com/rocm-go/rocm/hiprtc"
+	"github.com/rocm-go/rocm/miopen"
 )
+
+// owners are the packages that own kernels, by their folder in the
+// repository, each with its modules compiled through a cache: a package
+// with kernels is a line here (a test checks that every kernel source of
+// the repository is in a module of one).
+var owners = []struct {
+	pkg     string
+	modules func(*hiprtc.Cache) []*hiprtc.Kernels
+}{
+	{"candle", candle.KernelModules},
+	{"flashattn", flashattn.KernelModules},
+	{"miopen", miopen.KernelModules},
+}
+
+// ownerNames are the owners' packages, "candle, flashattn and miopen".
+func ownerNames() string {
+	var names []string
+	for _, o := range owners {
+		names = append(names, o.pkg)
+	}
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+}
 
 func main() {
 	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
@@ -63,7 +89,7 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 	jobs := fs.Int("j", runtime.NumCPU(), "architectures compiled at once, each in its own process")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: rocm-go-kernels -arch LIST [-dir DIR] [-j N]\n\n"+
-			"Compiles candle's and flashattn's kernels ahead of time into a kernel cache.\n\n")
+			"Compiles the kernels of %s ahead of time into a kernel cache.\n\n", ownerNames())
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -120,35 +146,39 @@ func run(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	kc, err := candle.NewKernelCache(c.dir)
+	cache, err := hiprtc.NewCache(c.dir)
 	if err != nil {
 		return err
 	}
-	defer kc.Close()
 	// With children, every module is in the cache now: this pass reads
 	// each entry back (checksummed) and counts the bytes.
 	quiet := c.jobs > 1 && len(c.archs) > 1
+	var names []string
+	var modules []*hiprtc.Kernels
+	for _, o := range owners {
+		for _, m := range o.modules(cache) {
+			names, modules = append(names, o.pkg+"/"+m.Name), append(modules, m)
+		}
+	}
 	var n int
 	var bytes int64
 	var failed []string
-	report := func(p candle.Progress) {
-		n++
-		bytes += int64(p.Bytes)
-		if p.Err != nil {
-			failed = append(failed, p.Module+" for "+p.Arch)
-			fmt.Fprintf(stdout, "%-8s %-11s failed: %v\n", p.Arch, p.Module, p.Err)
-			return
-		}
-		if !quiet {
-			fmt.Fprintln(stdout, progressLine(p))
+	var errs []error
+	for _, arch := range c.archs {
+		for i, m := range modules {
+			p := compile(cache, names[i], m, arch)
+			n++
+			bytes += int64(p.bytes)
+			if p.err != nil {
+				failed = append(failed, p.module+" for "+arch)
+				errs = append(errs, p.err)
+				fmt.Fprintf(stdout, "%-8s %-24s failed: %v\n", arch, p.module, p.err)
+			} else if !quiet {
+				fmt.Fprintln(stdout, p)
+			}
 		}
 	}
-	err = kc.CompileAll(c.archs, report)
-	if err == nil {
-		// flashattn's module shares the cache folder.
-		err = compileFlashattn(c, report)
-	}
-	if err != nil {
+	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%d of %d modules failed (%s): %w", len(failed), n, strings.Join(failed, ", "), err)
 	}
 	targets := "targets"
@@ -160,37 +190,34 @@ func run(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// compileFlashattn compiles flashattn's kernels for each arch into c.dir,
-// reporting each as CompileAll reports candle's modules.
-func compileFlashattn(c *config, progress func(candle.Progress)) error {
-	cache, err := hiprtc.NewCache(c.dir)
-	if err != nil {
-		return err
-	}
-	k := flashattn.Module(cache)
-	defer k.Close()
-	var errs []error
-	for _, arch := range c.archs {
-		before := cache.Stats().Compiles
-		start := time.Now()
-		code, err := k.Compile(arch)
-		p := candle.Progress{Module: flashattn.ModuleName, Arch: arch, Took: time.Since(start), Err: err,
-			Compiled: cache.Stats().Compiles > before}
-		if code != nil {
-			p.Bytes = len(code.Image)
-		}
-		progress(p)
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
+// progress is one module compiled (or read from the cache) for one
+// architecture: how long it took, whether it was compiled, the size of its
+// code.
+type progress struct {
+	module, arch string
+	took         time.Duration
+	compiled     bool
+	bytes        int
+	err          error
 }
 
-func progressLine(p candle.Progress) string {
+// compile compiles m for arch through cache.
+func compile(cache *hiprtc.Cache, name string, m *hiprtc.Kernels, arch string) progress {
+	before, start := cache.Stats().Compiles, time.Now()
+	code, err := m.Compile(arch)
+	p := progress{module: name, arch: arch, took: time.Since(start), compiled: cache.Stats().Compiles > before, err: err}
+	if code != nil {
+		p.bytes = len(code.Image)
+	}
+	return p
+}
+
+func (p progress) String() string {
 	how := "from the cache"
-	if p.Compiled {
+	if p.compiled {
 		how = "compiled"
 	}
-	return fmt.Sprintf("%-8s %-11s %-14s %8s  %s", p.Arch, p.Module, how, p.Took.Round(time.Millisecond), humanize.IBytes(uint64(p.Bytes)))
+	return fmt.Sprintf("%-8s %-24s %-14s %8s  %s", p.arch, p.module, how, p.took.Round(time.Millisecond), humanize.IBytes(uint64(p.bytes)))
 }
 
 // compileInChildren runs this command once per architecture, c.jobs at a

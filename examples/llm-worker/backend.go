@@ -154,9 +154,9 @@ func (b *modelBackend) Generate(ctx context.Context, r GenRequest) (<-chan GenEv
 	switch {
 	case errors.Is(err, generate.ErrQueueFull):
 		return nil, fmt.Errorf("%w: %w", ErrQueueFull, err)
-	case errors.Is(err, generate.ErrInvalidRequest):
+	case errors.Is(err, candle.ErrArgument):
 		return nil, fmt.Errorf("%w: %w", ErrBadRequest, err)
-	case errors.Is(err, generate.ErrClosed):
+	case errors.Is(err, candle.ErrClosed):
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	case err != nil:
 		return nil, err

@@ -107,6 +107,6 @@ var (
 	// closed or closing: the client gets 503.
 	ErrUnavailable = errors.New("the model is not serving")
 	// ErrBadRequest is what Generate's error wraps when the engine refuses
-	// the request itself (generate.ErrInvalidRequest): the client gets 400.
+	// the request itself (candle.ErrArgument): the client gets 400.
 	ErrBadRequest = errors.New("the engine refused the request")
 )

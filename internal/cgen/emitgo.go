@@ -157,7 +157,11 @@ func (e *emitter) errorsFile() ([]byte, error) {
 	if sp.Errors.Invalid != "" {
 		b.WriteString("\t\"fmt\"\n")
 	}
-	b.WriteString("\n\t\"github.com/rocm-go/rocm/internal/bind\"\n\t\"github.com/rocm-go/rocm/internal/dl\"\n)\n\n")
+	b.WriteString("\n")
+	if len(sp.Errors.OutOfMemory) > 0 {
+		b.WriteString("\t\"github.com/rocm-go/rocm/errs\"\n")
+	}
+	b.WriteString("\t\"github.com/rocm-go/rocm/internal/bind\"\n\t\"github.com/rocm-go/rocm/internal/dl\"\n)\n\n")
 	lib := sp.Library
 	fmt.Fprintf(&b, `// Error is a failed %[1]s call (on the NVIDIA platform, a failed %[2]s call
 // behind rocm-go's translation), or a call refused before it reached the
@@ -175,16 +179,43 @@ func (e *Error) Error() string {
 	return bind.FormatError(%[4]q, e.Op, e.Status.String(), e.Status.Description(), e.Detail, e.Err)
 }
 
+`, lib.Name, lib.NVIDIA, en.GoName, e.lib)
+	if oom := sp.Errors.OutOfMemory; len(oom) > 0 {
+		var conds []string
+		for _, o := range oom {
+			v, err := e.statusValue(o)
+			if err != nil {
+				return nil, fmt.Errorf("errors oom=: %w", err)
+			}
+			conds = append(conds, "e.Status == "+v.GoName)
+		}
+		fmt.Fprintf(&b, `
+// Is reports whether target is an *Error with the same Status (the
+// sentinels are such errors), or errs.ErrOutOfMemory for a status that
+// means the memory ran out: the kind every package above the bindings
+// gives it.
+func (e *Error) Is(target error) bool {
+	if target == errs.ErrOutOfMemory {
+		return %s
+	}
+	t, ok := target.(*Error)
+	return ok && t.Status == e.Status
+}
+`, strings.Join(conds, " || "))
+	} else {
+		b.WriteString(`
 // Is reports whether target is an *Error with the same Status: the
 // sentinels are such errors.
 func (e *Error) Is(target error) bool {
 	t, ok := target.(*Error)
 	return ok && t.Status == e.Status
 }
-
+`)
+	}
+	b.WriteString(`
 // Unwrap returns the cause, if any.
 func (e *Error) Unwrap() error { return e.Err }
-`, lib.Name, lib.NVIDIA, en.GoName, e.lib)
+`)
 
 	names, vals, err := e.sentinels()
 	if err != nil {

@@ -47,11 +47,14 @@ import (
 //	                                    returns it (device trampolines pass its
 //	                                    failure through); text=: the library's
 //	                                    function that names a status (StatusString)
-//	errors invalid=InvalidValue closed=InvalidHandle nodevice=InvalidDevice
+//	errors invalid=InvalidValue closed=InvalidHandle nodevice=InvalidDevice oom=OutOfMemory
 //	                                    the statuses of the common failures:
 //	                                    arguments refused in Go, a closed
 //	                                    handle, a device that cannot be made
-//	                                    current. Generates zerrors.go.
+//	                                    current; oom=: the out-of-memory
+//	                                    statuses (comma-separated), which
+//	                                    also match errs.ErrOutOfMemory.
+//	                                    Generates zerrors.go.
 //	sentinels all                       an ErrX for every failure status, or
 //	sentinels OutOfMemory NoBinaryForGpu=NoBinaryForGPU
 //	                                    for those named (=: another Go name)
@@ -98,9 +101,12 @@ type LibrarySpec struct {
 
 // ErrorsSpec gives the status of each common failure: Go value names
 // without the status type's prefix ("InvalidValue"); empty when the
-// package has no such failure.
+// package has no such failure. OutOfMemory lists the statuses that mean
+// the device's memory ran out: their errors match errs.ErrOutOfMemory, the
+// kind every package above the bindings gives it.
 type ErrorsSpec struct {
 	Invalid, Closed, NoDevice string
+	OutOfMemory               []string
 }
 
 // SentinelSpec is one sentinel: the status value's Go name without its
@@ -252,8 +258,10 @@ func ParseSpec(r io.Reader) (*Spec, error) {
 					s.Errors.Closed = v
 				case ok && k == "nodevice":
 					s.Errors.NoDevice = v
+				case ok && k == "oom" && v != "":
+					s.Errors.OutOfMemory = strings.Split(v, ",")
 				default:
-					return nil, bad("unknown errors option %q (invalid=, closed=, nodevice=)", o)
+					return nil, bad("unknown errors option %q (invalid=, closed=, nodevice=, oom=)", o)
 				}
 			}
 		case "sentinels":

@@ -106,3 +106,33 @@ func functionBody(src, name string) string {
 	}
 	return ""
 }
+
+var includeRE = regexp.MustCompile(`(?m)^[ \t]*#[ \t]*include[ \t]+"([^"]+)"`)
+
+// Includes follows the quoted #include lines of src through headers (a
+// module's in-memory headers, by include name) and returns the headers
+// it reaches, sorted, and each include that names none of them, as
+// "includer: name" ("" for src), sorted.
+func Includes(src string, headers map[string]string) (reached, missing []string) {
+	seen := map[string]bool{}
+	var walk func(from, text string)
+	walk = func(from, text string) {
+		for _, m := range includeRE.FindAllStringSubmatch(text, -1) {
+			name := m[1]
+			h, ok := headers[name]
+			if !ok {
+				missing = append(missing, from+": "+name)
+				continue
+			}
+			if !seen[name] {
+				seen[name] = true
+				reached = append(reached, name)
+				walk(name, h)
+			}
+		}
+	}
+	walk("", src)
+	slices.Sort(reached)
+	slices.Sort(missing)
+	return reached, missing
+}

@@ -49,3 +49,18 @@ K unknown(int n) { L(); elsewhere(n); }
 	assert.Equal(t, 3, marked)
 	assert.Equal(t, []string{"line 7: idle", "line 8: elsewhere"}, missing)
 }
+
+func TestIncludes(t *testing.T) {
+	headers := map[string]string{
+		"common.h": "#pragma once\n#include <hip/hip_runtime.h>\n",
+		"a.hip":    "#pragma once\n#include \"common.h\"\n",
+		"b.hip":    "  #  include \"a.hip\"\n#include \"gone.h\"\n// #include \"commented.h\"\n",
+		"stray.h":  "",
+	}
+	reached, missing := Includes("#include \"b.hip\"\n#include \"common.h\"\n#include \"nowhere.h\"\n", headers)
+	assert.Equal(t, []string{"a.hip", "b.hip", "common.h"}, reached, "stray.h is never included; system headers are not followed")
+	assert.Equal(t, []string{": nowhere.h", "b.hip: gone.h"}, missing)
+	reached, missing = Includes("", nil)
+	assert.Empty(t, reached)
+	assert.Empty(t, missing)
+}

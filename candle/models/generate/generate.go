@@ -21,12 +21,16 @@
 // room again. A slot is always kept free for the final event, so a
 // request's stream always ends with a Done event and a closed channel,
 // whether or not anyone reads it.
+//
+// Errors are *errs.Error (candle.Error) with errs' kinds (errs.ErrArgument
+// for a request the engine cannot run, errs.ErrClosed for an engine used
+// after Close, errs.ErrCanceled for a request whose context ended), and
+// ErrQueueFull, this package's own.
 package generate
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -34,6 +38,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/rocm-go/rocm/candle"
+	"github.com/rocm-go/rocm/errs"
 )
 
 // Model is a language model with a KV cache per sequence.
@@ -136,7 +141,7 @@ type Event struct {
 	// the prompt's length and the tokens drawn (a stop token included).
 	PromptTokens, CompletionTokens int
 	// Err is why a request failed ("error"), or was cancelled (the
-	// context's error, or ErrClosed).
+	// context's error, of kind errs.ErrCanceled, or errs.ErrClosed).
 	Err error
 }
 
@@ -155,15 +160,13 @@ type Config struct {
 	Decoder func() StreamDecoder
 }
 
-// The errors of Submit and of events.
+// pkg makes this package's errors.
+const pkg errs.Package = "generate"
+
+// The kind of error that is this package's own.
 var (
 	// ErrQueueFull: Config.MaxQueue requests are waiting; try again later.
-	ErrQueueFull = errors.New("generate: the queue is full")
-	// ErrClosed: the engine is closed.
-	ErrClosed = errors.New("generate: the engine is closed")
-	// ErrInvalidRequest: a request the engine cannot run (its error says
-	// why).
-	ErrInvalidRequest = errors.New("generate: invalid request")
+	ErrQueueFull = errors.New("the queue is full")
 )
 
 // Engine schedules requests on a model. Its methods are safe for
@@ -190,13 +193,13 @@ type Engine struct {
 // NewEngine starts an engine on m.
 func NewEngine(m Model, cfg Config) (*Engine, error) {
 	if m == nil {
-		return nil, fmt.Errorf("generate: NewEngine: nil model")
+		return nil, pkg.Errorf("NewEngine", errs.ErrArgument, "nil model")
 	}
 	if cfg.MaxBatch < 0 || cfg.MaxQueue < 0 || cfg.PrefillChunk < 0 {
-		return nil, fmt.Errorf("generate: NewEngine: MaxBatch %d, MaxQueue %d, PrefillChunk %d: want ≥ 0 (0 chooses)", cfg.MaxBatch, cfg.MaxQueue, cfg.PrefillChunk)
+		return nil, pkg.Errorf("NewEngine", errs.ErrArgument, "MaxBatch %d, MaxQueue %d, PrefillChunk %d: want ≥ 0 (0 chooses)", cfg.MaxBatch, cfg.MaxQueue, cfg.PrefillChunk)
 	}
 	if m.VocabSize() < 1 || m.ContextLength() < 2 {
-		return nil, fmt.Errorf("generate: NewEngine: a model of %d tokens and a context of %d: want ≥ 1 and ≥ 2", m.VocabSize(), m.ContextLength())
+		return nil, pkg.Errorf("NewEngine", errs.ErrArgument, "a model of %d tokens and a context of %d: want ≥ 1 and ≥ 2", m.VocabSize(), m.ContextLength())
 	}
 	if cfg.MaxBatch == 0 {
 		cfg.MaxBatch = 32
@@ -236,14 +239,15 @@ type sequence struct {
 }
 
 // Submit queues a request and returns its stream of events. It fails
-// with ErrInvalidRequest, ErrQueueFull or ErrClosed. Cancelling ctx ends
+// with errs.ErrArgument (a request the engine cannot run: the error says
+// why), ErrQueueFull or errs.ErrClosed. Cancelling ctx ends
 // the request (finish "cancelled") and frees its KV cache.
 func (e *Engine) Submit(ctx context.Context, r Request) (<-chan Event, error) {
 	if ctx == nil {
-		return nil, fmt.Errorf("%w: nil context", ErrInvalidRequest)
+		return nil, pkg.Errorf("Engine.Submit", errs.ErrArgument, "nil context")
 	}
 	if err := e.check(&r); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidRequest, err)
+		return nil, err
 	}
 	ctxLen := e.m.ContextLength()
 	s := &sequence{ctx: ctx, req: r, out: make(chan Event, 16)}
@@ -266,10 +270,10 @@ func (e *Engine) Submit(ctx context.Context, r Request) (<-chan Event, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
-		return nil, ErrClosed
+		return nil, pkg.Errorf("Engine.Submit", errs.ErrClosed, "the engine is closed")
 	}
 	if len(e.waiting) >= e.cfg.MaxQueue {
-		return nil, ErrQueueFull
+		return nil, pkg.Errorf("Engine.Submit", ErrQueueFull, "%d requests are waiting (Config.MaxQueue): try again later", len(e.waiting))
 	}
 	e.nextID++
 	s.id = e.nextID
@@ -285,48 +289,48 @@ func (e *Engine) Submit(ctx context.Context, r Request) (<-chan Event, error) {
 func (e *Engine) check(r *Request) error {
 	vocab, ctxLen := e.m.VocabSize(), e.m.ContextLength()
 	if len(r.Prompt) == 0 {
-		return fmt.Errorf("an empty prompt: want at least one token")
+		return pkg.Errorf("Engine.Submit", errs.ErrArgument, "an empty prompt: want at least one token")
 	}
 	if len(r.Prompt) >= ctxLen {
-		return fmt.Errorf("a prompt of %d tokens: the context holds %d, with room for one more", len(r.Prompt), ctxLen)
+		return pkg.Errorf("Engine.Submit", errs.ErrArgument, "a prompt of %d tokens: the context holds %d, with room for one more", len(r.Prompt), ctxLen)
 	}
 	for _, ids := range [][]int32{r.Prompt, r.StopTokens} {
 		for _, t := range ids {
 			if t < 0 || int(t) >= vocab {
-				return fmt.Errorf("token %d: want 0 to %d", t, vocab-1)
+				return pkg.Errorf("Engine.Submit", errs.ErrArgument, "token %d: want 0 to %d", t, vocab-1)
 			}
 		}
 	}
 	if r.MaxTokens < 0 {
-		return fmt.Errorf("max tokens %d: want ≥ 0 (0 is up to the context length)", r.MaxTokens)
+		return pkg.Errorf("Engine.Submit", errs.ErrArgument, "max tokens %d: want ≥ 0 (0 is up to the context length)", r.MaxTokens)
 	}
 	sp := r.Sampling
 	finite := func(v float32) bool { return !math.IsNaN(float64(v)) && !math.IsInf(float64(v), 0) }
 	switch {
 	case !finite(sp.Temperature) || sp.Temperature < 0:
-		return fmt.Errorf("temperature %v: want a finite value ≥ 0", sp.Temperature)
+		return pkg.Errorf("Engine.Submit", errs.ErrArgument, "temperature %v: want a finite value ≥ 0", sp.Temperature)
 	case sp.TopK < 0:
-		return fmt.Errorf("top-k %d: want ≥ 0", sp.TopK)
+		return pkg.Errorf("Engine.Submit", errs.ErrArgument, "top-k %d: want ≥ 0", sp.TopK)
 	case !(sp.TopP >= 0 && sp.TopP <= 1):
-		return fmt.Errorf("top-p %v: want 0 to 1", sp.TopP)
+		return pkg.Errorf("Engine.Submit", errs.ErrArgument, "top-p %v: want 0 to 1", sp.TopP)
 	case !(sp.MinP >= 0 && sp.MinP <= 1):
-		return fmt.Errorf("min-p %v: want 0 to 1", sp.MinP)
+		return pkg.Errorf("Engine.Submit", errs.ErrArgument, "min-p %v: want 0 to 1", sp.MinP)
 	case !finite(sp.RepetitionPenalty) || sp.RepetitionPenalty < 0:
-		return fmt.Errorf("repetition penalty %v: want a finite value > 0", sp.RepetitionPenalty)
+		return pkg.Errorf("Engine.Submit", errs.ErrArgument, "repetition penalty %v: want a finite value > 0", sp.RepetitionPenalty)
 	}
 	if len(r.StopStrings) > 0 && e.cfg.Decoder == nil {
-		return fmt.Errorf("stop strings need a decoder (Config.Decoder)")
+		return pkg.Errorf("Engine.Submit", errs.ErrArgument, "stop strings need a decoder (Config.Decoder)")
 	}
 	for _, s := range r.StopStrings {
 		if s == "" || !utf8.ValidString(s) {
-			return fmt.Errorf("stop string %q: want non-empty valid UTF-8", s)
+			return pkg.Errorf("Engine.Submit", errs.ErrArgument, "stop string %q: want non-empty valid UTF-8", s)
 		}
 	}
 	return nil
 }
 
 // Close stops the engine: every request still open gets a final event
-// (finish "cancelled", Err ErrClosed) and its KV cache is released. It
+// (finish "cancelled", Err of kind errs.ErrClosed) and its KV cache is released. It
 // returns once the scheduler has stopped; the model stays open.
 func (e *Engine) Close() error {
 	e.mu.Lock()
@@ -379,6 +383,9 @@ func (s *sequence) flush() {
 // finish ends a request with its final event; the caller releases its
 // cache.
 func (s *sequence) finish(reason string, err error, tokens []int32) {
+	if _, ok := err.(*errs.Error); err != nil && !ok {
+		err = pkg.Wrap("request", err) // a context's error: ErrCanceled
+	}
 	text := s.held
 	s.held = ""
 	s.send(Event{Text: text, Tokens: tokens, Done: true, FinishReason: reason, Err: err,
@@ -400,7 +407,7 @@ func (e *Engine) run() {
 			e.mu.Unlock()
 			for _, s := range append(active, waiting...) {
 				e.m.Release(s.id)
-				s.finish("cancelled", ErrClosed, nil)
+				s.finish("cancelled", pkg.Errorf("Engine.Close", errs.ErrClosed, "the engine closed before the request ended"), nil)
 			}
 			return
 		}
@@ -463,7 +470,7 @@ func (e *Engine) admit(active []*sequence) []*sequence {
 				break
 			}
 			e.waiting = e.waiting[1:]
-			s.finish("error", fmt.Errorf("%w: the request needs %d KV-cache tokens (prompt and max tokens); the model has %d free", ErrInvalidRequest, s.need, free), nil)
+			s.finish("error", pkg.Errorf("Engine.Submit", errs.ErrArgument, "the request needs %d KV-cache tokens (prompt and max tokens); the model has %d free", s.need, free), nil)
 			continue
 		}
 		e.waiting = e.waiting[1:]
@@ -563,7 +570,7 @@ func (e *Engine) forward(ids []uint64, tokens [][]int32, seqs []*sequence) (_ []
 			opts[i].Step = uint64(s.drawn)
 			if s.penalty {
 				if err := e.historySlot(s); err != nil {
-					return nil, true, fmt.Errorf("generate: sampling: %w", err)
+					return nil, true, pkg.Wrapf("Engine", err, "sampling")
 				}
 				opts[i].History, opts[i].HistorySlot = e.hist, s.slot
 			}
@@ -571,12 +578,12 @@ func (e *Engine) forward(ids []uint64, tokens [][]int32, seqs []*sequence) (_ []
 	}
 	out, err := logits.Sample(opts)
 	if err != nil {
-		return nil, true, fmt.Errorf("generate: sampling: %w", err)
+		return nil, true, pkg.Wrapf("Engine", err, "sampling")
 	}
 	defer out.Close()
 	drawn, err := candle.ToSlice[uint32](out)
 	if err != nil {
-		return nil, true, fmt.Errorf("generate: sampling: %w", err)
+		return nil, true, pkg.Wrapf("Engine", err, "sampling")
 	}
 	return drawn, true, nil
 }
@@ -604,7 +611,7 @@ func (e *Engine) historySlot(s *sequence) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("no free history slot among %d", len(e.owners))
+	return pkg.Errorf("Engine", errs.ErrArgument, "no free history slot among %d", len(e.owners))
 }
 
 // fail ends a sequence with an error.

@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rocm-go/rocm/candle"
+
+	"github.com/rocm-go/rocm/errs"
 )
 
 // fakeLM is a toy language model on the CPU: the logits of a sequence
@@ -443,7 +445,7 @@ func TestSamplingErrorFailsTheStep(t *testing.T) {
 	_, _, last := collect(t, ch)
 	assert.Equal(t, "error", last.FinishReason)
 	assert.ErrorIs(t, last.Err, candle.ErrDType)
-	assert.ErrorContains(t, last.Err, "generate: sampling")
+	assert.ErrorContains(t, last.Err, "generate: Engine: sampling: candle: Tensor.Sample")
 	f.mu.Lock()
 	assert.Empty(t, f.lens, "released")
 	assert.Equal(t, 1, f.calls, "no retry once the model took the tokens")
@@ -466,11 +468,11 @@ func TestCloseWithRequestsInFlight(t *testing.T) {
 		_, _, last := collect(t, ch)
 		assert.True(t, last.Done)
 		if last.FinishReason == "cancelled" {
-			assert.ErrorIs(t, last.Err, ErrClosed)
+			assert.ErrorIs(t, last.Err, errs.ErrClosed)
 		}
 	}
 	_, err = e.Submit(context.Background(), Request{Prompt: []int32{1}})
-	assert.ErrorIs(t, err, ErrClosed)
+	assert.ErrorIs(t, err, errs.ErrClosed)
 	require.NoError(t, e.Close(), "Close twice")
 	f.mu.Lock()
 	assert.Empty(t, f.lens, "every sequence is released")
@@ -606,7 +608,7 @@ func TestSubmitErrors(t *testing.T) {
 		{noDec, Request{Prompt: []int32{1}, StopStrings: []string{"a"}}, "need a decoder"},
 	} {
 		_, err := c.e.Submit(context.Background(), c.r)
-		assert.ErrorIs(t, err, ErrInvalidRequest, c.want)
+		assert.ErrorIs(t, err, errs.ErrArgument, c.want)
 		assert.ErrorContains(t, err, c.want)
 	}
 	_, err = NewEngine(nil, Config{})

@@ -25,4 +25,14 @@
 // device. On the CPU device each sequence's pages are gathered and
 // attended in float64: the reference the GPU is tested against, and a
 // path that runs anywhere.
+//
+// Errors are *errs.Error (candle.Error) with errs' kinds, matched through
+// candle's names (candle.ErrArgument, candle.ErrOutOfMemory, ...), and
+// nn.ErrCacheFull for a Forward whose new tokens need more KV-cache pages
+// than are free.
 package llama
+
+import "github.com/rocm-go/rocm/errs"
+
+// pkg makes this package's errors.
+const pkg errs.Package = "llama"

@@ -267,3 +267,25 @@ func TestGPUAgainstTransformers(t *testing.T) {
 		})
 	}
 }
+
+// TestGPUOutOfMemory loads a model whose KV cache (2³⁰ tokens of 256 bytes) no GPU
+// holds: the error is candle.ErrOutOfMemory, through nn's cache and
+// llama's Load, with HIP's status underneath; then the same model loads
+// with a cache that fits, so nothing of the failed load stayed behind.
+func TestGPUOutOfMemory(t *testing.T) {
+	dev := hipDevice(t)
+	dir := writeModel(t, tinySpecs["llama gqa llama3 tied"])
+	inUse := dev.MemoryStats().InUse
+	_, err := Load(dir, dev, candle.F16, Options{CacheTokens: 1 << 30, PageSize: 16})
+	require.Error(t, err)
+	assert.ErrorIs(t, err, candle.ErrOutOfMemory)
+	assert.ErrorIs(t, err, hip.ErrOutOfMemory)
+	var e *candle.Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, "llama", e.Pkg)
+	assert.Equal(t, inUse, dev.MemoryStats().InUse, "the failed load freed what it took")
+	m := load(t, dir, dev, candle.F16, Options{CacheTokens: 256, PageSize: 16})
+	x, err := m.Forward([]uint64{1}, [][]int32{{1, 2, 3}})
+	require.NoError(t, err)
+	x.Close()
+}

@@ -1,7 +1,6 @@
 package llama
 
 import (
-	"fmt"
 	"slices"
 
 	"github.com/rocm-go/rocm/candle"
@@ -107,35 +106,35 @@ func leastRecent(graphs map[int]*decodeGraph) (int, bool) {
 func (m *Model) decode(d *candle.HIPDevice, seqs []uint64, tokens [][]int32) (*candle.Tensor, error) {
 	g, err := m.decodeFor(len(seqs))
 	if err != nil {
-		return nil, fmt.Errorf("llama: Forward: %w", err)
+		return nil, pkg.Wrap("Forward", err)
 	}
 	for i, t := range tokens {
 		g.toks[i] = t[0]
 	}
 	step, err := m.cache.BeginDecode(seqs, g.toks, g.in)
 	if err != nil {
-		return nil, fmt.Errorf("llama: Forward: %w", err)
+		return nil, pkg.Wrap("Forward", err)
 	}
 	defer step.Close()
 	if !m.graphsOn {
 		logits, err := m.run(step, false)
 		if err != nil {
-			return nil, fmt.Errorf("llama: Forward: %w", err)
+			return nil, pkg.Wrap("Forward", err)
 		}
 		step.Commit()
 		return logits, nil
 	}
 	if g.graph == nil {
 		if err := m.capture(d, g, step); err != nil {
-			return nil, fmt.Errorf("llama: Forward: capturing the decode step of batch %d (Options.NoGraphs runs it op by op): %w", len(seqs), err)
+			return nil, pkg.Wrapf("Forward", err, "capturing the decode step of batch %d (Options.NoGraphs runs it op by op)", len(seqs))
 		}
 	}
 	if err := g.graph.Replay(); err != nil {
-		return nil, fmt.Errorf("llama: Forward: %w", err)
+		return nil, pkg.Wrap("Forward", err)
 	}
 	logits, err := g.logits.Copy()
 	if err != nil {
-		return nil, fmt.Errorf("llama: Forward: %w", err)
+		return nil, pkg.Wrap("Forward", err)
 	}
 	step.Commit()
 	return logits, nil

@@ -10,11 +10,6 @@ import (
 	"github.com/rocm-go/rocm/flashattn"
 )
 
-// ErrCacheFull is the error of a Forward whose new tokens need more KV
-// cache pages than are free (nn.ErrCacheFull): release finished sequences,
-// or load with a larger Options.CacheTokens.
-var ErrCacheFull = nn.ErrCacheFull
-
 // Options size what Load allocates beside the weights; zero values choose.
 type Options struct {
 	// CacheTokens is how many tokens the KV cache holds over all
@@ -186,16 +181,16 @@ func Load(dir string, dev candle.Device, dtype candle.DType, opts Options) (*Mod
 // checkLoad checks a loader's arguments.
 func checkLoad(op string, dev candle.Device, dtype candle.DType, opts Options) error {
 	if dev == nil {
-		return fmt.Errorf("llama: %s: nil device: %w", op, candle.ErrDevice)
+		return pkg.Errorf(op, candle.ErrDevice, "nil device")
 	}
 	if dtype != candle.F32 && dtype != candle.F16 && dtype != candle.BF16 {
-		return fmt.Errorf("llama: %s: %s: the model runs in f32, f16 or bf16: %w", op, dtype, candle.ErrDType)
+		return pkg.Errorf(op, candle.ErrDType, "%s: the model runs in f32, f16 or bf16", dtype)
 	}
 	if opts.CacheTokens < 0 || opts.PageSize < 0 || opts.MaxBatch < 0 {
-		return fmt.Errorf("llama: %s: options %+v: none may be negative: %w", op, opts, candle.ErrArgument)
+		return pkg.Errorf(op, candle.ErrArgument, "options %+v: none may be negative", opts)
 	}
 	if opts.MaxGraphs < 0 {
-		return fmt.Errorf("llama: %s: Options.MaxGraphs %d: want 0 (default %d) or more: %w", op, opts.MaxGraphs, DefaultMaxGraphs, candle.ErrArgument)
+		return pkg.Errorf(op, candle.ErrArgument, "Options.MaxGraphs %d: want 0 (default %d) or more", opts.MaxGraphs, DefaultMaxGraphs)
 	}
 	return nil
 }
@@ -209,11 +204,11 @@ func newModel(op string, cfg *Config, dev candle.Device, dtype candle.DType, opt
 	}
 	if err := load(m); err != nil {
 		m.Close()
-		return nil, fmt.Errorf("llama: %s: %w", op, err)
+		return nil, pkg.Wrap(op, err)
 	}
 	if err := m.allocate(opts); err != nil {
 		m.Close()
-		return nil, fmt.Errorf("llama: %s: %w", op, err)
+		return nil, pkg.Wrap(op, err)
 	}
 	return m, nil
 }
@@ -335,14 +330,14 @@ func (m *Model) allocate(opts Options) error {
 		if d, ok := m.dev.(*candle.HIPDevice); ok {
 			free, _, err := d.HIP().MemInfo()
 			if err != nil {
-				return fmt.Errorf("sizing the KV cache: %w", err)
+				return pkg.Wrapf("Load", err, "sizing the KV cache")
 			}
 			// Memory the device's pool keeps is free for the cache too.
 			budget = int64(gpuCacheFraction * float64(free+d.MemoryStats().Cached))
 		}
 		tokens = int(min(int64(tokens), budget/int64(perToken)))
 		if tokens < opts.PageSize {
-			return fmt.Errorf("the device has room for %d tokens of KV cache (%d bytes each): free memory, or set Options.CacheTokens: %w", tokens, perToken, candle.ErrOutOfMemory)
+			return pkg.Errorf("Load", candle.ErrOutOfMemory, "the device has room for %d tokens of KV cache (%d bytes each): free memory, or set Options.CacheTokens", tokens, perToken)
 		}
 	}
 	pages := (tokens + opts.PageSize - 1) / opts.PageSize
@@ -447,7 +442,7 @@ func (m *Model) Close() error {
 }
 
 func argErr(format string, args ...any) error {
-	return fmt.Errorf("llama: Forward: %s: %w", fmt.Sprintf(format, args...), candle.ErrArgument)
+	return pkg.Errorf("Forward", candle.ErrArgument, format, args...)
 }
 
 // Forward appends tokens[i] to sequence seqs[i]'s KV cache (created on
@@ -462,7 +457,7 @@ func argErr(format string, args ...any) error {
 // Every argument is checked before any work: the batch (one non-empty
 // token list per sequence, distinct ids, at most Options.MaxBatch), the
 // token ids (below VocabSize()), the context (no sequence beyond
-// ContextLength()) and the cache (ErrCacheFull when the new tokens need
+// ContextLength()) and the cache (nn.ErrCacheFull when the new tokens need
 // more pages than are free). On any error no sequence changes.
 func (m *Model) Forward(seqs []uint64, tokens [][]int32) (*candle.Tensor, error) {
 	m.mu.Lock()
@@ -500,7 +495,7 @@ func (m *Model) Logits(tokens []int32) (*candle.Tensor, error) {
 
 func (m *Model) check(seqs []uint64, tokens [][]int32) error {
 	if m.closed {
-		return fmt.Errorf("llama: Forward: the model is closed: %w", candle.ErrClosed)
+		return pkg.Errorf("Forward", candle.ErrClosed, "the model is closed")
 	}
 	if len(seqs) == 0 || len(seqs) != len(tokens) {
 		return argErr("%d sequences and %d token lists: want one token list per sequence, at least one", len(seqs), len(tokens))
@@ -615,12 +610,12 @@ func (f *fwd) timesWith(x *candle.Tensor, w *linear, o candle.QMatmulOptions) *c
 func (m *Model) forward(seqs []uint64, tokens [][]int32, all, commit bool) (*candle.Tensor, error) {
 	step, err := m.cache.Begin(seqs, tokens)
 	if err != nil {
-		return nil, fmt.Errorf("llama: Forward: %w", err)
+		return nil, pkg.Wrap("Forward", err)
 	}
 	defer step.Close()
 	logits, err := m.run(step, all)
 	if err != nil {
-		return nil, fmt.Errorf("llama: Forward: %w", err)
+		return nil, pkg.Wrap("Forward", err)
 	}
 	if commit {
 		step.Commit()

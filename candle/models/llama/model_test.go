@@ -188,7 +188,7 @@ func TestCacheFullAndContext(t *testing.T) {
 	assert.Equal(t, 12, m.CacheTokensFree())
 
 	_, err = m.Forward([]uint64{1, 2}, [][]int32{{1}, randomTokens(r, 16, s.Vocab)})
-	assert.ErrorIs(t, err, ErrCacheFull)
+	assert.ErrorIs(t, err, nn.ErrCacheFull)
 	assert.ErrorContains(t, err, "release finished sequences")
 	assert.Equal(t, 12, m.CacheTokensFree(), "a refused step changes nothing")
 	n, _ := m.cache.Len(1)
