@@ -31,6 +31,7 @@ package generate
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -108,9 +109,10 @@ type Request struct {
 	// Prompt is the token ids to continue; at least one, fewer than the
 	// model's context length.
 	Prompt []int32
-	// MaxTokens bounds the completion (finish "length"); 0 is up to the
-	// context length. The scheduler reserves KV-cache room for the prompt
-	// and MaxTokens before it starts a request.
+	// MaxTokens bounds the completion (finish "length"); 0 is as many as
+	// the context leaves after the prompt, and more than that is refused
+	// (ErrContextLength), never cut short. The scheduler reserves KV-cache
+	// room for the prompt and MaxTokens before it starts a request.
 	MaxTokens int
 	// Sampling are the sampling settings.
 	Sampling Sampling
@@ -163,10 +165,13 @@ type Config struct {
 // pkg makes this package's errors.
 const pkg errs.Package = "generate"
 
-// The kind of error that is this package's own.
+// The kinds of error that are this package's own.
 var (
 	// ErrQueueFull: Config.MaxQueue requests are waiting; try again later.
 	ErrQueueFull = errors.New("the queue is full")
+	// ErrContextLength: a request that does not fit the model's context
+	// (Check): shorten the prompt or ask for fewer tokens.
+	ErrContextLength = errors.New("longer than the context")
 )
 
 // Engine schedules requests on a model. Its methods are safe for
@@ -239,8 +244,8 @@ type sequence struct {
 }
 
 // Submit queues a request and returns its stream of events. It fails
-// with errs.ErrArgument (a request the engine cannot run: the error says
-// why), ErrQueueFull or errs.ErrClosed. Cancelling ctx ends
+// with Check's errors (errs.ErrArgument, ErrContextLength), ErrQueueFull
+// or errs.ErrClosed. Cancelling ctx ends
 // the request (finish "cancelled") and frees its KV cache.
 func (e *Engine) Submit(ctx context.Context, r Request) (<-chan Event, error) {
 	if ctx == nil {
@@ -252,7 +257,7 @@ func (e *Engine) Submit(ctx context.Context, r Request) (<-chan Event, error) {
 	ctxLen := e.m.ContextLength()
 	s := &sequence{ctx: ctx, req: r, out: make(chan Event, 16)}
 	s.maxTokens = r.MaxTokens
-	if s.maxTokens == 0 || s.maxTokens > ctxLen-len(r.Prompt) {
+	if s.maxTokens == 0 {
 		s.maxTokens = ctxLen - len(r.Prompt)
 	}
 	s.need = len(r.Prompt) + s.maxTokens
@@ -285,46 +290,72 @@ func (e *Engine) Submit(ctx context.Context, r Request) (<-chan Event, error) {
 	return s.out, nil
 }
 
-// check validates a request against the model.
-func (e *Engine) check(r *Request) error {
-	vocab, ctxLen := e.m.VocabSize(), e.m.ContextLength()
+// Check reports what is wrong with a request for a model of vocab token
+// ids and a context of contextLength tokens, as Submit does before it
+// queues one: nil, or an *errs.Error whose Field names the request's
+// field ("Prompt", "MaxTokens", "Sampling.TopP", ...) and whose Detail says
+// what to change. Its kind is ErrContextLength when the request does not
+// fit the context (a prompt of contextLength tokens or more, or a prompt
+// and MaxTokens beyond it: MaxTokens is never cut short), errs.ErrArgument
+// otherwise. MaxTokens 0 asks for as many tokens as the context leaves.
+func Check(r Request, vocab, contextLength int) error {
+	bad := func(field string, kind error, format string, args ...any) error {
+		return &errs.Error{Pkg: string(pkg), Op: "Check", Kind: kind, Field: field, Detail: fmt.Sprintf(format, args...)}
+	}
 	if len(r.Prompt) == 0 {
-		return pkg.Errorf("Engine.Submit", errs.ErrArgument, "an empty prompt: want at least one token")
+		return bad("Prompt", errs.ErrArgument, "an empty prompt: want at least one token")
 	}
-	if len(r.Prompt) >= ctxLen {
-		return pkg.Errorf("Engine.Submit", errs.ErrArgument, "a prompt of %d tokens: the context holds %d, with room for one more", len(r.Prompt), ctxLen)
+	if len(r.Prompt) >= contextLength {
+		return bad("Prompt", ErrContextLength, "the prompt is %d tokens and this model's context is %d: shorten it", len(r.Prompt), contextLength)
 	}
-	for _, ids := range [][]int32{r.Prompt, r.StopTokens} {
-		for _, t := range ids {
+	for _, f := range []struct {
+		name string
+		ids  []int32
+	}{{"Prompt", r.Prompt}, {"StopTokens", r.StopTokens}} {
+		for i, t := range f.ids {
 			if t < 0 || int(t) >= vocab {
-				return pkg.Errorf("Engine.Submit", errs.ErrArgument, "token %d: want 0 to %d", t, vocab-1)
+				return bad(f.name, errs.ErrArgument, "token id %d at %d: want 0 to %d, below the vocabulary size %d", t, i, vocab-1, vocab)
 			}
 		}
 	}
-	if r.MaxTokens < 0 {
-		return pkg.Errorf("Engine.Submit", errs.ErrArgument, "max tokens %d: want ≥ 0 (0 is up to the context length)", r.MaxTokens)
+	room := contextLength - len(r.Prompt)
+	switch {
+	case r.MaxTokens < 0:
+		return bad("MaxTokens", errs.ErrArgument, "%d tokens to generate: want at least 1, or 0 for as many as the context leaves (%d)", r.MaxTokens, room)
+	case r.MaxTokens > room:
+		return bad("MaxTokens", ErrContextLength, "%d tokens to generate is more than the context leaves: the model's context is %d tokens and the prompt is %d, so at most %d",
+			r.MaxTokens, contextLength, len(r.Prompt), room)
 	}
 	sp := r.Sampling
 	finite := func(v float32) bool { return !math.IsNaN(float64(v)) && !math.IsInf(float64(v), 0) }
 	switch {
 	case !finite(sp.Temperature) || sp.Temperature < 0:
-		return pkg.Errorf("Engine.Submit", errs.ErrArgument, "temperature %v: want a finite value ≥ 0", sp.Temperature)
+		return bad("Sampling.Temperature", errs.ErrArgument, "temperature %v: want a finite value ≥ 0", sp.Temperature)
 	case sp.TopK < 0:
-		return pkg.Errorf("Engine.Submit", errs.ErrArgument, "top-k %d: want ≥ 0", sp.TopK)
+		return bad("Sampling.TopK", errs.ErrArgument, "top-k %d: want ≥ 0", sp.TopK)
 	case !(sp.TopP >= 0 && sp.TopP <= 1):
-		return pkg.Errorf("Engine.Submit", errs.ErrArgument, "top-p %v: want 0 to 1", sp.TopP)
+		return bad("Sampling.TopP", errs.ErrArgument, "top-p %v: want 0 to 1", sp.TopP)
 	case !(sp.MinP >= 0 && sp.MinP <= 1):
-		return pkg.Errorf("Engine.Submit", errs.ErrArgument, "min-p %v: want 0 to 1", sp.MinP)
+		return bad("Sampling.MinP", errs.ErrArgument, "min-p %v: want 0 to 1", sp.MinP)
 	case !finite(sp.RepetitionPenalty) || sp.RepetitionPenalty < 0:
-		return pkg.Errorf("Engine.Submit", errs.ErrArgument, "repetition penalty %v: want a finite value > 0", sp.RepetitionPenalty)
-	}
-	if len(r.StopStrings) > 0 && e.cfg.Decoder == nil {
-		return pkg.Errorf("Engine.Submit", errs.ErrArgument, "stop strings need a decoder (Config.Decoder)")
+		return bad("Sampling.RepetitionPenalty", errs.ErrArgument, "repetition penalty %v: want a finite value > 0", sp.RepetitionPenalty)
 	}
 	for _, s := range r.StopStrings {
 		if s == "" || !utf8.ValidString(s) {
-			return pkg.Errorf("Engine.Submit", errs.ErrArgument, "stop string %q: want non-empty valid UTF-8", s)
+			return bad("StopStrings", errs.ErrArgument, "stop string %q: want non-empty valid UTF-8", s)
 		}
+	}
+	return nil
+}
+
+// check validates a request against the model and the engine.
+func (e *Engine) check(r *Request) error {
+	if err := Check(*r, e.m.VocabSize(), e.m.ContextLength()); err != nil {
+		return pkg.Wrap("Engine.Submit", err)
+	}
+	if len(r.StopStrings) > 0 && e.cfg.Decoder == nil {
+		return &errs.Error{Pkg: string(pkg), Op: "Engine.Submit", Kind: errs.ErrArgument, Field: "StopStrings",
+			Detail: "stop strings need a decoder (Config.Decoder)"}
 	}
 	return nil
 }

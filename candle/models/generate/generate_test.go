@@ -593,24 +593,35 @@ func TestSubmitErrors(t *testing.T) {
 	defer noDec.Close()
 	long := make([]int32, 256)
 	for _, c := range []struct {
-		e    *Engine
-		r    Request
-		want string
+		e           *Engine
+		r           Request
+		kind        error
+		field, want string
 	}{
-		{e, Request{}, "empty prompt"},
-		{e, Request{Prompt: long}, "a prompt of 256 tokens"},
-		{e, Request{Prompt: []int32{40}}, "token 40: want 0 to 39"},
-		{e, Request{Prompt: []int32{1}, StopTokens: []int32{-1}}, "token -1"},
-		{e, Request{Prompt: []int32{1}, MaxTokens: -1}, "max tokens -1"},
-		{e, Request{Prompt: []int32{1}, Sampling: Sampling{Temperature: -1}}, "temperature -1"},
-		{e, Request{Prompt: []int32{1}, Sampling: Sampling{TopP: 2}}, "top-p 2"},
-		{e, Request{Prompt: []int32{1}, StopStrings: []string{""}}, "stop string"},
-		{noDec, Request{Prompt: []int32{1}, StopStrings: []string{"a"}}, "need a decoder"},
+		{e, Request{}, errs.ErrArgument, "Prompt", "empty prompt"},
+		{e, Request{Prompt: long}, ErrContextLength, "Prompt", "the prompt is 256 tokens and this model's context is 256"},
+		{e, Request{Prompt: []int32{40}}, errs.ErrArgument, "Prompt", "token id 40 at 0: want 0 to 39"},
+		{e, Request{Prompt: []int32{1}, StopTokens: []int32{-1}}, errs.ErrArgument, "StopTokens", "token id -1 at 0"},
+		{e, Request{Prompt: []int32{1}, MaxTokens: -1}, errs.ErrArgument, "MaxTokens", "-1 tokens to generate"},
+		{e, Request{Prompt: []int32{1}, MaxTokens: 256}, ErrContextLength, "MaxTokens", "so at most 255"},
+		{e, Request{Prompt: []int32{1}, Sampling: Sampling{Temperature: -1}}, errs.ErrArgument, "Sampling.Temperature", "temperature -1"},
+		{e, Request{Prompt: []int32{1}, Sampling: Sampling{TopP: 2}}, errs.ErrArgument, "Sampling.TopP", "top-p 2"},
+		{e, Request{Prompt: []int32{1}, StopStrings: []string{""}}, errs.ErrArgument, "StopStrings", "stop string"},
+		{noDec, Request{Prompt: []int32{1}, StopStrings: []string{"a"}}, errs.ErrArgument, "StopStrings", "need a decoder"},
 	} {
 		_, err := c.e.Submit(context.Background(), c.r)
-		assert.ErrorIs(t, err, errs.ErrArgument, c.want)
+		assert.ErrorIs(t, err, c.kind, c.want)
 		assert.ErrorContains(t, err, c.want)
+		var ge *errs.Error
+		if assert.ErrorAs(t, err, &ge, c.want) {
+			assert.Equal(t, c.field, ge.Field, c.want)
+		}
+		if c.e == e {
+			assert.Error(t, Check(c.r, f.VocabSize(), f.ContextLength()), "Check refuses it as Submit does: %s", c.want)
+		}
 	}
+	assert.NoError(t, Check(Request{Prompt: []int32{1}, MaxTokens: 255}, 40, 256), "the whole context")
+	assert.NoError(t, Check(Request{Prompt: []int32{1}}, 40, 256), "0 is what the context leaves")
 	_, err = NewEngine(nil, Config{})
 	assert.Error(t, err)
 	_, err = NewEngine(f, Config{MaxBatch: -1})
