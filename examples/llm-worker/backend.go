@@ -138,37 +138,12 @@ func (b *modelBackend) Encode(text string, addSpecial bool) ([]int32, error) {
 	return b.tok.Encode(text, addSpecial)
 }
 
-func (b *modelBackend) ApplyChatTemplate(msgs []ChatMessage, addGenerationPrompt bool) (string, error) {
-	tm := make([]tokenizer.Message, len(msgs))
-	for i, m := range msgs {
-		tm[i] = tokenizer.Message{Role: m.Role, Content: m.Content}
-	}
-	return b.tok.ApplyChatTemplate(tm, addGenerationPrompt)
+func (b *modelBackend) ApplyChatTemplate(msgs []tokenizer.Message, addGenerationPrompt bool) (string, error) {
+	return b.tok.ApplyChatTemplate(msgs, addGenerationPrompt)
 }
 
-func (b *modelBackend) Generate(ctx context.Context, r GenRequest) (<-chan GenEvent, error) {
-	in, err := b.engine.Submit(ctx, generate.Request{
-		Prompt: r.Prompt, MaxTokens: r.MaxTokens, StopTokens: r.StopTokens, StopStrings: r.StopStrings,
-		Sampling: generate.Sampling(r.Sampling),
-	})
-	switch {
-	case errors.Is(err, generate.ErrQueueFull):
-		return nil, fmt.Errorf("%w: %w", ErrQueueFull, err)
-	case errors.Is(err, candle.ErrArgument):
-		return nil, fmt.Errorf("%w: %w", ErrBadRequest, err)
-	case errors.Is(err, candle.ErrClosed):
-		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
-	case err != nil:
-		return nil, err
-	}
-	out := make(chan GenEvent, cap(in))
-	go func() {
-		defer close(out)
-		for ev := range in {
-			out <- GenEvent(ev)
-		}
-	}()
-	return out, nil
+func (b *modelBackend) Generate(ctx context.Context, r generate.Request) (<-chan generate.Event, error) {
+	return b.engine.Submit(ctx, r)
 }
 
 // Close stops the engine (every open request gets its final event), then

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"io"
 	"path/filepath"
 	"testing"
@@ -11,9 +10,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rocm-go/rocm/candle"
+	"github.com/rocm-go/rocm/candle/models/generate"
+	"github.com/rocm-go/rocm/errs"
 	"github.com/rocm-go/rocm/hip"
 	"github.com/rocm-go/rocm/internal/mkmodel"
 	"github.com/rocm-go/rocm/internal/testenv"
+	"github.com/rocm-go/rocm/tokenizer"
 )
 
 // TestRealBackendOnCPU runs the real backend on a small random model:
@@ -47,7 +49,7 @@ func testRealBackend(t *testing.T, device, wantDType string) {
 	assert.Positive(t, info.CacheTokens)
 	assert.NotEmpty(t, b.EOS())
 
-	text, err := b.ApplyChatTemplate([]ChatMessage{{Role: "user", Content: "Hello, GPU!"}}, true)
+	text, err := b.ApplyChatTemplate([]tokenizer.Message{{Role: "user", Content: "Hello, GPU!"}}, true)
 	require.NoError(t, err)
 	ids, err := b.Encode(text, false)
 	require.NoError(t, err)
@@ -57,11 +59,11 @@ func testRealBackend(t *testing.T, device, wantDType string) {
 	}
 
 	run := func() ([]int32, string) {
-		ch, err := b.Generate(context.Background(), GenRequest{Prompt: ids, MaxTokens: 12})
+		ch, err := b.Generate(context.Background(), generate.Request{Prompt: ids, MaxTokens: 12})
 		require.NoError(t, err)
 		var toks []int32
 		var text string
-		var last GenEvent
+		var last generate.Event
 		for ev := range ch {
 			toks = append(toks, ev.Tokens...)
 			text += ev.Text
@@ -79,11 +81,11 @@ func testRealBackend(t *testing.T, device, wantDType string) {
 	assert.Equal(t, t1, t2, "greedy is deterministic")
 	assert.Equal(t, s1, s2)
 
-	_, err = b.Generate(context.Background(), GenRequest{Prompt: nil, MaxTokens: 4})
-	assert.True(t, errors.Is(err, ErrBadRequest), "an empty prompt: %v", err)
+	_, err = b.Generate(context.Background(), generate.Request{Prompt: nil, MaxTokens: 4})
+	assert.ErrorIs(t, err, errs.ErrArgument, "an empty prompt")
 	require.NoError(t, b.Close())
-	_, err = b.Generate(context.Background(), GenRequest{Prompt: ids, MaxTokens: 4})
-	assert.True(t, errors.Is(err, ErrUnavailable), "after Close: %v", err)
+	_, err = b.Generate(context.Background(), generate.Request{Prompt: ids, MaxTokens: 4})
+	assert.ErrorIs(t, err, errs.ErrClosed, "after Close")
 }
 
 // TestGGUFBackendOnCPU serves the same model from one GGUF file: the
@@ -102,11 +104,11 @@ func TestGGUFBackendOnCPU(t *testing.T) {
 		b, err := openBackend(LoadOptions{Dir: model, Device: "cpu", DType: "auto", MaxBatch: 2, MaxQueue: 2})
 		require.NoError(t, err)
 		defer b.Close()
-		text, err := b.ApplyChatTemplate([]ChatMessage{{Role: "user", Content: "Hello, GPU!"}}, true)
+		text, err := b.ApplyChatTemplate([]tokenizer.Message{{Role: "user", Content: "Hello, GPU!"}}, true)
 		require.NoError(t, err)
 		ids, err := b.Encode(text, false)
 		require.NoError(t, err)
-		ch, err := b.Generate(context.Background(), GenRequest{Prompt: ids, MaxTokens: 8})
+		ch, err := b.Generate(context.Background(), generate.Request{Prompt: ids, MaxTokens: 8})
 		require.NoError(t, err)
 		var toks []int32
 		for ev := range ch {

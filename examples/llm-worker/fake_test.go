@@ -10,6 +10,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/rocm-go/rocm/candle/models/generate"
+	"github.com/rocm-go/rocm/errs"
+	"github.com/rocm-go/rocm/tokenizer"
 )
 
 // fakeBackend is a Backend that tokenizes by words and generates a fixed
@@ -24,7 +28,7 @@ type fakeBackend struct {
 	closed        atomic.Bool
 
 	mu         sync.Mutex
-	reqs       []GenRequest
+	reqs       []generate.Request
 	active     atomic.Int32
 	cancelled  atomic.Int32
 	closeCalls atomic.Int32
@@ -65,7 +69,7 @@ func (f *fakeBackend) Encode(text string, addSpecial bool) ([]int32, error) {
 	return ids, nil
 }
 
-func (f *fakeBackend) ApplyChatTemplate(msgs []ChatMessage, addGenerationPrompt bool) (string, error) {
+func (f *fakeBackend) ApplyChatTemplate(msgs []tokenizer.Message, addGenerationPrompt bool) (string, error) {
 	var b strings.Builder
 	b.WriteString("<s> ")
 	for _, m := range msgs {
@@ -90,28 +94,31 @@ func (f *fakeBackend) Close() error {
 	return nil
 }
 
-func (f *fakeBackend) requests() []GenRequest {
+func (f *fakeBackend) requests() []generate.Request {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.reqs)
 }
 
-func (f *fakeBackend) Generate(ctx context.Context, r GenRequest) (<-chan GenEvent, error) {
+func (f *fakeBackend) Generate(ctx context.Context, r generate.Request) (<-chan generate.Event, error) {
 	if f.closed.Load() {
-		return nil, fmt.Errorf("fake engine: %w", ErrUnavailable)
+		return nil, fmt.Errorf("fake engine: %w", errs.ErrClosed)
+	}
+	if err := generate.Check(r, f.vocab, f.ctxLen); err != nil {
+		return nil, err // the engine's policy, as Submit applies it
 	}
 	if f.slots != nil {
 		select {
 		case f.slots <- struct{}{}:
 		default:
-			return nil, fmt.Errorf("fake engine: %w", ErrQueueFull)
+			return nil, fmt.Errorf("fake engine: %w", generate.ErrQueueFull)
 		}
 	}
 	f.mu.Lock()
 	f.reqs = append(f.reqs, r)
 	f.mu.Unlock()
 	f.active.Add(1)
-	ch := make(chan GenEvent)
+	ch := make(chan generate.Event)
 	go func() {
 		defer close(ch)
 		defer f.active.Add(-1)
@@ -121,7 +128,7 @@ func (f *fakeBackend) Generate(ctx context.Context, r GenRequest) (<-chan GenEve
 		f.started <- struct{}{}
 		n := 0
 		end := func(reason string, err error) {
-			ch <- GenEvent{Done: true, FinishReason: reason, Err: err, PromptTokens: len(r.Prompt), CompletionTokens: n}
+			ch <- generate.Event{Done: true, FinishReason: reason, Err: err, PromptTokens: len(r.Prompt), CompletionTokens: n}
 		}
 		for n < r.MaxTokens {
 			select {
@@ -142,7 +149,7 @@ func (f *fakeBackend) Generate(ctx context.Context, r GenRequest) (<-chan GenEve
 			}
 			n++
 			select {
-			case ch <- GenEvent{Text: piece, Tokens: []int32{f.word(piece)}}:
+			case ch <- generate.Event{Text: piece, Tokens: []int32{f.word(piece)}}:
 			case <-ctx.Done():
 				f.cancelled.Add(1)
 				end("cancelled", nil)

@@ -32,6 +32,7 @@ import (
 
 	"github.com/dustin/go-humanize"
 
+	"github.com/rocm-go/rocm/candle/models/generate"
 	"github.com/rocm-go/rocm/candle/models/llama"
 )
 
@@ -424,11 +425,11 @@ func warmUp(ctx context.Context, b Backend, log *slog.Logger) error {
 	if len(ids) == 0 || len(ids) >= b.ContextLength() {
 		return fmt.Errorf("the warm-up prompt is %d tokens for a context of %d", len(ids), b.ContextLength())
 	}
-	events, err := b.Generate(ctx, GenRequest{Prompt: ids, MaxTokens: min(8, b.ContextLength()-len(ids))})
+	events, err := b.Generate(ctx, generate.Request{Prompt: ids, MaxTokens: min(8, b.ContextLength()-len(ids))})
 	if err != nil {
 		return err
 	}
-	var last GenEvent
+	var last generate.Event
 	for ev := range events {
 		if ev.Done || ev.Err != nil {
 			last = ev

@@ -2,13 +2,15 @@ package main
 
 import (
 	"context"
-	"errors"
+
+	"github.com/rocm-go/rocm/candle/models/generate"
+	"github.com/rocm-go/rocm/tokenizer"
 )
 
-// The worker's HTTP layer sees the model only through Backend. Its types
-// mirror the contract of the LLM packages (tokenizer, candle/models/llama,
-// candle/models/generate) field for field, so that backend.go, the adapter
-// to the real packages, is a plain mapping.
+// The worker's HTTP layer sees the model only through Backend, which
+// speaks the LLM packages' own types (tokenizer.Message, generate.Request,
+// generate.Event) and errors, so that backend.go, the adapter to the real
+// packages, holds no mapping.
 
 // Backend is a loaded model with its tokenizer and generation engine.
 // Every method is safe for concurrent use.
@@ -27,53 +29,20 @@ type Backend interface {
 	// addGenerationPrompt is set. The text already holds the special
 	// tokens the template writes (BOS included): encode it without adding
 	// them again.
-	ApplyChatTemplate(msgs []ChatMessage, addGenerationPrompt bool) (string, error)
-	// Generate queues a request and returns its events. The channel ends
-	// with one event whose Done is set, and is then closed. When ctx is
-	// cancelled the generation stops soon, releases its KV cache and ends
-	// with FinishReason "cancelled". A full queue is an error that wraps
-	// ErrQueueFull; a backend that no longer takes work returns an error
-	// that wraps ErrUnavailable.
-	Generate(ctx context.Context, r GenRequest) (<-chan GenEvent, error)
+	ApplyChatTemplate(msgs []tokenizer.Message, addGenerationPrompt bool) (string, error)
+	// Generate queues a request and returns its events, as
+	// generate.Engine.Submit does: the channel ends with one event whose
+	// Done is set, and is then closed; when ctx is cancelled the
+	// generation stops soon, releases its KV cache and ends with
+	// FinishReason "cancelled". Its errors are the engine's:
+	// generate.Check's (errs.ErrArgument, generate.ErrContextLength: the
+	// client gets 400), generate.ErrQueueFull (429 and Retry-After) and
+	// errs.ErrClosed (503: the engine no longer takes work).
+	Generate(ctx context.Context, r generate.Request) (<-chan generate.Event, error)
 	// Info describes the loaded model for logs, /health and heartbeats.
 	Info() BackendInfo
 	// Close stops the engine and frees the model.
 	Close() error
-}
-
-// ChatMessage is one turn of a conversation (tokenizer.Message).
-type ChatMessage struct{ Role, Content string }
-
-// Sampling mirrors generate.Sampling: zero values mean off, and a zero
-// Seed a random one.
-type Sampling struct {
-	Temperature       float32 // 0: greedy
-	TopK              int
-	TopP              float32
-	MinP              float32
-	RepetitionPenalty float32
-	Seed              uint64
-}
-
-// GenRequest mirrors generate.Request.
-type GenRequest struct {
-	Prompt      []int32
-	MaxTokens   int
-	Sampling    Sampling
-	StopTokens  []int32
-	StopStrings []string
-}
-
-// GenEvent mirrors generate.Event: the text and token ids that became
-// complete, and on the last event Done with the finish reason ("stop",
-// "length", "cancelled", "error") and the token counts.
-type GenEvent struct {
-	Text                           string
-	Tokens                         []int32
-	Done                           bool
-	FinishReason                   string
-	PromptTokens, CompletionTokens int
-	Err                            error
 }
 
 // BackendInfo describes a loaded model.
@@ -98,15 +67,3 @@ type LoadOptions struct {
 
 // OpenFunc loads a model and starts its engine.
 type OpenFunc func(o LoadOptions) (Backend, error)
-
-var (
-	// ErrQueueFull is what Generate's error wraps when the engine's queue
-	// is full (generate.ErrQueueFull): the client gets 429 and Retry-After.
-	ErrQueueFull = errors.New("the request queue is full")
-	// ErrUnavailable is what Generate's error wraps when the engine is
-	// closed or closing: the client gets 503.
-	ErrUnavailable = errors.New("the model is not serving")
-	// ErrBadRequest is what Generate's error wraps when the engine refuses
-	// the request itself (candle.ErrArgument): the client gets 400.
-	ErrBadRequest = errors.New("the engine refused the request")
-)

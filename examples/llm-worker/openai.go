@@ -8,10 +8,13 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/rocm-go/rocm/candle/models/generate"
+	"github.com/rocm-go/rocm/tokenizer"
 )
 
 // OpenAI's request and response formats, and the checks that turn a
-// request into a GenRequest or a 4xx error.
+// request into a generate.Request or a 4xx error.
 
 // apiError is an error a client gets, in OpenAI's shape:
 // {"error": {"message", "type", "param", "code"}}.
@@ -255,7 +258,7 @@ type contentPart struct {
 }
 
 // parseMessages reads messages.
-func parseMessages(m json.RawMessage) ([]ChatMessage, *apiError) {
+func parseMessages(m json.RawMessage) ([]tokenizer.Message, *apiError) {
 	if rawIsNull(m) {
 		return nil, badRequest("messages", "messages is missing")
 	}
@@ -269,7 +272,7 @@ func parseMessages(m json.RawMessage) ([]ChatMessage, *apiError) {
 	if len(in) > maxMessages {
 		return nil, badRequest("messages", "messages: %d messages, at most %d", len(in), maxMessages)
 	}
-	out := make([]ChatMessage, len(in))
+	out := make([]tokenizer.Message, len(in))
 	for i, msg := range in {
 		param := fmt.Sprintf("messages[%d]", i)
 		switch msg.Role {
@@ -285,7 +288,7 @@ func parseMessages(m json.RawMessage) ([]ChatMessage, *apiError) {
 		if err != nil {
 			return nil, badRequest(param+".content", "%s.content: %s", param, err.Message)
 		}
-		out[i] = ChatMessage{Role: msg.Role, Content: text}
+		out[i] = tokenizer.Message{Role: msg.Role, Content: text}
 	}
 	return out, nil
 }
@@ -318,8 +321,8 @@ const seedZero = 0x9e3779b97f4a7c15
 
 // sampling checks the sampling fields and maps them to the engine's
 // settings (OpenAI's defaults: temperature 1, top_p 1).
-func (p *samplingParams) sampling() (Sampling, *apiError) {
-	var s Sampling
+func (p *samplingParams) sampling() (generate.Sampling, *apiError) {
+	var s generate.Sampling
 	s.Temperature = 1
 	if p.Temperature != nil {
 		t := *p.Temperature
@@ -407,30 +410,22 @@ func (p *samplingParams) unsupported() *apiError {
 	return nil
 }
 
-// maxTokens is the request's completion budget: max_completion_tokens,
-// else max_tokens, else def; none may exceed what the context leaves after
-// the prompt.
-func (p *samplingParams) maxTokens(promptLen, contextLen, def int) (int, *apiError) {
+// maxTokens is the request's completion budget and the parameter that
+// set it: max_completion_tokens, else max_tokens, else def cut to what the
+// context leaves after the prompt. A budget the context cannot hold is
+// generate.Check's to refuse, as the engine does.
+func (p *samplingParams) maxTokens(promptLen, contextLen, def int) (int, string, *apiError) {
 	param, v := "max_tokens", p.MaxTokens
 	if p.MaxCompletionTokens != nil {
 		param, v = "max_completion_tokens", p.MaxCompletionTokens
 	}
-	if promptLen >= contextLen {
-		return 0, badRequest("prompt", "the prompt is %d tokens and this model's context is %d: shorten it", promptLen, contextLen).
-			withCode("context_length_exceeded")
-	}
-	room := contextLen - promptLen
 	if v == nil {
-		return min(def, room), nil
+		return max(min(def, contextLen-promptLen), 1), param, nil
 	}
 	if *v <= 0 {
-		return 0, badRequest(param, "%s %d: want at least 1", param, *v)
+		return 0, param, badRequest(param, "%s %d: want at least 1", param, *v)
 	}
-	if *v > room {
-		return 0, badRequest(param, "%s %d is more than the context leaves: the model's context is %d tokens and the prompt is %d, so at most %d",
-			param, *v, contextLen, promptLen, room).withCode("context_length_exceeded")
-	}
-	return *v, nil
+	return *v, param, nil
 }
 
 // usage is the token counts of a response.

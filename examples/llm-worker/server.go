@@ -16,6 +16,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/rocm-go/rocm/candle/models/generate"
+	"github.com/rocm-go/rocm/errs"
 )
 
 // ServerConfig is what the HTTP layer needs besides the backend.
@@ -253,7 +256,8 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 // job is a checked generation request.
 type job struct {
 	id           string
-	req          GenRequest
+	req          generate.Request
+	maxParam     string // the parameter that set req.MaxTokens
 	stream       bool
 	includeUsage bool
 	format       formatter
@@ -269,27 +273,23 @@ type formatter interface {
 }
 
 // common checks the fields both endpoints share once the prompt's tokens
-// are known, and fills the engine request.
-func (s *Server) common(b Backend, p *samplingParams, ids []int32) (GenRequest, *apiError) {
-	vocab := b.VocabSize()
-	for i, id := range ids {
-		if int(id) >= vocab {
-			return GenRequest{}, badRequest("prompt", "prompt: token id %d at %d is not below the vocabulary size %d", id, i, vocab)
-		}
-	}
-	maxTok, aerr := p.maxTokens(len(ids), b.ContextLength(), s.cfg.MaxTokensDefault)
+// are known, and fills the engine request; what the request asks of the
+// model (token ids, the context) generate.Check judges when the engine
+// takes it.
+func (s *Server) common(b Backend, p *samplingParams, ids []int32) (*job, *apiError) {
+	maxTok, maxParam, aerr := p.maxTokens(len(ids), b.ContextLength(), s.cfg.MaxTokensDefault)
 	if aerr != nil {
-		return GenRequest{}, aerr
+		return nil, aerr
 	}
 	smp, aerr := p.sampling()
 	if aerr != nil {
-		return GenRequest{}, aerr
+		return nil, aerr
 	}
 	stop, aerr := parseStop(p.Stop)
 	if aerr != nil {
-		return GenRequest{}, aerr
+		return nil, aerr
 	}
-	return GenRequest{Prompt: ids, MaxTokens: maxTok, Sampling: smp, StopTokens: b.EOS(), StopStrings: stop}, nil
+	return &job{req: generate.Request{Prompt: ids, MaxTokens: maxTok, Sampling: smp, StopTokens: b.EOS(), StopStrings: stop}, maxParam: maxParam}, nil
 }
 
 // checkModel wants the request's model, when it names one, to be this
@@ -352,13 +352,14 @@ func (s *Server) completionJob(b Backend, req *completionRequest) (*job, *apiErr
 			return nil, badRequest("prompt", "prompt is empty once tokenized")
 		}
 	}
-	gr, aerr := s.common(b, &req.samplingParams, ids)
+	j, aerr := s.common(b, &req.samplingParams, ids)
 	if aerr != nil {
 		return nil, aerr
 	}
-	id := newID("cmpl-")
-	return &job{id: id, req: gr, stream: req.Stream, includeUsage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage,
-		format: completionFormat{id: id, model: s.cfg.ModelID, created: time.Now().Unix()}}, nil
+	j.id = newID("cmpl-")
+	j.stream, j.includeUsage = req.Stream, req.StreamOptions != nil && req.StreamOptions.IncludeUsage
+	j.format = completionFormat{id: j.id, model: s.cfg.ModelID, created: time.Now().Unix()}
+	return j, nil
 }
 
 // chatCompletions answers POST /v1/chat/completions.
@@ -389,33 +390,52 @@ func (s *Server) chatJob(b Backend, req *chatRequest) (*job, *apiError) {
 	if len(ids) == 0 {
 		return nil, badRequest("messages", "messages are empty once tokenized")
 	}
-	gr, aerr := s.common(b, &req.samplingParams, ids)
+	j, aerr := s.common(b, &req.samplingParams, ids)
 	if aerr != nil {
 		return nil, aerr
 	}
-	id := newID("chatcmpl-")
-	return &job{id: id, req: gr, stream: req.Stream, includeUsage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage,
-		format: chatFormat{id: id, model: s.cfg.ModelID, created: time.Now().Unix()}}, nil
+	j.id = newID("chatcmpl-")
+	j.stream, j.includeUsage = req.Stream, req.StreamOptions != nil && req.StreamOptions.IncludeUsage
+	j.format = chatFormat{id: j.id, model: s.cfg.ModelID, created: time.Now().Unix()}
+	return j, nil
 }
 
-// generateError maps Generate's refusal to a status.
-func generateError(err error) *apiError {
+// fieldParams name the OpenAI parameter behind each field of
+// generate.Request that generate.Check may refuse.
+var fieldParams = map[string]string{
+	"Prompt": "prompt", "StopStrings": "stop", "Sampling.Temperature": "temperature", "Sampling.TopP": "top_p",
+	"Sampling.TopK": "top_k", "Sampling.MinP": "min_p", "Sampling.RepetitionPenalty": "repetition_penalty",
+}
+
+// generateError maps Generate's refusal of j to a status: the engine's
+// checks of the request are the client's to fix (400, naming the
+// parameter), a full queue is 429, a closed engine 503.
+func generateError(err error, j *job) *apiError {
+	var e *errs.Error
 	switch {
-	case errors.Is(err, ErrQueueFull):
+	case errors.Is(err, generate.ErrQueueFull):
 		return &apiError{Status: http.StatusTooManyRequests, Type: "server_error", Code: strp("queue_full"),
 			Message: "the worker's queue is full: retry after a moment"}
-	case errors.Is(err, ErrBadRequest):
-		return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Message: err.Error()}
-	case errors.Is(err, ErrUnavailable):
+	case errors.Is(err, errs.ErrClosed):
 		return &apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: strp("unavailable"),
 			Message: fmt.Sprintf("the model is not serving: %v", err)}
+	case (errors.Is(err, errs.ErrArgument) || errors.Is(err, generate.ErrContextLength)) && errors.As(err, &e):
+		param := fieldParams[e.Field]
+		if e.Field == "MaxTokens" {
+			param = j.maxParam
+		}
+		aerr := badRequest(param, "%s", e.Detail)
+		if errors.Is(err, generate.ErrContextLength) {
+			aerr.withCode("context_length_exceeded")
+		}
+		return aerr
 	default:
 		return &apiError{Status: http.StatusInternalServerError, Type: "server_error", Message: fmt.Sprintf("starting the generation: %v", err)}
 	}
 }
 
 // endError is the error of a generation that ended without finishing.
-func endError(ev GenEvent) *apiError {
+func endError(ev generate.Event) *apiError {
 	msg := "the generation failed"
 	switch {
 	case ev.Err != nil:
@@ -429,7 +449,7 @@ func endError(ev GenEvent) *apiError {
 
 // finished reports whether a Done event finished the request normally,
 // and its OpenAI finish_reason.
-func finished(ev GenEvent) (string, bool) {
+func finished(ev generate.Event) (string, bool) {
 	if ev.Err != nil {
 		return "", false
 	}
@@ -454,7 +474,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, b Backend, j *
 	defer cancel()
 	events, err := b.Generate(ctx, j.req)
 	if err != nil {
-		aerr := generateError(err)
+		aerr := generateError(err, j)
 		s.log.Warn("generation refused", "id", j.id, "status", aerr.Status, "err", err)
 		writeError(w, aerr)
 		return
@@ -468,7 +488,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, b Backend, j *
 		text      strings.Builder
 		firstAt   time.Duration
 		completed int
-		last      GenEvent
+		last      generate.Event
 	)
 	rc := http.NewResponseController(w)
 	var sse *sseWriter

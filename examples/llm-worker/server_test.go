@@ -20,7 +20,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rocm-go/rocm/candle/models/generate"
 	"github.com/rocm-go/rocm/internal/bench"
+	"github.com/rocm-go/rocm/tokenizer"
 )
 
 // logBuffer collects a server's log for assertions.
@@ -236,7 +238,7 @@ func TestCompletion(t *testing.T) {
 	assert.Equal(t, want, r.Prompt, "the prompt with BOS")
 	assert.Equal(t, int32(1), r.Prompt[0])
 	assert.Equal(t, 3, r.MaxTokens)
-	assert.Equal(t, Sampling{Temperature: 0.7, TopK: 40, TopP: 0.9, MinP: 0.05, RepetitionPenalty: 1.1, Seed: 42}, r.Sampling)
+	assert.Equal(t, generate.Sampling{Temperature: 0.7, TopK: 40, TopP: 0.9, MinP: 0.05, RepetitionPenalty: 1.1, Seed: 42}, r.Sampling)
 	assert.Equal(t, []int32{2, 3}, r.StopTokens, "the model's EOS ids")
 	assert.Equal(t, []string{"END", "###"}, r.StopStrings)
 
@@ -247,7 +249,7 @@ func TestCompletion(t *testing.T) {
 	assert.Equal(t, "Hello,", resp.Choices[0].Text)
 	assert.Equal(t, "stop", *resp.Choices[0].FinishReason)
 	assert.Equal(t, 6, fake.requests()[1].MaxTokens, "-max-tokens-default")
-	assert.Equal(t, Sampling{Temperature: 1}, fake.requests()[1].Sampling, "OpenAI's defaults")
+	assert.Equal(t, generate.Sampling{Temperature: 1}, fake.requests()[1].Sampling, "OpenAI's defaults")
 
 	// Token ids as the prompt, and in a list of one.
 	for _, p := range []string{`[5, 6, 7]`, `[[5, 6, 7]]`, `["x y"]`} {
@@ -272,14 +274,14 @@ func TestSamplingMapping(t *testing.T) {
 	ts := startServer(t, fake, nil)
 	for _, c := range []struct {
 		body string
-		want Sampling
+		want generate.Sampling
 	}{
-		{`"temperature": 0`, Sampling{}},
-		{`"temperature": 2, "top_p": 1, "top_k": -1, "repetition_penalty": 1, "min_p": 0`, Sampling{Temperature: 2}},
-		{`"top_k": 0, "temperature": null`, Sampling{Temperature: 1}},
-		{`"seed": 0`, Sampling{Temperature: 1, Seed: seedZero}},
-		{`"seed": 7`, Sampling{Temperature: 1, Seed: 7}},
-		{`"seed": -1`, Sampling{Temperature: 1, Seed: 1<<64 - 1}},
+		{`"temperature": 0`, generate.Sampling{}},
+		{`"temperature": 2, "top_p": 1, "top_k": -1, "repetition_penalty": 1, "min_p": 0`, generate.Sampling{Temperature: 2}},
+		{`"top_k": 0, "temperature": null`, generate.Sampling{Temperature: 1}},
+		{`"seed": 0`, generate.Sampling{Temperature: 1, Seed: seedZero}},
+		{`"seed": 7`, generate.Sampling{Temperature: 1, Seed: 7}},
+		{`"seed": -1`, generate.Sampling{Temperature: 1, Seed: 1<<64 - 1}},
 	} {
 		code, _, body := ts.do(t, "POST", "/v1/completions", `{"prompt": "hi", "max_tokens": 1, `+c.body+`}`)
 		require.Equal(t, http.StatusOK, code, "%s: %s", c.body, body)
@@ -317,12 +319,12 @@ func TestChatCompletion(t *testing.T) {
 	require.Len(t, resp.Choices, 1)
 	assert.Equal(t, map[string]any{"role": "assistant", "content": "Hello, world!"}, resp.Choices[0].Message)
 	assert.Equal(t, "length", resp.Choices[0].FinishReason)
-	tmpl, _ := fake.ApplyChatTemplate([]ChatMessage{{"system", "Be brief."}, {"user", "Hi there"}, {"assistant", ""}, {"user", "again"}}, true)
+	tmpl, _ := fake.ApplyChatTemplate([]tokenizer.Message{{Role: "system", Content: "Be brief."}, {Role: "user", Content: "Hi there"}, {Role: "assistant", Content: ""}, {Role: "user", Content: "again"}}, true)
 	ids, _ := fake.Encode(tmpl, false)
 	r := fake.requests()[0]
 	assert.Equal(t, ids, r.Prompt, "the template's text, encoded without adding BOS again")
 	assert.Equal(t, 4, r.MaxTokens, "max_completion_tokens wins over max_tokens")
-	assert.Equal(t, Sampling{}, r.Sampling, "greedy")
+	assert.Equal(t, generate.Sampling{}, r.Sampling, "greedy")
 	assert.Equal(t, usage{PromptTokens: len(ids), CompletionTokens: 4, TotalTokens: len(ids) + 4}, resp.Usage)
 }
 
