@@ -243,7 +243,7 @@ func (m *MappedFile) TransferStats() TransferStats {
 	defer m.mu.Unlock()
 	st := TransferStats{Staged: m.staged}
 	for _, up := range m.ups {
-		st.add(up.readStats())
+		st.Add(up.readStats())
 	}
 	return st
 }

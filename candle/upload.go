@@ -142,7 +142,9 @@ type TransferStats struct {
 	Fallback error
 }
 
-func (s *TransferStats) add(o TransferStats) {
+// Add sums o into s: the stats of several files (Fallback keeps the
+// first).
+func (s *TransferStats) Add(o TransferStats) {
 	s.Read += o.Read
 	s.Registered += o.Registered
 	s.Staged += o.Staged

@@ -9,7 +9,6 @@ import (
 	"github.com/rocm-go/rocm/candle/gguf"
 	"github.com/rocm-go/rocm/candle/models/generate"
 	"github.com/rocm-go/rocm/candle/models/llama"
-	"github.com/rocm-go/rocm/candle/nn"
 	"github.com/rocm-go/rocm/tokenizer"
 )
 
@@ -78,7 +77,7 @@ func loadModel(o LoadOptions, dev candle.Device) (*tokenizer.Tokenizer, *llama.M
 		go func() {
 			defer close(reserved)
 			if hd, ok := dev.(*candle.HIPDevice); ok {
-				nn.ReservePinnedBuffers(hd, nn.Transfer{}) // on failure the load allocates its own
+				candle.ReservePinnedBuffers(hd, candle.Transfer{}) // on failure the load allocates its own
 			}
 		}()
 		defer func() { <-reserved }() // an early return waits for it too

@@ -7,6 +7,7 @@ import (
 
 	"github.com/rocm-go/rocm/candle"
 	"github.com/rocm-go/rocm/candle/nn"
+	"github.com/rocm-go/rocm/candle/safetensors"
 	"github.com/rocm-go/rocm/flashattn"
 )
 
@@ -175,11 +176,15 @@ func Load(dir string, dev candle.Device, dtype candle.DType, opts Options) (*Mod
 	if err := checkLoad("Load", dev, dtype, opts); err != nil {
 		return nil, err
 	}
-	vb, err := nn.OpenVarBuilder(dir, dev, dtype)
+	w, err := safetensors.Open(dir)
 	if err != nil {
 		return nil, fmt.Errorf("llama: Load: %w", err)
 	}
-	defer vb.Close()
+	defer w.Close()
+	vb, err := nn.NewVarBuilder(w, dev, dtype)
+	if err != nil {
+		return nil, fmt.Errorf("llama: Load: %w", err)
+	}
 	return newModel("Load", cfg, dev, dtype, opts, func(m *Model) error { return m.loadWeights(vb, opts.Progress) })
 }
 

@@ -12,7 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rocm-go/rocm/candle"
-	"github.com/rocm-go/rocm/candle/nn"
+	"github.com/rocm-go/rocm/candle/safetensors"
+	"github.com/rocm-go/rocm/errs"
 	"github.com/rocm-go/rocm/internal/mkmodel"
 )
 
@@ -248,7 +249,7 @@ func TestLoadErrors(t *testing.T) {
 	assert.ErrorIs(t, err, os.ErrNotExist)
 
 	// Rewrite the weights with one missing, then one mis-shaped.
-	f, err := nn.OpenSafetensors(filepath.Join(dir, "model.safetensors"))
+	f, err := safetensors.OpenFile(filepath.Join(dir, "model.safetensors"))
 	require.NoError(t, err)
 	all := map[string]*candle.Tensor{}
 	for _, n := range f.Names() {
@@ -262,7 +263,7 @@ func TestLoadErrors(t *testing.T) {
 		}
 	}()
 	save := func(ts map[string]*candle.Tensor) {
-		require.NoError(t, nn.SaveSafetensors(filepath.Join(dir, "model.safetensors"), ts, nil))
+		require.NoError(t, safetensors.Save(filepath.Join(dir, "model.safetensors"), ts, nil))
 	}
 	missing := map[string]*candle.Tensor{}
 	for n, x := range all {
@@ -272,7 +273,7 @@ func TestLoadErrors(t *testing.T) {
 	}
 	save(missing)
 	_, err = Load(dir, cpu, candle.F32, Options{CacheTokens: 16})
-	assert.ErrorIs(t, err, nn.ErrMissing)
+	assert.ErrorIs(t, err, errs.ErrNotFound)
 	assert.ErrorContains(t, err, `"model.layers.1.self_attn.k_proj.bias"`)
 
 	bad := map[string]*candle.Tensor{}
@@ -285,13 +286,13 @@ func TestLoadErrors(t *testing.T) {
 	bad["model.layers.2.mlp.up_proj.weight"] = wrong
 	save(bad)
 	_, err = Load(dir, cpu, candle.F32, Options{CacheTokens: 16})
-	assert.ErrorIs(t, err, candle.ErrShape)
+	assert.ErrorIs(t, err, errs.ErrShape)
 	assert.ErrorContains(t, err, `"model.layers.2.mlp.up_proj.weight"`)
 
 	// Untied without lm_head.
 	u := tinySpecs["llama biases linear untied"]
 	udir := writeModel(t, u)
-	g, err := nn.OpenSafetensors(filepath.Join(udir, "model.safetensors"))
+	g, err := safetensors.OpenFile(filepath.Join(udir, "model.safetensors"))
 	require.NoError(t, err)
 	noHead := map[string]*candle.Tensor{}
 	for _, n := range g.Names() {
@@ -301,7 +302,7 @@ func TestLoadErrors(t *testing.T) {
 		}
 	}
 	g.Close()
-	require.NoError(t, nn.SaveSafetensors(filepath.Join(udir, "model.safetensors"), noHead, nil))
+	require.NoError(t, safetensors.Save(filepath.Join(udir, "model.safetensors"), noHead, nil))
 	for _, x := range noHead {
 		x.Close()
 	}
