@@ -6,8 +6,9 @@ import (
 	"sync"
 
 	"github.com/rocm-go/rocm/candle"
+	"github.com/rocm-go/rocm/candle/models"
 	"github.com/rocm-go/rocm/candle/nn"
-	"github.com/rocm-go/rocm/candle/safetensors"
+	"github.com/rocm-go/rocm/errs"
 	"github.com/rocm-go/rocm/flashattn"
 )
 
@@ -164,43 +165,63 @@ func closeAll(ts ...*candle.Tensor) {
 	}
 }
 
-// Load reads a model folder (config.json and the weights: model.safetensors,
-// a sharded index, or *.safetensors) onto dev as dtype (F32, F16 or BF16;
-// Config.DType is the checkpoint's own), and allocates its KV cache as opts
-// say. A missing or mis-shaped weight is an error that names it.
-func Load(dir string, dev candle.Device, dtype candle.DType, opts Options) (*Model, error) {
-	cfg, err := LoadConfig(dir)
+// Load opens a model path once (models.Open: a Hugging Face folder with
+// config.json and safetensors weights, or a GGUF file) and builds the
+// model from it (New).
+func Load(path string, dev candle.Device, dtype candle.DType, opts Options) (*Model, error) {
+	c, err := models.Open(path)
 	if err != nil {
+		return nil, pkg.Wrap("Load", err)
+	}
+	defer c.Close()
+	m, err := New(c, dev, dtype, opts)
+	return m, pkg.Wrap("Load", err)
+}
+
+// New builds the model of a checkpoint (ConfigOf) on dev, computing in
+// dtype (F32, F16 or BF16; Config.DType is the checkpoint's own), and
+// allocates its KV cache as opts say. The weights of a Hugging Face folder
+// load as dtype; a GGUF file's quantized matrices stay quantized on the
+// device (candle.QTensor), its norms and float matrices become dtype.
+// Every tensor reaches a HIP device through candle's pipelined upload. A
+// missing or mis-shaped weight is an error that names it. The checkpoint
+// stays the caller's to close once New returns.
+func New(c *models.Checkpoint, dev candle.Device, dtype candle.DType, opts Options) (*Model, error) {
+	const op = "New"
+	if err := checkLoad(op, dev, dtype, opts); err != nil {
 		return nil, err
 	}
-	if err := checkLoad("Load", dev, dtype, opts); err != nil {
-		return nil, err
+	if c == nil || c.Weights == nil {
+		return nil, pkg.Errorf(op, errs.ErrArgument, "no checkpoint")
 	}
-	w, err := safetensors.Open(dir)
+	cfg, err := ConfigOf(c)
 	if err != nil {
-		return nil, fmt.Errorf("llama: Load: %w", err)
+		return nil, pkg.Wrap(op, err)
 	}
-	defer w.Close()
-	vb, err := nn.NewVarBuilder(w, dev, dtype)
+	vb, err := nn.NewVarBuilder(c.Weights, dev, dtype)
 	if err != nil {
-		return nil, fmt.Errorf("llama: Load: %w", err)
+		return nil, pkg.Wrap(op, err)
 	}
-	return newModel("Load", cfg, dev, dtype, opts, func(m *Model) error { return m.loadWeights(vb, opts.Progress) })
+	load := func(m *Model) error { return m.loadWeights(vb, opts.Progress) }
+	if c.Format == models.GGUF {
+		load = func(m *Model) error { return m.loadGGUF(vb, opts.Progress) }
+	}
+	return newModel(op, cfg, dev, dtype, opts, load)
 }
 
 // checkLoad checks a loader's arguments.
 func checkLoad(op string, dev candle.Device, dtype candle.DType, opts Options) error {
 	if dev == nil {
-		return fmt.Errorf("llama: %s: nil device: %w", op, candle.ErrDevice)
+		return pkg.Errorf(op, errs.ErrDevice, "nil device")
 	}
 	if dtype != candle.F32 && dtype != candle.F16 && dtype != candle.BF16 {
-		return fmt.Errorf("llama: %s: %s: the model runs in f32, f16 or bf16: %w", op, dtype, candle.ErrDType)
+		return pkg.Errorf(op, errs.ErrDType, "%s: the model runs in f32, f16 or bf16", dtype)
 	}
 	if opts.CacheTokens < 0 || opts.PageSize < 0 || opts.MaxBatch < 0 {
-		return fmt.Errorf("llama: %s: options %+v: none may be negative: %w", op, opts, candle.ErrArgument)
+		return pkg.Errorf(op, errs.ErrArgument, "options %+v: none may be negative", opts)
 	}
 	if opts.MaxGraphs < 0 {
-		return fmt.Errorf("llama: %s: Options.MaxGraphs %d: want 0 (default %d) or more: %w", op, opts.MaxGraphs, DefaultMaxGraphs, candle.ErrArgument)
+		return pkg.Errorf(op, errs.ErrArgument, "Options.MaxGraphs %d: want 0 (default %d) or more", opts.MaxGraphs, DefaultMaxGraphs)
 	}
 	return nil
 }
@@ -214,11 +235,11 @@ func newModel(op string, cfg *Config, dev candle.Device, dtype candle.DType, opt
 	}
 	if err := load(m); err != nil {
 		m.Close()
-		return nil, fmt.Errorf("llama: %s: %w", op, err)
+		return nil, pkg.Wrap(op, err)
 	}
 	if err := m.allocate(opts); err != nil {
 		m.Close()
-		return nil, fmt.Errorf("llama: %s: %w", op, err)
+		return nil, pkg.Wrap(op, err)
 	}
 	return m, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rocm-go/rocm/candle"
+	"github.com/rocm-go/rocm/candle/models"
 	"github.com/rocm-go/rocm/candle/safetensors"
 	"github.com/rocm-go/rocm/errs"
 	"github.com/rocm-go/rocm/internal/mkmodel"
@@ -39,6 +40,17 @@ func writeModel(t *testing.T, s mkmodel.Spec) string {
 	dir := t.TempDir()
 	require.NoError(t, mkmodel.Write(dir, s, nil))
 	return dir
+}
+
+// configOf is the config of the checkpoint at path.
+func configOf(t *testing.T, path string) *Config {
+	t.Helper()
+	c, err := models.Open(path)
+	require.NoError(t, err)
+	defer c.Close()
+	cfg, err := ConfigOf(c)
+	require.NoError(t, err)
+	return cfg
 }
 
 func load(t *testing.T, dir string, dev candle.Device, dt candle.DType, opts Options) *Model {
@@ -240,13 +252,14 @@ func TestLoadErrors(t *testing.T) {
 	dir := writeModel(t, s)
 	cpu := candle.CPU()
 	_, err := Load(dir, cpu, candle.F64, Options{})
-	assert.ErrorIs(t, err, candle.ErrDType)
+	assert.ErrorIs(t, err, errs.ErrDType)
 	_, err = Load(dir, nil, candle.F32, Options{})
-	assert.ErrorIs(t, err, candle.ErrDevice)
+	assert.ErrorIs(t, err, errs.ErrDevice)
 	_, err = Load(dir, cpu, candle.F32, Options{PageSize: -1})
-	assert.ErrorIs(t, err, candle.ErrArgument)
+	assert.ErrorIs(t, err, errs.ErrArgument)
 	_, err = Load(filepath.Join(dir, "nothing"), cpu, candle.F32, Options{})
 	assert.ErrorIs(t, err, os.ErrNotExist)
+	assert.ErrorIs(t, err, errs.ErrNotFound)
 
 	// Rewrite the weights with one missing, then one mis-shaped.
 	f, err := safetensors.OpenFile(filepath.Join(dir, "model.safetensors"))
