@@ -54,6 +54,7 @@ const (
 	Diffusers
 )
 
+// String says what the format is, in words: "a GGUF file".
 func (f Format) String() string {
 	switch f {
 	case HuggingFace:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -120,14 +121,7 @@ func weightFiles(path string) ([]string, error) {
 func (w *Files) Files() []*File { return slices.Clone(w.files) }
 
 // Names lists every tensor of the files, sorted.
-func (w *Files) Names() []string {
-	names := make([]string, 0, len(w.where))
-	for n := range w.where {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
-}
+func (w *Files) Names() []string { return slices.Sorted(maps.Keys(w.where)) }
 
 // Info describes a tensor.
 func (w *Files) Info(name string) (candle.WeightInfo, bool) {

@@ -21,6 +21,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -174,14 +175,7 @@ func dtypeSize(name string) (int, bool) {
 func (f *File) Path() string { return f.m.Path() }
 
 // Names lists the file's tensors, sorted.
-func (f *File) Names() []string {
-	names := make([]string, 0, len(f.tensors))
-	for n := range f.tensors {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
-}
+func (f *File) Names() []string { return slices.Sorted(maps.Keys(f.tensors)) }
 
 // Info describes a tensor of the file.
 func (f *File) Info(name string) (candle.WeightInfo, bool) {
