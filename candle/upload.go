@@ -223,7 +223,12 @@ func newWindow[H any](mapped []byte, t Transfer, tensors []Span, register func([
 	w := &window[H]{mapped: mapped, chunk: t.Chunk, ahead: t.Ahead, workers: t.Workers, keep: t.Keep, register: register, release: release,
 		cs: make([]chunkState[H], (len(mapped)+t.Chunk-1)/t.Chunk), loaded: map[Span]bool{}}
 	w.cond.L = &w.mu
+	seen := make(map[Span]bool, len(tensors))
 	for _, s := range tensors {
+		if seen[s] {
+			continue // two names for the same bytes: loaded once, counted once
+		}
+		seen[s] = true
 		w.each(s, func(k, lo, hi int) { w.cs[k].left += int64(hi - lo) })
 	}
 	return w

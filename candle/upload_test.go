@@ -179,6 +179,24 @@ func TestWindowInFileOrder(t *testing.T) {
 	assert.NoError(t, st.Fallback)
 }
 
+// TestWindowAliases: two tensors over the same bytes count once, so that
+// their chunks are still released once both have loaded.
+func TestWindowAliases(t *testing.T) {
+	mapped, spans, chunk := testFile(t)
+	f := newFakeDevice(t, mapped)
+	aliased := append(slices.Clone(spans), spans[3], spans[9])
+	w := newWindow(mapped, Transfer{Chunk: chunk, Workers: 2, Ahead: 2}, aliased, f.register, f.release)
+	order := make([]int, len(aliased))
+	for i := range order {
+		order[i] = i
+	}
+	loadAll(t, w, f, aliased, order)
+	assert.Empty(t, w.close(), "every chunk was released")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	assert.Empty(t, f.live)
+}
+
 func TestWindowKeepsUntilClose(t *testing.T) {
 	mapped, spans, chunk := testFile(t)
 	f := newFakeDevice(t, mapped)
