@@ -3,6 +3,7 @@ package llama
 import (
 	"encoding/json"
 	"math"
+	"path/filepath"
 	"strings"
 
 	"github.com/rocm-go/rocm/candle"
@@ -135,7 +136,7 @@ func ConfigOf(c *models.Checkpoint) (*Config, error) {
 	)
 	switch c.Format {
 	case models.HuggingFace:
-		path += "/config.json"
+		path = filepath.Join(path, "config.json")
 		cfg, err = ParseConfig(c.Config)
 	case models.GGUF:
 		cfg, err = configFromGGUF(c.GGUF)
