@@ -377,8 +377,10 @@ func (m *Model) loadGGUF(vb *nn.VarBuilder, progress func(done, total int64)) er
 	g := &ggufLoader{vb: vb, m: m, progress: progress}
 	w := vb.Weights()
 	for _, n := range w.Names() {
-		info, _ := w.Info(n)
-		g.total += int64(info.Bytes())
+		if n != "rope_freqs.weight" { // the config's, read with it
+			info, _ := w.Info(n)
+			g.total += int64(info.Bytes())
+		}
 	}
 	permute := c.Family == "llama" // llama.cpp's converter permutes llama's q and k, not qwen2's
 	heads := func(n int) int {

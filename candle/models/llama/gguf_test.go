@@ -109,6 +109,33 @@ func TestGGUFQuantized(t *testing.T) {
 	}
 }
 
+// TestGGUFLoadProgress: a GGUF model's load reports its bytes in the
+// file as they reach the device, up to the total.
+func TestGGUFLoadProgress(t *testing.T) {
+	path := writeGGUF(t, ggufSpec(), candle.GGMLQ4_K)
+	c, err := models.Open(path)
+	require.NoError(t, err)
+	defer c.Close()
+	var want int64
+	for _, info := range c.GGUF.Tensors() {
+		if info.Name != "rope_freqs.weight" {
+			want += int64(info.Bytes)
+		}
+	}
+	var calls int
+	var last, total int64
+	m, err := New(c, candle.CPU(), candle.F32, Options{CacheTokens: 64, Progress: func(d, tot int64) {
+		require.GreaterOrEqual(t, d, last)
+		calls++
+		last, total = d, tot
+	}})
+	require.NoError(t, err)
+	defer m.Close()
+	assert.Equal(t, want, total, "the weights' bytes in the file")
+	assert.Equal(t, total, last, "the progress reaches the total")
+	assert.Greater(t, calls, 3)
+}
+
 func TestGGUFTokenizer(t *testing.T) {
 	s := ggufSpec()
 	dir := writeModel(t, s)
