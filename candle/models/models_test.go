@@ -148,6 +148,10 @@ func TestOpenBadPaths(t *testing.T) {
 	add(filepath.Join(t.TempDir(), "none"), errs.ErrNotFound, "no such file or folder")
 	add(t.TempDir(), errs.ErrNotFound, "holds neither config.json (a Hugging Face model) nor model_index.json (a diffusers pipeline)")
 
+	noConfig := tinyFolder(t)
+	require.NoError(t, os.Remove(filepath.Join(noConfig, "config.json")))
+	add(noConfig, errs.ErrNotFound, "holds neither config.json")
+
 	diffusers := t.TempDir()
 	write(filepath.Join(diffusers, "model_index.json"), []byte(`{"_class_name": "StableDiffusionPipeline"}`))
 	write(filepath.Join(diffusers, "unet", "config.json"), []byte(`{}`))
