@@ -6,6 +6,11 @@ import "github.com/rocm-go/rocm/hip"
 // candle/nn) need to work on tensors: their device addresses, and outputs
 // they write whole.
 
+// DevicePtr is a device address, hip's: what a tensor's DevicePtr gives
+// and flashattn's parameters take, named here so that the layers above
+// candle pass addresses without importing the runtime's binding.
+type DevicePtr = hip.DevicePtr
+
 // DevicePtr is the device address of the tensor's first element (its
 // layout's Offset included) on a HIP device; Layout gives the strides.
 // Queue the work that uses it on the device's stream (HIPDevice.Stream),

@@ -28,9 +28,5 @@ func (t *Tensor) CopyFromPinned(off int, src *hip.PinnedBuffer) error {
 	if off < 0 || src.Size() > size-off {
 		return pkg.Errorf(op, ErrArgument, "%d bytes at byte %d do not fit in the tensor's %d bytes", src.Size(), off, size)
 	}
-	dst, err := t.st.mem.(*block).buf.Slice(t.layout.Offset*t.DType().Size()+off, src.Size())
-	if err != nil {
-		return pkg.Wrap(op, err)
-	}
-	return pkg.Wrap(op, dst.CopyFromHostAsync(src, d.stream))
+	return pkg.Wrap(op, d.copyPinned(t.st, t.layout.Offset*t.DType().Size()+off, src))
 }

@@ -2,11 +2,13 @@
 // header of typed metadata (the model's config, its tokenizer) and tensor
 // infos, then the tensors' data, aligned. One file is a whole model.
 //
-// Open maps a file read-only and parses its header; Data gives a tensor's
-// bytes without copying them, Load and LoadQ put a tensor on a candle
-// device (quantized tensors stay quantized as candle.QTensor), and
-// Tokenizer builds the file's tokenizer. Versions 2 and 3 are read;
-// Writer writes version 3.
+// Open maps a file read-only (candle.MappedFile) and parses its header;
+// Data gives a tensor's bytes without copying them, and a File is a
+// candle.Weights: Load and LoadQ put a tensor on a candle device
+// (quantized tensors stay quantized as candle.QTensor) through candle's
+// pipelined pinned upload, as safetensors files go. Versions 2 and 3 are
+// read; Writer writes version 3. The file's vocabulary becomes a
+// tokenizer in candle/models.
 //
 // Every count, length and offset of a file is checked against the file's
 // size before anything is allocated for it: a truncated or corrupt file is
@@ -19,17 +21,16 @@ package gguf
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
-	"os"
-	"syscall"
+	"slices"
 
 	"github.com/rocm-go/rocm/candle"
+	"github.com/rocm-go/rocm/errs"
 )
 
-// ErrFormat is the error of a file that is not a well-formed GGUF file.
-var ErrFormat = errors.New("bad GGUF file")
+// pkg makes this package's errors.
+const pkg errs.Package = "gguf"
 
 // magic is "GGUF", little-endian.
 const magic = 0x46554747
@@ -63,7 +64,8 @@ func (t TensorInfo) Elems() int {
 	return n
 }
 
-// File is a parsed GGUF file.
+// File is a parsed GGUF file: its metadata, and its tensors as
+// candle.Weights. Its methods are safe for many goroutines.
 type File struct {
 	version   uint32
 	alignment int
@@ -71,52 +73,71 @@ type File struct {
 	meta      map[string]Value
 	tensors   []TensorInfo
 	byName    map[string]int
-	data      []byte // the whole file
+	data      []byte // the whole file; nil once closed
 	dataStart int
-	unmap     func() error
+	m         *candle.MappedFile // nil for a file Parse read
 }
 
-// Open maps a GGUF file read-only and parses its header. Close unmaps it;
-// the byte slices Data returned are invalid after.
-func Open(path string) (*File, error) {
-	fd, err := os.Open(path)
+var _ candle.Weights = (*File)(nil)
+
+// Open maps a GGUF file read-only and parses its header; opts say how its
+// tensors move to a HIP device (candle.WithTransfer). Close unmaps it; the
+// byte slices Data returned are invalid after.
+func Open(path string, opts ...candle.LoadOption) (*File, error) {
+	m, err := candle.MapFile(path, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("gguf: %w", err)
+		return nil, pkg.Wrap("Open", err)
 	}
-	defer fd.Close()
-	st, err := fd.Stat()
+	f, err := OpenMapped(m)
 	if err != nil {
-		return nil, fmt.Errorf("gguf: %w", err)
+		m.Close()
+		return nil, err
 	}
-	size := st.Size()
-	if size < 4 {
-		return nil, fmt.Errorf("gguf: %s: %d bytes, too short for a GGUF file: %w", path, size, ErrFormat)
-	}
-	if size > math.MaxInt {
-		return nil, fmt.Errorf("gguf: %s: %d bytes, too large to map: %w", path, size, ErrFormat)
-	}
-	data, err := syscall.Mmap(int(fd.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_SHARED)
-	if err != nil {
-		return nil, fmt.Errorf("gguf: mapping %s: %w", path, err)
-	}
-	f, err := Parse(data)
-	if err != nil {
-		syscall.Munmap(data)
-		return nil, fmt.Errorf("%w (%s)", err, path)
-	}
-	f.unmap = func() error { return syscall.Munmap(data) }
 	return f, nil
+}
+
+// OpenMapped parses the header of a mapped GGUF file, which the File then
+// owns: its Close closes m.
+func OpenMapped(m *candle.MappedFile) (*File, error) {
+	f, err := Parse(m.Bytes())
+	if err != nil {
+		e := err.(*errs.Error)
+		e.Op, e.Path = "Open", m.Path()
+		return nil, e
+	}
+	f.m = m
+	var spans []candle.Span
+	for _, t := range f.tensors {
+		if t.Type.Known() {
+			spans = append(spans, f.span(t))
+		}
+	}
+	m.SetTensors(spans)
+	return f, nil
+}
+
+// span is where a tensor's data is in the file.
+func (f *File) span(t TensorInfo) candle.Span {
+	start := f.dataStart + int(t.Offset)
+	return candle.Span{Start: start, End: start + t.Bytes}
 }
 
 // Close unmaps a file that Open mapped; it is a no-op for a parsed one,
 // and closing twice does nothing.
 func (f *File) Close() error {
-	if f.unmap == nil {
+	f.data = nil
+	if f.m == nil {
 		return nil
 	}
-	err := f.unmap()
-	f.unmap, f.data = nil, nil
-	return err
+	return pkg.Wrap("File.Close", f.m.Close())
+}
+
+// Path is the file's path ("" for a file Parse read).
+func (f *File) Path() string {
+	if f.m == nil {
+		return ""
+	}
+	return f.m.Path()
 }
 
 // Version is the file's GGUF version (2 or 3).
@@ -158,19 +179,131 @@ func (f *File) Tensor(name string) (TensorInfo, bool) {
 // Data is a tensor's bytes, in place in the file (no copy): read-only, and
 // valid until Close.
 func (f *File) Data(t TensorInfo) ([]byte, error) {
+	const op = "File.Data"
 	i, ok := f.byName[t.Name]
 	if !ok {
-		return nil, fmt.Errorf("gguf: Data: no tensor %q", t.Name)
+		return nil, f.errorf(op, errs.ErrNotFound, "no tensor %q", t.Name)
 	}
 	t = f.tensors[i]
 	if !t.Type.Known() {
-		return nil, fmt.Errorf("gguf: tensor %s: type %s is not one this package decodes: %w", t.Name, t.Type, candle.ErrDType)
+		return nil, f.errorf(op, errs.ErrDType, "tensor %s: type %s is not one this package decodes", t.Name, t.Type)
 	}
 	if f.data == nil {
-		return nil, fmt.Errorf("gguf: tensor %s: the file is closed", t.Name)
+		return nil, f.errorf(op, errs.ErrClosed, "tensor %s: the file is closed", t.Name)
 	}
-	start := f.dataStart + int(t.Offset)
-	return f.data[start : start+t.Bytes : start+t.Bytes], nil
+	s := f.span(t)
+	return f.data[s.Start:s.End:s.End], nil
+}
+
+// Names lists the tensors, sorted (Tensors lists them in file order).
+func (f *File) Names() []string {
+	names := make([]string, len(f.tensors))
+	for i, t := range f.tensors {
+		names[i] = t.Name
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Info describes a tensor as candle.Weights do: float tensors are Dense,
+// the quantized types Quantized, the types this package does not decode
+// neither.
+func (f *File) Info(name string) (candle.WeightInfo, bool) {
+	i, ok := f.byName[name]
+	if !ok {
+		return candle.WeightInfo{}, false
+	}
+	t := f.tensors[i]
+	w := candle.WeightInfo{Shape: candle.Shape(t.Dims), Type: t.Type.String()}
+	if dt, ok := t.Type.DType(); ok {
+		w.Dense, w.DType = true, dt
+	} else if t.Type.Known() && t.Type.Quantized() {
+		w.Quantized, w.Quant = true, t.Type
+	}
+	return w, true
+}
+
+// Load puts a float tensor (F32, F16, BF16, F64) on dev in its dtype. A
+// quantized one is an error of kind errs.ErrDType: LoadQ it.
+func (f *File) Load(name string, dev candle.Device) (*candle.Tensor, error) {
+	const op = "File.Load"
+	t, err := f.tensor(op, name)
+	if err != nil {
+		return nil, err
+	}
+	dt, ok := t.Type.DType()
+	if !ok {
+		return nil, f.errorf(op, errs.ErrDType, "tensor %s is %s, not a float tensor: LoadQ it", name, t.Type)
+	}
+	var x *candle.Tensor
+	if f.m != nil {
+		x, err = f.m.Load(dev, dt, f.span(t), t.Dims...)
+	} else {
+		x, err = candle.FromBytes(dev, dt, f.data[f.span(t).Start:f.span(t).End], t.Dims...)
+	}
+	return x, f.wrap(op, name, err)
+}
+
+// LoadQ puts a quantized tensor on dev as its blocks. A float tensor is an
+// error of kind errs.ErrDType: Load it.
+func (f *File) LoadQ(name string, dev candle.Device) (*candle.QTensor, error) {
+	const op = "File.LoadQ"
+	t, err := f.tensor(op, name)
+	if err != nil {
+		return nil, err
+	}
+	if !t.Type.Quantized() {
+		return nil, f.errorf(op, errs.ErrDType, "tensor %s is %s, not quantized: Load it", name, t.Type)
+	}
+	var q *candle.QTensor
+	if f.m != nil {
+		q, err = f.m.LoadQ(dev, t.Type, f.span(t), t.Dims...)
+	} else {
+		q, err = candle.NewQTensor(dev, t.Type, f.data[f.span(t).Start:f.span(t).End], t.Dims...)
+	}
+	return q, f.wrap(op, name, err)
+}
+
+// tensor is the tensor of the name, known and in a file still open.
+func (f *File) tensor(op, name string) (TensorInfo, error) {
+	i, ok := f.byName[name]
+	if !ok {
+		return TensorInfo{}, f.errorf(op, errs.ErrNotFound, "no tensor %s", name)
+	}
+	t := f.tensors[i]
+	if !t.Type.Known() {
+		return t, f.errorf(op, errs.ErrDType, "tensor %s: type %s is not one this package decodes", name, t.Type)
+	}
+	if f.data == nil {
+		return t, f.errorf(op, errs.ErrClosed, "tensor %s: the file is closed", name)
+	}
+	return t, nil
+}
+
+// TransferStats says how the tensors loaded so far reached HIP devices
+// (zero for a file Parse read, which stages what it loads).
+func (f *File) TransferStats() candle.TransferStats {
+	if f.m == nil {
+		return candle.TransferStats{}
+	}
+	return f.m.TransferStats()
+}
+
+func (f *File) errorf(op string, kind error, format string, args ...any) error {
+	return &errs.Error{Pkg: string(pkg), Op: op, Kind: kind, Path: f.Path(), Detail: fmt.Sprintf(format, args...)}
+}
+
+// wrap attributes a load's failure to op, naming the tensor.
+func (f *File) wrap(op, name string, err error) error {
+	if err == nil {
+		return nil
+	}
+	e := pkg.Wrap(op, err).(*errs.Error)
+	if e.Path == "" {
+		e.Path = f.Path()
+	}
+	e.Field = "tensor " + name
+	return e
 }
 
 // reader reads little-endian values from a byte slice, remembering the
@@ -183,7 +316,7 @@ type reader struct {
 
 func (r *reader) fail(format string, args ...any) {
 	if r.err == nil {
-		r.err = fmt.Errorf("gguf: at byte %d: %s: %w", r.pos, fmt.Sprintf(format, args...), ErrFormat)
+		r.err = pkg.Errorf("Parse", errs.ErrFormat, "at byte %d: %s", r.pos, fmt.Sprintf(format, args...))
 	}
 }
 
@@ -253,12 +386,13 @@ func (r *reader) str(what string) string {
 // Parse reads a GGUF file held in memory. The file keeps data: Data
 // returns slices of it.
 func Parse(data []byte) (*File, error) {
+	bad := func(format string, args ...any) error { return pkg.Errorf("Parse", errs.ErrFormat, format, args...) }
 	r := &reader{b: data}
 	if m := r.u32("magic"); r.err == nil && m != magic {
 		if m == 0x47475546 {
-			return nil, fmt.Errorf("gguf: a big-endian GGUF file: this package reads little-endian ones: %w", ErrFormat)
+			return nil, bad("a big-endian GGUF file: this package reads little-endian ones")
 		}
-		return nil, fmt.Errorf("gguf: magic %#08x is not GGUF's (%q): not a GGUF file: %w", m, "GGUF", ErrFormat)
+		return nil, bad("magic %#08x is not GGUF's (%q): not a GGUF file", m, "GGUF")
 	}
 	f := &File{version: r.u32("version"), meta: map[string]Value{}, byName: map[string]int{}, alignment: DefaultAlignment, data: data}
 	if r.err != nil {
@@ -267,12 +401,12 @@ func Parse(data []byte) (*File, error) {
 	switch f.version {
 	case 2, 3:
 	case 1:
-		return nil, fmt.Errorf("gguf: version 1 (32-bit counts) is not read: convert the file with a current llama.cpp: %w", ErrFormat)
+		return nil, bad("version 1 (32-bit counts) is not read: convert the file with a current llama.cpp")
 	default:
 		if f.version > 0xffff {
-			return nil, fmt.Errorf("gguf: version %#x: a big-endian GGUF file? This package reads versions 2 and 3, little-endian: %w", f.version, ErrFormat)
+			return nil, bad("version %#x: a big-endian GGUF file? This package reads versions 2 and 3, little-endian", f.version)
 		}
-		return nil, fmt.Errorf("gguf: version %d: this package reads versions 2 and 3: %w", f.version, ErrFormat)
+		return nil, bad("version %d: this package reads versions 2 and 3", f.version)
 	}
 	// A tensor info takes at least 24 bytes, a key-value 13.
 	nt := r.count("tensor count", 24)
@@ -285,7 +419,7 @@ func Parse(data []byte) (*File, error) {
 			return nil, r.err
 		}
 		if _, dup := f.meta[key]; dup {
-			return nil, fmt.Errorf("gguf: key %q appears twice: %w", key, ErrFormat)
+			return nil, bad("key %q appears twice", key)
 		}
 		f.meta[key] = v
 		f.keys = append(f.keys, key)
@@ -293,7 +427,7 @@ func Parse(data []byte) (*File, error) {
 	if v, ok := f.meta["general.alignment"]; ok {
 		a, ok := v.asUint()
 		if !ok || a == 0 || a&(a-1) != 0 || a > 1<<30 {
-			return nil, fmt.Errorf("gguf: general.alignment %v (%s): want a power of two: %w", v, v.kind, ErrFormat)
+			return nil, bad("general.alignment %v (%s): want a power of two", v, v.kind)
 		}
 		f.alignment = int(a)
 	}
@@ -301,7 +435,7 @@ func Parse(data []byte) (*File, error) {
 		t := TensorInfo{Name: r.str("a tensor name")}
 		nd := r.u32("the dims of " + t.Name)
 		if r.err == nil && nd > maxDims {
-			return nil, fmt.Errorf("gguf: tensor %s has %d dims: GGUF tensors have at most %d: %w", t.Name, nd, maxDims, ErrFormat)
+			return nil, bad("tensor %s has %d dims: GGUF tensors have at most %d", t.Name, nd, maxDims)
 		}
 		ne := make([]uint64, nd)
 		for i := range ne {
@@ -313,13 +447,13 @@ func Parse(data []byte) (*File, error) {
 			return nil, r.err
 		}
 		if _, dup := f.byName[t.Name]; dup {
-			return nil, fmt.Errorf("gguf: tensor %q appears twice: %w", t.Name, ErrFormat)
+			return nil, bad("tensor %q appears twice", t.Name)
 		}
 		elems := uint64(1)
 		t.Dims = make([]int, nd)
 		for i, d := range ne {
 			if d != 0 && elems > math.MaxInt64/d || d > math.MaxInt64 {
-				return nil, fmt.Errorf("gguf: tensor %s: dims %v: more elements than an int64 counts: %w", t.Name, ne, ErrFormat)
+				return nil, bad("tensor %s: dims %v: more elements than an int64 counts", t.Name, ne)
 			}
 			elems *= d
 			t.Dims[int(nd)-1-i] = int(d)
@@ -327,10 +461,10 @@ func Parse(data []byte) (*File, error) {
 		if t.Type.Known() {
 			bs := uint64(t.Type.BlockSize())
 			if nd > 0 && ne[0]%bs != 0 {
-				return nil, fmt.Errorf("gguf: tensor %s: %s rows of %d elements: want a multiple of its block of %d: %w", t.Name, t.Type, ne[0], bs, ErrFormat)
+				return nil, bad("tensor %s: %s rows of %d elements: want a multiple of its block of %d", t.Name, t.Type, ne[0], bs)
 			}
 			if elems/bs > uint64(len(data))/uint64(t.Type.TypeSize()) {
-				return nil, fmt.Errorf("gguf: tensor %s: %v of %s: more bytes than the file holds: %w", t.Name, t.Dims, t.Type, ErrFormat)
+				return nil, bad("tensor %s: %v of %s: more bytes than the file holds", t.Name, t.Dims, t.Type)
 			}
 			t.Bytes = int(elems / bs * uint64(t.Type.TypeSize()))
 		}
@@ -342,16 +476,16 @@ func Parse(data []byte) (*File, error) {
 	}
 	f.dataStart = alignUp(r.pos, f.alignment)
 	if f.dataStart > len(data) && len(f.tensors) > 0 {
-		return nil, fmt.Errorf("gguf: the data section starts at byte %d, past the end of the file (%d bytes): truncated?: %w", f.dataStart, len(data), ErrFormat)
+		return nil, bad("the data section starts at byte %d, past the end of the file (%d bytes): truncated?", f.dataStart, len(data))
 	}
 	section := uint64(max(len(data)-f.dataStart, 0))
 	for _, t := range f.tensors {
 		if t.Offset%uint64(f.alignment) != 0 {
-			return nil, fmt.Errorf("gguf: tensor %s at offset %d: not a multiple of the alignment %d: %w", t.Name, t.Offset, f.alignment, ErrFormat)
+			return nil, bad("tensor %s at offset %d: not a multiple of the alignment %d", t.Name, t.Offset, f.alignment)
 		}
 		if t.Offset > section || uint64(t.Bytes) > section-t.Offset {
-			return nil, fmt.Errorf("gguf: tensor %s: bytes [%d, %d) of a data section of %d: out of range (truncated?): %w", t.Name, t.Offset,
-				t.Offset+uint64(t.Bytes), section, ErrFormat)
+			return nil, bad("tensor %s: bytes [%d, %d) of a data section of %d: out of range (truncated?)", t.Name, t.Offset,
+				t.Offset+uint64(t.Bytes), section)
 		}
 	}
 	return f, nil

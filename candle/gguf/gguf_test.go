@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rocm-go/rocm/candle"
+	"github.com/rocm-go/rocm/errs"
 )
 
 // sample writes a small file with every value kind and three tensors.
@@ -97,11 +98,13 @@ func TestRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	assert.EqualValues(t, 60000, u)
 	_, err = f.Uint("i8")
-	assert.ErrorIs(t, err, ErrMetadata)
+	assert.ErrorIs(t, err, errs.ErrFormat, "a value of another kind")
+	assert.ErrorContains(t, err, "i8 is a i8, want a non-negative integer")
 	_, err = f.String("u8")
-	assert.ErrorIs(t, err, ErrMetadata)
+	assert.ErrorIs(t, err, errs.ErrFormat)
 	_, err = f.Float("nope")
-	assert.ErrorIs(t, err, ErrMetadata)
+	assert.ErrorIs(t, err, errs.ErrNotFound, "a missing key")
+	assert.ErrorContains(t, err, "the file has no nope")
 	x, err := f.Float("f32")
 	require.NoError(t, err)
 	assert.Equal(t, 1.5, x)
@@ -119,40 +122,76 @@ func TestRoundTrip(t *testing.T) {
 	assert.Equal(t, candle.GGMLQ8_0, info.Type)
 	assert.Equal(t, 128, info.Elems())
 
+	// As candle.Weights.
+	assert.Equal(t, []string{"a.f32", "b.q8", "c.f16"}, f.Names())
+	wi, ok := f.Info("b.q8")
+	require.True(t, ok)
+	assert.Equal(t, candle.WeightInfo{Shape: candle.Shape{2, 64}, Type: "Q8_0", Quantized: true, Quant: candle.GGMLQ8_0}, wi)
+	assert.Equal(t, len(data["b.q8"]), wi.Bytes())
+	wi, _ = f.Info("c.f16")
+	assert.Equal(t, candle.WeightInfo{Shape: candle.Shape{10}, Type: "F16", Dense: true, DType: candle.F16}, wi)
+	_, ok = f.Info("none")
+	assert.False(t, ok)
 	cpu := candle.CPU()
-	a, err := f.Load("a.f32", cpu, candle.F64)
+	a, err := f.Load("a.f32", cpu)
 	require.NoError(t, err)
-	av, err := candle.ToSlice[float64](a)
+	assert.Equal(t, candle.F32, a.DType(), "a float tensor loads in its own dtype")
+	a64, err := a.ToDType(candle.F64)
+	require.NoError(t, err)
+	av, err := candle.ToSlice[float64](a64)
 	require.NoError(t, err)
 	assert.Equal(t, []float64{-2.5, -1.5, -0.5, 0.5, 1.5, 2.5}, av)
 	assert.Equal(t, candle.Shape{2, 3}, a.Shape())
 	q, err := f.LoadQ("b.q8", cpu)
 	require.NoError(t, err)
 	assert.Equal(t, candle.Shape{2, 64}, q.Shape())
-	qd, err := f.Load("b.q8", cpu, candle.F32)
+	qd, err := q.Dequantize(candle.F32)
 	require.NoError(t, err)
 	qv, err := candle.ToSlice[float32](qd)
 	require.NoError(t, err)
 	for i, v := range qv {
 		assert.InDelta(t, float32(i%17)-8, v, 0.04, "element %d", i)
 	}
+	_, err = f.Load("b.q8", cpu)
+	assert.ErrorIs(t, err, errs.ErrDType, "a quantized tensor: LoadQ it")
 	_, err = f.LoadQ("a.f32", cpu)
-	assert.ErrorIs(t, err, candle.ErrDType)
-	_, err = f.Load("none", cpu, candle.F32)
-	assert.Error(t, err)
+	assert.ErrorIs(t, err, errs.ErrDType)
+	_, err = f.Load("none", cpu)
+	assert.ErrorIs(t, err, errs.ErrNotFound)
+	_, err = f.LoadQ("none", cpu)
+	assert.ErrorIs(t, err, errs.ErrNotFound)
+	assert.Equal(t, candle.TransferStats{}, f.TransferStats())
 
 	// The same bytes through a file and the mapping.
 	path := filepath.Join(t.TempDir(), "m.gguf")
 	require.NoError(t, os.WriteFile(path, b, 0o644))
 	mf, err := Open(path)
 	require.NoError(t, err)
+	assert.Equal(t, path, mf.Path())
 	d, err := mf.Data(info)
 	require.NoError(t, err)
 	assert.Equal(t, data["b.q8"], d)
+	mq, err := mf.LoadQ("b.q8", cpu)
+	require.NoError(t, err)
+	mb, err := mq.Blocks()
+	require.NoError(t, err)
+	got, err := candle.ToBytes(mb)
+	require.NoError(t, err)
+	assert.Equal(t, data["b.q8"], got, "the blocks as the file holds them")
+	mc, err := mf.Load("c.f16", cpu)
+	require.NoError(t, err)
+	got, err = candle.ToBytes(mc)
+	require.NoError(t, err)
+	assert.Equal(t, data["c.f16"], got)
 	require.NoError(t, mf.Close())
 	require.NoError(t, mf.Close())
 	_, err = mf.Data(info)
-	assert.Error(t, err)
+	assert.ErrorIs(t, err, errs.ErrClosed)
+	_, err = mf.LoadQ("b.q8", cpu)
+	assert.ErrorIs(t, err, errs.ErrClosed)
+	for _, c := range []interface{ Close() error }{a, a64, q, qd, mq, mb, mc} {
+		c.Close()
+	}
 }
 
 // header builds a raw header for the corruption tests.
@@ -192,18 +231,18 @@ func TestBadFiles(t *testing.T) {
 			f, err := Parse(b)
 			assert.Nil(t, f)
 			require.Error(t, err)
-			assert.ErrorIs(t, err, ErrFormat)
+			assert.ErrorIs(t, err, errs.ErrFormat)
 		})
 	}
 	// An unaligned offset, and a tensor past the data section.
 	bad := (&header{}).u32(magic).u32(3).u64(1).u64(0).str("t").u32(1).u64(8).u32(0).u64(4).Bytes()
 	bad = append(bad, make([]byte, 64)...)
 	_, err := Parse(bad)
-	assert.ErrorIs(t, err, ErrFormat)
+	assert.ErrorIs(t, err, errs.ErrFormat)
 	bad = (&header{}).u32(magic).u32(3).u64(1).u64(0).str("t").u32(1).u64(8).u32(0).u64(64).Bytes()
 	bad = append(bad, make([]byte, 64)...)
 	_, err = Parse(bad)
-	assert.ErrorIs(t, err, ErrFormat)
+	assert.ErrorIs(t, err, errs.ErrFormat)
 	// An unknown type is listed but not read.
 	unk := (&header{}).u32(magic).u32(3).u64(1).u64(0).str("t").u32(1).u64(8).u32(23).u64(0).Bytes()
 	f, err := Parse(append(unk, make([]byte, 64)...))
@@ -211,7 +250,29 @@ func TestBadFiles(t *testing.T) {
 	info, _ := f.Tensor("t")
 	assert.False(t, info.Type.Known())
 	_, err = f.Data(info)
-	assert.ErrorIs(t, err, candle.ErrDType)
+	assert.ErrorIs(t, err, errs.ErrDType)
+	wi, ok := f.Info("t")
+	require.True(t, ok)
+	assert.False(t, wi.Dense || wi.Quantized, "a type candle does not hold")
+	_, err = f.Load("t", candle.CPU())
+	assert.ErrorIs(t, err, errs.ErrDType)
+	_, err = f.LoadQ("t", candle.CPU())
+	assert.ErrorIs(t, err, errs.ErrDType)
+}
+
+// TestOpenBadFiles: a file Open cannot read says which file and why.
+func TestOpenBadFiles(t *testing.T) {
+	dir := t.TempDir()
+	_, err := Open(filepath.Join(dir, "none.gguf"))
+	assert.ErrorIs(t, err, errs.ErrNotFound)
+	good, _ := sample(t)
+	for name, b := range map[string][]byte{"empty": nil, "truncated": good[:len(good)-40], "not gguf": []byte("{\"a\": 1}")} {
+		path := filepath.Join(dir, "bad.gguf")
+		require.NoError(t, os.WriteFile(path, b, 0o644))
+		_, err := Open(path)
+		assert.ErrorIs(t, err, errs.ErrFormat, name)
+		assert.ErrorContains(t, err, path, name)
+	}
 }
 
 func TestHugeCountsAllocateNothing(t *testing.T) {
@@ -272,7 +333,6 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("tensor %s: %d bytes, info says %d", info.Name, len(d), info.Bytes)
 			}
 		}
-		file.Vocab()
 	})
 }
 

@@ -1,30 +1,29 @@
 package gguf
 
 import (
-	"errors"
 	"fmt"
 
-	"github.com/rocm-go/rocm/candle"
+	"github.com/rocm-go/rocm/errs"
 )
 
-// ErrMetadata is the error of a metadata key that is missing or holds a
-// value of another kind than asked for.
-var ErrMetadata = errors.New("GGUF metadata")
+// The metadata getters' errors: a key the file does not have is of kind
+// errs.ErrNotFound, one that holds a value of another kind than asked for
+// of kind errs.ErrFormat; both name the key (Error.Field).
 
 func (f *File) lookup(key string) (Value, error) {
 	v, ok := f.meta[key]
 	if !ok {
-		return Value{}, fmt.Errorf("gguf: the file has no %s: %w", key, ErrMetadata)
+		return Value{}, &errs.Error{Pkg: string(pkg), Op: "File.Get", Kind: errs.ErrNotFound, Path: f.Path(), Field: key, Detail: "the file has no " + key}
 	}
 	return v, nil
 }
 
-func kindErr(key string, v Value, want string) error {
+func (f *File) kindErr(key string, v Value, want string) error {
 	got := v.kind.String()
 	if v.kind == Array {
 		got = "array of " + v.elem.String()
 	}
-	return fmt.Errorf("gguf: %s is a %s, want %s: %w", key, got, want, ErrMetadata)
+	return &errs.Error{Pkg: string(pkg), Op: "File.Get", Kind: errs.ErrFormat, Path: f.Path(), Field: key, Detail: fmt.Sprintf("%s is a %s, want %s", key, got, want)}
 }
 
 // String is a string value.
@@ -34,7 +33,7 @@ func (f *File) String(key string) (string, error) {
 		return "", err
 	}
 	if v.kind != String {
-		return "", kindErr(key, v, "a string")
+		return "", f.kindErr(key, v, "a string")
 	}
 	return v.s, nil
 }
@@ -47,7 +46,7 @@ func (f *File) Uint(key string) (uint64, error) {
 	}
 	u, ok := v.asUint()
 	if !ok {
-		return 0, kindErr(key, v, "a non-negative integer")
+		return 0, f.kindErr(key, v, "a non-negative integer")
 	}
 	return u, nil
 }
@@ -60,7 +59,7 @@ func (f *File) Int(key string) (int64, error) {
 	}
 	i, ok := v.asInt()
 	if !ok {
-		return 0, kindErr(key, v, "an integer")
+		return 0, f.kindErr(key, v, "an integer")
 	}
 	return i, nil
 }
@@ -78,7 +77,7 @@ func (f *File) Float(key string) (float64, error) {
 	if i, ok := v.asInt(); ok {
 		return float64(i), nil
 	}
-	return 0, kindErr(key, v, "a number")
+	return 0, f.kindErr(key, v, "a number")
 }
 
 // Bool is a bool value.
@@ -88,7 +87,7 @@ func (f *File) Bool(key string) (bool, error) {
 		return false, err
 	}
 	if v.kind != Bool {
-		return false, kindErr(key, v, "a bool")
+		return false, f.kindErr(key, v, "a bool")
 	}
 	return v.b, nil
 }
@@ -101,7 +100,7 @@ func (f *File) Strings(key string) ([]string, error) {
 	}
 	a, ok := v.arr.([]string)
 	if v.kind != Array || !ok {
-		return nil, kindErr(key, v, "an array of strings")
+		return nil, f.kindErr(key, v, "an array of strings")
 	}
 	return append([]string(nil), a...), nil
 }
@@ -114,7 +113,7 @@ func (f *File) Ints(key string) ([]int64, error) {
 	}
 	a, ok := v.ints()
 	if v.kind != Array || !ok {
-		return nil, kindErr(key, v, "an array of integers")
+		return nil, f.kindErr(key, v, "an array of integers")
 	}
 	return a, nil
 }
@@ -127,7 +126,7 @@ func (f *File) Floats(key string) ([]float64, error) {
 	}
 	a, ok := v.floats()
 	if v.kind != Array || !ok {
-		return nil, kindErr(key, v, "an array of floats")
+		return nil, f.kindErr(key, v, "an array of floats")
 	}
 	return a, nil
 }
@@ -143,60 +142,4 @@ func (f *File) Architecture() string {
 // reads llama.block_count in a llama file.
 func (f *File) ArchUint(key string) (uint64, error) {
 	return f.Uint(f.Architecture() + "." + key)
-}
-
-// Load puts a tensor on dev as a dtype tensor of its dims: float tensors
-// (F32, F16, BF16, F64) are converted, quantized ones dequantized (through
-// candle.QTensor on dev). Use LoadQ to keep a quantized tensor quantized.
-func (f *File) Load(name string, dev candle.Device, dt candle.DType) (*candle.Tensor, error) {
-	info, data, err := f.tensorData(name)
-	if err != nil {
-		return nil, err
-	}
-	if fdt, ok := info.Type.DType(); ok {
-		t, err := candle.FromBytes(dev, fdt, data, info.Dims...)
-		if err != nil || fdt == dt {
-			return t, wrapTensor(name, err)
-		}
-		defer t.Close()
-		t2, err := t.ToDType(dt)
-		return t2, wrapTensor(name, err)
-	}
-	q, err := candle.NewQTensor(dev, info.Type, data, info.Dims...)
-	if err != nil {
-		return nil, wrapTensor(name, err)
-	}
-	defer q.Close()
-	t, err := q.Dequantize(dt)
-	return t, wrapTensor(name, err)
-}
-
-// LoadQ puts a quantized tensor on dev as it is. A float tensor is an
-// error: Load it.
-func (f *File) LoadQ(name string, dev candle.Device) (*candle.QTensor, error) {
-	info, data, err := f.tensorData(name)
-	if err != nil {
-		return nil, err
-	}
-	if !info.Type.Quantized() {
-		return nil, fmt.Errorf("gguf: tensor %s is %s, not quantized: Load it: %w", name, info.Type, candle.ErrDType)
-	}
-	q, err := candle.NewQTensor(dev, info.Type, data, info.Dims...)
-	return q, wrapTensor(name, err)
-}
-
-func (f *File) tensorData(name string) (TensorInfo, []byte, error) {
-	info, ok := f.Tensor(name)
-	if !ok {
-		return info, nil, fmt.Errorf("gguf: the file has no tensor %s", name)
-	}
-	data, err := f.Data(info)
-	return info, data, err
-}
-
-func wrapTensor(name string, err error) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("gguf: tensor %s: %w", name, err)
 }

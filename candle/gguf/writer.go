@@ -273,6 +273,3 @@ func (w *Writer) Close() error {
 	}
 	return pkg.Wrap("Writer.Close", w.w.Flush())
 }
-
-// pkg makes this package's errors.
-const pkg errs.Package = "gguf"

@@ -22,7 +22,7 @@ typedef __hip_bfloat16 bf16;
 // know (its loops over lanes stay loops, its divisions divisions); AMD's
 // compiler knows warpSize for the arch (64 on CDNA, 32 on RDNA). On an
 // H200, with qx_quant's one division a chunk, the Q4_K 1B model's decode
-// step took 651.5 µs of GPU time against 681.8 (bench/RESULTS.md).
+// step took 651.5 µs of GPU time against 681.8 (candle/kernels/NOTES.md).
 #if defined(__HIP_PLATFORM_NVIDIA__)
 #define RG_WARP 32
 #else

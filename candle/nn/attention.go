@@ -6,7 +6,6 @@ import (
 
 	"github.com/rocm-go/rocm/candle"
 	"github.com/rocm-go/rocm/flashattn"
-	"github.com/rocm-go/rocm/hip"
 )
 
 // ScaledDotProductAttention is softmax(q·kᵀ·scale + masks)·v over BSHD
@@ -95,7 +94,7 @@ func handle(d *candle.HIPDevice) (*flashattn.Handle, error) {
 // headContiguous is t's device address and layout with its last (head)
 // dim contiguous: a copy, tmp, when it is not, which the caller closes
 // after queuing the call that reads it.
-func headContiguous(t *candle.Tensor) (ptr hip.DevicePtr, l candle.Layout, tmp *candle.Tensor, err error) {
+func headContiguous(t *candle.Tensor) (ptr candle.DevicePtr, l candle.Layout, tmp *candle.Tensor, err error) {
 	l = t.Layout()
 	if last := t.Rank() - 1; t.Dim(last) > 1 && l.Stride[last] != 1 {
 		if tmp, err = t.Copy(); err != nil {

@@ -2,31 +2,29 @@ package nn
 
 import (
 	"math"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/rocm-go/rocm/candle"
+	"github.com/rocm-go/rocm/errs"
 )
 
 func TestConvLayers(t *testing.T) {
-	dir := t.TempDir()
 	cpu := candle.CPU()
 	// conv: 2 groups, 4 → 2 channels, 3x3; line: 1-D, 2 → 1 channel, kernel 2.
 	wv := make([]float32, 2*2*3*3)
 	for i := range wv {
 		wv[i] = float32(i%7) - 3
 	}
-	path := writeFile(t, filepath.Join(dir, "m.safetensors"), safetensorsBytes(t, []string{"conv.weight", "conv.bias", "line.weight"}, map[string]entry{
+	w := weightsOf(t, map[string]entry{
 		"conv.weight": {"F32", []int{2, 2, 3, 3}, f32s(wv...)},
 		"conv.bias":   {"F32", []int{2}, f32s(0.5, -1)},
 		"line.weight": {"F32", []int{1, 2, 2}, f32s(1, 2, 3, 4)},
-	}, nil))
-	vb, err := OpenVarBuilder(path, cpu, candle.F64)
+	})
+	vb, err := NewVarBuilder(w, cpu, candle.F64)
 	require.NoError(t, err)
-	defer vb.Close()
 
 	xv := make([]float64, 4*5*5)
 	for i := range xv {
@@ -98,12 +96,12 @@ func TestConvLayers(t *testing.T) {
 	assert.Equal(t, candle.Shape{1, 2, 2}, lineN.Weight.Shape())
 
 	_, err = NewConv2d(vb, "conv", 4, 2, 5, p, true)
-	assert.ErrorIs(t, err, candle.ErrShape)
+	assert.ErrorIs(t, err, errs.ErrShape)
 	assert.ErrorContains(t, err, `tensor "conv.weight" is [2 2 3 3]`)
 	_, err = NewConv2d(vb, "conv", 4, 2, 3, candle.Conv2dParams{Groups: 3}, true)
 	assert.ErrorIs(t, err, candle.ErrArgument)
 	_, err = NewConv1d(vb, "line", 2, 1, 2, candle.Conv1dParams{}, true)
-	assert.ErrorIs(t, err, ErrMissing)
+	assert.ErrorIs(t, err, errs.ErrNotFound)
 }
 
 func TestActivations(t *testing.T) {

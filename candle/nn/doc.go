@@ -1,15 +1,13 @@
 // Package nn is the layers of neural networks on package candle, and the
-// loading of their weights: safetensors files (one, or a sharded model's
-// index) memory-mapped and copied to the device once, through a
-// VarBuilder that checks each parameter's name, shape and dtype. On a HIP
-// device goroutines read the file into pinned buffers a chunk at a time,
-// ahead of the copies, and tensors go from them by DMA (Transfer says how,
-// and falls back to staging where reading fails). The buffers stay for
-// the next load; ReservePinnedBuffers makes them before a process's first
-// load, while the program does something else.
+// loading of their weights: a VarBuilder maps a model's weights
+// (candle.Weights: safetensors files from candle/safetensors, a GGUF file
+// from candle/gguf, or TensorWeights in memory) onto named parameters,
+// checking each one's name, shape and dtype. Files reach a HIP device
+// through candle's pipelined pinned upload (candle.Transfer).
 //
-//	vb, err := nn.OpenVarBuilder("/models/Llama-3.2-1B", dev, candle.BF16)
-//	defer vb.Close()
+//	w, err := safetensors.Open("/models/Llama-3.2-1B")
+//	defer w.Close()
+//	vb, err := nn.NewVarBuilder(w, dev, candle.BF16)
 //	proj, err := nn.NewLinear(vb.Prefix("model.layers.0.self_attn"), "q_proj", 2048, 2048, false)
 //	y, err := proj.Forward(x)
 //

@@ -6,7 +6,6 @@ import (
 
 	"github.com/rocm-go/rocm/candle"
 	"github.com/rocm-go/rocm/flashattn"
-	"github.com/rocm-go/rocm/hip"
 )
 
 // ErrCacheFull is the error of a step that needs more pages than a
@@ -648,7 +647,7 @@ func (s *PagedStep) attentionRotary(op string, d *candle.HIPDevice, layer int, q
 // and 16-byte aligned, by device pointer: with them attentionHIP's k and
 // v are the step's new keys (before rotation) and values, which its
 // Decode turns and writes (flashattn.Params.Rotary).
-type rotaryAngles [2]hip.DevicePtr
+type rotaryAngles [2]candle.DevicePtr
 
 func (s *PagedStep) attentionHIP(op string, d *candle.HIPDevice, layer int, q, k, v *candle.Tensor, p flashattn.Params, rot *rotaryAngles) (*candle.Tensor, error) {
 	c := s.c
@@ -666,7 +665,7 @@ func (s *PagedStep) attentionHIP(op string, d *candle.HIPDevice, layer int, q, k
 		return nil, err
 	}
 	type operand struct {
-		ptr         hip.DevicePtr
+		ptr         candle.DevicePtr
 		row, head   int
 		heads, size int
 	}

@@ -1,139 +1,41 @@
 package nn
 
 import (
-	"encoding/json"
-	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/rocm-go/rocm/candle"
+	"github.com/rocm-go/rocm/errs"
 )
 
-// VarBuilder maps a model's safetensors files onto named parameters: Get
-// loads one by name onto the builder's device in its dtype, checking its
-// shape. Prefix gives a builder for a sub-module ("model.layers.0").
+// VarBuilder maps a model's weights (candle.Weights: safetensors files, a
+// GGUF file, tensors in memory) onto named parameters: Get loads one by
+// name onto the builder's device in its dtype, checking its shape; GetQ
+// loads a quantized one as it is. Prefix gives a builder for a sub-module
+// ("model.layers.0"). The weights stay the caller's to close.
 type VarBuilder struct {
-	files  *weights
+	w      candle.Weights
 	prefix string
 	dev    candle.Device
 	dtype  candle.DType
 }
 
-// weights is the open files of a VarBuilder and which file holds which
-// tensor; builders made by Prefix share it.
-type weights struct {
-	files []*Safetensors
-	where map[string]*Safetensors
+// NewVarBuilder loads w's tensors onto dev, converted to dtype where a
+// tensor holds another float dtype.
+func NewVarBuilder(w candle.Weights, dev candle.Device, dtype candle.DType) (*VarBuilder, error) {
+	const op = "NewVarBuilder"
+	switch {
+	case w == nil:
+		return nil, pkg.Errorf(op, errs.ErrArgument, "no weights")
+	case dev == nil:
+		return nil, pkg.Errorf(op, errs.ErrDevice, "nil device")
+	case !dtype.IsFloat():
+		return nil, pkg.Errorf(op, errs.ErrDType, "%s: weights load as f32, f16, bf16 or f64", dtype)
+	}
+	return &VarBuilder{w: w, dev: dev, dtype: dtype}, nil
 }
 
-// OpenVarBuilder opens a model's weights for dev, converted to dtype
-// where a file holds another float dtype: one .safetensors file, a
-// sharded model's index (model.safetensors.index.json, whose weight_map
-// names each tensor's file), or a folder holding either. opts say how
-// tensors move to a HIP device (WithTransfer; the default reads the files
-// into pinned buffers ahead of the copies).
-func OpenVarBuilder(path string, dev candle.Device, dtype candle.DType, opts ...LoadOption) (*VarBuilder, error) {
-	if dev == nil {
-		return nil, fmt.Errorf("nn: OpenVarBuilder: nil device: %w", candle.ErrDevice)
-	}
-	if !dtype.IsFloat() {
-		return nil, fmt.Errorf("nn: OpenVarBuilder: %s: weights load as f32, f16, bf16 or f64: %w", dtype, candle.ErrDType)
-	}
-	files, err := weightFiles(path)
-	if err != nil {
-		return nil, err
-	}
-	w := &weights{where: map[string]*Safetensors{}}
-	for _, f := range files {
-		s, err := OpenSafetensors(f, opts...)
-		if err != nil {
-			w.close()
-			return nil, err
-		}
-		w.files = append(w.files, s)
-		for _, n := range s.Names() {
-			if other, dup := w.where[n]; dup {
-				w.close()
-				return nil, fmt.Errorf("nn: tensor %q is in both %s and %s: %w", n, other.path, s.path, ErrFormat)
-			}
-			w.where[n] = s
-		}
-	}
-	return &VarBuilder{files: w, dev: dev, dtype: dtype}, nil
-}
-
-// weightFiles resolves a model path to its safetensors files.
-func weightFiles(path string) ([]string, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, fmt.Errorf("nn: %w", err)
-	}
-	if st.IsDir() {
-		for _, name := range []string{"model.safetensors.index.json", "model.safetensors"} {
-			if _, err := os.Stat(filepath.Join(path, name)); err == nil {
-				return weightFiles(filepath.Join(path, name))
-			}
-		}
-		matches, _ := filepath.Glob(filepath.Join(path, "*.safetensors"))
-		if len(matches) == 0 {
-			return nil, fmt.Errorf("nn: %s holds no model.safetensors, model.safetensors.index.json or *.safetensors: %w", path, ErrMissing)
-		}
-		slices.Sort(matches)
-		return matches, nil
-	}
-	if !strings.HasSuffix(path, ".json") {
-		return []string{path}, nil
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("nn: %w", err)
-	}
-	var index struct {
-		WeightMap map[string]string `json:"weight_map"`
-	}
-	if err := json.Unmarshal(b, &index); err != nil {
-		return nil, fmt.Errorf("nn: %s: %v: %w", path, err, ErrFormat)
-	}
-	if len(index.WeightMap) == 0 {
-		return nil, fmt.Errorf("nn: %s: no weight_map: %w", path, ErrFormat)
-	}
-	dir := filepath.Dir(path)
-	var files []string
-	for _, f := range index.WeightMap {
-		if f != filepath.Base(f) {
-			return nil, fmt.Errorf("nn: %s: shard %q is not a file beside the index: %w", path, f, ErrFormat)
-		}
-		files = append(files, filepath.Join(dir, f))
-	}
-	slices.Sort(files)
-	return slices.Compact(files), nil
-}
-
-func (w *weights) close() error {
-	var errs []error
-	for _, f := range w.files {
-		errs = append(errs, f.Close())
-	}
-	return errors.Join(errs...)
-}
-
-// Close waits for the copies still reading the files and unmaps them; the
-// tensors loaded stay valid. Close it once, on the builder OpenVarBuilder
-// returned.
-func (vb *VarBuilder) Close() error { return vb.files.close() }
-
-// TransferStats says how the tensors loaded so far reached HIP devices,
-// summed over the files.
-func (vb *VarBuilder) TransferStats() TransferStats {
-	var st TransferStats
-	for _, f := range vb.files.files {
-		st.add(f.TransferStats())
-	}
-	return st
-}
+// Weights is what the builder loads from.
+func (vb *VarBuilder) Weights() candle.Weights { return vb.w }
 
 // Prefix is a builder whose names start with prefix and a dot.
 func (vb *VarBuilder) Prefix(prefix string) *VarBuilder {
@@ -155,29 +57,155 @@ func (vb *VarBuilder) name(n string) string {
 	return vb.prefix + "." + n
 }
 
-// Contains reports whether the files hold a tensor of the name.
+// Contains reports whether the weights hold a tensor of the name.
 func (vb *VarBuilder) Contains(name string) bool {
-	_, ok := vb.files.where[vb.name(name)]
+	_, ok := vb.w.Info(vb.name(name))
 	return ok
 }
 
-// Get loads a tensor by name, checked against shape, as the builder's
-// dtype (float tensors) or its own (integer ones). A missing tensor or
-// another shape is an error that names it.
-func (vb *VarBuilder) Get(name string, shape ...int) (*candle.Tensor, error) {
-	full := vb.name(name)
-	f, ok := vb.files.where[full]
+// Info describes the tensor of the name.
+func (vb *VarBuilder) Info(name string) (candle.WeightInfo, bool) { return vb.w.Info(vb.name(name)) }
+
+// info is the tensor of a full name, checked against shape.
+func (vb *VarBuilder) info(op, full string, shape []int) (candle.WeightInfo, error) {
+	info, ok := vb.w.Info(full)
 	if !ok {
-		return nil, fmt.Errorf("nn: the weights have no tensor %q: %w", full, ErrMissing)
+		return info, pkg.Errorf(op, errs.ErrNotFound, "the weights have no tensor %q", full)
 	}
-	info, _ := f.Info(full)
 	if !slices.Equal(info.Shape, shape) {
-		return nil, fmt.Errorf("nn: tensor %q is %v in %s; the model wants %v: %w", full, info.Shape, f.path, shape, candle.ErrShape)
+		return info, pkg.Errorf(op, errs.ErrShape, "tensor %q is %v in the weights; the model wants %v", full, []int(info.Shape), shape)
 	}
-	t, err := f.Load(full, vb.dev)
-	if err != nil || !t.DType().IsFloat() || t.DType() == vb.dtype {
-		return t, err
+	return info, nil
+}
+
+// Get loads a tensor by name, checked against shape, as the builder's
+// dtype (float tensors; a quantized one is dequantized) or its own
+// (integer ones). A missing tensor or another shape is an error that
+// names it.
+func (vb *VarBuilder) Get(name string, shape ...int) (*candle.Tensor, error) {
+	const op = "VarBuilder.Get"
+	full := vb.name(name)
+	info, err := vb.info(op, full, shape)
+	if err != nil {
+		return nil, err
+	}
+	if info.Quantized {
+		q, err := vb.w.LoadQ(full, vb.dev)
+		if err != nil {
+			return nil, pkg.Wrap(op, err)
+		}
+		defer q.Close()
+		t, err := q.Dequantize(vb.dtype)
+		return t, pkg.Wrap(op, err)
+	}
+	t, err := vb.w.Load(full, vb.dev)
+	if err != nil {
+		return nil, pkg.Wrap(op, err)
+	}
+	if !t.DType().IsFloat() || t.DType() == vb.dtype {
+		return t, nil
 	}
 	defer t.Close()
-	return t.ToDType(vb.dtype)
+	c, err := t.ToDType(vb.dtype)
+	return c, pkg.Wrap(op, err)
 }
+
+// GetQ loads a quantized tensor by name as its blocks, checked against
+// shape (elements). A tensor that is not quantized is an error of kind
+// errs.ErrDType: Get it.
+func (vb *VarBuilder) GetQ(name string, shape ...int) (*candle.QTensor, error) {
+	const op = "VarBuilder.GetQ"
+	full := vb.name(name)
+	info, err := vb.info(op, full, shape)
+	if err != nil {
+		return nil, err
+	}
+	if !info.Quantized {
+		return nil, pkg.Errorf(op, errs.ErrDType, "tensor %q is %s, not quantized: Get it", full, info.Type)
+	}
+	q, err := vb.w.LoadQ(full, vb.dev)
+	return q, pkg.Wrap(op, err)
+}
+
+// TensorWeights is candle.Weights of tensors in memory, on any device: a
+// model's parameters computed in the program rather than read from a
+// file. Load and LoadQ give new references to the tensors (copies when
+// they are on another device), so closing what they return leaves the
+// map's tensors as they are.
+type TensorWeights struct {
+	Tensors   map[string]*candle.Tensor
+	Quantized map[string]*candle.QTensor
+}
+
+var _ candle.Weights = TensorWeights{}
+
+// Names lists the tensors of both maps, sorted.
+func (w TensorWeights) Names() []string {
+	names := make([]string, 0, len(w.Tensors)+len(w.Quantized))
+	for n := range w.Tensors {
+		names = append(names, n)
+	}
+	for n := range w.Quantized {
+		if _, dup := w.Tensors[n]; !dup {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Info describes a tensor.
+func (w TensorWeights) Info(name string) (candle.WeightInfo, bool) {
+	if t, ok := w.Tensors[name]; ok && t != nil {
+		return candle.WeightInfo{Shape: t.Shape(), Type: t.DType().String(), Dense: true, DType: t.DType()}, true
+	}
+	if q, ok := w.Quantized[name]; ok && q != nil {
+		return candle.WeightInfo{Shape: q.Shape(), Type: q.Type().String(), Quantized: true, Quant: q.Type()}, true
+	}
+	return candle.WeightInfo{}, false
+}
+
+// Load is the tensor on dev (Tensor.ToDevice).
+func (w TensorWeights) Load(name string, dev candle.Device) (*candle.Tensor, error) {
+	const op = "TensorWeights.Load"
+	t, ok := w.Tensors[name]
+	if !ok || t == nil {
+		if _, q := w.Quantized[name]; q {
+			return nil, pkg.Errorf(op, errs.ErrDType, "tensor %q is quantized: LoadQ it", name)
+		}
+		return nil, pkg.Errorf(op, errs.ErrNotFound, "no tensor %q", name)
+	}
+	c, err := t.ToDevice(dev)
+	return c, pkg.Wrap(op, err)
+}
+
+// LoadQ is the quantized tensor on dev, its blocks shared (or copied to
+// another device).
+func (w TensorWeights) LoadQ(name string, dev candle.Device) (*candle.QTensor, error) {
+	const op = "TensorWeights.LoadQ"
+	q, ok := w.Quantized[name]
+	if !ok || q == nil {
+		if _, d := w.Tensors[name]; d {
+			return nil, pkg.Errorf(op, errs.ErrDType, "tensor %q is not quantized: Load it", name)
+		}
+		return nil, pkg.Errorf(op, errs.ErrNotFound, "no tensor %q", name)
+	}
+	b, err := q.Blocks()
+	if err != nil {
+		return nil, pkg.Wrap(op, err)
+	}
+	defer b.Close()
+	on, err := b.ToDevice(dev)
+	if err != nil {
+		return nil, pkg.Wrap(op, err)
+	}
+	defer on.Close()
+	c, err := candle.QTensorFromBlocks(on, q.Type(), q.Shape()...)
+	return c, pkg.Wrap(op, err)
+}
+
+// TransferStats is zero: nothing is read from a file.
+func (TensorWeights) TransferStats() candle.TransferStats { return candle.TransferStats{} }
+
+// Close does nothing: the tensors are the caller's.
+func (TensorWeights) Close() error { return nil }

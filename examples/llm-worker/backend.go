@@ -6,10 +6,9 @@ import (
 	"fmt"
 
 	"github.com/rocm-go/rocm/candle"
-	"github.com/rocm-go/rocm/candle/gguf"
+	"github.com/rocm-go/rocm/candle/models"
 	"github.com/rocm-go/rocm/candle/models/generate"
 	"github.com/rocm-go/rocm/candle/models/llama"
-	"github.com/rocm-go/rocm/candle/nn"
 	"github.com/rocm-go/rocm/tokenizer"
 )
 
@@ -47,55 +46,42 @@ func openBackend(o LoadOptions) (Backend, error) {
 	return b, nil
 }
 
-// loadModel loads the tokenizer and the model of a Hugging Face folder or
-// a GGUF file.
+// loadModel opens the model path once (a Hugging Face folder or a GGUF
+// file, through candle/models) and loads its tokenizer and its model.
 func loadModel(o LoadOptions, dev candle.Device) (*tokenizer.Tokenizer, *llama.Model, candle.DType, error) {
-	opts := llama.Options{MaxBatch: o.MaxBatch, Progress: o.Progress}
-	var (
-		cfg  *llama.Config
-		tok  *tokenizer.Tokenizer
-		load func(candle.DType) (*llama.Model, error)
-		err  error
-	)
-	if llama.IsGGUF(o.Dir) {
-		f, err := gguf.Open(o.Dir)
-		if err != nil {
-			return nil, nil, 0, err
+	// Loading's pinned buffers are allocated while the tokenizer loads,
+	// so that the weights do not wait for them (ReservePinnedBuffers).
+	// Without them the load allocates its own, more slowly.
+	reserved := make(chan struct{})
+	go func() {
+		defer close(reserved)
+		if hd, ok := dev.(*candle.HIPDevice); ok {
+			candle.ReservePinnedBuffers(hd, candle.Transfer{}) // on failure the load allocates its own
 		}
-		defer f.Close()
-		if cfg, err = llama.ConfigFromGGUF(f); err != nil {
-			return nil, nil, 0, err
-		}
-		if tok, err = f.Tokenizer(); err != nil {
-			return nil, nil, 0, err
-		}
-		load = func(dt candle.DType) (*llama.Model, error) { return llama.LoadGGUF(o.Dir, dev, dt, opts) }
-	} else {
-		// Loading's pinned buffers are allocated while the tokenizer loads,
-		// so that the weights do not wait for them (ReservePinnedBuffers).
-		// Without them the load allocates its own, more slowly.
-		reserved := make(chan struct{})
-		go func() {
-			defer close(reserved)
-			if hd, ok := dev.(*candle.HIPDevice); ok {
-				nn.ReservePinnedBuffers(hd, nn.Transfer{}) // on failure the load allocates its own
-			}
-		}()
-		defer func() { <-reserved }() // an early return waits for it too
-		if cfg, err = llama.LoadConfig(o.Dir); err != nil {
-			return nil, nil, 0, err
-		}
-		if tok, err = tokenizer.LoadDir(o.Dir); err != nil {
-			return nil, nil, 0, err
-		}
-		<-reserved
-		load = func(dt candle.DType) (*llama.Model, error) { return llama.Load(o.Dir, dev, dt, opts) }
+	}()
+	defer func() { <-reserved }() // an early return waits for it too
+	c, err := models.Open(o.Dir)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	defer c.Close() // the weights are on the device once New returns
+	cfg, err := llama.ConfigOf(c)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	tok, err := c.Tokenizer()
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	if tok == nil {
+		return nil, nil, 0, fmt.Errorf("%s holds no tokenizer (tokenizer.json, or a GGUF file's vocabulary): the worker needs one", o.Dir)
 	}
 	dt, err := chooseDType(o.DType, dev, cfg)
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	m, err := load(dt)
+	<-reserved
+	m, err := llama.New(c, dev, dt, llama.Options{MaxBatch: o.MaxBatch, Progress: o.Progress})
 	return tok, m, dt, err
 }
 

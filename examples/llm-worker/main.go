@@ -32,8 +32,8 @@ import (
 
 	"github.com/dustin/go-humanize"
 
+	"github.com/rocm-go/rocm/candle/models"
 	"github.com/rocm-go/rocm/candle/models/generate"
-	"github.com/rocm-go/rocm/candle/models/llama"
 )
 
 func main() {
@@ -186,7 +186,7 @@ func inspectModel(dir string) (bytes int64, files int, err error) {
 		return 0, 0, fmt.Errorf("-model: %v", err)
 	}
 	if !st.IsDir() {
-		if llama.IsGGUF(dir) {
+		if f, _ := models.Detect(dir); f == models.GGUF {
 			return st.Size(), 1, nil
 		}
 		return 0, 0, fmt.Errorf("-model %s is a file but not a .gguf: give a GGUF file or the model's folder (config.json, tokenizer.json, *.safetensors)", dir)

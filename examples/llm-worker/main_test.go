@@ -18,6 +18,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/rocm-go/rocm/candle/safetensors"
 )
 
 // modelDir makes a folder that looks like a Hugging Face model.
@@ -286,11 +288,21 @@ func TestWorkerLoadFailures(t *testing.T) {
 	assert.Contains(t, w.log.String(), "warm-up failed")
 	assert.Equal(t, int32(1), fake.closeCalls.Load())
 
-	// The real backend says what is wrong with the folder.
+	// The real backend says what is wrong with the folder: its weights
+	// (two shards of zeros), then, with weights that read, its config.
+	w = startWorker(t, openBackend, nil, "-model", dir)
+	assert.Equal(t, 1, w.exit(t))
+	assert.Contains(t, w.log.String(), "loading the model failed")
+	assert.Contains(t, w.log.String(), "model-00001-of-00002.safetensors")
+	for _, f := range []string{"model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"} {
+		require.NoError(t, os.Remove(filepath.Join(dir, f)))
+	}
+	require.NoError(t, safetensors.Save(filepath.Join(dir, "model.safetensors"), nil, nil))
 	w = startWorker(t, openBackend, nil, "-model", dir)
 	assert.Equal(t, 1, w.exit(t))
 	assert.Contains(t, w.log.String(), "loading the model failed")
 	assert.Contains(t, w.log.String(), "config.json")
+	assert.Contains(t, w.log.String(), "hidden_size is missing")
 
 	// A port in use.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -17,6 +17,7 @@ import (
 	"github.com/dustin/go-humanize"
 
 	"github.com/rocm-go/rocm/candle"
+	"github.com/rocm-go/rocm/candle/models"
 	"github.com/rocm-go/rocm/candle/models/generate"
 	"github.com/rocm-go/rocm/candle/models/llama"
 	"github.com/rocm-go/rocm/candle/nn"
@@ -99,7 +100,7 @@ func PrepareLLMModel(dir string, spec mkmodel.Spec, w io.Writer) (reused bool, e
 		return false, err
 	}
 	if _, err := os.Stat(filepath.Join(dir, "config.json")); err == nil {
-		c, err := llama.LoadConfig(dir)
+		c, err := readConfig(dir)
 		if err != nil {
 			return false, fmt.Errorf("llm bench: %s holds a model whose config does not read (%v): give -model an empty or new folder", dir, err)
 		}
@@ -366,22 +367,28 @@ func RunLLMOurs(dev *candle.HIPDevice, dir string, s LLMSettings, w io.Writer) (
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	cfg, err := llama.LoadConfig(dir)
-	if err != nil {
-		return nil, err
-	}
 	const dt = candle.BF16
 	cacheTokens := s.CacheTokens(llama.DefaultPageSize)
 	base := dev.MemoryStats().InUse
 	start := time.Now()
+	ckpt, err := models.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := llama.ConfigOf(ckpt)
+	if err != nil {
+		ckpt.Close()
+		return nil, err
+	}
 	lastTenth := int64(-1)
-	m, err := llama.Load(dir, dev, dt, llama.Options{CacheTokens: cacheTokens, PageSize: llama.DefaultPageSize, MaxBatch: s.maxBatch(),
+	m, err := llama.New(ckpt, dev, dt, llama.Options{CacheTokens: cacheTokens, PageSize: llama.DefaultPageSize, MaxBatch: s.maxBatch(),
 		Progress: func(done, total int64) {
 			if tenth := done * 10 / max(total, 1); tenth != lastTenth {
 				lastTenth = tenth
 				fmt.Fprintf(w, "  loading: %s of %s\n", humanize.IBytes(uint64(done)), humanize.IBytes(uint64(total)))
 			}
 		}})
+	ckpt.Close() // what Load did before returning: the chunks released, the files unmapped
 	if err != nil {
 		return nil, fmt.Errorf("llm bench: loading %s: %w", dir, err)
 	}
@@ -683,7 +690,7 @@ func RunLLMBench(c LLMBench, w io.Writer) (*LLMReport, error) {
 		if _, err := PrepareLLMModel(c.Model, c.Spec, w); err != nil {
 			return nil, err
 		}
-		cfg, err := llama.LoadConfig(c.Model)
+		cfg, err := readConfig(c.Model)
 		if err != nil {
 			return nil, err
 		}
@@ -770,4 +777,13 @@ func checkTransformers(python string) error {
 		return fmt.Errorf("%s cannot run transformers on a GPU: %s", python, lastChars(strings.TrimSpace(string(out)), 300))
 	}
 	return nil
+}
+
+// readConfig reads the config.json of a model folder.
+func readConfig(dir string) (*llama.Config, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "config.json"))
+	if err != nil {
+		return nil, err
+	}
+	return llama.ParseConfig(b)
 }

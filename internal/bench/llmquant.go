@@ -12,6 +12,7 @@ import (
 
 	"github.com/rocm-go/rocm/candle"
 	"github.com/rocm-go/rocm/candle/gguf"
+	"github.com/rocm-go/rocm/candle/models"
 	"github.com/rocm-go/rocm/candle/models/llama"
 	"github.com/rocm-go/rocm/internal/mkmodel"
 )
@@ -31,13 +32,17 @@ type LLMQuantFigures struct {
 // folder); a file of another model or type is refused, never overwritten.
 func PrepareGGUF(path string, spec mkmodel.Spec, typ candle.GGMLType, w io.Writer) error {
 	if _, err := os.Stat(path); err == nil {
-		f, err := gguf.Open(path)
+		ck, err := models.Open(path)
+		if err == nil && ck.Format != models.GGUF {
+			ck.Close()
+			err = fmt.Errorf("%s", ck.Format)
+		}
 		if err != nil {
 			return fmt.Errorf("llm bench: %s does not read as GGUF (%v): remove it", path, err)
 		}
-		defer f.Close()
-		c, err := llama.ConfigFromGGUF(f)
-		hasType := slices.ContainsFunc(f.Tensors(), func(t gguf.TensorInfo) bool { return t.Type == typ })
+		defer ck.Close()
+		c, err := llama.ConfigOf(ck)
+		hasType := slices.ContainsFunc(ck.GGUF.Tensors(), func(t gguf.TensorInfo) bool { return t.Type == typ })
 		if err != nil || !specShaped(c, spec) || !hasType {
 			return fmt.Errorf("llm bench: %s holds another model or type than the spec's in %s: remove it", path, typ)
 		}
@@ -64,20 +69,24 @@ func RunLLMQuant(dev *candle.HIPDevice, path string, s LLMSettings, copyGBps flo
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	f, err := gguf.Open(path)
+	ck, err := models.Open(path)
 	if err != nil {
 		return nil, err
 	}
+	if ck.Format != models.GGUF {
+		ck.Close()
+		return nil, fmt.Errorf("llm bench: %s is %s, not a GGUF file", path, ck.Format)
+	}
 	q := &LLMQuantFigures{Prefill: map[string]float64{}, Decode: map[string]float64{}}
-	for _, t := range f.Tensors() {
+	for _, t := range ck.GGUF.Tensors() {
 		q.WeightBytes += int64(t.Bytes)
 		if t.Name == "blk.0.attn_q.weight" {
 			q.Type = t.Type.String()
 		}
 	}
-	f.Close()
 	q.RooflineTokS = Roofline(q.WeightBytes, copyGBps)
-	m, err := llama.LoadGGUF(path, dev, candle.BF16, llama.Options{CacheTokens: s.CacheTokens(llama.DefaultPageSize), PageSize: llama.DefaultPageSize, MaxBatch: s.maxBatch()})
+	m, err := llama.New(ck, dev, candle.BF16, llama.Options{CacheTokens: s.CacheTokens(llama.DefaultPageSize), PageSize: llama.DefaultPageSize, MaxBatch: s.maxBatch()})
+	ck.Close()
 	if err != nil {
 		return nil, fmt.Errorf("llm bench: loading %s: %w", path, err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rocm-go/rocm/candle"
 	"github.com/rocm-go/rocm/candle/nn"
+	"github.com/rocm-go/rocm/candle/safetensors"
 	"github.com/rocm-go/rocm/hip"
 )
 
@@ -62,7 +63,7 @@ func (b *Tensors) WriteCheckpoint(dir string, scale int) (*Checkpoint, error) {
 		ts[name] = t
 		c.Bytes += int64(t.Elems() * 2)
 	}
-	if err := nn.SaveSafetensors(c.Path, ts, map[string]string{"format": "pt"}); err != nil {
+	if err := safetensors.Save(c.Path, ts, map[string]string{"format": "pt"}); err != nil {
 		return nil, err
 	}
 	// On disk, so that write-back does not run during the timings, and read
@@ -86,17 +87,17 @@ func (b *Tensors) WriteCheckpoint(dir string, scale int) (*Checkpoint, error) {
 type Load struct {
 	// OnDevice is the time from opening the checkpoint to having every
 	// tensor on the device (the device synchronized); Closed adds the
-	// VarBuilder's Close (its chunks released, the file unmapped): what a
+	// weights' Close (their chunks released, the file unmapped): what a
 	// program waits for before its model runs.
 	OnDevice, Closed time.Duration
-	Stats            nn.TransferStats
+	Stats            candle.TransferStats
 }
 
 // Load loads the checkpoint onto the device once, with t's transfer; the
 // tensors are closed after.
-func (b *Tensors) Load(c *Checkpoint, t nn.Transfer) (Load, error) { return load(b.Dev, c, t) }
+func (b *Tensors) Load(c *Checkpoint, t candle.Transfer) (Load, error) { return load(b.Dev, c, t) }
 
-func load(dev *candle.HIPDevice, c *Checkpoint, t nn.Transfer) (Load, error) {
+func load(dev *candle.HIPDevice, c *Checkpoint, t candle.Transfer) (Load, error) {
 	names := make([]string, 0, len(c.shapes))
 	for n := range c.shapes {
 		names = append(names, n)
@@ -109,34 +110,39 @@ func load(dev *candle.HIPDevice, c *Checkpoint, t nn.Transfer) (Load, error) {
 		}
 	}()
 	start := time.Now()
-	vb, err := nn.OpenVarBuilder(c.Path, dev, candle.BF16, nn.WithTransfer(t))
+	w, err := safetensors.Open(c.Path, candle.WithTransfer(t))
 	if err != nil {
+		return Load{}, err
+	}
+	vb, err := nn.NewVarBuilder(w, dev, candle.BF16)
+	if err != nil {
+		w.Close()
 		return Load{}, err
 	}
 	for _, n := range names {
 		t, err := vb.Get(n, c.shapes[n]...)
 		if err != nil {
-			vb.Close()
+			w.Close()
 			return Load{}, err
 		}
 		loaded = append(loaded, t)
 	}
 	if err := dev.Synchronize(); err != nil {
-		vb.Close()
+		w.Close()
 		return Load{}, err
 	}
 	l := Load{OnDevice: time.Since(start)}
-	if err := vb.Close(); err != nil {
+	if err := w.Close(); err != nil {
 		return Load{}, err
 	}
 	l.Closed = time.Since(start)
-	l.Stats = vb.TransferStats()
+	l.Stats = w.TransferStats()
 	return l, nil
 }
 
 // MedianLoad is the load of median Closed time of reps loads, after one
 // more (the first of the process, returned too: it fills the pool).
-func (b *Tensors) MedianLoad(c *Checkpoint, t nn.Transfer, reps int) (first, median Load, err error) {
+func (b *Tensors) MedianLoad(c *Checkpoint, t candle.Transfer, reps int) (first, median Load, err error) {
 	if first, err = b.Load(c, t); err != nil {
 		return
 	}
@@ -192,12 +198,12 @@ func FirstLoad(c *Checkpoint, reserve bool) (Load, time.Duration, error) {
 	var took time.Duration
 	if reserve {
 		start := time.Now()
-		if _, err := nn.ReservePinnedBuffers(d, nn.Transfer{}); err != nil {
+		if _, err := candle.ReservePinnedBuffers(d, candle.Transfer{}); err != nil {
 			return Load{}, 0, err
 		}
 		took = time.Since(start)
 	}
-	l, err := load(d, c, nn.Transfer{})
+	l, err := load(d, c, candle.Transfer{})
 	return l, took, err
 }
 

@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rocm-go/rocm/candle"
-	"github.com/rocm-go/rocm/candle/nn"
 	"github.com/rocm-go/rocm/hip"
 	"github.com/rocm-go/rocm/internal/testenv"
 )
@@ -62,7 +61,7 @@ func TestTensorBenchmarksRun(t *testing.T) {
 	// One layer and a 16th of the vocabulary, in BF16.
 	embed, norms, attn, mlp := 8016*2048, 3*2048, 2*2048*2048+2*512*2048, 3*8192*2048
 	assert.Equal(t, int64(2*(embed+norms+attn+mlp)), ckpt.Bytes)
-	for _, tr := range []nn.Transfer{{}, {Staging: true}, {Register: true}, {Register: true, Chunk: 1 << 40}} {
+	for _, tr := range []candle.Transfer{{}, {Staging: true}, {Register: true}, {Register: true, Chunk: 1 << 40}} {
 		first, again, err := b.MedianLoad(ckpt, tr, 1)
 		require.NoError(t, err, tr.String())
 		for _, l := range []Load{first, again} {

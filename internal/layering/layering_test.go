@@ -43,7 +43,7 @@ var layers = [][]string{
 	{"flashattn"},
 	{"candle"},
 	// The file formats and the layers built on candle.
-	{"candle/gguf", "candle/nn"},
+	{"candle/gguf", "candle/safetensors", "candle/nn"},
 	// What every architecture shares: the checkpoint opener and the model
 	// runner; mkmodel writes random-weight checkpoints for the tests.
 	{"candle/models", "internal/mkmodel"},

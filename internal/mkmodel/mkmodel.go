@@ -18,7 +18,7 @@ import (
 	"sync"
 
 	"github.com/rocm-go/rocm/candle"
-	"github.com/rocm-go/rocm/candle/nn"
+	"github.com/rocm-go/rocm/candle/safetensors"
 	"github.com/rocm-go/rocm/hip"
 )
 
@@ -272,7 +272,7 @@ func Write(dir string, s Spec, progress func(Progress)) error {
 	}
 	progress(Progress{Stage: "save", Total: total})
 	meta := map[string]string{"format": "pt", "generator": "rocm-go-mkmodel"}
-	if err := nn.SaveSafetensors(filepath.Join(dir, "model.safetensors"), tensors, meta); err != nil {
+	if err := safetensors.Save(filepath.Join(dir, "model.safetensors"), tensors, meta); err != nil {
 		return err
 	}
 	progress(Progress{Stage: "save", Done: total, Total: total})

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rocm-go/rocm/candle"
-	"github.com/rocm-go/rocm/candle/nn"
+	"github.com/rocm-go/rocm/candle/safetensors"
 )
 
 func readJSON(t *testing.T, path string) map[string]any {
@@ -92,13 +92,13 @@ func TestWriteTiny(t *testing.T) {
 
 	// The weights: every tensor named as transformers names it, in the
 	// spec's dtype and shape.
-	f, err := nn.OpenSafetensors(filepath.Join(a, "model.safetensors"))
+	f, err := safetensors.OpenFile(filepath.Join(a, "model.safetensors"))
 	require.NoError(t, err)
 	defer f.Close()
 	info, ok := f.Info("model.layers.3.self_attn.k_proj.weight")
 	require.True(t, ok)
-	assert.Equal(t, "F32", info.DType)
-	assert.Equal(t, []int{64, 128}, info.Shape)
+	assert.Equal(t, "F32", info.Type)
+	assert.Equal(t, candle.Shape{64, 128}, info.Shape)
 	_, ok = f.Info("lm_head.weight")
 	assert.False(t, ok, "tied")
 	n, err := Tiny().Bytes()
@@ -136,7 +136,7 @@ func TestSpecs(t *testing.T) {
 		require.NoError(t, Write(dir, s, nil))
 		cfg := readJSON(t, filepath.Join(dir, "config.json"))
 		assert.Equal(t, 8.0, cfg["sliding_window"], fam)
-		f, err := nn.OpenSafetensors(filepath.Join(dir, "model.safetensors"))
+		f, err := safetensors.OpenFile(filepath.Join(dir, "model.safetensors"))
 		require.NoError(t, err)
 		_, hasBias := f.Info("model.layers.0.self_attn.q_proj.bias")
 		f.Close()

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rocm-go/rocm/candle/nn"
+	"github.com/rocm-go/rocm/candle"
 	"github.com/rocm-go/rocm/hip"
 	"github.com/rocm-go/rocm/internal/bench"
 )
@@ -21,17 +21,17 @@ import (
 // best.
 var loadStrategies = []struct {
 	name string
-	t    nn.Transfer
+	t    candle.Transfer
 }{
-	{"read, 2 MiB chunks by 16 goroutines, 48 ahead", nn.Transfer{Chunk: 2 << 20, Workers: 16, Ahead: 48}},
-	{"read, 4 MiB chunks by 8 goroutines, 8 ahead", nn.Transfer{Chunk: 4 << 20, Workers: 8, Ahead: 8}},
-	{"read, 4 MiB chunks by 12 goroutines, 24 ahead (the default before)", nn.Transfer{Chunk: 4 << 20, Workers: 12, Ahead: 24}},
-	{"read, 4 MiB chunks by 16 goroutines, 16 ahead", nn.Transfer{Chunk: 4 << 20, Workers: 16, Ahead: 16}},
-	{"read, 4 MiB chunks by 16 goroutines, 32 ahead", nn.Transfer{Chunk: 4 << 20, Workers: 16, Ahead: 32}},
-	{"read, 8 MiB chunks by 14 goroutines, 12 ahead", nn.Transfer{Chunk: 8 << 20, Workers: 14, Ahead: 12}},
-	{"registered, 128 MiB chunks by 2 goroutines, 4 ahead (the default before)", nn.Transfer{Register: true}},
-	{"registered, 32 MiB chunks by 2 goroutines, 8 ahead", nn.Transfer{Register: true, Chunk: 32 << 20, Workers: 2, Ahead: 8}},
-	{"registered, 128 MiB chunks by 2 goroutines, 4 ahead, kept until Close", nn.Transfer{Register: true, Chunk: 128 << 20, Workers: 2, Ahead: 4, Keep: true}},
+	{"read, 2 MiB chunks by 16 goroutines, 48 ahead", candle.Transfer{Chunk: 2 << 20, Workers: 16, Ahead: 48}},
+	{"read, 4 MiB chunks by 8 goroutines, 8 ahead", candle.Transfer{Chunk: 4 << 20, Workers: 8, Ahead: 8}},
+	{"read, 4 MiB chunks by 12 goroutines, 24 ahead (the default before)", candle.Transfer{Chunk: 4 << 20, Workers: 12, Ahead: 24}},
+	{"read, 4 MiB chunks by 16 goroutines, 16 ahead", candle.Transfer{Chunk: 4 << 20, Workers: 16, Ahead: 16}},
+	{"read, 4 MiB chunks by 16 goroutines, 32 ahead", candle.Transfer{Chunk: 4 << 20, Workers: 16, Ahead: 32}},
+	{"read, 8 MiB chunks by 14 goroutines, 12 ahead", candle.Transfer{Chunk: 8 << 20, Workers: 14, Ahead: 12}},
+	{"registered, 128 MiB chunks by 2 goroutines, 4 ahead (the default before)", candle.Transfer{Register: true}},
+	{"registered, 32 MiB chunks by 2 goroutines, 8 ahead", candle.Transfer{Register: true, Chunk: 32 << 20, Workers: 2, Ahead: 8}},
+	{"registered, 128 MiB chunks by 2 goroutines, 4 ahead, kept until Close", candle.Transfer{Register: true, Chunk: 128 << 20, Workers: 2, Ahead: 4, Keep: true}},
 }
 
 // loadResults is the loading section of the report.
@@ -63,7 +63,7 @@ func measureLoad(b *bench.Tensors, dir string, scale int) (*loadResults, error) 
 	if r.pinned, err = b.PinnedRate(256 << 20); err != nil {
 		return nil, err
 	}
-	if r.first, r.def, err = b.MedianLoad(r.ckpt, nn.Transfer{}, 3); err != nil {
+	if r.first, r.def, err = b.MedianLoad(r.ckpt, candle.Transfer{}, 3); err != nil {
 		return nil, err
 	}
 	if r.fresh, _, err = freshLoads(r.ckpt, scale, false, 3); err != nil {
@@ -72,7 +72,7 @@ func measureLoad(b *bench.Tensors, dir string, scale int) (*loadResults, error) 
 	if r.reserved, r.reserve, err = freshLoads(r.ckpt, scale, true, 3); err != nil {
 		return nil, err
 	}
-	if _, r.staging, err = b.MedianLoad(r.ckpt, nn.Transfer{Staging: true}, 3); err != nil {
+	if _, r.staging, err = b.MedianLoad(r.ckpt, candle.Transfer{Staging: true}, 3); err != nil {
 		return nil, err
 	}
 	for _, s := range loadStrategies {
@@ -117,7 +117,7 @@ func (r *loadResults) rows(torch func(string) float64) []bench.Row {
 	for i, l := range []bench.Load{r.first, r.def} {
 		name := fmt.Sprintf("load a %.2f GB BF16 safetensors checkpoint (Llama-3.2-1B shapes) from the page cache to the GPU, "+
 			"open to VarBuilder closed: %s (the default), this process's first load (its device memory from the pool that "+
-			"writing the checkpoint filled)", gb, nn.Transfer{})
+			"writing the checkpoint filled)", gb, candle.Transfer{})
 		key := "load_first_s"
 		if i == 1 {
 			name, key = "the same, loaded again (device memory from the pool; median of 3)", "load_s"

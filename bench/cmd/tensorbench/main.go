@@ -6,7 +6,7 @@
 //	tensorbench [-torch internal/bench/torch_tensor.py] [-json results.json]
 //	tensorbench -load   # the loading rows alone, without PyTorch: ~30 s
 //
-// Loading is measured every way nn.Transfer offers on the same 2.47 GB
+// Loading is measured every way candle.Transfer offers on the same 2.47 GB
 // checkpoint: the default (the file read in chunks into pinned buffers by
 // goroutines, ahead of the copies), other chunk sizes and goroutine
 // counts, the mapping registered with the device, candle's staging path,
@@ -40,7 +40,7 @@ func main() {
 	loadOnly := flag.Bool("load", false, "only the loading rows (the checkpoint, its strategies and their parts), without PyTorch: a quick run")
 	first := flag.String("first-load", "", "load this checkpoint (written by tensorbench at -scale) once and print the times as JSON: "+
 		"how tensorbench measures a fresh process's first load")
-	reserve := flag.Bool("reserve", false, "with -first-load: nn.ReservePinnedBuffers before the load")
+	reserve := flag.Bool("reserve", false, "with -first-load: candle.ReservePinnedBuffers before the load")
 	flag.Parse()
 	var err error
 	if *first != "" {

@@ -2,24 +2,20 @@ package llama
 
 import (
 	"encoding/json"
-	"errors"
-	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/rocm-go/rocm/candle"
+	"github.com/rocm-go/rocm/candle/models"
+	"github.com/rocm-go/rocm/errs"
 	"github.com/rocm-go/rocm/flashattn"
 )
 
-// ErrConfig is the error of a config.json that lacks a field the model
-// needs or holds a value it cannot take.
-var ErrConfig = errors.New("bad model config")
-
-// ErrUnsupported is the error of a model this package does not implement:
-// another architecture, an activation or a RoPE scaling it lacks.
-var ErrUnsupported = errors.New("unsupported model")
+// A config that lacks a field the model needs or holds a value it cannot
+// take is an error of kind errs.ErrFormat; a model this package does not
+// implement (another architecture, an activation or a RoPE scaling it
+// lacks), of kind errs.ErrUnsupported.
 
 // Families are the model_type values the package loads.
 var Families = []string{"llama", "mistral", "qwen2"}
@@ -127,31 +123,42 @@ var architectures = map[string]string{
 // config leaves it out (transformers' defaults).
 var defaultMaxPositions = map[string]int{"llama": 2048, "mistral": 4096 * 32, "qwen2": 32768}
 
-// LoadConfig reads a config.json, or the one in a model folder.
-func LoadConfig(path string) (*Config, error) {
-	if st, err := os.Stat(path); err == nil && st.IsDir() {
+// ConfigOf reads the config of a checkpoint: config.json of a Hugging
+// Face folder (ParseConfig), or a GGUF file's metadata and tensors.
+func ConfigOf(c *models.Checkpoint) (*Config, error) {
+	const op = "ConfigOf"
+	var (
+		cfg  *Config
+		err  error
+		path = c.Path
+	)
+	switch c.Format {
+	case models.HuggingFace:
 		path = filepath.Join(path, "config.json")
+		cfg, err = ParseConfig(c.Config)
+	case models.GGUF:
+		cfg, err = configFromGGUF(c.GGUF)
+	default:
+		return nil, &errs.Error{Pkg: string(pkg), Op: op, Kind: errs.ErrUnsupported, Path: c.Path,
+			Detail: c.Format.String() + ": a Llama-family model loads from a Hugging Face folder (config.json) or a GGUF file"}
 	}
-	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("llama: %w", err)
+		e := pkg.Wrap(op, err).(*errs.Error)
+		e.Path = path
+		return nil, e
 	}
-	c, err := ParseConfig(b)
-	if err != nil {
-		return nil, fmt.Errorf("%w (in %s)", err, path)
-	}
-	return c, nil
+	return cfg, nil
 }
 
 func configErr(kind error, format string, args ...any) error {
-	return fmt.Errorf("llama: config: %s: %w", fmt.Sprintf(format, args...), kind)
+	return pkg.Errorf("config", kind, format, args...)
 }
 
 // ParseConfig reads config.json's bytes.
 func ParseConfig(b []byte) (*Config, error) {
 	var r rawConfig
 	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, configErr(ErrConfig, "not a config.json: %v", err)
+		return nil, configErr(errs.ErrFormat, "not a config.json: %v", err)
 	}
 	c := &Config{}
 	if len(r.Architectures) > 0 {
@@ -168,13 +175,13 @@ func ParseConfig(b []byte) (*Config, error) {
 	want, ok := architectures[c.Family]
 	switch {
 	case c.Family == "" && c.Architecture == "":
-		return nil, configErr(ErrConfig, "neither model_type nor architectures says what the model is (want model_type %s)", strings.Join(Families, ", "))
+		return nil, configErr(errs.ErrFormat, "neither model_type nor architectures says what the model is (want model_type %s)", strings.Join(Families, ", "))
 	case c.Family == "":
-		return nil, configErr(ErrUnsupported, "architecture %q: this package loads %s", c.Architecture, strings.Join(Families, ", "))
+		return nil, configErr(errs.ErrUnsupported, "architecture %q: this package loads %s", c.Architecture, strings.Join(Families, ", "))
 	case !ok:
-		return nil, configErr(ErrUnsupported, "model_type %q: this package loads %s", c.Family, strings.Join(Families, ", "))
+		return nil, configErr(errs.ErrUnsupported, "model_type %q: this package loads %s", c.Family, strings.Join(Families, ", "))
 	case c.Architecture != "" && c.Architecture != want:
-		return nil, configErr(ErrUnsupported, "architecture %q: a %s model loads as %s (a causal LM with its lm_head)", c.Architecture, c.Family, want)
+		return nil, configErr(errs.ErrUnsupported, "architecture %q: a %s model loads as %s (a causal LM with its lm_head)", c.Architecture, c.Family, want)
 	}
 	if c.Architecture == "" {
 		c.Architecture = want
@@ -193,10 +200,10 @@ func ParseConfig(b []byte) (*Config, error) {
 	}
 	for _, f := range required {
 		if f.v == nil {
-			return nil, configErr(ErrConfig, "%s is missing", f.name)
+			return nil, configErr(errs.ErrFormat, "%s is missing", f.name)
 		}
 		if *f.v < 1 {
-			return nil, configErr(ErrConfig, "%s is %d: want a positive number", f.name, *f.v)
+			return nil, configErr(errs.ErrFormat, "%s is %d: want a positive number", f.name, *f.v)
 		}
 		*f.dst = *f.v
 	}
@@ -205,38 +212,38 @@ func ParseConfig(b []byte) (*Config, error) {
 		c.KVHeads = *r.NumKeyValueHeads
 	}
 	if c.KVHeads < 1 || c.Heads%c.KVHeads != 0 {
-		return nil, configErr(ErrConfig, "%d attention heads and %d KV heads: the KV heads must divide the heads", c.Heads, c.KVHeads)
+		return nil, configErr(errs.ErrFormat, "%d attention heads and %d KV heads: the KV heads must divide the heads", c.Heads, c.KVHeads)
 	}
 	if r.HeadDim != nil {
 		c.HeadDim = *r.HeadDim
 	} else {
 		if c.HiddenSize%c.Heads != 0 {
-			return nil, configErr(ErrConfig, "hidden_size %d is not a multiple of num_attention_heads %d, and head_dim is not given", c.HiddenSize, c.Heads)
+			return nil, configErr(errs.ErrFormat, "hidden_size %d is not a multiple of num_attention_heads %d, and head_dim is not given", c.HiddenSize, c.Heads)
 		}
 		c.HeadDim = c.HiddenSize / c.Heads
 	}
 	if c.HeadDim < 8 || c.HeadDim%8 != 0 || c.HeadDim > flashattn.MaxHeadDim {
-		return nil, configErr(ErrUnsupported, "head dim %d: attention takes a multiple of 8 from 8 to %d", c.HeadDim, flashattn.MaxHeadDim)
+		return nil, configErr(errs.ErrUnsupported, "head dim %d: attention takes a multiple of 8 from 8 to %d", c.HeadDim, flashattn.MaxHeadDim)
 	}
 	c.RMSNormEps = 1e-6
 	if r.RMSNormEps != nil {
 		c.RMSNormEps = *r.RMSNormEps
 	}
 	if c.RMSNormEps < 0 || math.IsNaN(c.RMSNormEps) {
-		return nil, configErr(ErrConfig, "rms_norm_eps %v: want a small positive number", c.RMSNormEps)
+		return nil, configErr(errs.ErrFormat, "rms_norm_eps %v: want a small positive number", c.RMSNormEps)
 	}
 	c.MaxPositions = defaultMaxPositions[c.Family]
 	if r.MaxPositionEmbeddings != nil {
 		c.MaxPositions = *r.MaxPositionEmbeddings
 	}
 	if c.MaxPositions < 1 {
-		return nil, configErr(ErrConfig, "max_position_embeddings %d: want a positive number", c.MaxPositions)
+		return nil, configErr(errs.ErrFormat, "max_position_embeddings %d: want a positive number", c.MaxPositions)
 	}
 	if r.HiddenAct != nil && *r.HiddenAct != "silu" {
-		return nil, configErr(ErrUnsupported, "hidden_act %q: the %s MLP here is SiLU-gated (silu)", *r.HiddenAct, c.Family)
+		return nil, configErr(errs.ErrUnsupported, "hidden_act %q: the %s MLP here is SiLU-gated (silu)", *r.HiddenAct, c.Family)
 	}
 	if r.PartialRotaryFactor != nil && *r.PartialRotaryFactor != 1 {
-		return nil, configErr(ErrUnsupported, "partial_rotary_factor %v: rotary embeddings here span the whole head", *r.PartialRotaryFactor)
+		return nil, configErr(errs.ErrUnsupported, "partial_rotary_factor %v: rotary embeddings here span the whole head", *r.PartialRotaryFactor)
 	}
 	if r.TieWordEmbeddings != nil {
 		c.TieEmbeddings = *r.TieWordEmbeddings
@@ -260,7 +267,7 @@ func ParseConfig(b []byte) (*Config, error) {
 		case "bfloat16":
 			c.DType = candle.BF16
 		default:
-			return nil, configErr(ErrUnsupported, "dtype %q: the weights load as float32, float16 or bfloat16", *d)
+			return nil, configErr(errs.ErrUnsupported, "dtype %q: the weights load as float32, float16 or bfloat16", *d)
 		}
 		break
 	}
@@ -281,7 +288,7 @@ func (c *Config) readRope(r *rawConfig) error {
 	if len(raw) > 0 && string(raw) != "null" {
 		var rr rawRope
 		if err := json.Unmarshal(raw, &rr); err != nil {
-			return configErr(ErrConfig, "%s: %v", name, err)
+			return configErr(errs.ErrFormat, "%s: %v", name, err)
 		}
 		if rr.RopeTheta != nil {
 			c.RopeTheta = *rr.RopeTheta
@@ -297,26 +304,26 @@ func (c *Config) readRope(r *rawConfig) error {
 		case "linear", "llama3":
 			s := &RopeScaling{Type: typ}
 			if rr.Factor == nil || *rr.Factor <= 0 {
-				return configErr(ErrConfig, "%s of type %s: factor is missing or not positive", name, typ)
+				return configErr(errs.ErrFormat, "%s of type %s: factor is missing or not positive", name, typ)
 			}
 			s.Factor = *rr.Factor
 			if typ == "llama3" {
 				if rr.LowFreqFactor == nil || rr.HighFreqFactor == nil || rr.OriginalMaxPositionEmbeddings == nil {
-					return configErr(ErrConfig, "%s of type llama3: low_freq_factor, high_freq_factor and original_max_position_embeddings are all needed", name)
+					return configErr(errs.ErrFormat, "%s of type llama3: low_freq_factor, high_freq_factor and original_max_position_embeddings are all needed", name)
 				}
 				s.LowFreqFactor, s.HighFreqFactor = *rr.LowFreqFactor, *rr.HighFreqFactor
 				s.OriginalMaxPositionEmbeddings = *rr.OriginalMaxPositionEmbeddings
 				if s.LowFreqFactor <= 0 || s.HighFreqFactor <= s.LowFreqFactor || s.OriginalMaxPositionEmbeddings < 1 {
-					return configErr(ErrConfig, "%s of type llama3: want 0 < low_freq_factor < high_freq_factor and original_max_position_embeddings ≥ 1, got %v, %v, %d", name, s.LowFreqFactor, s.HighFreqFactor, s.OriginalMaxPositionEmbeddings)
+					return configErr(errs.ErrFormat, "%s of type llama3: want 0 < low_freq_factor < high_freq_factor and original_max_position_embeddings ≥ 1, got %v, %v, %d", name, s.LowFreqFactor, s.HighFreqFactor, s.OriginalMaxPositionEmbeddings)
 				}
 			}
 			c.RopeScaling = s
 		default:
-			return configErr(ErrUnsupported, "%s of type %q: this package implements default, linear and llama3", name, typ)
+			return configErr(errs.ErrUnsupported, "%s of type %q: this package implements default, linear and llama3", name, typ)
 		}
 	}
 	if !(c.RopeTheta > 0) || math.IsInf(c.RopeTheta, 0) {
-		return configErr(ErrConfig, "rope_theta %v: want a positive number", c.RopeTheta)
+		return configErr(errs.ErrFormat, "rope_theta %v: want a positive number", c.RopeTheta)
 	}
 	return nil
 }
@@ -333,7 +340,7 @@ func (c *Config) readBiasesAndWindow(r *rawConfig) error {
 		c.QKVBias = true // Qwen2's attention always has them, unsaid in its config
 	}
 	if c.Family != "llama" && (attnBias || mlpBias) {
-		return configErr(ErrUnsupported, "attention_bias or mlp_bias on a %s model: its modules have none", c.Family)
+		return configErr(errs.ErrUnsupported, "attention_bias or mlp_bias on a %s model: its modules have none", c.Family)
 	}
 	switch c.Family {
 	case "mistral":
@@ -354,11 +361,11 @@ func (c *Config) readBiasesAndWindow(r *rawConfig) error {
 		}
 	}
 	if c.SlidingWindow < 0 {
-		return configErr(ErrConfig, "sliding_window %d: want a positive number, or none", c.SlidingWindow)
+		return configErr(errs.ErrFormat, "sliding_window %d: want a positive number, or none", c.SlidingWindow)
 	}
 	if r.LayerTypes != nil && c.SlidingWindow > 0 {
 		if len(r.LayerTypes) != c.Layers {
-			return configErr(ErrConfig, "layer_types has %d entries for %d layers", len(r.LayerTypes), c.Layers)
+			return configErr(errs.ErrFormat, "layer_types has %d entries for %d layers", len(r.LayerTypes), c.Layers)
 		}
 		c.SlidingLayers = make([]bool, c.Layers)
 		for i, t := range r.LayerTypes {
@@ -367,7 +374,7 @@ func (c *Config) readBiasesAndWindow(r *rawConfig) error {
 				c.SlidingLayers[i] = true
 			case "full_attention":
 			default:
-				return configErr(ErrUnsupported, "layer_types[%d] is %q: want full_attention or sliding_attention", i, t)
+				return configErr(errs.ErrUnsupported, "layer_types[%d] is %q: want full_attention or sliding_attention", i, t)
 			}
 		}
 	}

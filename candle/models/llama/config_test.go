@@ -10,6 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rocm-go/rocm/candle"
+	"github.com/rocm-go/rocm/candle/models"
+	"github.com/rocm-go/rocm/candle/safetensors"
+	"github.com/rocm-go/rocm/errs"
 )
 
 // Llama 3.2 1B's config.json as published (transformers 4's form).
@@ -109,16 +112,30 @@ func TestParseConfigFamilies(t *testing.T) {
 	assert.Equal(t, 131072, c.MaxPositions)
 	assert.Equal(t, candle.F32, c.DType)
 
-	// A folder or a file.
+	// A folder, opened once by models.Open.
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "config.json"), []byte(mistralConfig), 0o644))
-	for _, p := range []string{dir, filepath.Join(dir, "config.json")} {
-		c, err := LoadConfig(p)
-		require.NoError(t, err)
-		assert.Equal(t, "mistral", c.Family)
-	}
-	_, err = LoadConfig(filepath.Join(dir, "missing.json"))
-	assert.ErrorIs(t, err, os.ErrNotExist)
+	require.NoError(t, safetensors.Save(filepath.Join(dir, "model.safetensors"), nil, nil))
+	ck, err := models.Open(dir)
+	require.NoError(t, err)
+	c, err = ConfigOf(ck)
+	require.NoError(t, err)
+	assert.Equal(t, "mistral", c.Family)
+	assert.Equal(t, "mistral", ck.Architecture)
+	require.NoError(t, ck.Close())
+	// A checkpoint of another format is not a Llama model's.
+	_, err = ConfigOf(&models.Checkpoint{Path: "x.safetensors", Format: models.Safetensors})
+	assert.ErrorIs(t, err, errs.ErrUnsupported)
+	assert.ErrorContains(t, err, "a single safetensors file: a Llama-family model loads from a Hugging Face folder (config.json) or a GGUF file")
+	// A bad config names its file.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"model_type": "llama"}`), 0o644))
+	ck, err = models.Open(dir)
+	require.NoError(t, err)
+	defer ck.Close()
+	_, err = ConfigOf(ck)
+	assert.ErrorIs(t, err, errs.ErrFormat)
+	assert.ErrorContains(t, err, filepath.Join(dir, "config.json"))
+	assert.ErrorContains(t, err, "hidden_size is missing")
 }
 
 func TestParseConfigErrors(t *testing.T) {
@@ -128,26 +145,26 @@ func TestParseConfigErrors(t *testing.T) {
 		kind error
 		msg  string
 	}{
-		{`not json`, ErrConfig, "not a config.json"},
-		{`{` + base + `}`, ErrConfig, "neither model_type nor architectures"},
-		{`{"model_type": "gemma2", ` + base + `}`, ErrUnsupported, `model_type "gemma2": this package loads llama, mistral, qwen2`},
-		{`{"architectures": ["GPT2LMHeadModel"], ` + base + `}`, ErrUnsupported, `architecture "GPT2LMHeadModel"`},
-		{`{"model_type": "llama", "architectures": ["LlamaForSequenceClassification"], ` + base + `}`, ErrUnsupported, "loads as LlamaForCausalLM"},
-		{`{"model_type": "llama", "hidden_size": 64, "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 4}`, ErrConfig, "vocab_size is missing"},
-		{`{"model_type": "llama", "hidden_size": 64, "intermediate_size": 64, "num_hidden_layers": 0, "num_attention_heads": 4, "vocab_size": 10}`, ErrConfig, "num_hidden_layers is 0"},
-		{`{"model_type": "llama", ` + base + `, "num_key_value_heads": 3}`, ErrConfig, "the KV heads must divide the heads"},
-		{`{"model_type": "llama", "hidden_size": 66, "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 4, "vocab_size": 10}`, ErrConfig, "not a multiple of num_attention_heads"},
-		{`{"model_type": "llama", ` + base + `, "head_dim": 12}`, ErrUnsupported, "head dim 12"},
-		{`{"model_type": "llama", ` + base + `, "hidden_act": "gelu"}`, ErrUnsupported, `hidden_act "gelu"`},
-		{`{"model_type": "llama", ` + base + `, "rope_scaling": {"rope_type": "yarn", "factor": 4}}`, ErrUnsupported, `rope_scaling of type "yarn"`},
-		{`{"model_type": "llama", ` + base + `, "rope_scaling": {"type": "dynamic", "factor": 2}}`, ErrUnsupported, `"dynamic"`},
-		{`{"model_type": "llama", ` + base + `, "rope_scaling": {"rope_type": "llama3", "factor": 8}}`, ErrConfig, "low_freq_factor, high_freq_factor"},
-		{`{"model_type": "llama", ` + base + `, "rope_scaling": {"rope_type": "linear"}}`, ErrConfig, "factor is missing"},
-		{`{"model_type": "llama", ` + base + `, "rope_theta": -1}`, ErrConfig, "rope_theta -1"},
-		{`{"model_type": "llama", ` + base + `, "partial_rotary_factor": 0.5}`, ErrUnsupported, "partial_rotary_factor"},
-		{`{"model_type": "mistral", ` + base + `, "attention_bias": true}`, ErrUnsupported, "attention_bias or mlp_bias on a mistral"},
-		{`{"model_type": "llama", ` + base + `, "torch_dtype": "float8_e4m3fn"}`, ErrUnsupported, `dtype "float8_e4m3fn"`},
-		{`{"model_type": "qwen2", ` + base + `, "use_sliding_window": true, "sliding_window": 8, "layer_types": ["full_attention", "x"]}`, ErrConfig, "layer_types has 2 entries for 1 layers"},
+		{`not json`, errs.ErrFormat, "not a config.json"},
+		{`{` + base + `}`, errs.ErrFormat, "neither model_type nor architectures"},
+		{`{"model_type": "gemma2", ` + base + `}`, errs.ErrUnsupported, `model_type "gemma2": this package loads llama, mistral, qwen2`},
+		{`{"architectures": ["GPT2LMHeadModel"], ` + base + `}`, errs.ErrUnsupported, `architecture "GPT2LMHeadModel"`},
+		{`{"model_type": "llama", "architectures": ["LlamaForSequenceClassification"], ` + base + `}`, errs.ErrUnsupported, "loads as LlamaForCausalLM"},
+		{`{"model_type": "llama", "hidden_size": 64, "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 4}`, errs.ErrFormat, "vocab_size is missing"},
+		{`{"model_type": "llama", "hidden_size": 64, "intermediate_size": 64, "num_hidden_layers": 0, "num_attention_heads": 4, "vocab_size": 10}`, errs.ErrFormat, "num_hidden_layers is 0"},
+		{`{"model_type": "llama", ` + base + `, "num_key_value_heads": 3}`, errs.ErrFormat, "the KV heads must divide the heads"},
+		{`{"model_type": "llama", "hidden_size": 66, "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 4, "vocab_size": 10}`, errs.ErrFormat, "not a multiple of num_attention_heads"},
+		{`{"model_type": "llama", ` + base + `, "head_dim": 12}`, errs.ErrUnsupported, "head dim 12"},
+		{`{"model_type": "llama", ` + base + `, "hidden_act": "gelu"}`, errs.ErrUnsupported, `hidden_act "gelu"`},
+		{`{"model_type": "llama", ` + base + `, "rope_scaling": {"rope_type": "yarn", "factor": 4}}`, errs.ErrUnsupported, `rope_scaling of type "yarn"`},
+		{`{"model_type": "llama", ` + base + `, "rope_scaling": {"type": "dynamic", "factor": 2}}`, errs.ErrUnsupported, `"dynamic"`},
+		{`{"model_type": "llama", ` + base + `, "rope_scaling": {"rope_type": "llama3", "factor": 8}}`, errs.ErrFormat, "low_freq_factor, high_freq_factor"},
+		{`{"model_type": "llama", ` + base + `, "rope_scaling": {"rope_type": "linear"}}`, errs.ErrFormat, "factor is missing"},
+		{`{"model_type": "llama", ` + base + `, "rope_theta": -1}`, errs.ErrFormat, "rope_theta -1"},
+		{`{"model_type": "llama", ` + base + `, "partial_rotary_factor": 0.5}`, errs.ErrUnsupported, "partial_rotary_factor"},
+		{`{"model_type": "mistral", ` + base + `, "attention_bias": true}`, errs.ErrUnsupported, "attention_bias or mlp_bias on a mistral"},
+		{`{"model_type": "llama", ` + base + `, "torch_dtype": "float8_e4m3fn"}`, errs.ErrUnsupported, `dtype "float8_e4m3fn"`},
+		{`{"model_type": "qwen2", ` + base + `, "use_sliding_window": true, "sliding_window": 8, "layer_types": ["full_attention", "x"]}`, errs.ErrFormat, "layer_types has 2 entries for 1 layers"},
 	} {
 		_, err := ParseConfig([]byte(c.json))
 		assert.ErrorIs(t, err, c.kind, c.msg)

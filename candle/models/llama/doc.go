@@ -2,8 +2,9 @@
 // package candle: Llama 2 and 3.x (with Llama 3.1's "llama3" RoPE
 // scaling), Mistral (sliding-window attention) and Qwen2/2.5 (QKV biases,
 // tied embeddings), from a Hugging Face model folder (config.json and
-// safetensors weights, single or sharded), in F32, F16 or BF16, on a HIP
-// device or the CPU.
+// safetensors weights, single or sharded) or a GGUF file (quantized
+// matrices kept quantized), opened once by candle/models, in F32, F16 or
+// BF16, on a HIP device or the CPU.
 //
 // A Model serves many sequences at once from one paged KV cache
 // (nn.PagedKVCache): Forward takes a batch that mixes prompts and decode
@@ -11,8 +12,10 @@
 // logits of each sequence's last token; Release frees a finished
 // sequence's pages.
 //
-//	cfg, err := llama.LoadConfig(dir)
-//	m, err := llama.Load(dir, dev, cfg.DType, llama.Options{})
+//	c, err := models.Open(path) // a folder or a .gguf file
+//	cfg, err := llama.ConfigOf(c)
+//	m, err := llama.New(c, dev, cfg.DType, llama.Options{})
+//	c.Close()
 //	defer m.Close()
 //	logits, err := m.Forward([]uint64{1, 2}, [][]int32{prompt, {next}})
 //	defer logits.Close() // F32 (2, vocab)

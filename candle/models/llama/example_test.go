@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/rocm-go/rocm/candle"
+	"github.com/rocm-go/rocm/candle/models"
 	"github.com/rocm-go/rocm/candle/models/llama"
 	"github.com/rocm-go/rocm/internal/mkmodel"
 )
@@ -18,8 +19,14 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	cfg, _ := llama.LoadConfig(dir)
-	m, err := llama.Load(dir, candle.CPU(), cfg.DType, llama.Options{CacheTokens: 256})
+	c, err := models.Open(dir)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	cfg, _ := llama.ConfigOf(c)
+	m, err := llama.New(c, candle.CPU(), cfg.DType, llama.Options{CacheTokens: 256})
+	c.Close() // the weights are on the device
 	if err != nil {
 		fmt.Println(err)
 		return

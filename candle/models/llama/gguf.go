@@ -1,37 +1,37 @@
 package llama
 
 import (
-	"bytes"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/rocm-go/rocm/candle"
 	"github.com/rocm-go/rocm/candle/gguf"
+	"github.com/rocm-go/rocm/candle/nn"
+	"github.com/rocm-go/rocm/errs"
 )
 
 // The GGUF architectures the package loads: llama (Llama 2 and 3,
 // Mistral, TinyLlama) and qwen2.
 var ggufFamilies = map[string]string{"llama": "llama", "qwen2": "qwen2"}
 
-// ConfigFromGGUF reads a model's config from a GGUF file's metadata
+// configFromGGUF reads a model's config from a GGUF file's metadata
 // (llama.cpp's keys: <arch>.embedding_length, <arch>.block_count, ...) and
 // tensors (biases, a tied output, rope_freqs). Config.DType is the file's
 // float weights' dtype, or BF16 when its matrices are quantized.
-func ConfigFromGGUF(f *gguf.File) (*Config, error) {
+func configFromGGUF(f *gguf.File) (*Config, error) {
 	arch := f.Architecture()
 	family, ok := ggufFamilies[arch]
 	if !ok {
-		return nil, configErr(ErrUnsupported, "GGUF architecture %q: the package loads llama and qwen2", arch)
+		return nil, configErr(errs.ErrUnsupported, "GGUF architecture %q: the package loads llama and qwen2", arch)
 	}
 	c := &Config{Family: family, Architecture: architectures[family]}
 	req := func(dst *int, key string) error {
 		v, err := f.ArchUint(key)
 		if err != nil {
-			return configErr(ErrConfig, "%v", err)
+			return pkg.Wrap("config", err)
 		}
 		if v == 0 || v > 1<<31 {
-			return configErr(ErrConfig, "%s.%s = %d: want a positive size", arch, key, v)
+			return configErr(errs.ErrFormat, "%s.%s = %d: want a positive size", arch, key, v)
 		}
 		*dst = int(v)
 		return nil
@@ -68,23 +68,23 @@ func ConfigFromGGUF(f *gguf.File) (*Config, error) {
 		return nil, err
 	}
 	if c.HeadDim%2 != 0 {
-		return nil, configErr(ErrConfig, "head dim %d: rotary embeddings rotate pairs, want an even head dim", c.HeadDim)
+		return nil, configErr(errs.ErrFormat, "head dim %d: rotary embeddings rotate pairs, want an even head dim", c.HeadDim)
 	}
 	if rot != c.HeadDim {
-		return nil, configErr(ErrUnsupported, "%s.rope.dimension_count %d: rotary embeddings over part of a head (of %d) are not implemented", arch, rot, c.HeadDim)
+		return nil, configErr(errs.ErrUnsupported, "%s.rope.dimension_count %d: rotary embeddings over part of a head (of %d) are not implemented", arch, rot, c.HeadDim)
 	}
 	if c.Heads%c.KVHeads != 0 {
-		return nil, configErr(ErrConfig, "%d heads, %d KV heads: want KV heads dividing heads", c.Heads, c.KVHeads)
+		return nil, configErr(errs.ErrFormat, "%d heads, %d KV heads: want KV heads dividing heads", c.Heads, c.KVHeads)
 	}
 	eps, err := f.Float(arch + ".attention.layer_norm_rms_epsilon")
 	if err != nil {
-		return nil, configErr(ErrConfig, "%v", err)
+		return nil, pkg.Wrap("config", err)
 	}
 	c.RMSNormEps = eps
 	c.RopeTheta = 10000
 	if _, ok := f.Get(arch + ".rope.freq_base"); ok {
 		if c.RopeTheta, err = f.Float(arch + ".rope.freq_base"); err != nil {
-			return nil, configErr(ErrConfig, "%v", err)
+			return nil, pkg.Wrap("config", err)
 		}
 	}
 	if err := ggufRope(f, arch, c); err != nil {
@@ -92,10 +92,10 @@ func ConfigFromGGUF(f *gguf.File) (*Config, error) {
 	}
 	embd, ok := f.Tensor("token_embd.weight")
 	if !ok {
-		return nil, configErr(ErrConfig, "the file has no token_embd.weight")
+		return nil, configErr(errs.ErrFormat, "the file has no token_embd.weight")
 	}
 	if len(embd.Dims) != 2 {
-		return nil, configErr(ErrConfig, "token_embd.weight has dims %v: want (vocab, %d)", embd.Dims, c.HiddenSize)
+		return nil, configErr(errs.ErrFormat, "token_embd.weight has dims %v: want (vocab, %d)", embd.Dims, c.HiddenSize)
 	}
 	c.VocabSize = embd.Dims[0]
 	_, hasOutput := f.Tensor("output.weight")
@@ -103,7 +103,7 @@ func ConfigFromGGUF(f *gguf.File) (*Config, error) {
 	_, c.QKVBias = f.Tensor("blk.0.attn_q.bias")
 	_, c.OutputBias = f.Tensor("blk.0.attn_output.bias")
 	if _, ok := f.Tensor("blk.0.ffn_up.bias"); ok {
-		return nil, configErr(ErrUnsupported, "MLP biases in a GGUF file are not implemented")
+		return nil, configErr(errs.ErrUnsupported, "MLP biases in a GGUF file are not implemented")
 	}
 	c.DType = candle.BF16
 	if dt, ok := embd.Type.DType(); ok {
@@ -119,21 +119,21 @@ func ggufRope(f *gguf.File, arch string, c *Config) error {
 	if _, ok := f.Get(arch + ".rope.scaling.type"); ok {
 		typ, err := f.String(arch + ".rope.scaling.type")
 		if err != nil {
-			return configErr(ErrConfig, "%v", err)
+			return pkg.Wrap("config", err)
 		}
 		switch typ {
 		case "none", "":
 		case "linear":
 			factor, err := f.Float(arch + ".rope.scaling.factor")
 			if err != nil {
-				return configErr(ErrConfig, "%v", err)
+				return pkg.Wrap("config", err)
 			}
 			if factor <= 0 {
-				return configErr(ErrConfig, "%s.rope.scaling.factor %g: want > 0", arch, factor)
+				return configErr(errs.ErrFormat, "%s.rope.scaling.factor %g: want > 0", arch, factor)
 			}
 			c.RopeScaling = &RopeScaling{Type: "linear", Factor: factor}
 		default:
-			return configErr(ErrUnsupported, "%s.rope.scaling.type %q: the package implements linear and rope_freqs factors", arch, typ)
+			return configErr(errs.ErrUnsupported, "%s.rope.scaling.type %q: the package implements linear and rope_freqs factors", arch, typ)
 		}
 	}
 	info, ok := f.Tensor("rope_freqs.weight")
@@ -141,23 +141,23 @@ func ggufRope(f *gguf.File, arch string, c *Config) error {
 		return nil
 	}
 	if c.RopeScaling != nil {
-		return configErr(ErrUnsupported, "both %s.rope.scaling.type and a rope_freqs tensor", arch)
+		return configErr(errs.ErrUnsupported, "both %s.rope.scaling.type and a rope_freqs tensor", arch)
 	}
 	if info.Type != candle.GGMLF32 || len(info.Dims) != 1 || info.Dims[0] != c.HeadDim/2 {
-		return configErr(ErrConfig, "rope_freqs.weight: %s %v: want F32 (%d)", info.Type, info.Dims, c.HeadDim/2)
+		return configErr(errs.ErrFormat, "rope_freqs.weight: %s %v: want F32 (%d)", info.Type, info.Dims, c.HeadDim/2)
 	}
 	data, err := f.Data(info)
 	if err != nil {
-		return configErr(ErrConfig, "%v", err)
+		return pkg.Wrap("config", err)
 	}
 	vals, err := candle.DequantizeBlocks(nil, candle.GGMLF32, data)
 	if err != nil {
-		return configErr(ErrConfig, "rope_freqs.weight: %v", err)
+		return pkg.Wrapf("config", err, "rope_freqs.weight")
 	}
 	s := &RopeScaling{Type: "factors", Factors: make([]float64, len(vals))}
 	for i, v := range vals {
 		if !(v > 0) {
-			return configErr(ErrConfig, "rope_freqs.weight[%d] = %g: want > 0", i, v)
+			return configErr(errs.ErrFormat, "rope_freqs.weight[%d] = %g: want > 0", i, v)
 		}
 		s.Factors[i] = float64(v)
 	}
@@ -165,116 +165,126 @@ func ggufRope(f *gguf.File, arch string, c *Config) error {
 	return nil
 }
 
-// LoadGGUF reads a GGUF model file (llama.cpp's format: the config, the
-// tokenizer and the weights in one file, quantized or not) onto dev,
-// computing in dtype (F32, F16 or BF16), with its KV cache as opts say.
-// Quantized matrices stay quantized on the device (candle.QTensor); the
-// norms and float matrices become dtype.
-func LoadGGUF(path string, dev candle.Device, dtype candle.DType, opts Options) (*Model, error) {
-	if err := checkLoad("LoadGGUF", dev, dtype, opts); err != nil {
-		return nil, err
-	}
-	f, err := gguf.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("llama: LoadGGUF: %w", err)
-	}
-	defer f.Close()
-	cfg, err := ConfigFromGGUF(f)
-	if err != nil {
-		return nil, fmt.Errorf("llama: LoadGGUF %s: %w", path, err)
-	}
-	return newModel("LoadGGUF", cfg, dev, dtype, opts, func(m *Model) error { return m.loadGGUF(f, opts.Progress) })
-}
-
-// ggufLoader loads a GGUF file's tensors and remembers the first error.
+// ggufLoader loads a GGUF checkpoint's tensors through a VarBuilder
+// (candle's pipelined upload, quantized blocks included) and remembers the
+// first error.
 type ggufLoader struct {
-	f           *gguf.File
+	vb          *nn.VarBuilder
 	m           *Model
 	err         error
 	done, total int64
 	progress    func(done, total int64)
 }
 
-// bytes reads a tensor's blocks, checking its shape (candle's order), with
-// its rows put back in Hugging Face's order when heads > 0: llama.cpp's
-// converter interleaves the two halves of each head's q and k rows (its
-// RoPE rotates neighbouring pairs; this package's rotates the halves).
-func (g *ggufLoader) bytes(name string, heads int, shape ...int) ([]byte, candle.GGMLType) {
+// info is a tensor's description, checked against shape; it counts the
+// tensor's bytes as loaded for the progress.
+func (g *ggufLoader) info(name string, shape ...int) candle.WeightInfo {
 	if g.err != nil {
-		return nil, 0
+		return candle.WeightInfo{}
 	}
-	info, ok := g.f.Tensor(name)
-	if !ok {
-		g.err = fmt.Errorf("%s: the file has no such tensor: %w", name, ErrConfig)
-		return nil, 0
+	info, ok := g.vb.Info(name)
+	switch {
+	case !ok:
+		g.err = pkg.Errorf("New", errs.ErrNotFound, "the file has no tensor %s", name)
+	case !slices.Equal(info.Shape, shape):
+		g.err = pkg.Errorf("New", errs.ErrShape, "tensor %s: shape %v, want %v", name, []int(info.Shape), shape)
+	case !info.Dense && !info.Quantized:
+		g.err = pkg.Errorf("New", errs.ErrUnsupported, "tensor %s is %s, a type this package does not decode", name, info.Type)
 	}
-	if !candle.Shape(info.Dims).Equal(candle.Shape(shape)) {
-		g.err = fmt.Errorf("%s: shape %v, want %v: %w", name, info.Dims, shape, ErrConfig)
-		return nil, 0
-	}
-	data, err := g.f.Data(info)
-	if err != nil {
-		g.err = fmt.Errorf("%s: %w", name, err)
-		return nil, 0
-	}
-	if heads > 0 {
-		data = unpermuteRows(data, heads, shape[0]/heads)
-	}
-	g.done += int64(len(data))
+	return info
+}
+
+// loaded counts a tensor's bytes in the file as on the device.
+func (g *ggufLoader) loaded(info candle.WeightInfo) {
+	g.done += int64(info.Bytes())
 	if g.progress != nil {
 		g.progress(min(g.done, g.total), g.total)
 	}
-	return data, info.Type
 }
 
-// unpermuteRows undoes llama.cpp's q/k row order: within each head of hd
-// rows, GGUF row 2i+j is Hugging Face row j·hd/2+i.
-func unpermuteRows(data []byte, heads, hd int) []byte {
-	row := len(data) / (heads * hd)
-	out := make([]byte, len(data))
-	for h := range heads {
-		for i := range hd / 2 {
-			for j := range 2 {
-				src := (h*hd + 2*i + j) * row
-				dst := (h*hd + j*hd/2 + i) * row
-				copy(out[dst:dst+row], data[src:src+row])
-			}
-		}
-	}
-	return out
-}
-
-// dense loads a float tensor in the model's dtype (a quantized one is
-// dequantized), its rows unpermuted when heads > 0 (bytes).
-func (g *ggufLoader) dense(name string, heads int, shape ...int) *candle.Tensor {
-	data, typ := g.bytes(name, heads, shape...)
-	if g.err != nil {
-		return nil
-	}
-	t, err := g.upload(data, typ, shape)
-	g.err = err
-	return t
-}
-
-func (g *ggufLoader) upload(data []byte, typ candle.GGMLType, shape []int) (*candle.Tensor, error) {
-	if dt, ok := typ.DType(); ok {
-		t, err := candle.FromBytes(g.m.dev, dt, data, shape...)
-		if err != nil || dt == g.m.dtype {
-			return t, err
-		}
-		defer t.Close()
-		return t.ToDType(g.m.dtype)
-	}
-	q, err := candle.NewQTensor(g.m.dev, typ, data, shape...)
+// unpermute puts the rows of t (rows, ...) back in Hugging Face's order:
+// llama.cpp's converter interleaves the two halves of each head's q and k
+// rows (its RoPE rotates neighbouring pairs; this package's rotates the
+// halves), so that within each head of hd rows, GGUF row 2i+j is Hugging
+// Face row j·hd/2+i: a transpose of each head's (hd/2, 2) rows, one copy
+// on the device. It takes t.
+func unpermute(t *candle.Tensor, heads int) (*candle.Tensor, error) {
+	defer t.Close()
+	shape := t.Shape()
+	hd := shape[0] / heads
+	v, err := t.Reshape(append([]int{heads, hd / 2, 2}, shape[1:]...)...)
 	if err != nil {
 		return nil, err
 	}
-	defer q.Close()
-	return q.Dequantize(g.m.dtype)
+	defer v.Close()
+	tv, err := v.Transpose(1, 2)
+	if err != nil {
+		return nil, err
+	}
+	defer tv.Close()
+	c, err := tv.Contiguous()
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	return c.Reshape(shape...)
+}
+
+// dense loads a tensor in the model's dtype (a quantized one is
+// dequantized), its rows unpermuted when heads > 0 (unpermute).
+func (g *ggufLoader) dense(name string, heads int, shape ...int) *candle.Tensor {
+	info := g.info(name, shape...)
+	if g.err != nil {
+		return nil
+	}
+	t, err := g.vb.Get(name, shape...)
+	if err == nil && heads > 0 {
+		t, err = unpermute(t, heads)
+	}
+	if g.err = err; err != nil {
+		return nil
+	}
+	g.loaded(info)
+	return t
+}
+
+// blocks loads a quantized tensor's blocks, (rows, row bytes), its rows
+// unpermuted when heads > 0.
+func (g *ggufLoader) blocks(name string, heads int, shape ...int) *candle.Tensor {
+	q, err := g.vb.GetQ(name, shape...)
+	if err != nil {
+		g.err = err
+		return nil
+	}
+	b, err := q.Blocks()
+	q.Close()
+	if err == nil && heads > 0 {
+		b, err = unpermute(b, heads)
+	}
+	g.err = err
+	return b
+}
+
+// quantized loads a quantized tensor as a QTensor, its rows unpermuted
+// when heads > 0.
+func (g *ggufLoader) quantized(name string, heads int, typ candle.GGMLType, shape ...int) *candle.QTensor {
+	if heads == 0 {
+		q, err := g.vb.GetQ(name, shape...)
+		g.err = err
+		return q
+	}
+	b := g.blocks(name, heads, shape...)
+	if g.err != nil {
+		return nil
+	}
+	defer b.Close()
+	q, err := candle.QTensorFromBlocks(b, typ, shape...)
+	g.err = err
+	return q
 }
 
 // part is one of a fused projection's weights: its name, rows and, for q
-// and k, its heads (unpermuteRows).
+// and k, its heads (unpermute).
 type part struct {
 	name  string
 	rows  int
@@ -283,17 +293,14 @@ type part struct {
 
 // linear loads a projection from its parts, fused along the rows: one
 // dense weight when they are float, one QTensor when they share a
-// quantized type, else a QTensor each.
+// quantized type (their blocks joined on the device), else a QTensor
+// each.
 func (g *ggufLoader) linear(in int, parts ...part) linear {
-	if g.err != nil {
-		return linear{}
-	}
-	data := make([][]byte, len(parts))
-	types := make([]candle.GGMLType, len(parts))
+	infos := make([]candle.WeightInfo, len(parts))
 	same := true
 	for i, p := range parts {
-		data[i], types[i] = g.bytes(p.name, p.heads, p.rows, in)
-		same = same && types[i] == types[0]
+		infos[i] = g.info(p.name, p.rows, in)
+		same = same && infos[i].Type == infos[0].Type
 	}
 	if g.err != nil {
 		return linear{}
@@ -302,14 +309,18 @@ func (g *ggufLoader) linear(in int, parts ...part) linear {
 	for _, p := range parts {
 		rows += p.rows
 	}
-	if !same && slices.ContainsFunc(types, func(t candle.GGMLType) bool { return !t.Quantized() }) {
-		g.err = fmt.Errorf("%s: float and quantized parts (%v) in one projection: %w", parts[0].name, types, ErrUnsupported)
+	types := make([]string, len(infos))
+	for i, info := range infos {
+		types[i] = info.Type
+	}
+	if !same && slices.ContainsFunc(infos, func(i candle.WeightInfo) bool { return !i.Quantized }) {
+		g.err = pkg.Errorf("New", errs.ErrUnsupported, "%s: float and quantized parts (%v) in one projection", parts[0].name, types)
 		return linear{}
 	}
-	if !types[0].Quantized() {
+	if !infos[0].Quantized {
 		ts := make([]*candle.Tensor, len(parts))
 		for i, p := range parts {
-			if ts[i], g.err = g.upload(data[i], types[i], []int{p.rows, in}); g.err != nil {
+			if ts[i] = g.dense(p.name, p.heads, p.rows, in); g.err != nil {
 				closeAll(ts...)
 				return linear{}
 			}
@@ -326,19 +337,33 @@ func (g *ggufLoader) linear(in int, parts ...part) linear {
 		g.err = err
 		return d
 	}
-	if same {
-		q, err := candle.NewQTensor(g.m.dev, types[0], bytes.Join(data, nil), rows, in)
+	if same && len(parts) > 1 {
+		bs := make([]*candle.Tensor, len(parts))
+		defer func() { closeAll(bs...) }()
+		for i, p := range parts {
+			if bs[i] = g.blocks(p.name, p.heads, p.rows, in); g.err != nil {
+				return linear{}
+			}
+			g.loaded(infos[i])
+		}
+		joined, err := candle.Cat(bs, 0)
+		if err != nil {
+			g.err = err
+			return linear{}
+		}
+		defer joined.Close()
+		q, err := candle.QTensorFromBlocks(joined, infos[0].Quant, rows, in)
 		g.err = err
 		return linear{q: []*candle.QTensor{q}}
 	}
 	l := linear{}
 	for i, p := range parts {
-		q, err := candle.NewQTensor(g.m.dev, types[i], data[i], p.rows, in)
-		if err != nil {
+		q := g.quantized(p.name, p.heads, infos[i].Quant, p.rows, in)
+		if g.err != nil {
 			l.close()
-			g.err = err
 			return linear{}
 		}
+		g.loaded(infos[i])
 		l.q = append(l.q, q)
 	}
 	return l
@@ -346,12 +371,16 @@ func (g *ggufLoader) linear(in int, parts ...part) linear {
 
 // loadGGUF loads the weights of a GGUF file, named as llama.cpp names
 // them (token_embd, blk.N.attn_q, ...).
-func (m *Model) loadGGUF(f *gguf.File, progress func(done, total int64)) error {
+func (m *Model) loadGGUF(vb *nn.VarBuilder, progress func(done, total int64)) error {
 	c := m.cfg
 	h, qd, kvd, in := c.HiddenSize, c.Heads*c.HeadDim, c.KVHeads*c.HeadDim, c.IntermediateSize
-	g := &ggufLoader{f: f, m: m, progress: progress}
-	for _, t := range f.Tensors() {
-		g.total += int64(t.Bytes)
+	g := &ggufLoader{vb: vb, m: m, progress: progress}
+	w := vb.Weights()
+	for _, n := range w.Names() {
+		if n != "rope_freqs.weight" { // the config's, read with it
+			info, _ := w.Info(n)
+			g.total += int64(info.Bytes())
+		}
 	}
 	permute := c.Family == "llama" // llama.cpp's converter permutes llama's q and k, not qwen2's
 	heads := func(n int) int {
@@ -360,13 +389,13 @@ func (m *Model) loadGGUF(f *gguf.File, progress func(done, total int64)) error {
 		}
 		return 0
 	}
-	if info, ok := f.Tensor("token_embd.weight"); ok && info.Type.Quantized() {
-		data, typ := g.bytes("token_embd.weight", 0, c.VocabSize, h)
+	if info := g.info("token_embd.weight", c.VocabSize, h); g.err == nil && info.Quantized {
+		m.embedQ = g.quantized("token_embd.weight", 0, info.Quant, c.VocabSize, h)
 		if g.err == nil {
-			m.embedQ, g.err = candle.NewQTensor(m.dev, typ, data, c.VocabSize, h)
-		}
-		if g.err == nil && c.TieEmbeddings {
-			m.lmHead.q = []*candle.QTensor{m.embedQ}
+			g.loaded(info)
+			if c.TieEmbeddings {
+				m.lmHead.q = []*candle.QTensor{m.embedQ}
+			}
 		}
 	} else {
 		m.embed = g.dense("token_embd.weight", 0, c.VocabSize, h)
@@ -404,6 +433,3 @@ func (m *Model) loadGGUF(f *gguf.File, progress func(done, total int64)) error {
 	}
 	return g.err
 }
-
-// IsGGUF reports whether path names a GGUF file (by its name: *.gguf).
-func IsGGUF(path string) bool { return strings.HasSuffix(strings.ToLower(path), ".gguf") }

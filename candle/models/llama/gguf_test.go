@@ -12,6 +12,8 @@ import (
 
 	"github.com/rocm-go/rocm/candle"
 	"github.com/rocm-go/rocm/candle/gguf"
+	"github.com/rocm-go/rocm/candle/models"
+	"github.com/rocm-go/rocm/errs"
 	"github.com/rocm-go/rocm/internal/mkmodel"
 	"github.com/rocm-go/rocm/tokenizer"
 )
@@ -34,7 +36,7 @@ func writeGGUF(t *testing.T, s mkmodel.Spec, typ candle.GGMLType) string {
 
 func loadGGUF(t *testing.T, path string, dev candle.Device, dt candle.DType, opts Options) *Model {
 	t.Helper()
-	m, err := LoadGGUF(path, dev, dt, opts)
+	m, err := Load(path, dev, dt, opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { m.Close() })
 	return m
@@ -52,13 +54,8 @@ func TestGGUFMatchesSafetensors(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir := writeModel(t, s)
 			path := writeGGUF(t, s, candle.GGMLF32)
-			f, err := gguf.Open(path)
-			require.NoError(t, err)
-			cfg, err := ConfigFromGGUF(f)
-			f.Close()
-			require.NoError(t, err)
-			ref, err := LoadConfig(dir)
-			require.NoError(t, err)
+			cfg := configOf(t, path)
+			ref := configOf(t, dir)
 			for _, p := range [][2]int{{cfg.HiddenSize, ref.HiddenSize}, {cfg.Layers, ref.Layers}, {cfg.Heads, ref.Heads},
 				{cfg.KVHeads, ref.KVHeads}, {cfg.HeadDim, ref.HeadDim}, {cfg.IntermediateSize, ref.IntermediateSize},
 				{cfg.VocabSize, ref.VocabSize}, {cfg.MaxPositions, ref.MaxPositions}} {
@@ -112,13 +109,40 @@ func TestGGUFQuantized(t *testing.T) {
 	}
 }
 
+// TestGGUFLoadProgress: a GGUF model's load reports its bytes in the
+// file as they reach the device, up to the total.
+func TestGGUFLoadProgress(t *testing.T) {
+	path := writeGGUF(t, ggufSpec(), candle.GGMLQ4_K)
+	c, err := models.Open(path)
+	require.NoError(t, err)
+	defer c.Close()
+	var want int64
+	for _, info := range c.GGUF.Tensors() {
+		if info.Name != "rope_freqs.weight" {
+			want += int64(info.Bytes)
+		}
+	}
+	var calls int
+	var last, total int64
+	m, err := New(c, candle.CPU(), candle.F32, Options{CacheTokens: 64, Progress: func(d, tot int64) {
+		require.GreaterOrEqual(t, d, last)
+		calls++
+		last, total = d, tot
+	}})
+	require.NoError(t, err)
+	defer m.Close()
+	assert.Equal(t, want, total, "the weights' bytes in the file")
+	assert.Equal(t, total, last, "the progress reaches the total")
+	assert.Greater(t, calls, 3)
+}
+
 func TestGGUFTokenizer(t *testing.T) {
 	s := ggufSpec()
 	dir := writeModel(t, s)
-	f, err := gguf.Open(writeGGUF(t, s, candle.GGMLQ8_0))
+	c, err := models.Open(writeGGUF(t, s, candle.GGMLQ8_0))
 	require.NoError(t, err)
-	defer f.Close()
-	got, err := f.Tokenizer()
+	defer c.Close()
+	got, err := c.Tokenizer()
 	require.NoError(t, err)
 	want, err := tokenizer.LoadDir(dir)
 	require.NoError(t, err)
@@ -141,15 +165,16 @@ func TestGGUFTokenizer(t *testing.T) {
 }
 
 func TestGGUFErrors(t *testing.T) {
-	_, err := LoadGGUF(filepath.Join(t.TempDir(), "none.gguf"), candle.CPU(), candle.F32, Options{})
-	assert.Error(t, err)
+	_, err := Load(filepath.Join(t.TempDir(), "none.gguf"), candle.CPU(), candle.F32, Options{})
+	assert.ErrorIs(t, err, errs.ErrNotFound)
 	path := writeGGUF(t, ggufSpec(), candle.GGMLQ8_0)
-	_, err = LoadGGUF(path, candle.CPU(), candle.U8, Options{})
-	assert.ErrorIs(t, err, candle.ErrDType)
-	_, err = LoadGGUF(path, nil, candle.F32, Options{})
-	assert.ErrorIs(t, err, candle.ErrDevice)
-	assert.True(t, IsGGUF("a/B.GGUF"))
-	assert.False(t, IsGGUF("a/model"))
+	_, err = Load(path, candle.CPU(), candle.U8, Options{})
+	assert.ErrorIs(t, err, errs.ErrDType)
+	_, err = Load(path, nil, candle.F32, Options{})
+	assert.ErrorIs(t, err, errs.ErrDevice)
+	f, err := models.Detect(path)
+	require.NoError(t, err)
+	assert.Equal(t, models.GGUF, f, "the file's magic says GGUF")
 	// mkmodel writes llama without biases only, and refuses a vocabulary
 	// smaller than its tokenizer's as Write does.
 	err = mkmodel.WriteGGUF(filepath.Join(t.TempDir(), "q.gguf"), tinySpecs["qwen2 biases mqa tied"], candle.GGMLF32, nil)
@@ -166,8 +191,8 @@ func TestGGUFErrors(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, w.Close())
 	require.NoError(t, out.Close())
-	_, err = LoadGGUF(other, candle.CPU(), candle.F32, Options{})
-	assert.ErrorIs(t, err, ErrUnsupported)
+	_, err = Load(other, candle.CPU(), candle.F32, Options{})
+	assert.ErrorIs(t, err, errs.ErrUnsupported)
 	assert.ErrorContains(t, err, `"gpt2"`)
 }
 

@@ -238,8 +238,7 @@ func TestGPUAgainstTransformers(t *testing.T) {
 			n := len(ref.Prompt)
 			ref.f32 = readLogits(t, filepath.Join(dir, "logits_f32.bin"), n, ref.Vocab)
 			ref.bf16 = readLogits(t, filepath.Join(dir, "logits_bf16.bin"), n, ref.Vocab)
-			cfg, err := LoadConfig(dir)
-			require.NoError(t, err)
+			cfg := configOf(t, dir)
 			t.Logf("torch %s, transformers %s on %s; config: %+v", ref.Torch, ref.Transformers, ref.Device, *cfg)
 
 			m := load(t, dir, dev, candle.F32, Options{CacheTokens: 1024})

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rocm-go/rocm/candle"
+	"github.com/rocm-go/rocm/errs"
 )
 
 // Tier 0: the bookkeeping of decode graphs.
@@ -24,7 +25,7 @@ func TestLeastRecentGraph(t *testing.T) {
 func TestGraphOptions(t *testing.T) {
 	dir := writeModel(t, tinySpecs["qwen2 window 5"])
 	_, err := Load(dir, candle.CPU(), candle.F32, Options{MaxGraphs: -1})
-	require.ErrorIs(t, err, candle.ErrArgument)
+	require.ErrorIs(t, err, errs.ErrArgument)
 	assert.ErrorContains(t, err, "MaxGraphs -1")
 	// The CPU device runs decode steps op by op: no graphs.
 	m := load(t, dir, candle.CPU(), candle.F32, Options{CacheTokens: 64, PageSize: 4})

@@ -6,7 +6,9 @@ import (
 	"sync"
 
 	"github.com/rocm-go/rocm/candle"
+	"github.com/rocm-go/rocm/candle/models"
 	"github.com/rocm-go/rocm/candle/nn"
+	"github.com/rocm-go/rocm/errs"
 	"github.com/rocm-go/rocm/flashattn"
 )
 
@@ -158,24 +160,48 @@ func closeAll(ts ...*candle.Tensor) {
 	}
 }
 
-// Load reads a model folder (config.json and the weights: model.safetensors,
-// a sharded index, or *.safetensors) onto dev as dtype (F32, F16 or BF16;
-// Config.DType is the checkpoint's own), and allocates its KV cache as opts
-// say. A missing or mis-shaped weight is an error that names it.
-func Load(dir string, dev candle.Device, dtype candle.DType, opts Options) (*Model, error) {
-	cfg, err := LoadConfig(dir)
+// Load opens a model path once (models.Open: a Hugging Face folder with
+// config.json and safetensors weights, or a GGUF file) and builds the
+// model from it (New).
+func Load(path string, dev candle.Device, dtype candle.DType, opts Options) (*Model, error) {
+	c, err := models.Open(path)
 	if err != nil {
+		return nil, pkg.Wrap("Load", err)
+	}
+	defer c.Close()
+	m, err := New(c, dev, dtype, opts)
+	return m, pkg.Wrap("Load", err)
+}
+
+// New builds the model of a checkpoint (ConfigOf) on dev, computing in
+// dtype (F32, F16 or BF16; Config.DType is the checkpoint's own), and
+// allocates its KV cache as opts say. The weights of a Hugging Face folder
+// load as dtype; a GGUF file's quantized matrices stay quantized on the
+// device (candle.QTensor), its norms and float matrices become dtype.
+// Every tensor reaches a HIP device through candle's pipelined upload. A
+// missing or mis-shaped weight is an error that names it. The checkpoint
+// stays the caller's to close once New returns.
+func New(c *models.Checkpoint, dev candle.Device, dtype candle.DType, opts Options) (*Model, error) {
+	const op = "New"
+	if err := checkLoad(op, dev, dtype, opts); err != nil {
 		return nil, err
 	}
-	if err := checkLoad("Load", dev, dtype, opts); err != nil {
-		return nil, err
+	if c == nil || c.Weights == nil {
+		return nil, pkg.Errorf(op, errs.ErrArgument, "no checkpoint")
 	}
-	vb, err := nn.OpenVarBuilder(dir, dev, dtype)
+	cfg, err := ConfigOf(c)
 	if err != nil {
-		return nil, fmt.Errorf("llama: Load: %w", err)
+		return nil, pkg.Wrap(op, err)
 	}
-	defer vb.Close()
-	return newModel("Load", cfg, dev, dtype, opts, func(m *Model) error { return m.loadWeights(vb, opts.Progress) })
+	vb, err := nn.NewVarBuilder(c.Weights, dev, dtype)
+	if err != nil {
+		return nil, pkg.Wrap(op, err)
+	}
+	load := func(m *Model) error { return m.loadWeights(vb, opts.Progress) }
+	if c.Format == models.GGUF {
+		load = func(m *Model) error { return m.loadGGUF(vb, opts.Progress) }
+	}
+	return newModel(op, cfg, dev, dtype, opts, load)
 }
 
 // checkLoad checks a loader's arguments.

@@ -12,7 +12,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rocm-go/rocm/candle"
+	"github.com/rocm-go/rocm/candle/models"
 	"github.com/rocm-go/rocm/candle/nn"
+	"github.com/rocm-go/rocm/candle/safetensors"
+	"github.com/rocm-go/rocm/errs"
 	"github.com/rocm-go/rocm/internal/mkmodel"
 )
 
@@ -38,6 +41,17 @@ func writeModel(t *testing.T, s mkmodel.Spec) string {
 	dir := t.TempDir()
 	require.NoError(t, mkmodel.Write(dir, s, nil))
 	return dir
+}
+
+// configOf is the config of the checkpoint at path.
+func configOf(t *testing.T, path string) *Config {
+	t.Helper()
+	c, err := models.Open(path)
+	require.NoError(t, err)
+	defer c.Close()
+	cfg, err := ConfigOf(c)
+	require.NoError(t, err)
+	return cfg
 }
 
 func load(t *testing.T, dir string, dev candle.Device, dt candle.DType, opts Options) *Model {
@@ -239,16 +253,17 @@ func TestLoadErrors(t *testing.T) {
 	dir := writeModel(t, s)
 	cpu := candle.CPU()
 	_, err := Load(dir, cpu, candle.F64, Options{})
-	assert.ErrorIs(t, err, candle.ErrDType)
+	assert.ErrorIs(t, err, errs.ErrDType)
 	_, err = Load(dir, nil, candle.F32, Options{})
-	assert.ErrorIs(t, err, candle.ErrDevice)
+	assert.ErrorIs(t, err, errs.ErrDevice)
 	_, err = Load(dir, cpu, candle.F32, Options{PageSize: -1})
-	assert.ErrorIs(t, err, candle.ErrArgument)
+	assert.ErrorIs(t, err, errs.ErrArgument)
 	_, err = Load(filepath.Join(dir, "nothing"), cpu, candle.F32, Options{})
 	assert.ErrorIs(t, err, os.ErrNotExist)
+	assert.ErrorIs(t, err, errs.ErrNotFound)
 
 	// Rewrite the weights with one missing, then one mis-shaped.
-	f, err := nn.OpenSafetensors(filepath.Join(dir, "model.safetensors"))
+	f, err := safetensors.OpenFile(filepath.Join(dir, "model.safetensors"))
 	require.NoError(t, err)
 	all := map[string]*candle.Tensor{}
 	for _, n := range f.Names() {
@@ -262,7 +277,7 @@ func TestLoadErrors(t *testing.T) {
 		}
 	}()
 	save := func(ts map[string]*candle.Tensor) {
-		require.NoError(t, nn.SaveSafetensors(filepath.Join(dir, "model.safetensors"), ts, nil))
+		require.NoError(t, safetensors.Save(filepath.Join(dir, "model.safetensors"), ts, nil))
 	}
 	missing := map[string]*candle.Tensor{}
 	for n, x := range all {
@@ -272,7 +287,7 @@ func TestLoadErrors(t *testing.T) {
 	}
 	save(missing)
 	_, err = Load(dir, cpu, candle.F32, Options{CacheTokens: 16})
-	assert.ErrorIs(t, err, nn.ErrMissing)
+	assert.ErrorIs(t, err, errs.ErrNotFound)
 	assert.ErrorContains(t, err, `"model.layers.1.self_attn.k_proj.bias"`)
 
 	bad := map[string]*candle.Tensor{}
@@ -285,13 +300,13 @@ func TestLoadErrors(t *testing.T) {
 	bad["model.layers.2.mlp.up_proj.weight"] = wrong
 	save(bad)
 	_, err = Load(dir, cpu, candle.F32, Options{CacheTokens: 16})
-	assert.ErrorIs(t, err, candle.ErrShape)
+	assert.ErrorIs(t, err, errs.ErrShape)
 	assert.ErrorContains(t, err, `"model.layers.2.mlp.up_proj.weight"`)
 
 	// Untied without lm_head.
 	u := tinySpecs["llama biases linear untied"]
 	udir := writeModel(t, u)
-	g, err := nn.OpenSafetensors(filepath.Join(udir, "model.safetensors"))
+	g, err := safetensors.OpenFile(filepath.Join(udir, "model.safetensors"))
 	require.NoError(t, err)
 	noHead := map[string]*candle.Tensor{}
 	for _, n := range g.Names() {
@@ -301,7 +316,7 @@ func TestLoadErrors(t *testing.T) {
 		}
 	}
 	g.Close()
-	require.NoError(t, nn.SaveSafetensors(filepath.Join(udir, "model.safetensors"), noHead, nil))
+	require.NoError(t, safetensors.Save(filepath.Join(udir, "model.safetensors"), noHead, nil))
 	for _, x := range noHead {
 		x.Close()
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rocm-go/rocm/candle"
-	"github.com/rocm-go/rocm/candle/nn"
+	"github.com/rocm-go/rocm/candle/safetensors"
 )
 
 // refModel is a Llama-family forward pass in float64, written plainly from
@@ -55,7 +55,7 @@ func loadRef(t *testing.T, dir string) *refModel {
 	case "mistral":
 		r.window = int(num("sliding_window", 0))
 	}
-	f, err := nn.OpenSafetensors(filepath.Join(dir, "model.safetensors"))
+	f, err := safetensors.OpenFile(filepath.Join(dir, "model.safetensors"))
 	require.NoError(t, err)
 	defer f.Close()
 	for _, name := range f.Names() {

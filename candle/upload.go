@@ -1,4 +1,4 @@
-package nn
+package candle
 
 import (
 	"errors"
@@ -14,33 +14,34 @@ import (
 
 	"github.com/dustin/go-humanize"
 
-	"github.com/rocm-go/rocm/candle"
+	"github.com/rocm-go/rocm/errs"
 	"github.com/rocm-go/rocm/hip"
 )
 
-// Transfer says how tensors move from a safetensors file to a HIP device.
-// By default goroutines read the file (pread, from the page cache) a chunk
-// at a time into pinned buffers, in file order from the tensor a load asks
-// for and a few chunks beyond it, and each tensor is copied by DMA from
-// them; a chunk's buffer goes back once every tensor in it is loaded. The
-// buffers are the process's, kept for the next load (FreePinnedBuffers
-// frees them): allocating pinned memory is slower than reading a file,
-// and ReservePinnedBuffers allocates them before a first load. If
-// reading or allocating fails, the file's tensors go through candle's
-// staging buffers instead (candle.FromBytes), with the same result. The
-// CPU device reads the mapping directly either way.
+// Transfer says how tensors move from a mapped checkpoint file
+// (MappedFile: a safetensors or GGUF file) to a HIP device. By default
+// goroutines read the file (pread, from the page cache) a chunk at a time
+// into pinned buffers, in file order from the tensor a load asks for and a
+// few chunks beyond it, and each tensor is copied by DMA from them; a
+// chunk's buffer goes back once every tensor in it is loaded. The buffers
+// are the process's, kept for the next load (FreePinnedBuffers frees
+// them): allocating pinned memory is slower than reading a file, and
+// ReservePinnedBuffers allocates them before a first load. If reading or
+// allocating fails, the file's tensors go through candle's staging
+// buffers instead (FromBytes), with the same result. The CPU device reads
+// the mapping directly either way.
 type Transfer struct {
 	// Register copies by DMA straight from the file's mapping, registered
 	// with the device (hip.Device.RegisterHost, read-only) a chunk at a
 	// time, instead of reading it into pinned buffers: no copy on the
 	// host, but on the H100 hosts measured registering ran at 10-38 GB/s,
-	// slower than reading (bench/RESULTS.md). A chunk is unregistered once
+	// slower than reading (candle/NOTES.md). A chunk is unregistered once
 	// every tensor in it has been copied. Where registration fails (a
 	// runtime that refuses read-only file mappings, as AMD's may), the
 	// file's tensors stage.
 	Register bool
 	// Staging copies every tensor through candle's staging buffers
-	// (candle.FromBytes), the slowest way.
+	// (FromBytes), the slowest way.
 	Staging bool
 	// Chunk is the bytes read or registered at a time, a multiple of the
 	// page size (default 4 MiB read, 128 MiB registered).
@@ -59,7 +60,7 @@ type Transfer struct {
 }
 
 // The defaults of Transfer: what measured best of the strategies
-// tensorbench's loading rows try (bench/RESULTS.md). On H200 hosts, 4 MiB
+// tensorbench's loading rows try (candle/NOTES.md). On H200 hosts, 4 MiB
 // chunks read by 14 goroutines, 8 ahead, moved a 2.47 GB checkpoint from
 // the page cache at 0.80-0.89 of the pinned copy rate where 12 goroutines,
 // 24 ahead (the default before) read 0.72-0.85 in the same runs: fewer
@@ -114,7 +115,8 @@ func (t Transfer) String() string {
 	return s
 }
 
-// LoadOption configures OpenSafetensors and OpenVarBuilder.
+// LoadOption configures MapFile, and the openers of the file formats that
+// map their files with it.
 type LoadOption func(*Transfer)
 
 // WithTransfer sets how tensors move to a HIP device; zero fields keep
@@ -140,7 +142,9 @@ type TransferStats struct {
 	Fallback error
 }
 
-func (s *TransferStats) add(o TransferStats) {
+// Add sums o into s: the stats of several files (Fallback keeps the
+// first).
+func (s *TransferStats) Add(o TransferStats) {
 	s.Read += o.Read
 	s.Registered += o.Registered
 	s.Staged += o.Staged
@@ -208,31 +212,33 @@ type window[H any] struct {
 	started  bool
 	closing  bool
 	active   int // loads in progress
-	loaded   map[string]bool
+	loaded   map[Span]bool
 	err      error // the first failure: loads stage from then on
 	running  sync.WaitGroup
 	stats    TransferStats
 }
 
-// span is a tensor's bytes in the mapping.
-type span struct{ lo, hi int }
-
-func newWindow[H any](mapped []byte, t Transfer, tensors []span, register func([]byte) (H, error), release func(H, func())) *window[H] {
+func newWindow[H any](mapped []byte, t Transfer, tensors []Span, register func([]byte) (H, error), release func(H, func())) *window[H] {
 	t = t.resolved()
 	w := &window[H]{mapped: mapped, chunk: t.Chunk, ahead: t.Ahead, workers: t.Workers, keep: t.Keep, register: register, release: release,
-		cs: make([]chunkState[H], (len(mapped)+t.Chunk-1)/t.Chunk), loaded: map[string]bool{}}
+		cs: make([]chunkState[H], (len(mapped)+t.Chunk-1)/t.Chunk), loaded: map[Span]bool{}}
 	w.cond.L = &w.mu
+	seen := make(map[Span]bool, len(tensors))
 	for _, s := range tensors {
+		if seen[s] {
+			continue // two names for the same bytes: loaded once, counted once
+		}
+		seen[s] = true
 		w.each(s, func(k, lo, hi int) { w.cs[k].left += int64(hi - lo) })
 	}
 	return w
 }
 
 // each calls f for every chunk k that s covers, with the part of s in it.
-func (w *window[H]) each(s span, f func(k, lo, hi int)) {
-	for lo := s.lo; lo < s.hi; {
+func (w *window[H]) each(s Span, f func(k, lo, hi int)) {
+	for lo := s.Start; lo < s.End; {
 		k := lo / w.chunk
-		hi := min(s.hi, (k+1)*w.chunk)
+		hi := min(s.End, (k+1)*w.chunk)
 		f(k, lo, hi)
 		lo = hi
 	}
@@ -338,13 +344,13 @@ func (w *window[H]) evictLocked() {
 	}
 }
 
-// load copies tensor name, bytes s of the mapping, calling copy for each
+// load copies a tensor, bytes s of the mapping, calling copy for each
 // chunk's part as the chunk is held (off is where the part starts in the
 // chunk), or direct where no pinned buffer was free (off is where it
 // starts in the mapping); at is where the part starts in the tensor. A
 // failure to read or register returns the error that makes the file stage
 // (w.err); copy's and direct's errors are returned as they are.
-func (w *window[H]) load(name string, s span, copy func(h H, off, n, at int) error, direct func(off, n, at int) error) error {
+func (w *window[H]) load(s Span, copy func(h H, off, n, at int) error, direct func(off, n, at int) error) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closing {
@@ -362,14 +368,14 @@ func (w *window[H]) load(name string, s span, copy func(h H, off, n, at int) err
 		}
 	}
 	// The workers take this load's chunks with it, then read ahead of it.
-	first, last := s.lo/w.chunk, (s.hi-1)/w.chunk
+	first, last := s.Start/w.chunk, (s.End-1)/w.chunk
 	w.next, w.limit = first, min(last+1+w.ahead, len(w.cs))
 	w.cond.Broadcast()
 	for k := first; k <= last; k++ {
 		w.cs[k].users++
 	}
-	count := !w.loaded[name] // its bytes leave their chunks once
-	w.loaded[name] = true
+	count := !w.loaded[s] // its bytes leave their chunks once
+	w.loaded[s] = true
 	var err error
 	w.each(s, func(k, lo, hi int) {
 		for err == nil && w.err == nil && (w.cs[k].state == chunkRegistering || w.cs[k].state == chunkReleasing) {
@@ -383,9 +389,9 @@ func (w *window[H]) load(name string, s span, copy func(h H, off, n, at int) err
 				h := w.cs[k].h
 				w.mu.Unlock()
 				if held {
-					err = copy(h, lo-k*w.chunk, hi-lo, lo-s.lo)
+					err = copy(h, lo-k*w.chunk, hi-lo, lo-s.Start)
 				} else {
-					err = direct(lo, hi-lo, lo-s.lo)
+					err = direct(lo, hi-lo, lo-s.Start)
 				}
 				w.mu.Lock()
 			}
@@ -403,7 +409,7 @@ func (w *window[H]) load(name string, s span, copy func(h H, off, n, at int) err
 		err = fmt.Errorf("%w: %w", errStage, w.err)
 	}
 	if err == nil {
-		w.stats.Registered += int64(s.hi - s.lo)
+		w.stats.Registered += int64(s.End - s.Start)
 	}
 	w.active--
 	w.cond.Broadcast()
@@ -459,7 +465,7 @@ type held struct {
 // returns each chunk's buffer (or unregisters it) once its copies, marked
 // by an event on the device's stream, are done.
 type uploader struct {
-	dev      *candle.HIPDevice
+	dev      *HIPDevice
 	read     bool
 	file     io.ReaderAt
 	mapped   []byte
@@ -484,7 +490,7 @@ type release struct {
 	done  func()
 }
 
-func newUploader(dev *candle.HIPDevice, file io.ReaderAt, mapped []byte, t Transfer, tensors []span) *uploader {
+func newUploader(dev *HIPDevice, file io.ReaderAt, mapped []byte, t Transfer, tensors []Span) *uploader {
 	t = t.resolved()
 	u := &uploader{dev: dev, read: !t.Register, file: file, mapped: mapped, done: make(chan struct{})}
 	register := func(b []byte) (*held, error) {
@@ -574,9 +580,9 @@ func (u *uploader) releaser() {
 }
 
 // copyDirect reads bytes [off, off+n) of the file through the spare
-// buffer into t from byte at, waiting for each piece's copy: the path of a
-// load that found no pinned buffer free.
-func (u *uploader) copyDirect(t *candle.Tensor, off, n, at int) error {
+// buffer into dst from byte at, waiting for each piece's copy: the path of
+// a load that found no pinned buffer free.
+func (u *uploader) copyDirect(dst *Storage, off, n, at int) error {
 	u.spareMu.Lock()
 	defer u.spareMu.Unlock()
 	if u.spare == nil {
@@ -594,7 +600,7 @@ func (u *uploader) copyDirect(t *candle.Tensor, off, n, at int) error {
 		if _, err := u.file.ReadAt(part.Bytes(), int64(off+done)); err != nil {
 			return fmt.Errorf("reading %s at byte %d: %w", humanize.IBytes(uint64(m)), off+done, err)
 		}
-		if err := t.CopyFromPinned(at+done, part); err != nil {
+		if err := u.dev.copyPinned(dst, at+done, part); err != nil {
 			return err
 		}
 		if err := u.dev.Synchronize(); err != nil {
@@ -608,34 +614,25 @@ func (u *uploader) copyDirect(t *candle.Tensor, off, n, at int) error {
 	return nil
 }
 
-// load copies a tensor of dt and shape, bytes s of the mapping, into a new
-// tensor on the device. A failure to read or register returns the
-// window's error (the caller stages instead).
-func (u *uploader) load(name string, dt candle.DType, s span, shape []int) (*candle.Tensor, error) {
-	t, err := candle.Empty(u.dev, dt, shape...)
-	if err != nil {
-		return nil, err
+// load copies bytes s of the mapping into dst, from its first byte. A
+// failure to read or register returns the window's error (the caller
+// stages instead).
+func (u *uploader) load(dst *Storage, s Span) error {
+	if s.End == s.Start {
+		return nil
 	}
-	if s.hi == s.lo {
-		return t, nil
-	}
-	err = u.win.load(name, s, func(h *held, off, n, at int) error {
+	return u.win.load(s, func(h *held, off, n, at int) error {
 		part, err := h.pin.Slice(off, n)
 		if err != nil {
 			return err
 		}
-		return t.CopyFromPinned(at, part)
+		return u.dev.copyPinned(dst, at, part)
 	}, func(off, n, at int) error {
 		if !u.read {
-			return errors.New("nn: no registered chunk to copy from") // registering never runs out of room
+			return errors.New("no registered chunk to copy from") // registering never runs out of room
 		}
-		return u.copyDirect(t, off, n, at)
+		return u.copyDirect(dst, off, n, at)
 	})
-	if err != nil {
-		t.Close()
-		return nil, err
-	}
-	return t, nil
 }
 
 // close waits for the copies, releases every chunk, and reports the first
@@ -643,19 +640,19 @@ func (u *uploader) load(name string, dt candle.DType, s span, shape []int) (*can
 func (u *uploader) close() error {
 	held := u.win.close()
 	start := time.Now()
-	var errs []error
+	var failed []error
 	for _, h := range held {
 		if h.slot != nil {
-			errs = append(errs, u.dev.Synchronize())
+			failed = append(failed, u.dev.Synchronize())
 			u.pool.put(h.slot)
 		} else {
-			errs = append(errs, h.pin.Close())
+			failed = append(failed, h.pin.Close())
 		}
 	}
 	close(u.releases)
 	<-u.done
 	u.spareMu.Lock()
-	errs = append(errs, u.spare.Close())
+	failed = append(failed, u.spare.Close())
 	u.spare = nil
 	u.spareMu.Unlock()
 	u.mu.Lock()
@@ -663,7 +660,7 @@ func (u *uploader) close() error {
 	if !u.read {
 		u.unregister += time.Since(start)
 	}
-	return errors.Join(append(errs, u.errs...)...)
+	return errors.Join(append(failed, u.errs...)...)
 }
 
 func (u *uploader) readStats() TransferStats {
@@ -870,7 +867,7 @@ func (p *pinnedPool) freeSlabs() (int64, error) {
 	}
 	p.free = kept
 	var freed int64
-	var errs []error
+	var failed []error
 	for s, n := range free {
 		if n < len(s.bufs) {
 			continue
@@ -884,9 +881,9 @@ func (p *pinnedPool) freeSlabs() (int64, error) {
 		if err == nil && s.mapped != nil { // memory still registered stays mapped
 			err = syscall.Munmap(s.mapped)
 		}
-		errs = append(errs, err)
+		failed = append(failed, err)
 	}
-	return freed, errors.Join(errs...)
+	return freed, errors.Join(failed...)
 }
 
 func (p *pinnedPool) put(b *hip.PinnedBuffer) {
@@ -905,9 +902,10 @@ func (p *pinnedPool) put(b *hip.PinnedBuffer) {
 // program does something else before loading, as llm-worker does while
 // its tokenizer loads. The buffers are the process's, kept until
 // FreePinnedBuffers.
-func ReservePinnedBuffers(dev *candle.HIPDevice, t Transfer) (int64, error) {
+func ReservePinnedBuffers(dev *HIPDevice, t Transfer) (int64, error) {
+	const op = "ReservePinnedBuffers"
 	if dev == nil {
-		return 0, fmt.Errorf("nn: ReservePinnedBuffers: nil device: %w", candle.ErrDevice)
+		return 0, pkg.Errorf(op, errs.ErrDevice, "nil device")
 	}
 	if t.Register || t.Staging {
 		return 0, nil
@@ -926,7 +924,7 @@ func ReservePinnedBuffers(dev *candle.HIPDevice, t Transfer) (int64, error) {
 			break
 		}
 		if err != nil {
-			return 0, fmt.Errorf("nn: ReservePinnedBuffers: %w", err)
+			return 0, pkg.Wrap(op, err)
 		}
 		got = append(got, b)
 	}
@@ -943,13 +941,13 @@ func FreePinnedBuffers() (int64, error) {
 	pinnedPools.Lock()
 	defer pinnedPools.Unlock()
 	var freed int64
-	var errs []error
+	var failed []error
 	for _, p := range pinnedPools.bySize {
 		p.mu.Lock()
 		n, err := p.freeSlabs()
 		p.mu.Unlock()
 		freed += n
-		errs = append(errs, err)
+		failed = append(failed, err)
 	}
-	return freed, errors.Join(errs...)
+	return freed, pkg.Wrap("FreePinnedBuffers", errors.Join(failed...))
 }

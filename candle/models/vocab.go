@@ -1,14 +1,16 @@
-package gguf
+package models
 
 import (
 	"fmt"
 
+	"github.com/rocm-go/rocm/candle/gguf"
+	"github.com/rocm-go/rocm/errs"
 	"github.com/rocm-go/rocm/tokenizer"
 )
 
-// Vocab reads the file's tokenizer (the tokenizer.ggml.* keys and
+// ggufVocab reads a GGUF file's tokenizer (the tokenizer.ggml.* keys and
 // tokenizer.chat_template) as a tokenizer.Vocab.
-func (f *File) Vocab() (tokenizer.Vocab, error) {
+func ggufVocab(f *gguf.File) (tokenizer.Vocab, error) {
 	v := tokenizer.Vocab{BOS: -1, EOS: -1, EOT: -1, Unknown: -1}
 	var err error
 	if v.Model, err = f.String("tokenizer.ggml.model"); err != nil {
@@ -17,7 +19,10 @@ func (f *File) Vocab() (tokenizer.Vocab, error) {
 	if v.Tokens, err = f.Strings("tokenizer.ggml.tokens"); err != nil {
 		return v, err
 	}
-	opt := func(key string) bool { _, ok := f.meta[key]; return ok }
+	opt := func(key string) bool { _, ok := f.Get(key); return ok }
+	bad := func(key, format string, args ...any) error {
+		return &errs.Error{Pkg: string(pkg), Op: "Checkpoint.Tokenizer", Kind: errs.ErrFormat, Path: f.Path(), Field: key, Detail: fmt.Sprintf(format, args...)}
+	}
 	if opt("tokenizer.ggml.pre") {
 		if v.Pre, err = f.String("tokenizer.ggml.pre"); err != nil {
 			return v, err
@@ -41,7 +46,7 @@ func (f *File) Vocab() (tokenizer.Vocab, error) {
 		v.Types = make([]int32, len(t))
 		for i, x := range t {
 			if x < 0 || x > 1<<16 {
-				return v, fmt.Errorf("gguf: tokenizer.ggml.token_type[%d] = %d: %w", i, x, ErrMetadata)
+				return v, bad("tokenizer.ggml.token_type", "tokenizer.ggml.token_type[%d] = %d: want a token type from 0 to 65536", i, x)
 			}
 			v.Types[i] = int32(x)
 		}
@@ -64,7 +69,7 @@ func (f *File) Vocab() (tokenizer.Vocab, error) {
 			return v, err
 		}
 		if u >= uint64(len(v.Tokens)) {
-			return v, fmt.Errorf("gguf: %s = %d: the vocabulary has %d tokens: %w", key, u, len(v.Tokens), ErrMetadata)
+			return v, bad(key, "%s = %d: the vocabulary has %d tokens", key, u, len(v.Tokens))
 		}
 		*id.dst = int32(u)
 	}
@@ -90,9 +95,10 @@ func (f *File) Vocab() (tokenizer.Vocab, error) {
 	return v, nil
 }
 
-// Tokenizer builds the file's tokenizer (Vocab, then tokenizer.FromVocab).
-func (f *File) Tokenizer() (*tokenizer.Tokenizer, error) {
-	v, err := f.Vocab()
+// ggufTokenizer builds a GGUF file's tokenizer (ggufVocab, then
+// tokenizer.FromVocab).
+func ggufTokenizer(f *gguf.File) (*tokenizer.Tokenizer, error) {
+	v, err := ggufVocab(f)
 	if err != nil {
 		return nil, err
 	}

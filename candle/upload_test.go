@@ -1,10 +1,11 @@
-package nn
+package candle
 
 import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"sync"
@@ -16,7 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/rocm-go/rocm/candle"
+	"github.com/rocm-go/rocm/errs"
 	"github.com/rocm-go/rocm/hip"
 )
 
@@ -127,7 +128,7 @@ func (f *fakeDevice) directer(dst []byte) func(off, n, at int) error {
 
 // testFile is a mapping of random bytes and tensors laid over it: some
 // inside a chunk, some across two or three, a gap with no tensor.
-func testFile(t *testing.T) (mapped []byte, spans []span, chunk int) {
+func testFile(t *testing.T) (mapped []byte, spans []Span, chunk int) {
 	chunk = os.Getpagesize()
 	mapped = make([]byte, 12*chunk+100)
 	for i := range mapped {
@@ -135,20 +136,20 @@ func testFile(t *testing.T) (mapped []byte, spans []span, chunk int) {
 	}
 	cuts := []int{40, 100, chunk - 8, chunk + 50, 3*chunk + 7, 3*chunk + 9, 4 * chunk, 5*chunk - 1}
 	for i := 1; i < len(cuts); i++ {
-		spans = append(spans, span{cuts[i-1], cuts[i]})
+		spans = append(spans, Span{cuts[i-1], cuts[i]})
 	}
 	// Chunks 5 and 6 hold no tensor; then tensors to the end.
-	spans = append(spans, span{7 * chunk, 7*chunk + 1}, span{7*chunk + 1, 10*chunk + 3}, span{10*chunk + 3, len(mapped)})
+	spans = append(spans, Span{7 * chunk, 7*chunk + 1}, Span{7*chunk + 1, 10*chunk + 3}, Span{10*chunk + 3, len(mapped)})
 	return mapped, spans, chunk
 }
 
-func loadAll(t *testing.T, w *window[*fakeReg], f *fakeDevice, spans []span, order []int) {
+func loadAll(t *testing.T, w *window[*fakeReg], f *fakeDevice, spans []Span, order []int) {
 	t.Helper()
 	for _, i := range order {
 		s := spans[i]
-		dst := make([]byte, s.hi-s.lo)
-		require.NoError(t, w.load(fmt.Sprint(i), s, f.copier(dst), f.directer(dst)))
-		require.Equal(t, f.mapped[s.lo:s.hi], dst, "tensor %d", i)
+		dst := make([]byte, s.End-s.Start)
+		require.NoError(t, w.load(s, f.copier(dst), f.directer(dst)))
+		require.Equal(t, f.mapped[s.Start:s.End], dst, "tensor %d", i)
 	}
 }
 
@@ -171,11 +172,29 @@ func TestWindowInFileOrder(t *testing.T) {
 	st := w.readStats()
 	total := 0
 	for _, s := range spans {
-		total += s.hi - s.lo
+		total += s.End - s.Start
 	}
 	assert.Equal(t, int64(total), st.Registered, "every tensor's bytes")
 	assert.Equal(t, 11, st.Chunks)
 	assert.NoError(t, st.Fallback)
+}
+
+// TestWindowAliases: two tensors over the same bytes count once, so that
+// their chunks are still released once both have loaded.
+func TestWindowAliases(t *testing.T) {
+	mapped, spans, chunk := testFile(t)
+	f := newFakeDevice(t, mapped)
+	aliased := append(slices.Clone(spans), spans[3], spans[9])
+	w := newWindow(mapped, Transfer{Chunk: chunk, Workers: 2, Ahead: 2}, aliased, f.register, f.release)
+	order := make([]int, len(aliased))
+	for i := range order {
+		order[i] = i
+	}
+	loadAll(t, w, f, aliased, order)
+	assert.Empty(t, w.close(), "every chunk was released")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	assert.Empty(t, f.live)
 }
 
 func TestWindowKeepsUntilClose(t *testing.T) {
@@ -214,7 +233,7 @@ func TestWindowAheadIsBounded(t *testing.T) {
 		f.unregister(r)
 	}
 	dst := make([]byte, 100)
-	assert.ErrorIs(t, w.load("1", spans[1], f.copier(dst), f.directer(dst)), errClosing)
+	assert.ErrorIs(t, w.load(spans[1], f.copier(dst), f.directer(dst)), errClosing)
 }
 
 func TestWindowConcurrentAndRepeated(t *testing.T) {
@@ -230,12 +249,12 @@ func TestWindowConcurrentAndRepeated(t *testing.T) {
 					continue
 				}
 				s := spans[i]
-				dst := make([]byte, s.hi-s.lo)
-				if err := w.load(fmt.Sprint(i), s, f.copier(dst), f.directer(dst)); err != nil {
+				dst := make([]byte, s.End-s.Start)
+				if err := w.load(s, f.copier(dst), f.directer(dst)); err != nil {
 					t.Error(err)
 					return
 				}
-				if !slices.Equal(f.mapped[s.lo:s.hi], dst) {
+				if !slices.Equal(f.mapped[s.Start:s.End], dst) {
 					t.Errorf("tensor %d differs", i)
 				}
 			}
@@ -259,9 +278,9 @@ func TestWindowFallsBackWhenRegistrationFails(t *testing.T) {
 	f.failAt = 3 * chunk
 	w := newWindow(mapped, Transfer{Chunk: chunk, Workers: 2, Ahead: 8}, spans, f.register, f.release)
 	staged := false
-	for i, s := range spans {
-		dst := make([]byte, s.hi-s.lo)
-		err := w.load(fmt.Sprint(i), s, f.copier(dst), f.directer(dst))
+	for _, s := range spans {
+		dst := make([]byte, s.End-s.Start)
+		err := w.load(s, f.copier(dst), f.directer(dst))
 		if err != nil {
 			assert.ErrorIs(t, err, errStage)
 			assert.ErrorIs(t, err, errFakeRefused, "the cause is kept")
@@ -269,7 +288,7 @@ func TestWindowFallsBackWhenRegistrationFails(t *testing.T) {
 			continue
 		}
 		assert.False(t, staged, "once registration failed, every load stages")
-		assert.Equal(t, mapped[s.lo:s.hi], dst)
+		assert.Equal(t, mapped[s.Start:s.End], dst)
 	}
 	assert.True(t, staged)
 	assert.ErrorIs(t, w.readStats().Fallback, errFakeRefused)
@@ -320,24 +339,85 @@ func TestTransferOptions(t *testing.T) {
 	WithTransfer(Transfer{Workers: 4})(&o)
 	assert.Equal(t, 4, o.Workers)
 	_, err := ReservePinnedBuffers(nil, Transfer{})
-	assert.ErrorIs(t, err, candle.ErrDevice, "a nil device is an error, not a crash")
+	assert.ErrorIs(t, err, errs.ErrDevice, "a nil device is an error, not a crash")
+}
 
-	// The CPU device reads the mapping either way.
+// TestMappedFileOnCPU maps a file and loads tensors from it onto the CPU
+// device, which reads the mapping whatever the transfer, and checks the
+// bad spans, shapes and a closed file.
+func TestMappedFileOnCPU(t *testing.T) {
+	page := os.Getpagesize()
+	data := make([]byte, 3*page+10)
+	for i := range data {
+		data[i] = byte(rand.IntN(256))
+	}
+	path := filepath.Join(t.TempDir(), "file.bin")
+	require.NoError(t, os.WriteFile(path, data, 0o644))
+	m, err := MapFile(path, WithTransfer(Transfer{Chunk: page}))
+	require.NoError(t, err)
+	assert.Equal(t, path, m.Path())
+	assert.Equal(t, data, m.Bytes())
+	assert.Equal(t, page, m.Transfer().Chunk)
+	m.SetTensors([]Span{{8, 16}, {page - 8, 2*page + 8}, {3 * page, 3*page + 10}})
+	cpu := CPU()
+
+	x, err := m.Load(cpu, F32, Span{8, 16}, 2)
+	require.NoError(t, err)
+	got, err := ToBytes(x)
+	require.NoError(t, err)
+	assert.Equal(t, data[8:16], got)
+	y, err := m.Load(cpu, U8, Span{page - 8, 2*page + 8}, page+16)
+	require.NoError(t, err)
+	got, err = ToBytes(y)
+	require.NoError(t, err)
+	assert.Equal(t, data[page-8:2*page+8], got, "across chunks")
+	// Blocks: ten bytes are not a Q8_0 block (34); 34 bytes from 0 are.
+	_, err = m.LoadQ(cpu, GGMLQ8_0, Span{3 * page, 3*page + 10}, 32)
+	assert.ErrorIs(t, err, errs.ErrShape)
+	q, err := m.LoadQ(cpu, GGMLQ8_0, Span{0, 34}, 32)
+	require.NoError(t, err)
+	assert.Equal(t, 34, q.Bytes())
+	assert.Equal(t, TransferStats{}, m.TransferStats(), "nothing went to a HIP device")
+
+	_, err = m.Load(cpu, F32, Span{8, 16}, 3)
+	assert.ErrorIs(t, err, errs.ErrShape, "8 bytes for 3 f32")
+	_, err = m.Load(cpu, F32, Span{len(data) - 4, len(data) + 4}, 2)
+	assert.ErrorIs(t, err, errs.ErrArgument)
+	assert.ErrorContains(t, err, "outside the file's")
+	_, err = m.Load(cpu, F32, Span{8, 4})
+	assert.ErrorIs(t, err, errs.ErrArgument, "a reversed span")
+	_, err = m.Load(nil, F32, Span{8, 16}, 2)
+	assert.ErrorIs(t, err, errs.ErrDevice)
+
+	require.NoError(t, m.Close())
+	require.NoError(t, m.Close(), "closing twice does nothing")
+	assert.Nil(t, m.Bytes())
+	_, err = m.Load(cpu, F32, Span{8, 16}, 2)
+	assert.ErrorIs(t, err, errs.ErrClosed)
+	assert.ErrorContains(t, err, "the file is closed")
+	got, err = ToBytes(x)
+	require.NoError(t, err)
+	assert.Equal(t, data[8:16], got, "loaded tensors outlive the mapping")
+	for _, c := range []interface{ Close() error }{x, y, q} {
+		c.Close()
+	}
+}
+
+// TestMapFileErrors: a missing file, a folder and an empty file are
+// clear errors.
+func TestMapFileErrors(t *testing.T) {
 	dir := t.TempDir()
-	writeFile(t, dir+"/model.safetensors", safetensorsBytes(t, []string{"w"}, map[string]entry{
-		"w": {"F32", []int{2}, []byte{0, 0, 128, 63, 0, 0, 0, 64}},
-	}, nil))
-	vb, err := OpenVarBuilder(dir, candle.CPU(), candle.F32, WithTransfer(Transfer{Chunk: page}))
-	require.NoError(t, err)
-	w, err := vb.Get("w", 2)
-	require.NoError(t, err)
-	got, err := candle.ToSlice[float32](w)
-	require.NoError(t, err)
-	assert.Equal(t, []float32{1, 2}, got)
-	assert.Equal(t, TransferStats{}, vb.TransferStats(), "nothing went to a HIP device")
-	require.NoError(t, vb.Close())
-	require.NoError(t, vb.Close(), "closing twice does nothing")
-	w.Close()
+	_, err := MapFile(filepath.Join(dir, "missing.bin"))
+	assert.ErrorIs(t, err, errs.ErrNotFound)
+	assert.ErrorIs(t, err, os.ErrNotExist, "the cause is kept")
+	_, err = MapFile(dir)
+	assert.ErrorIs(t, err, errs.ErrFormat)
+	assert.ErrorContains(t, err, "a folder, not a file")
+	empty := filepath.Join(dir, "empty.bin")
+	require.NoError(t, os.WriteFile(empty, nil, 0o644))
+	_, err = MapFile(empty)
+	assert.ErrorIs(t, err, errs.ErrFormat)
+	assert.ErrorContains(t, err, empty+": an empty file")
 }
 
 // TestPinnedSlabs checks the pool's bookkeeping of slabs: FreePinnedBuffers
