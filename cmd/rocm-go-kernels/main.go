@@ -4,6 +4,7 @@
 // every architecture named, one progress line per module, then a summary.
 //
 //	go run ./cmd/rocm-go-kernels -arch gfx942,gfx90a,gfx1100,gfx1201 [-dir DIR] [-j N]
+//	rocm-go-kernels -arch auto    # the architectures of this machine's GPUs
 //
 // The cache is ROCM_GO_CACHE_DIR's folder (else the user's cache folder)
 // unless -dir names one; ship that folder in the image and point
@@ -25,6 +26,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -84,7 +86,7 @@ type config struct {
 func parse(args []string, stderr io.Writer) (*config, error) {
 	fs := flag.NewFlagSet("rocm-go-kernels", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	archList := fs.String("arch", "", "comma-separated targets: gfx942,gfx90a,gfx1100,gfx1201 (AMD) or sm_80,sm_90 (NVIDIA)")
+	archList := fs.String("arch", "", "comma-separated targets: gfx942,gfx90a,gfx1100,gfx1201 (AMD) or sm_80,sm_90 (NVIDIA); auto: those of this machine's GPUs")
 	dir := fs.String("dir", "", "kernel cache folder (default "+hiprtc.DefaultCacheDir()+": $ROCM_GO_CACHE_DIR, else the user's cache folder)")
 	jobs := fs.Int("j", runtime.NumCPU(), "architectures compiled at once, each in its own process")
 	fs.Usage = func() {
@@ -108,6 +110,9 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 	if len(c.archs) == 0 {
 		fs.Usage()
 		return nil, errors.New("no targets: name them with -arch, for instance -arch gfx942,gfx90a")
+	}
+	if len(c.archs) == 1 && c.archs[0] == "auto" {
+		c.archs = nil // run asks the GPUs
 	}
 	for _, a := range c.archs {
 		p := hip.PlatformNone
@@ -136,6 +141,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	start := time.Now()
+	if len(c.archs) == 0 {
+		if c.archs, c.platform, err = deviceArchs(); err != nil {
+			return fmt.Errorf("-arch auto: %w", err)
+		}
+	}
 	if err := hiprtc.Load(hiprtc.WithPlatform(c.platform)); err != nil {
 		compiler := map[hip.Platform]string{hip.PlatformAMD: "ROCm's hipRTC", hip.PlatformNVIDIA: "CUDA's NVRTC"}[c.platform]
 		return fmt.Errorf("compiling for %s needs %s: %w", strings.Join(c.archs, ","), compiler, err)
@@ -188,6 +198,34 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "%d modules × %d %s (%s) ready in %s: %s of code, %s\n", n/len(c.archs), len(c.archs), targets,
 		strings.Join(c.archs, ","), c.dir, humanize.IBytes(uint64(bytes)), time.Since(start).Round(100*time.Millisecond))
 	return nil
+}
+
+// deviceArchs are the architectures of the machine's GPUs (each once, as
+// the kernel caches name them: "gfx942:sramecc+:xnack-", "sm_90") and
+// their platform, for -arch auto.
+func deviceArchs() ([]string, hip.Platform, error) {
+	n, err := hip.DeviceCount()
+	if err != nil {
+		return nil, 0, err
+	}
+	if n == 0 {
+		return nil, 0, errors.New("this machine has no GPU: name the targets")
+	}
+	var archs []string
+	for i := range n {
+		d, err := hip.GetDevice(i)
+		if err != nil {
+			return nil, 0, err
+		}
+		p, err := d.Properties()
+		if err != nil {
+			return nil, 0, err
+		}
+		if !slices.Contains(archs, p.ArchName) {
+			archs = append(archs, p.ArchName)
+		}
+	}
+	return archs, hip.LoadedPlatform(), nil
 }
 
 // progress is one module compiled (or read from the cache) for one

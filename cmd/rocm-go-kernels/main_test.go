@@ -39,6 +39,7 @@ func TestFlags(t *testing.T) {
 		{[]string{"-arch", "mi300"}, `target "mi300" is neither an AMD GPU (gfxNNN) nor an NVIDIA one (sm_XY)`},
 		{[]string{"-arch", "gfx942", "extra"}, "unexpected arguments"},
 		{[]string{"-bogus"}, "flag provided but not defined"},
+		{[]string{"-arch", "auto,sm_90"}, `target "auto" is neither`},
 	} {
 		var stderr strings.Builder
 		_, err := parse(tc.args, &stderr)
@@ -51,6 +52,23 @@ func TestFlags(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, hip.PlatformNVIDIA, c.platform)
 	assert.Equal(t, hiprtc.DefaultCacheDir(), c.dir)
+	c, err = parse([]string{"-arch", "auto"}, &strings.Builder{})
+	require.NoError(t, err)
+	assert.Empty(t, c.archs, "auto: run asks the GPUs")
+}
+
+// TestAutoWithoutGPU: -arch auto on a machine without a GPU says so, and
+// compiles nothing.
+func TestAutoWithoutGPU(t *testing.T) {
+	if n, err := hip.DeviceCount(); err == nil && n > 0 {
+		t.Skip("tier 0 and 1: this machine has a GPU (tier 2's gpu/run.sh runs -arch auto itself)")
+	}
+	dir := t.TempDir()
+	var out strings.Builder
+	err := run([]string{"-arch", "auto", "-dir", dir}, &out, &out)
+	assert.ErrorContains(t, err, "-arch auto: ")
+	entries, _ := os.ReadDir(dir)
+	assert.Empty(t, entries)
 }
 
 func TestWithoutCompiler(t *testing.T) {
