@@ -5,7 +5,7 @@
 #               small model on the GPU (else the CPU) and one streamed chat
 # and for developers:
 #   make generate   regenerate the z* bindings from the ROCm headers
-#   make gpu-test   build the tier-2 test binaries into gpu/ for a GPU machine
+#   make gpu-test   build what tier 2 runs into gpu/ and gpu.tar.xz, for a GPU machine
 #   make rocm-env   build the tier-1 environment (make test does it)
 
 SHELL := /bin/bash

@@ -93,6 +93,9 @@ func TestOnlyTheTableMakesKernels(t *testing.T) {
 	fset := token.NewFileSet()
 	files, err := filepath.Glob("*.go")
 	require.NoError(t, err)
+	if len(files) == 0 {
+		t.Skip("tier 0: reads candle's Go files (this binary runs away from them)")
+	}
 	checked := 0
 	for _, name := range files {
 		if strings.HasSuffix(name, "_test.go") {
