@@ -5,6 +5,12 @@
 // with one Close. An architecture (candle/models/llama) builds its model
 // from a Checkpoint; a worker opens the path only through Open.
 //
+// Runner runs an architecture's forward pass (a PassFunc) over a paged KV
+// cache: it sizes the cache, checks each batch, stages the inputs, commits
+// a step once its pass succeeds and replays decode steps as captured
+// graphs on a HIP device. Pass threads a forward pass's first error
+// through its ops. An architecture file holds only the architecture.
+//
 //	c, err := models.Open("/models/Llama-3.2-1B-Instruct-Q4_K_M.gguf")
 //	defer c.Close()
 //	tok, err := c.Tokenizer()

@@ -47,8 +47,8 @@ func (s LLMSettings) check() error {
 		return fmt.Errorf("llm bench: %d repeats: want at least 1", s.Reps)
 	}
 	for _, b := range s.Batches {
-		if b < 1 || b > llama.DefaultMaxBatch {
-			return fmt.Errorf("llm bench: batch %d: want 1 to %d", b, llama.DefaultMaxBatch)
+		if b < 1 || b > models.DefaultMaxBatch {
+			return fmt.Errorf("llm bench: batch %d: want 1 to %d", b, models.DefaultMaxBatch)
 		}
 	}
 	return nil
@@ -368,7 +368,7 @@ func RunLLMOurs(dev *candle.HIPDevice, dir string, s LLMSettings, w io.Writer) (
 		return nil, err
 	}
 	const dt = candle.BF16
-	cacheTokens := s.CacheTokens(llama.DefaultPageSize)
+	cacheTokens := s.CacheTokens(models.DefaultPageSize)
 	base := dev.MemoryStats().InUse
 	start := time.Now()
 	ckpt, err := models.Open(dir)
@@ -381,7 +381,7 @@ func RunLLMOurs(dev *candle.HIPDevice, dir string, s LLMSettings, w io.Writer) (
 		return nil, err
 	}
 	lastTenth := int64(-1)
-	m, err := llama.New(ckpt, dev, dt, llama.Options{CacheTokens: cacheTokens, PageSize: llama.DefaultPageSize, MaxBatch: s.maxBatch(),
+	m, err := llama.New(ckpt, dev, dt, llama.Options{CacheTokens: cacheTokens, PageSize: models.DefaultPageSize, MaxBatch: s.maxBatch(),
 		Progress: func(done, total int64) {
 			if tenth := done * 10 / max(total, 1); tenth != lastTenth {
 				lastTenth = tenth
@@ -397,7 +397,7 @@ func RunLLMOurs(dev *candle.HIPDevice, dir string, s LLMSettings, w io.Writer) (
 		return nil, err
 	}
 	f := &LLMFigures{Prefill: map[string]float64{}, Decode: map[string]float64{}, DecodeEager: map[string]float64{}, Engine: map[string]float64{},
-		Weights: cfg.Parameters() * int64(dt.Size()), KV: KVCacheBytes(cfg, dt, cacheTokens, llama.DefaultPageSize)}
+		Weights: cfg.Parameters() * int64(dt.Size()), KV: KVCacheBytes(cfg, dt, cacheTokens, models.DefaultPageSize)}
 	fmt.Fprintf(w, "ours: loaded in %.2f s: %s of weights, a KV cache of %d tokens (%s)\n", time.Since(start).Seconds(),
 		humanize.IBytes(uint64(f.Weights)), cacheTokens, humanize.IBytes(uint64(f.KV)))
 	r := &llmRun{m: m, dev: dev, s: s, rng: rand.New(rand.NewPCG(s.Seed, 7)), vocab: m.VocabSize()}

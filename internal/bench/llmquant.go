@@ -85,7 +85,7 @@ func RunLLMQuant(dev *candle.HIPDevice, path string, s LLMSettings, copyGBps flo
 		}
 	}
 	q.RooflineTokS = Roofline(q.WeightBytes, copyGBps)
-	m, err := llama.New(ck, dev, candle.BF16, llama.Options{CacheTokens: s.CacheTokens(llama.DefaultPageSize), PageSize: llama.DefaultPageSize, MaxBatch: s.maxBatch()})
+	m, err := llama.New(ck, dev, candle.BF16, llama.Options{CacheTokens: s.CacheTokens(models.DefaultPageSize), PageSize: models.DefaultPageSize, MaxBatch: s.maxBatch()})
 	ck.Close()
 	if err != nil {
 		return nil, fmt.Errorf("llm bench: loading %s: %w", path, err)

@@ -10,7 +10,10 @@
 // (nn.PagedKVCache): Forward takes a batch that mixes prompts and decode
 // steps, appends each sequence's new tokens to its cache and returns the
 // logits of each sequence's last token; Release frees a finished
-// sequence's pages.
+// sequence's pages. These come from the models.Runner a Model embeds,
+// which also replays each decode step as a captured graph on a HIP device;
+// this package is the architecture: its config, its weights and its
+// forward pass.
 //
 //	c, err := models.Open(path) // a folder or a .gguf file
 //	cfg, err := llama.ConfigOf(c)

@@ -12,15 +12,7 @@ import (
 	"github.com/rocm-go/rocm/errs"
 )
 
-// Tier 0: the bookkeeping of decode graphs.
-
-func TestLeastRecentGraph(t *testing.T) {
-	_, ok := leastRecent(map[int]*decodeGraph{})
-	assert.False(t, ok)
-	b, ok := leastRecent(map[int]*decodeGraph{1: {used: 5}, 3: {used: 2}, 8: {used: 9}})
-	assert.True(t, ok)
-	assert.Equal(t, 3, b)
-}
+// Tier 0: a model's graph options reach its runner (models.Runner).
 
 func TestGraphOptions(t *testing.T) {
 	dir := writeModel(t, tinySpecs["qwen2 window 5"])
@@ -36,14 +28,6 @@ func TestGraphOptions(t *testing.T) {
 	require.NoError(t, err)
 	x.Close()
 	assert.Empty(t, m.DecodeGraphs())
-	assert.True(t, m.graphsOn, "graphs are on by default")
-	m.SetGraphs(false)
-	assert.False(t, m.graphsOn)
-	m.SetGraphs(true)
-	assert.True(t, m.graphsOn)
-	// Options.NoGraphs starts with them off.
-	n := load(t, dir, candle.CPU(), candle.F32, Options{CacheTokens: 64, PageSize: 4, NoGraphs: true})
-	assert.False(t, n.graphsOn)
 }
 
 // Tier 2.

@@ -205,7 +205,7 @@ func TestCacheFullAndContext(t *testing.T) {
 	assert.ErrorIs(t, err, nn.ErrCacheFull)
 	assert.ErrorContains(t, err, "release finished sequences")
 	assert.Equal(t, 12, m.CacheTokensFree(), "a refused step changes nothing")
-	n, _ := m.cache.Len(1)
+	n, _ := m.SequenceLen(1)
 	assert.Equal(t, 20, n)
 
 	_, err = m.Forward([]uint64{1}, [][]int32{randomTokens(r, 13, s.Vocab)})
@@ -350,7 +350,7 @@ func TestDefaultCacheSize(t *testing.T) {
 	m := load(t, writeModel(t, s), candle.CPU(), candle.F32, Options{})
 	// 256 positions × 64 sequences: 16384 tokens of 3 layers × 1 head ×
 	// 16 × 2 × 4 bytes, far below the CPU's 1 GiB bound.
-	assert.Equal(t, 256*DefaultMaxBatch, m.CacheTokensFree())
+	assert.Equal(t, 256*models.DefaultMaxBatch, m.CacheTokensFree())
 	assert.Equal(t, 256, m.ContextLength())
 	assert.Equal(t, s.Vocab, m.VocabSize())
 	assert.Equal(t, candle.CPU(), m.Device())

@@ -1,0 +1,343 @@
+package models
+
+import (
+	"sync"
+
+	"github.com/rocm-go/rocm/candle"
+	"github.com/rocm-go/rocm/candle/nn"
+)
+
+// Options size what a model allocates beside its weights; zero values
+// choose.
+type Options struct {
+	// CacheTokens is how many tokens the KV cache holds over all
+	// sequences. Zero: the context length × MaxBatch, bounded by 80% of
+	// the device memory free after the weights are loaded (on a HIP
+	// device), or by 1 GiB of cache (on the CPU).
+	CacheTokens int
+	// PageSize is the tokens per cache page (default 16).
+	PageSize int
+	// MaxBatch is the most sequences one Forward takes (default 64).
+	MaxBatch int
+	// Progress, when not nil, hears after each weight how many bytes of
+	// the weights (in the dtype loaded) are on the device, of the total.
+	Progress func(done, total int64)
+	// NoGraphs runs decode steps on a HIP device op by op instead of
+	// replaying a captured graph (for debugging and comparisons; SetGraphs
+	// switches later).
+	NoGraphs bool
+	// MaxGraphs is the most decode graphs the runner keeps, one per batch
+	// size (default 16); a new batch size beyond it replaces the least
+	// recently used.
+	MaxGraphs int
+}
+
+// Defaults of Options.
+const (
+	DefaultPageSize  = 16
+	DefaultMaxBatch  = 64
+	DefaultMaxGraphs = 16
+	// cpuCacheBytes bounds the default cache on the CPU device.
+	cpuCacheBytes = 1 << 30
+	// gpuCacheFraction of the free device memory is the default cache's
+	// bound on a HIP device; the rest is for activations.
+	gpuCacheFraction = 0.8
+)
+
+// Check reports options that no model takes (a negative size), so that a
+// model's constructor can refuse them before it loads any weight.
+func (o Options) Check() error {
+	const op = "Options.Check"
+	if o.CacheTokens < 0 || o.PageSize < 0 || o.MaxBatch < 0 {
+		return pkg.Errorf(op, candle.ErrArgument, "CacheTokens %d, PageSize %d, MaxBatch %d: none may be negative", o.CacheTokens, o.PageSize, o.MaxBatch)
+	}
+	if o.MaxGraphs < 0 {
+		return pkg.Errorf(op, candle.ErrArgument, "Options.MaxGraphs %d: want 0 (default %d) or more", o.MaxGraphs, DefaultMaxGraphs)
+	}
+	return nil
+}
+
+// Shape is what a runner needs of an architecture: the geometry of its KV
+// cache, its vocabulary and its longest context.
+type Shape struct {
+	Layers, KVHeads, HeadDim int
+	VocabSize                int
+	MaxPositions             int
+}
+
+// PassFunc is an architecture's forward pass over a step of the paged KV
+// cache: the F32 logits of every new token of the step (all), or of each
+// sequence's last, as a tensor of the caller's own. It writes the step's
+// keys and values through the step (nn.PagedStep.AttentionQKV) and leaves
+// the step uncommitted. On a HIP device a decode step's pass is captured
+// into a graph and replayed: for one batch size it must launch the same
+// kernels on the same buffers every time, and read the step's inputs only
+// through the step's tensors.
+type PassFunc func(step *nn.PagedStep, all bool) (*candle.Tensor, error)
+
+// Runner runs a decoder's forward passes over a paged KV cache shared by
+// every sequence (nn.PagedKVCache): it sizes and owns the cache, checks
+// each batch before any work, stages a step's inputs, commits the step's
+// tokens to the cache once the pass succeeds, and on a HIP device replays
+// each decode step (every sequence of the batch cached, one new token
+// each) as a captured graph. An architecture supplies only its pass
+// (PassFunc); a model type embeds the Runner for Forward, Logits, Release
+// and the rest. Its methods are safe for concurrent use; passes run one
+// at a time.
+//
+// A decode step's graph (candle.Graph) holds the whole pass: its inputs
+// (tokens, positions, cache rows, lengths, block table) go to one fixed
+// device buffer with one copy (nn.DecodeInputs), and one launch runs every
+// kernel, with no host work between them. The graph of a batch size is
+// captured at its first decode step, which runs the step three times (a
+// rehearsal, the capture, a replay); no other work may use the device
+// during that step (it would be captured). Each graph keeps private device
+// memory for its activations and logits (candle.MemoryStats.Graphs) until
+// the runner closes or a newer batch size replaces it (Options.MaxGraphs).
+// Prefills and mixed batches run op by op; so does everything on the CPU
+// device.
+type Runner struct {
+	mu       sync.Mutex
+	dev      candle.Device
+	dtype    candle.DType
+	vocab    int
+	pass     PassFunc
+	cache    *nn.PagedKVCache
+	ctx      int
+	maxBatch int
+	closed   bool
+
+	graphsOn  bool                 // decode steps replay graphs
+	maxGraphs int                  // Options.MaxGraphs
+	graphs    map[int]*decodeGraph // by batch size (graph.go)
+	tick      uint64               // decode steps, for the graphs' last use
+}
+
+// NewRunner allocates the KV cache of a decoder of the given shape on dev
+// as opts say (call it once the weights are loaded: the default cache
+// takes a share of the memory left) and runs pass over it. dtype is the
+// cache's, and the pass's activations'.
+func NewRunner(dev candle.Device, dtype candle.DType, shape Shape, opts Options, pass PassFunc) (*Runner, error) {
+	const op = "NewRunner"
+	if dev == nil {
+		return nil, pkg.Errorf(op, candle.ErrDevice, "nil device")
+	}
+	if pass == nil {
+		return nil, pkg.Errorf(op, candle.ErrArgument, "no forward pass")
+	}
+	if shape.Layers < 1 || shape.KVHeads < 1 || shape.HeadDim < 1 || shape.VocabSize < 1 || shape.MaxPositions < 1 {
+		return nil, pkg.Errorf(op, candle.ErrArgument, "shape %+v: every size must be positive", shape)
+	}
+	if err := opts.Check(); err != nil {
+		return nil, pkg.Wrap(op, err)
+	}
+	if opts.PageSize == 0 {
+		opts.PageSize = DefaultPageSize
+	}
+	if opts.MaxBatch == 0 {
+		opts.MaxBatch = DefaultMaxBatch
+	}
+	if opts.MaxGraphs == 0 {
+		opts.MaxGraphs = DefaultMaxGraphs
+	}
+	tokens := opts.CacheTokens
+	if tokens == 0 {
+		perToken := nn.PagedKVBytesPerToken(dtype, shape.Layers, shape.KVHeads, shape.HeadDim)
+		tokens = shape.MaxPositions * opts.MaxBatch
+		budget := int64(cpuCacheBytes)
+		if d, ok := dev.(*candle.HIPDevice); ok {
+			free, _, err := d.HIP().MemInfo()
+			if err != nil {
+				return nil, pkg.Wrapf(op, err, "sizing the KV cache")
+			}
+			// Memory the device's pool keeps is free for the cache too.
+			budget = int64(gpuCacheFraction * float64(free+d.MemoryStats().Cached))
+		}
+		tokens = int(min(int64(tokens), budget/int64(perToken)))
+		if tokens < opts.PageSize {
+			return nil, pkg.Errorf(op, candle.ErrOutOfMemory, "the device has room for %d tokens of KV cache (%d bytes each): free memory, or set Options.CacheTokens", tokens, perToken)
+		}
+	}
+	pages := (tokens + opts.PageSize - 1) / opts.PageSize
+	cache, err := nn.NewPagedKVCache(dev, dtype, nn.PagedKVConfig{Layers: shape.Layers, Pages: pages, PageSize: opts.PageSize, KVHeads: shape.KVHeads, HeadDim: shape.HeadDim})
+	if err != nil {
+		return nil, pkg.Wrap(op, err)
+	}
+	return &Runner{
+		dev: dev, dtype: dtype, vocab: shape.VocabSize, pass: pass, cache: cache,
+		ctx: min(shape.MaxPositions, pages*opts.PageSize), maxBatch: opts.MaxBatch,
+		graphsOn: !opts.NoGraphs, maxGraphs: opts.MaxGraphs, graphs: map[int]*decodeGraph{},
+	}, nil
+}
+
+// Device is where the runner's passes run.
+func (r *Runner) Device() candle.Device { return r.dev }
+
+// DType is the dtype of the KV cache and the activations.
+func (r *Runner) DType() candle.DType { return r.dtype }
+
+// VocabSize is the number of logits per token.
+func (r *Runner) VocabSize() int { return r.vocab }
+
+// ContextLength is the most tokens one sequence holds: the architecture's
+// longest context (Shape.MaxPositions), or the whole KV cache when that is
+// smaller.
+func (r *Runner) ContextLength() int { return r.ctx }
+
+// CachePageSize is the tokens of one KV-cache page: a sequence takes cache
+// room a page at a time (generate.PagedModel).
+func (r *Runner) CachePageSize() int { return r.cache.Config().PageSize }
+
+// CacheTokensFree is how many more tokens the KV cache's free pages hold
+// (the unused rows of sequences' last pages not counted).
+func (r *Runner) CacheTokensFree() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return 0
+	}
+	return r.cache.FreeTokens()
+}
+
+// SequenceLen is how many tokens of sequence seq the cache holds, and
+// whether it holds the sequence at all.
+func (r *Runner) SequenceLen(seq uint64) (int, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return 0, false
+	}
+	return r.cache.Len(seq)
+}
+
+// Release forgets a sequence and frees its KV pages; an unknown id is a
+// no-op.
+func (r *Runner) Release(seq uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.closed {
+		r.cache.Release(seq)
+	}
+}
+
+// Close frees the cache and the decode graphs, once the pass running has
+// ended. Closing twice does nothing; a closed runner's Forward is an
+// error (candle.ErrClosed).
+func (r *Runner) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	for b, g := range r.graphs {
+		g.close()
+		delete(r.graphs, b)
+	}
+	return pkg.Wrap("Runner.Close", r.cache.Close())
+}
+
+// Forward appends tokens[i] to sequence seqs[i]'s KV cache (created on
+// first use) and returns the logits of each sequence's last new token: F32
+// (len(seqs), VocabSize()) on Device(), a tensor of the caller's own to
+// close (a replayed decode graph's output is copied into it, so the next
+// step never overwrites logits still in use). A batch mixes prefills (new
+// sequences, or several new tokens) and decode steps (one new token);
+// positions continue from each sequence's cached length. A batch of decode
+// steps only replays a graph on a HIP device (see Runner).
+//
+// Every argument is checked before any work: the batch (one non-empty
+// token list per sequence, distinct ids, at most Options.MaxBatch), the
+// token ids (below VocabSize()), the context (no sequence beyond
+// ContextLength()) and the cache (nn.ErrCacheFull when the new tokens need
+// more pages than are free). On any error no sequence changes.
+func (r *Runner) Forward(seqs []uint64, tokens [][]int32) (*candle.Tensor, error) {
+	const op = "Forward"
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.check(op, seqs, tokens); err != nil {
+		return nil, err
+	}
+	if d, ok := r.dev.(*candle.HIPDevice); ok && r.decodeOnly(seqs, tokens) {
+		return r.decode(d, seqs, tokens)
+	}
+	return r.forward(op, seqs, tokens, false, true)
+}
+
+// Logits returns the logits of every position of one fresh sequence of
+// tokens, F32 (len(tokens), VocabSize()): the whole forward pass at once,
+// for comparisons with other implementations. It leaves nothing in the
+// cache.
+func (r *Runner) Logits(tokens []int32) (*candle.Tensor, error) {
+	const op = "Logits"
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	// An id no sequence has: the step is never committed.
+	id := ^uint64(0)
+	for !r.closed {
+		if _, ok := r.cache.Len(id); !ok {
+			break
+		}
+		id--
+	}
+	seqs, toks := []uint64{id}, [][]int32{tokens}
+	if err := r.check(op, seqs, toks); err != nil {
+		return nil, err
+	}
+	return r.forward(op, seqs, toks, true, false)
+}
+
+// check checks a batch before any work.
+func (r *Runner) check(op string, seqs []uint64, tokens [][]int32) error {
+	if r.closed {
+		return pkg.Errorf(op, candle.ErrClosed, "the model is closed")
+	}
+	argErr := func(format string, args ...any) error {
+		return pkg.Errorf(op, candle.ErrArgument, format, args...)
+	}
+	if len(seqs) == 0 || len(seqs) != len(tokens) {
+		return argErr("%d sequences and %d token lists: want one token list per sequence, at least one", len(seqs), len(tokens))
+	}
+	if len(seqs) > r.maxBatch {
+		return argErr("a batch of %d sequences: at most %d (Options.MaxBatch)", len(seqs), r.maxBatch)
+	}
+	seen := make(map[uint64]int, len(seqs))
+	for i, id := range seqs {
+		if j, dup := seen[id]; dup {
+			return argErr("sequence %d is both entry %d and entry %d of the batch", id, j, i)
+		}
+		seen[id] = i
+		if len(tokens[i]) == 0 {
+			return argErr("sequence %d (entry %d) has no new tokens", id, i)
+		}
+		for j, t := range tokens[i] {
+			if t < 0 || int(t) >= r.vocab {
+				return argErr("sequence %d (entry %d): token %d at %d is not in the vocabulary of %d", id, i, t, j, r.vocab)
+			}
+		}
+		held, _ := r.cache.Len(id)
+		if held+len(tokens[i]) > r.ctx {
+			return argErr("sequence %d (entry %d) would hold %d tokens (%d cached and %d new); the context length is %d", id, i, held+len(tokens[i]), held, len(tokens[i]), r.ctx)
+		}
+	}
+	return nil
+}
+
+// forward runs one pass op by op; all: the logits of every new token (one
+// sequence), else of each sequence's last; commit: keep the tokens in the
+// cache.
+func (r *Runner) forward(op string, seqs []uint64, tokens [][]int32, all, commit bool) (*candle.Tensor, error) {
+	step, err := r.cache.Begin(seqs, tokens)
+	if err != nil {
+		return nil, pkg.Wrap(op, err)
+	}
+	defer step.Close()
+	logits, err := r.pass(step, all)
+	if err != nil {
+		return nil, pkg.Wrap(op, err)
+	}
+	if commit {
+		step.Commit()
+	}
+	return logits, nil
+}
