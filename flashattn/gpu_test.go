@@ -816,14 +816,13 @@ func TestGPUDecodeRotary(t *testing.T) {
 // TestGPUWorkspaceOutOfMemory runs a split-KV forward whose partials
 // (512 sequences × 128 splits × 4096 heads × 257 floats: 276 GB) cannot be
 // allocated on any GPU: the error is errs.ErrOutOfMemory, the kind candle
-// gives it too, with HIP's status as its cause, and nothing is launched
-// (the tensors' pointers are one small buffer that a launch would run
-// past).
+// gives it too, with HIP's status as its cause, and nothing is launched.
+// The operands are real (q and out 1 GiB, k and v one MQA head of 2 GiB),
+// so that nothing would run out of bounds if something were.
 func TestGPUWorkspaceOutOfMemory(t *testing.T) {
 	g := gpu(t)
-	buf := g.buffer(1 << 20)
-	q := Contiguous(buf.Ptr(), F16, 512, 1, 4096, 256)
-	kv := Contiguous(buf.Ptr(), F16, 512, 8192, 4096, 256)
+	q := Contiguous(g.buffer(1<<30).Ptr(), F16, 512, 1, 4096, 256)
+	kv := Contiguous(g.buffer(2<<30).Ptr(), F16, 512, 8192, 1, 256)
 	_, err := g.h.Forward(q, kv, kv, q, Params{Splits: MaxSplits})
 	require.Error(t, err)
 	assert.ErrorIs(t, err, errs.ErrOutOfMemory)
