@@ -18,6 +18,7 @@
 #
 # A unit that crashes or runs past -timeout (default 8m) counts as a
 # failure and its log's end is shown; the exit status is 1 on any failure.
+# The tests that measure the whole device run last, alone (aloneUnits).
 # -run REGEXP runs the matching tests of every package, unsharded.
 set -uo pipefail
 cd "$(dirname "$0")"
@@ -69,6 +70,10 @@ declare -A shards=([candle]=6 [flashattn]=3 [candle_models_llama]=2 [rocblas]=2 
 # by gpu-build.sh): the goroutines of the pinned upload and of the worker.
 declare -A raceUnits=([candle]='^(TestGPULoad|TestGPUCopyFromPinned)$' [candle_gguf]='^TestGPU' [candle_safetensors]='^TestGPU'
 	[examples_llm-worker]='^TestGPU')
+# aloneUnits: the tests that measure the whole device (its free memory) and
+# so run by themselves, one after another, once the other units are done;
+# the other units skip them.
+declare -A aloneUnits=([candle]='^TestGPUMemoryStaysFlat$')
 
 if [ -x bin/rocm-go-kernels ] && [ -z "$run" ]; then
 	w=$(date +%s)
@@ -116,20 +121,33 @@ fi
 # Each unit leaves <unit>.log and <unit>.rc (its exit status) beside its
 # binary.
 runUnit() {
-	local p=$1 bin=$2 name=$3 re=$4
+	local p=$1 bin=$2 name=$3 re=$4 skip=$5
 	local t0
 	t0=$(date +%s)
-	(cd "$p" && exec timeout -k 10 $((limit + 30)) "./$bin" -test.v -test.count=1 -test.timeout="$timeout" -test.run "$re") >"$p/$name.log" 2>&1
+	(cd "$p" && exec timeout -k 10 $((limit + 30)) "./$bin" -test.v -test.count=1 -test.timeout="$timeout" -test.run "$re" ${skip:+-test.skip "$skip"}) >"$p/$name.log" 2>&1
 	echo "$? $t0 $(date +%s)" >"$p/$name.rc"
 }
-echo "tier 2: ${#units[@]} units of ${#pkgs[@]} packages, $maxJobs at a time"
+alone=0
+if [ -z "$run" ]; then
+	for p in "${pkgs[@]}"; do [ -n "${aloneUnits[$p]:-}" ] && alone=$((alone + 1)); done
+fi
+echo "tier 2: ${#units[@]} units of ${#pkgs[@]} packages, $maxJobs at a time$( ((alone > 0)) && echo ", then $alone alone")"
 for u in "${units[@]}"; do
 	IFS='|' read -r p bin name re <<<"$u"
 	rm -f "$p/$name.log" "$p/$name.rc"
 	while (($(jobs -rp | wc -l) >= maxJobs)); do wait -n; done
-	runUnit "$p" "$bin" "$name" "$re" &
+	skip=
+	[ -z "$run" ] && skip=${aloneUnits[$p]:-}
+	runUnit "$p" "$bin" "$name" "$re" "$skip" &
 done
 wait
+if [ -z "$run" ]; then
+	for p in "${pkgs[@]}"; do
+		[ -n "${aloneUnits[$p]:-}" ] || continue
+		add "$p" "$p.test" "$p.alone" "${aloneUnits[$p]}"
+		runUnit "$p" "$p.test" "$p.alone" "${aloneUnits[$p]}" ""
+	done
+fi
 
 count() {
 	local c
@@ -149,7 +167,7 @@ for p in "${pkgs[@]}"; do
 		pp=$((pp + $(count PASS "$log"))) pf=$((pf + f)) ps=$((ps + $(count SKIP "$log"))) n=$((n + 1))
 		first=$((first == 0 || t0 < first ? t0 : first)) last=$((t1 > last ? t1 : last))
 		if ((f > 0)); then
-			report+=$'\n'"== $name (exit $rc)"$'\n'"$(grep -B2 -A25 -- '--- FAIL' "$log" | head -80)"
+			report+=$'\n'"== $name (exit $rc)"$'\n'"$(grep -B30 -A2 -- '--- FAIL' "$log" | head -80)"
 			((rc != 0)) && report+=$'\n'"$(tail -20 "$log")"
 		elif [ -n "$verbose" ]; then
 			report+=$'\n'"$(cat "$log")"
