@@ -85,7 +85,7 @@ func (d *HIPDevice) Capture(fn func() error) (*Graph, error) {
 		return nil, err
 	}
 	if err := fn(); err != nil {
-		return fail(fmt.Errorf("candle: %s: the rehearsal: %w", op, err))
+		return fail(pkg.Wrapf(op, err, "the rehearsal"))
 	}
 	gm.seal()
 	// A capture must end on the thread it began on (outside CUDA's
@@ -106,7 +106,7 @@ func (d *HIPDevice) Capture(fn func() error) (*Graph, error) {
 			g.Close()
 		}
 		if ferr != nil {
-			return fail(fmt.Errorf("candle: %s: under capture: %w", op, ferr))
+			return fail(pkg.Wrapf(op, ferr, "under capture"))
 		}
 		return fail(pkg.Wrap(op, err))
 	}

@@ -3,7 +3,6 @@ package candle
 import (
 	"embed"
 	"errors"
-	"fmt"
 	"io/fs"
 	"path"
 	"strings"
@@ -174,7 +173,7 @@ func (k *KernelCache) function(d *hip.Device, kn kernel) (*hip.Function, error) 
 	}
 	fn, err := k.modules[kn.fam].Function(d, kn.name)
 	if err != nil {
-		return nil, fmt.Errorf("candle: kernel %s of %s: %w", kn.name, k.modules[kn.fam].Name, err)
+		return nil, pkg.Wrapf("launch", err, "kernel %s of %s", kn.name, k.modules[kn.fam].Name)
 	}
 	return fn, nil
 }

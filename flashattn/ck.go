@@ -96,7 +96,7 @@ var ckState = dl.Lazy[[]string, *ckShim]{Open: openCK, Defaults: ckDefaults}
 func ckDefaults() ([]string, error) {
 	v := strings.TrimSpace(os.Getenv(CKLibraryEnv))
 	if v == "off" {
-		return nil, fmt.Errorf("flashattn: the Composable Kernel shim is off (%s=off)", CKLibraryEnv)
+		return nil, pkg.Errorf("LoadCK", errs.ErrUnsupported, "the Composable Kernel shim is off (%s=off)", CKLibraryEnv)
 	}
 	if v == "" {
 		return nil, nil

@@ -3,6 +3,8 @@ package gguf
 import (
 	"fmt"
 	"math"
+
+	"github.com/rocm-go/rocm/errs"
 )
 
 // Kind is the type of a metadata value, numbered as GGUF numbers them.
@@ -210,14 +212,14 @@ func ValueOf(x any) (Value, error) {
 	case []Value:
 		for i, v := range x {
 			if v.kind != Array {
-				return Value{}, fmt.Errorf("gguf: ValueOf: element %d of an array of arrays is a %s", i, v.kind)
+				return Value{}, pkg.Errorf("ValueOf", errs.ErrArgument, "element %d of an array of arrays is a %s", i, v.kind)
 			}
 		}
 		return Value{kind: Array, elem: Array, arr: x}, nil
 	case Value:
 		return x, nil
 	}
-	return Value{}, fmt.Errorf("gguf: ValueOf: %T is not a GGUF value type", x)
+	return Value{}, pkg.Errorf("ValueOf", errs.ErrArgument, "%T is not a GGUF value type", x)
 }
 
 // asUint is an unsigned or non-negative integer value.
