@@ -94,9 +94,44 @@ type Step struct {
 type Schedule struct {
 	Kind  Kind
 	Steps []Step
-	// InitNoiseSigma scales standard normal noise into the first latents
-	// (txt2img).
-	InitNoiseSigma float64
+	// The first latents are InitImage·(an image's latents) +
+	// InitNoiseSigma·z, z standard normal noise: InitImage is zero but in
+	// a schedule from FromImage (img2img).
+	InitImage, InitNoiseSigma float64
+}
+
+// FromImage is the schedule of an img2img run of strength in (0, 1] over
+// s's steps, as diffusers' img2img pipelines make it: the last
+// ⌊steps·strength⌋ steps, started from the image's latents noised to the
+// first of them (InitImage, InitNoiseSigma). Strength 1 is txt2img's
+// steps from pure noise at their first level.
+func (s *Schedule) FromImage(strength float64) (*Schedule, error) {
+	const op = "Schedule.FromImage"
+	n := len(s.Steps)
+	if !(strength > 0 && strength <= 1) {
+		return nil, pkg.Errorf(op, errs.ErrArgument, "strength %g: want more than 0, at most 1", strength)
+	}
+	keep := min(int(float64(n)*strength), n)
+	if keep < 1 {
+		return nil, pkg.Errorf(op, errs.ErrArgument, "strength %g of %d steps runs no step: raise the strength or the steps", strength, n)
+	}
+	if s.Kind == LCM {
+		return nil, pkg.Errorf(op, errs.ErrUnsupported, "img2img with LCM: its schedule depends on the strength (not implemented)")
+	}
+	out := &Schedule{Kind: s.Kind, Steps: slices.Clone(s.Steps[n-keep:])}
+	// A multistep solver starts again at first order: what the second
+	// order takes from the previous step's estimate goes to this one's.
+	first := &out.Steps[0]
+	first.D, first.DPrev = first.D+first.DPrev, 0
+	sg := first.Sigma
+	switch s.Kind {
+	case Euler, EulerAncestral:
+		out.InitImage, out.InitNoiseSigma = 1, sg
+	default:
+		// √ᾱ·x₀ + √(1−ᾱ)·z, ᾱ = 1/(σ²+1)
+		out.InitImage, out.InitNoiseSigma = 1/math.Sqrt(sg*sg+1), sg/math.Sqrt(sg*sg+1)
+	}
+	return out, nil
 }
 
 // New makes the schedule of a sampler over steps steps for a model

@@ -46,14 +46,47 @@ func fakeNoise(n int) func(i int) []float64 {
 	}
 }
 
-func loadGolden(t *testing.T) []golden {
+// goldenImage is an img2img case: diffusers' pipeline loop from an
+// image's latents and one noise.
+type goldenImage struct {
+	Kind      Kind            `json:"kind"`
+	Steps     int             `json:"steps"`
+	Strength  float64         `json:"strength"`
+	Config    json.RawMessage `json:"config"`
+	Timesteps []float64       `json:"timesteps"`
+	Image     []float64       `json:"image"`
+	Z         []float64       `json:"z"`
+	Final     []float64       `json:"final"`
+}
+
+type goldenFile struct {
+	Cases   []golden
+	Img2img []goldenImage
+}
+
+func readGolden(t *testing.T) goldenFile {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", "golden.json"))
 	require.NoError(t, err)
-	var g struct{ Cases []golden }
+	var g goldenFile
 	require.NoError(t, json.Unmarshal(b, &g))
 	require.NotEmpty(t, g.Cases)
-	return g.Cases
+	require.NotEmpty(t, g.Img2img)
+	return g
+}
+
+func loadGolden(t *testing.T) []golden { return readGolden(t).Cases }
+
+// assertClose compares latents to diffusers' at float32's tolerance.
+func assertClose(t *testing.T, want, got []float64) {
+	t.Helper()
+	scale := 0.0
+	for _, v := range want {
+		scale = max(scale, math.Abs(v))
+	}
+	for j := range got {
+		assert.LessOrEqual(t, math.Abs(got[j]-want[j])/max(scale, 1e-3), 1e-4, "latent %d: %g against diffusers' %g", j, got[j], want[j])
+	}
 }
 
 // relErr is |a−b| over max(|b|, floor).
@@ -86,16 +119,56 @@ func TestAgainstDiffusers(t *testing.T) {
 			for j, v := range g.X0 {
 				x[j] = v * s.InitNoiseSigma
 			}
-			got := s.Sample(x, fakeModel, fakeNoise(len(x)))
-			scale := 0.0
-			for _, v := range g.Final {
-				scale = max(scale, math.Abs(v))
-			}
-			for j := range got {
-				assert.LessOrEqual(t, math.Abs(got[j]-g.Final[j])/max(scale, 1e-3), 1e-4, "latent %d: %g against diffusers' %g", j, got[j], g.Final[j])
-			}
+			assertClose(t, g.Final, s.Sample(x, fakeModel, fakeNoise(len(x))))
 		})
 	}
+}
+
+// TestImg2ImgAgainstDiffusers runs img2img's truncated schedules from a
+// noised image as diffusers' img2img pipelines do.
+func TestImg2ImgAgainstDiffusers(t *testing.T) {
+	for _, g := range readGolden(t).Img2img {
+		cfg, err := ParseConfig(g.Config)
+		require.NoError(t, err)
+		t.Run(fmt.Sprintf("%s/%d steps/strength %g/%s %s karras=%v", g.Kind, g.Steps, g.Strength, cfg.TimestepSpacing, cfg.PredictionType, cfg.KarrasSigmas), func(t *testing.T) {
+			full, err := New(g.Kind, cfg, g.Steps)
+			require.NoError(t, err)
+			s, err := full.FromImage(g.Strength)
+			require.NoError(t, err)
+			require.Len(t, s.Steps, len(g.Timesteps))
+			for i, st := range s.Steps {
+				assert.InDelta(t, g.Timesteps[i], st.Timestep, 2e-3, "timestep %d", i)
+			}
+			x := make([]float64, len(g.Image))
+			for j := range x {
+				x[j] = s.InitImage*g.Image[j] + s.InitNoiseSigma*g.Z[j]
+			}
+			assertClose(t, g.Final, s.Sample(x, fakeModel, fakeNoise(len(x))))
+		})
+	}
+}
+
+func TestFromImageErrors(t *testing.T) {
+	s, err := New(Euler, SD(), 10)
+	require.NoError(t, err)
+	for _, c := range []struct {
+		strength float64
+		text     string
+	}{{0, "strength 0: want more than 0"}, {1.5, "at most 1"}, {0.05, "runs no step"}} {
+		_, err := s.FromImage(c.strength)
+		require.ErrorIs(t, err, errs.ErrArgument)
+		assert.ErrorContains(t, err, c.text)
+	}
+	l, err := New(LCM, SD(), 4)
+	require.NoError(t, err)
+	_, err = l.FromImage(0.5)
+	assert.ErrorIs(t, err, errs.ErrUnsupported)
+	// Strength 1 keeps every step and starts from noise at the first level.
+	f, err := s.FromImage(1)
+	require.NoError(t, err)
+	assert.Equal(t, s.Steps, f.Steps)
+	assert.InDelta(t, s.Steps[0].Sigma, f.InitNoiseSigma, 1e-12)
+	assert.Equal(t, 1.0, f.InitImage)
 }
 
 func TestGoldenCoversEverySampler(t *testing.T) {

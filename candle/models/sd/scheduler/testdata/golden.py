@@ -65,6 +65,36 @@ def run(kind, steps, **over):
             "x0": x0.tolist(), "final": x.tolist()}
 
 
+def img2img(kind, steps, strength, **over):
+    """The loop of diffusers' img2img pipelines (get_timesteps, add_noise)."""
+    cfg = dict(SD, **over)
+    s = CLASSES[kind].from_config(cfg)
+    s.set_timesteps(steps)
+    ea_mod.randn_tensor = lcm_mod.randn_tensor = Noise()
+    init = min(int(steps * strength), steps)
+    start = max(steps - init, 0)
+    ts = s.timesteps[start * s.order:]
+    if hasattr(s, "set_begin_index"):
+        s.set_begin_index(start * s.order)
+    image = torch.tensor([math.cos(5 * j + 2) for j in range(N)], dtype=torch.float64)
+    z = torch.tensor([math.sin(11 * j + 4) for j in range(N)], dtype=torch.float64)
+    x = s.add_noise(image, z, ts[:1]).to(torch.float64)
+    for t in ts:
+        inp = s.scale_model_input(x, t)
+        out = model(inp, t)
+        x = s.step(out, t, x).prev_sample.to(torch.float64)
+    return {"kind": kind, "steps": steps, "strength": strength, "config": cfg,
+            "timesteps": [float(t) for t in ts], "image": image.tolist(), "z": z.tolist(), "final": x.tolist()}
+
+
+images = []
+for kind in ["ddim", "euler", "euler_a", "dpmpp_2m"]:
+    for steps, strength in [(20, 0.6), (20, 1.0), (10, 0.35), (4, 0.5)]:
+        images.append(img2img(kind, steps, strength))
+    images.append(img2img(kind, 8, 0.5, timestep_spacing="trailing"))
+images.append(img2img("dpmpp_2m", 25, 0.75, use_karras_sigmas=True))
+images.append(img2img("euler", 30, 0.8, prediction_type="v_prediction"))
+
 cases = []
 for kind in ["ddim", "euler", "euler_a", "dpmpp_2m"]:
     for steps in [1, 3, 20, 25]:
@@ -83,4 +113,4 @@ cases.append(run("euler", 50, beta_schedule="linear", beta_start=0.0001, beta_en
 for steps in [1, 2, 4, 8]:
     cases.append(run("lcm", steps))
 cases.append(run("lcm", 4, prediction_type="v_prediction", set_alpha_to_one=True))
-json.dump({"cases": cases}, sys.stdout, indent=None, separators=(",", ":"))
+json.dump({"cases": cases, "img2img": images}, sys.stdout, indent=None, separators=(",", ":"))
