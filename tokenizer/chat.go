@@ -42,10 +42,20 @@ type jsonGenerationConfig struct {
 //
 // A chat template that this package cannot parse does not fail LoadDir:
 // ApplyChatTemplate returns the error, naming the construct and its line.
+//
+// A folder without tokenizer.json but with vocab.json and merges.txt is a
+// CLIP text tokenizer (diffusers' tokenizer/ and tokenizer_2/ folders),
+// made as transformers converts it (see loadCLIP).
 func LoadDir(dir string) (*Tokenizer, error) {
 	const op = "LoadDir"
 	path := filepath.Join(dir, "tokenizer.json")
-	t, err := load(op, path)
+	var t *Tokenizer
+	var err error
+	if isCLIPDir(dir) {
+		t, err = loadCLIP(op, dir)
+	} else {
+		t, err = load(op, path)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -82,6 +92,8 @@ func LoadDir(dir string) (*Tokenizer, error) {
 				if s != "" {
 					t.eos = appendNew(t.eos, id)
 				}
+			case "pad_token":
+				t.pad, t.hasPad = id, s != ""
 			}
 		}
 		if !isNull(cfg.ChatTemplate) {

@@ -8,7 +8,10 @@
 // Qwen2/2.5 families: BPE models (byte-level like GPT-2 and Llama 3, or
 // SentencePiece-style with byte fallback like Llama 2 and Mistral), their
 // normalizers, pre-tokenizers, post-processors and decoders, and added and
-// special tokens. A file that needs anything else is an errs.ErrUnsupported
+// special tokens; and the CLIP text tokenizer of Stable Diffusion (a
+// diffusers tokenizer/ folder's vocab.json and merges.txt, converted as
+// transformers converts them; EncodeWindows makes its 77-token windows).
+// A file that needs anything else is an errs.ErrUnsupported
 // error that names the field; nothing is silently approximated.
 //
 //	tk, err := tokenizer.LoadDir("Llama-3.1-8B-Instruct") // tokenizer.json, tokenizer_config.json, ...

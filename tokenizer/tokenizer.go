@@ -31,6 +31,8 @@ type Tokenizer struct {
 	bos    int32
 	hasBOS bool
 	eos    []int32
+	pad    int32
+	hasPad bool
 
 	chat    *chatTemplate
 	chatErr error             // why the tokenizer has no usable chat template
