@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 )
 
 // The kinds of error. Each means one thing, whichever package returns it.
@@ -154,6 +155,20 @@ func (p Package) Wrapf(op string, err error, format string, args ...any) error {
 		return nil
 	}
 	return &Error{Pkg: string(p), Op: op, Kind: KindOf(err), Detail: fmt.Sprintf(format, args...), Err: err}
+}
+
+// ReadFile reads a whole file (a config, a vocabulary). Its error names
+// the path: ErrNotFound for a file that is not there, else ErrIO.
+func (p Package) ReadFile(op, path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		kind := ErrIO
+		if errors.Is(err, fs.ErrNotExist) {
+			kind = ErrNotFound
+		}
+		return nil, &Error{Pkg: string(p), Op: op, Kind: kind, Path: path, Err: err}
+	}
+	return b, nil
 }
 
 // KindOf is the kind of err under the wrap rule: an *Error's Kind;

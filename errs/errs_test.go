@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -120,4 +121,23 @@ func TestKindOf(t *testing.T) {
 	assert.Nil(t, errs.KindOf(nil))
 	assert.Same(t, errs.ErrIndex, errs.KindOf(pkg.Errorf("op", errs.ErrIndex, "id 9")))
 	assert.Same(t, errs.ErrDevice, errs.KindOf(errors.New("cuda: something")))
+}
+
+func TestReadFile(t *testing.T) {
+	const p errs.Package = "pkg"
+	dir := t.TempDir()
+	path := filepath.Join(dir, "a.json")
+	require.NoError(t, os.WriteFile(path, []byte("{}"), 0o644))
+	b, err := p.ReadFile("Load", path)
+	require.NoError(t, err)
+	assert.Equal(t, "{}", string(b))
+	_, err = p.ReadFile("Load", filepath.Join(dir, "none.json"))
+	require.ErrorIs(t, err, errs.ErrNotFound)
+	require.ErrorIs(t, err, fs.ErrNotExist, "the cause is kept")
+	var e *errs.Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, filepath.Join(dir, "none.json"), e.Path)
+	assert.Equal(t, "Load", e.Op)
+	_, err = p.ReadFile("Load", dir)
+	assert.ErrorIs(t, err, errs.ErrIO, "a folder is not a file")
 }

@@ -2,11 +2,8 @@ package scheduler
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"math"
-	"os"
 
 	"github.com/rocm-go/rocm/errs"
 )
@@ -76,13 +73,9 @@ func ParseConfig(b []byte) (Config, error) {
 // LoadConfig reads a scheduler_config.json (a diffusers folder's
 // scheduler/scheduler_config.json).
 func LoadConfig(path string) (Config, error) {
-	b, err := os.ReadFile(path)
+	b, err := pkg.ReadFile("LoadConfig", path)
 	if err != nil {
-		kind := errs.ErrIO
-		if errors.Is(err, fs.ErrNotExist) {
-			kind = errs.ErrNotFound
-		}
-		return Config{}, &errs.Error{Pkg: string(pkg), Op: "LoadConfig", Kind: kind, Path: path, Err: err}
+		return Config{}, err
 	}
 	c, err := ParseConfig(b)
 	if e, ok := err.(*errs.Error); ok {
