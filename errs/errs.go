@@ -171,6 +171,16 @@ func (p Package) ReadFile(op, path string) ([]byte, error) {
 	return b, nil
 }
 
+// AtPath names the file an error is about: it sets Path of err's *Error
+// where that has none, and returns err (nil for nil).
+func AtPath(err error, path string) error {
+	var e *Error
+	if errors.As(err, &e) && e.Path == "" {
+		e.Path = path
+	}
+	return err
+}
+
 // KindOf is the kind of err under the wrap rule: an *Error's Kind;
 // ErrOutOfMemory and ErrClosed for what matches them (the bindings'
 // out-of-memory statuses and closed handles among them); ErrCanceled for a

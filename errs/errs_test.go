@@ -141,3 +141,16 @@ func TestReadFile(t *testing.T) {
 	_, err = p.ReadFile("Load", dir)
 	assert.ErrorIs(t, err, errs.ErrIO, "a folder is not a file")
 }
+
+func TestAtPath(t *testing.T) {
+	assert.NoError(t, errs.AtPath(nil, "a"))
+	err := errs.AtPath(&errs.Error{Pkg: "p", Op: "Parse", Kind: errs.ErrFormat}, "/x/config.json")
+	var e *errs.Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, "/x/config.json", e.Path)
+	err = errs.AtPath(&errs.Error{Pkg: "p", Op: "Parse", Kind: errs.ErrFormat, Path: "/y"}, "/x")
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, "/y", e.Path, "a path already named stays")
+	plain := errors.New("plain")
+	assert.Same(t, plain, errs.AtPath(plain, "/x"))
+}

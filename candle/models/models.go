@@ -30,6 +30,7 @@ import (
 
 	"github.com/rocm-go/rocm/candle"
 	"github.com/rocm-go/rocm/candle/gguf"
+	"github.com/rocm-go/rocm/candle/nn"
 	"github.com/rocm-go/rocm/candle/safetensors"
 	"github.com/rocm-go/rocm/errs"
 	"github.com/rocm-go/rocm/tokenizer"
@@ -262,4 +263,22 @@ func (c *Checkpoint) Close() error {
 		return nil
 	}
 	return pkg.Wrap("Checkpoint.Close", c.Weights.Close())
+}
+
+// VarBuilder checks a model constructor's arguments and makes the
+// VarBuilder it loads its weights with: weights and a device given, and a
+// float dtype a model computes in (F32, F16 or BF16).
+func VarBuilder(w candle.Weights, dev candle.Device, dtype candle.DType) (*nn.VarBuilder, error) {
+	const op = "VarBuilder"
+	if dev == nil {
+		return nil, pkg.Errorf(op, errs.ErrDevice, "nil device")
+	}
+	if w == nil {
+		return nil, pkg.Errorf(op, errs.ErrArgument, "no weights")
+	}
+	if dtype != candle.F32 && dtype != candle.F16 && dtype != candle.BF16 {
+		return nil, pkg.Errorf(op, errs.ErrDType, "%s: models compute in f32, f16 or bf16", dtype)
+	}
+	vb, err := nn.NewVarBuilder(w, dev, dtype)
+	return vb, pkg.Wrap(op, err)
 }

@@ -134,17 +134,17 @@ func Load(path string, dev candle.Device, dtype candle.DType, opts Options) (*Mo
 // stays the caller's to close once New returns.
 func New(c *models.Checkpoint, dev candle.Device, dtype candle.DType, opts Options) (*Model, error) {
 	const op = "New"
-	if err := checkLoad(op, dev, dtype, opts); err != nil {
-		return nil, err
-	}
-	if c == nil || c.Weights == nil {
+	if c == nil {
 		return nil, pkg.Errorf(op, errs.ErrArgument, "no checkpoint")
 	}
-	cfg, err := ConfigOf(c)
+	vb, err := models.VarBuilder(c.Weights, dev, dtype)
 	if err != nil {
 		return nil, pkg.Wrap(op, err)
 	}
-	vb, err := nn.NewVarBuilder(c.Weights, dev, dtype)
+	if err := opts.Check(); err != nil {
+		return nil, pkg.Wrap(op, err)
+	}
+	cfg, err := ConfigOf(c)
 	if err != nil {
 		return nil, pkg.Wrap(op, err)
 	}
@@ -153,17 +153,6 @@ func New(c *models.Checkpoint, dev candle.Device, dtype candle.DType, opts Optio
 		load = func(m *Model) error { return m.loadGGUF(vb, opts.Progress) }
 	}
 	return newModel(op, cfg, dev, dtype, opts, load)
-}
-
-// checkLoad checks a loader's arguments.
-func checkLoad(op string, dev candle.Device, dtype candle.DType, opts Options) error {
-	if dev == nil {
-		return pkg.Errorf(op, candle.ErrDevice, "nil device")
-	}
-	if dtype != candle.F32 && dtype != candle.F16 && dtype != candle.BF16 {
-		return pkg.Errorf(op, candle.ErrDType, "%s: the model runs in f32, f16 or bf16", dtype)
-	}
-	return pkg.Wrap(op, opts.Check())
 }
 
 // newModel makes a model of cfg whose weights load does, and its runner.

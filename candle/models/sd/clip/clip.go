@@ -90,10 +90,7 @@ func LoadConfig(path string) (Config, error) {
 		return Config{}, err
 	}
 	c, err := ParseConfig(b)
-	if e, ok := err.(*errs.Error); ok {
-		e.Path = path
-	}
-	return c, err
+	return c, errs.AtPath(err, path)
 }
 
 // Model is a CLIP text encoder. Its methods are safe for concurrent use.
@@ -133,13 +130,7 @@ func (l *layer) close() {
 // A missing or mis-shaped weight is an error that names it.
 func New(w candle.Weights, cfg Config, dev candle.Device, dtype candle.DType) (*Model, error) {
 	const op = "New"
-	if w == nil || dev == nil {
-		return nil, pkg.Errorf(op, errs.ErrArgument, "no weights or no device")
-	}
-	if dtype != candle.F32 && dtype != candle.F16 && dtype != candle.BF16 {
-		return nil, pkg.Errorf(op, errs.ErrDType, "%s: the encoder runs in f32, f16 or bf16", dtype)
-	}
-	vb, err := nn.NewVarBuilder(w, dev, dtype)
+	vb, err := models.VarBuilder(w, dev, dtype)
 	if err != nil {
 		return nil, pkg.Wrap(op, err)
 	}

@@ -78,10 +78,7 @@ func LoadConfig(path string) (Config, error) {
 		return Config{}, err
 	}
 	c, err := ParseConfig(b)
-	if e, ok := err.(*errs.Error); ok {
-		e.Path = path
-	}
-	return c, err
+	return c, errs.AtPath(err, path)
 }
 
 func (c *Config) defaults() {

@@ -1,0 +1,175 @@
+package vae
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rocm-go/rocm/candle"
+	"github.com/rocm-go/rocm/candle/safetensors"
+	"github.com/rocm-go/rocm/errs"
+	"github.com/rocm-go/rocm/internal/testenv"
+)
+
+// testdata holds a tiny random AutoencoderKL and what diffusers' computes
+// of it in float64 (testdata/make.py).
+type golden struct {
+	Latents [][][][]float64
+	Decoded [][][][]float64
+	Images  [][][][]float64
+	Encoded [][][][]float64
+}
+
+func readGolden(t *testing.T) golden {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "golden.json"))
+	require.NoError(t, err)
+	var g golden
+	require.NoError(t, json.Unmarshal(b, &g))
+	return g
+}
+
+// flatten is a nested (n, c, h, w) array's values and shape.
+func flatten(x [][][][]float64) ([]float64, []int) {
+	var v []float64
+	for _, a := range x {
+		for _, b := range a {
+			for _, c := range b {
+				v = append(v, c...)
+			}
+		}
+	}
+	return v, []int{len(x), len(x[0]), len(x[0][0]), len(x[0][0][0])}
+}
+
+func tensor(t *testing.T, dev candle.Device, dt candle.DType, x [][][][]float64) *candle.Tensor {
+	t.Helper()
+	v, shape := flatten(x)
+	f, err := candle.FromSlice(dev, v, shape...)
+	require.NoError(t, err)
+	defer f.Close()
+	y, err := f.ToDType(dt)
+	require.NoError(t, err)
+	t.Cleanup(func() { y.Close() })
+	return y
+}
+
+func relErr(t *testing.T, want [][][][]float64, got *candle.Tensor) float64 {
+	t.Helper()
+	w, shape := flatten(want)
+	require.Equal(t, candle.Shape(shape), got.Shape())
+	f, err := got.ToDType(candle.F64)
+	require.NoError(t, err)
+	defer f.Close()
+	g, err := candle.ToSlice[float64](f)
+	require.NoError(t, err)
+	scale, worst := 0.0, 0.0
+	for _, x := range w {
+		scale = max(scale, math.Abs(x))
+	}
+	for i := range w {
+		worst = max(worst, math.Abs(g[i]-w[i])/scale)
+	}
+	return worst
+}
+
+func open(t *testing.T, dev candle.Device, dt candle.DType) *Model {
+	t.Helper()
+	cfg, err := LoadConfig(filepath.Join("testdata", "config.json"))
+	require.NoError(t, err)
+	w, err := safetensors.Open(filepath.Join("testdata", "diffusion_pytorch_model.safetensors"))
+	require.NoError(t, err)
+	defer w.Close()
+	m, err := New(w, cfg, dev, dt)
+	require.NoError(t, err)
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+func checkAgainstDiffusers(t *testing.T, dev candle.Device, dt candle.DType, tol float64) {
+	g := readGolden(t)
+	m := open(t, dev, dt)
+	assert.Equal(t, 2, m.Config().Factor())
+	img, err := m.Decode(tensor(t, dev, dt, g.Latents))
+	require.NoError(t, err)
+	defer img.Close()
+	e := relErr(t, g.Decoded, img)
+	t.Logf("%s decode: max relative error %.2g", dt, e)
+	assert.LessOrEqual(t, e, tol)
+	z, err := m.Encode(tensor(t, dev, dt, g.Images))
+	require.NoError(t, err)
+	defer z.Close()
+	e = relErr(t, g.Encoded, z)
+	t.Logf("%s encode: max relative error %.2g", dt, e)
+	assert.LessOrEqual(t, e, tol)
+}
+
+// TestAgainstDiffusers compares decode and encode on the CPU with
+// diffusers' AutoencoderKL in float64.
+func TestAgainstDiffusers(t *testing.T) { checkAgainstDiffusers(t, candle.CPU(), candle.F32, 1e-5) }
+
+func TestGPUAgainstDiffusers(t *testing.T) {
+	dev, err := candle.HIP(0)
+	testenv.Need(t, 2, "a GPU", err)
+	checkAgainstDiffusers(t, dev, candle.F32, 1e-4)
+	checkAgainstDiffusers(t, dev, candle.F16, 1e-2)
+	checkAgainstDiffusers(t, dev, candle.BF16, 5e-2)
+}
+
+func TestErrors(t *testing.T) {
+	m := open(t, candle.CPU(), candle.F32)
+	bad := func(shape ...int) *candle.Tensor {
+		x, err := candle.Zeros(candle.CPU(), candle.F32, shape...)
+		require.NoError(t, err)
+		t.Cleanup(func() { x.Close() })
+		return x
+	}
+	_, err := m.Decode(bad(1, 3, 4, 4))
+	assert.ErrorIs(t, err, errs.ErrShape)
+	assert.ErrorContains(t, err, "want (batch, 4, height, width)")
+	_, err = m.Encode(bad(1, 3, 5, 4))
+	assert.ErrorIs(t, err, errs.ErrShape, "height not a multiple of the factor")
+	x, err := candle.Zeros(candle.CPU(), candle.F16, 1, 4, 2, 2)
+	require.NoError(t, err)
+	defer x.Close()
+	_, err = m.Decode(x)
+	assert.ErrorIs(t, err, errs.ErrDType)
+	_, err = m.Decode(nil)
+	assert.ErrorIs(t, err, errs.ErrArgument)
+	require.NoError(t, m.Close())
+	require.NoError(t, m.Close())
+	_, err = m.Decode(bad(1, 4, 2, 2))
+	assert.ErrorIs(t, err, errs.ErrClosed)
+
+	for _, c := range []struct {
+		json  string
+		kind  error
+		field string
+	}{
+		{`{`, errs.ErrFormat, ""},
+		{`{"in_channels": 3, "out_channels": 3, "latent_channels": 4, "block_out_channels": [8, 10], "layers_per_block": 1, "norm_num_groups": 4}`, errs.ErrArgument, "block_out_channels"},
+		{`{"in_channels": 3, "out_channels": 3, "latent_channels": 4, "block_out_channels": [8], "layers_per_block": 1, "norm_num_groups": 4, "shift_factor": 0.0609}`, errs.ErrUnsupported, "shift_factor"},
+		{`{"in_channels": 3, "out_channels": 3, "latent_channels": 4, "block_out_channels": [8], "layers_per_block": 1, "norm_num_groups": 4, "up_block_types": ["UpDecoderBlock3D"]}`, errs.ErrUnsupported, "up_block_types"},
+	} {
+		_, err := ParseConfig([]byte(c.json))
+		require.ErrorIs(t, err, c.kind, c.json)
+		if c.field != "" {
+			var e *errs.Error
+			require.ErrorAs(t, err, &e)
+			assert.Equal(t, c.field, e.Field)
+		}
+	}
+	cfg, err := LoadConfig(filepath.Join("testdata", "config.json"))
+	require.NoError(t, err)
+	cfg.LatentChannels = 8
+	w, err := safetensors.Open(filepath.Join("testdata", "diffusion_pytorch_model.safetensors"))
+	require.NoError(t, err)
+	defer w.Close()
+	_, err = New(w, cfg, candle.CPU(), candle.F32)
+	assert.ErrorContains(t, err, "decoder.conv_in.weight")
+}
