@@ -45,8 +45,9 @@ var layers = [][]string{
 	// The file formats and the layers built on candle.
 	{"candle/gguf", "candle/safetensors", "candle/nn"},
 	// What every architecture shares: the checkpoint opener and the model
-	// runner; mkmodel writes random-weight checkpoints for the tests.
-	{"candle/models", "internal/mkmodel"},
+	// runner; mkmodel writes random-weight checkpoints for the tests; the
+	// diffusion schedulers (pure Go), which the SD packages share.
+	{"candle/models", "internal/mkmodel", "candle/models/sd/scheduler"},
 	// The architectures.
 	{"candle/models/*"},
 	// The generation engine, which drives any architecture.
