@@ -50,8 +50,9 @@ var layers = [][]string{
 	{"candle/models", "internal/mkmodel", "candle/models/sd/scheduler"},
 	// The architectures.
 	{"candle/models/*"},
-	// The generation engine, which drives any architecture.
-	{"candle/models/generate"},
+	// The generation engine, which drives any architecture, and the
+	// Stable Diffusion pipeline, which composes SD's models.
+	{"candle/models/generate", "candle/models/sd"},
 	// The benchmarks' harness, and the programs.
 	{"internal/bench"},
 	{"examples/*", "cmd/*", "bench/cmd/*"},

@@ -1,0 +1,162 @@
+package sd
+
+import (
+	"context"
+	"encoding/json"
+	"image"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rocm-go/rocm/candle"
+	"github.com/rocm-go/rocm/candle/models/sd/scheduler"
+	"github.com/rocm-go/rocm/errs"
+	"github.com/rocm-go/rocm/internal/testenv"
+)
+
+// testdata/tiny-sd is a tiny random SD 1.x folder and golden.json a
+// txt2img run of it by the reference components in diffusers' loop
+// (testdata/make.py).
+type pipelineGolden struct {
+	Prompt   string
+	Guidance float64
+	Steps    int
+	Noise    [][][][]float64
+	Image    [][][][]float64
+}
+
+func flat4(x [][][][]float64) []float64 {
+	var v []float64
+	for _, a := range x {
+		for _, b := range a {
+			for _, c := range b {
+				v = append(v, c...)
+			}
+		}
+	}
+	return v
+}
+
+func openTiny(t *testing.T, dev candle.Device, dt candle.DType) *Pipeline {
+	t.Helper()
+	p, err := Open(filepath.Join("testdata", "tiny-sd"), dev, dt)
+	require.NoError(t, err)
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+func checkPipeline(t *testing.T, dev candle.Device, dt candle.DType, tol float64) {
+	b, err := os.ReadFile(filepath.Join("testdata", "golden.json"))
+	require.NoError(t, err)
+	var g pipelineGolden
+	require.NoError(t, json.Unmarshal(b, &g))
+	p := openTiny(t, dev, dt)
+	noise := make([]float32, 0, 2*4*6*8)
+	for _, v := range flat4(g.Noise) {
+		noise = append(noise, float32(v))
+	}
+	var steps []int
+	x, err := p.generate(context.Background(), Request{Prompt: g.Prompt, Width: 16, Height: 12, Steps: g.Steps,
+		Guidance: g.Guidance, Batch: 2, Noise: noise, Progress: func(i, n int) { steps = append(steps, i*10+n) }})
+	require.NoError(t, err)
+	defer x.Close()
+	assert.Equal(t, []int{14, 24, 34, 44}, steps, "progress after each of 4 steps")
+	require.Equal(t, candle.Shape{2, 3, 12, 16}, x.Shape())
+	f, err := x.ToDType(candle.F64)
+	require.NoError(t, err)
+	defer f.Close()
+	got, err := candle.ToSlice[float64](f)
+	require.NoError(t, err)
+	want := flat4(g.Image)
+	scale, worst := 0.0, 0.0
+	for _, v := range want {
+		scale = max(scale, math.Abs(v))
+	}
+	for i := range want {
+		worst = max(worst, math.Abs(got[i]-want[i])/scale)
+	}
+	t.Logf("%s: txt2img against the reference loop, max relative error %.2g", dt, worst)
+	assert.LessOrEqual(t, worst, tol)
+}
+
+// TestPipelineAgainstReference runs txt2img with guidance on the CPU and
+// compares the decoded images with diffusers' loop over the reference
+// components.
+func TestPipelineAgainstReference(t *testing.T) { checkPipeline(t, candle.CPU(), candle.F32, 1e-5) }
+
+func TestGPUPipelineAgainstReference(t *testing.T) {
+	dev, err := candle.HIP(0)
+	testenv.Need(t, 2, "a GPU", err)
+	checkPipeline(t, dev, candle.F32, 1e-4)
+	checkPipeline(t, dev, candle.F16, 2e-2)
+}
+
+func TestGenerate(t *testing.T) {
+	p := openTiny(t, candle.CPU(), candle.F32)
+	r := Request{Prompt: "a photo of a cat", NegativePrompt: "a dog", Width: 16, Height: 8, Steps: 3, Seed: 7}
+	a, err := p.Generate(context.Background(), r)
+	require.NoError(t, err)
+	require.Len(t, a, 1)
+	assert.Equal(t, image.Rect(0, 0, 16, 8), a[0].Bounds())
+	again, err := p.Generate(context.Background(), r)
+	require.NoError(t, err)
+	assert.Equal(t, a[0].Pix, again[0].Pix, "a seed gives the same image")
+	r.Seed = 8
+	other, err := p.Generate(context.Background(), r)
+	require.NoError(t, err)
+	assert.NotEqual(t, a[0].Pix, other[0].Pix)
+
+	// Every sampler runs, guided or not.
+	for _, k := range scheduler.Kinds() {
+		imgs, err := p.Generate(context.Background(), Request{Prompt: "a cat", Width: 8, Height: 8, Steps: 2, Sampler: k, Guidance: 1, Batch: 2})
+		require.NoError(t, err, k)
+		assert.Len(t, imgs, 2)
+	}
+	// img2img from the first image.
+	imgs, err := p.Generate(context.Background(), Request{Prompt: "a cat", Width: 16, Height: 8, Steps: 4, Init: a[0], Strength: 0.5})
+	require.NoError(t, err)
+	assert.Equal(t, image.Rect(0, 0, 16, 8), imgs[0].Bounds())
+
+	ctx, cancel := context.WithCancel(context.Background())
+	_, err = p.Generate(ctx, Request{Prompt: "a cat", Width: 8, Height: 8, Steps: 3, Progress: func(i, n int) {
+		if i == 1 {
+			cancel()
+		}
+	}})
+	assert.ErrorIs(t, err, errs.ErrCanceled)
+	assert.ErrorContains(t, err, "after 1 of 3 steps")
+
+	for _, c := range []struct {
+		r    Request
+		kind error
+		text string
+	}{
+		{Request{Width: 10, Height: 8}, errs.ErrArgument, "multiples of 4"},
+		{Request{Width: 8, Height: 8, Noise: make([]float32, 3)}, errs.ErrShape, "3 values: want 64"},
+		{Request{Width: 8, Height: 8, Init: a[0], Strength: 0.5}, errs.ErrShape, "the init image is 16×8"},
+		{Request{Width: 16, Height: 8, Init: a[0], Strength: 2}, errs.ErrArgument, "strength 2"},
+		{Request{Width: 8, Height: 8, Sampler: "heun"}, errs.ErrUnsupported, "heun"},
+	} {
+		_, err := p.Generate(context.Background(), c.r)
+		require.ErrorIs(t, err, c.kind, "%+v", c.r)
+		assert.ErrorContains(t, err, c.text)
+	}
+	require.NoError(t, p.Close())
+	require.NoError(t, p.Close())
+	_, err = p.Generate(context.Background(), r)
+	assert.ErrorIs(t, err, errs.ErrClosed)
+}
+
+func TestOpenErrors(t *testing.T) {
+	_, err := Open(t.TempDir(), candle.CPU(), candle.F32)
+	assert.ErrorIs(t, err, errs.ErrNotFound)
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "model_index.json"), []byte(`{"_class_name": "StableDiffusionXLPipeline"}`), 0o644))
+	_, err = Open(dir, candle.CPU(), candle.F32)
+	assert.ErrorIs(t, err, errs.ErrUnsupported)
+	assert.ErrorContains(t, err, "StableDiffusionXLPipeline")
+}
