@@ -148,7 +148,7 @@ func openDir(dir string, opts []candle.LoadOption) (*Checkpoint, error) {
 	}
 	if f == Diffusers {
 		return nil, &errs.Error{Pkg: string(pkg), Op: op, Kind: errs.ErrUnsupported, Path: dir,
-			Detail: "a diffusers pipeline (model_index.json): this package opens language models (a Hugging Face folder with config.json, or a GGUF file) and single safetensors files; open the pipeline's components one by one"}
+			Detail: "a diffusers pipeline (model_index.json): this package opens language models (a Hugging Face folder with config.json, or a GGUF file) and single safetensors files; candle/models/sd.Open opens a Stable Diffusion pipeline"}
 	}
 	cfgPath := filepath.Join(dir, "config.json")
 	b, err := os.ReadFile(cfgPath)
