@@ -17,24 +17,31 @@ import (
 	"github.com/rocm-go/rocm/tokenizer"
 )
 
-// Pipeline is a Stable Diffusion 1.x or 2.x pipeline (text-to-image and
-// image-to-image) of a diffusers folder: its tokenizer, text encoder,
-// UNet, VAE and the training noise schedule its samplers start from.
+// Pipeline is a Stable Diffusion 1.x, 2.x or XL pipeline (text-to-image
+// and image-to-image) of a diffusers folder: its tokenizers and text
+// encoders (two for XL), UNet, VAE and the training noise schedule its
+// samplers start from.
 type Pipeline struct {
-	tok     *tokenizer.Tokenizer
-	text    *clip.Model
+	toks    []*tokenizer.Tokenizer
+	texts   []*clip.Model
 	unet    *unet.Model
 	vae     *vae.Model
 	sched   scheduler.Config
 	sampler scheduler.Kind // the folder's, where it is one of ours
 	dev     candle.Device
 	dtype   candle.DType
+	xl      bool
+	// zeroNegative: without a negative prompt, XL's unconditional
+	// embeddings are zeros (model_index.json's force_zeros_for_empty_prompt).
+	zeroNegative bool
+	vaeDType     candle.DType // F32 where the VAE's config forces it over F16
 }
 
 // Open loads the pipeline of a diffusers folder (model_index.json,
-// tokenizer/, text_encoder/, unet/, vae/, scheduler/) onto dev in dtype.
-// An SDXL folder is refused (its two text encoders are not wired yet; its
-// UNet is package unet's).
+// tokenizer/, text_encoder/, unet/, vae/, scheduler/, and for XL
+// tokenizer_2/ and text_encoder_2/) onto dev in dtype. A VAE whose config
+// forces float32 (SDXL's, which overflows F16) runs in F32 when dtype is
+// F16, as diffusers runs it.
 func Open(dir string, dev candle.Device, dtype candle.DType) (*Pipeline, error) {
 	const op = "Open"
 	b, err := pkg.ReadFile(op, filepath.Join(dir, "model_index.json"))
@@ -42,16 +49,21 @@ func Open(dir string, dev candle.Device, dtype candle.DType) (*Pipeline, error) 
 		return nil, err
 	}
 	var index struct {
-		Class string `json:"_class_name"`
+		Class     string `json:"_class_name"`
+		ZeroEmpty *bool  `json:"force_zeros_for_empty_prompt"`
 	}
 	if err := json.Unmarshal(b, &index); err != nil {
 		return nil, &errs.Error{Pkg: string(pkg), Op: op, Kind: errs.ErrFormat, Path: filepath.Join(dir, "model_index.json"), Detail: err.Error()}
 	}
-	if index.Class != "StableDiffusionPipeline" && index.Class != "StableDiffusionImg2ImgPipeline" {
-		return nil, &errs.Error{Pkg: string(pkg), Op: op, Kind: errs.ErrUnsupported, Path: filepath.Join(dir, "model_index.json"), Field: "_class_name",
-			Detail: index.Class + ": Open takes Stable Diffusion 1.x and 2.x pipelines (StableDiffusionPipeline)"}
-	}
 	p := &Pipeline{dev: dev, dtype: dtype, sampler: scheduler.Euler}
+	switch index.Class {
+	case "StableDiffusionPipeline", "StableDiffusionImg2ImgPipeline":
+	case "StableDiffusionXLPipeline", "StableDiffusionXLImg2ImgPipeline":
+		p.xl, p.zeroNegative = true, index.ZeroEmpty == nil || *index.ZeroEmpty
+	default:
+		return nil, &errs.Error{Pkg: string(pkg), Op: op, Kind: errs.ErrUnsupported, Path: filepath.Join(dir, "model_index.json"), Field: "_class_name",
+			Detail: index.Class + ": Open takes Stable Diffusion 1.x, 2.x and XL pipelines (StableDiffusionPipeline, StableDiffusionXLPipeline)"}
+	}
 	if err := p.load(dir); err != nil {
 		p.Close()
 		return nil, pkg.Wrap(op, err)
@@ -61,33 +73,45 @@ func Open(dir string, dev candle.Device, dtype candle.DType) (*Pipeline, error) 
 
 func (p *Pipeline) load(dir string) error {
 	var err error
-	if p.tok, err = tokenizer.LoadDir(filepath.Join(dir, "tokenizer")); err != nil {
-		return err
-	}
 	if p.sched, err = scheduler.LoadConfig(filepath.Join(dir, "scheduler", "scheduler_config.json")); err != nil {
 		return err
 	}
 	if k, err := scheduler.KindOf(p.sched.ClassName); err == nil {
 		p.sampler = k
 	}
-	tcfg, err := clip.LoadConfig(filepath.Join(dir, "text_encoder", "config.json"))
-	if err != nil {
-		return err
+	width := 0 // the text conditioning's: the encoders' widths together
+	suffixes := []string{""}
+	if p.xl {
+		suffixes = append(suffixes, "_2")
 	}
-	if p.text, err = loadWith(filepath.Join(dir, "text_encoder"), func(w candle.Weights) (*clip.Model, error) {
-		return clip.New(w, tcfg, p.dev, p.dtype)
-	}); err != nil {
-		return err
+	for _, suf := range suffixes {
+		tok, err := tokenizer.LoadDir(filepath.Join(dir, "tokenizer"+suf))
+		if err != nil {
+			return err
+		}
+		p.toks = append(p.toks, tok)
+		tcfg, err := clip.LoadConfig(filepath.Join(dir, "text_encoder"+suf, "config.json"))
+		if err != nil {
+			return err
+		}
+		enc, err := loadWith(filepath.Join(dir, "text_encoder"+suf), func(w candle.Weights) (*clip.Model, error) {
+			return clip.New(w, tcfg, p.dev, p.dtype)
+		})
+		if err != nil {
+			return err
+		}
+		p.texts = append(p.texts, enc)
+		width += tcfg.HiddenSize
 	}
 	ucfg, err := unet.LoadConfig(filepath.Join(dir, "unet", "config.json"))
 	if err != nil {
 		return err
 	}
-	if ucfg.TextTime() {
-		return pkg.Errorf("Open", errs.ErrUnsupported, "the UNet takes SDXL's added conditioning: not a Stable Diffusion 1.x or 2.x folder")
+	if ucfg.TextTime() != p.xl || (p.xl && !p.texts[1].HasProjection()) {
+		return pkg.Errorf("Open", errs.ErrFormat, "the UNet's added conditioning (%v) and the pipeline (XL: %v, a projection on text_encoder_2) do not agree", ucfg.TextTime(), p.xl)
 	}
-	if ucfg.CrossAttentionDim != tcfg.HiddenSize {
-		return pkg.Errorf("Open", errs.ErrFormat, "the UNet attends to %d-wide text and the text encoder gives %d", ucfg.CrossAttentionDim, tcfg.HiddenSize)
+	if ucfg.CrossAttentionDim != width {
+		return pkg.Errorf("Open", errs.ErrFormat, "the UNet attends to %d-wide text and the text encoders give %d", ucfg.CrossAttentionDim, width)
 	}
 	if p.unet, err = loadWith(filepath.Join(dir, "unet"), func(w candle.Weights) (*unet.Model, error) {
 		return unet.New(w, ucfg, p.dev, p.dtype)
@@ -101,8 +125,12 @@ func (p *Pipeline) load(dir string) error {
 	if vcfg.LatentChannels != ucfg.InChannels {
 		return pkg.Errorf("Open", errs.ErrFormat, "the VAE has %d latent channels and the UNet takes %d", vcfg.LatentChannels, ucfg.InChannels)
 	}
+	p.vaeDType = p.dtype
+	if vcfg.ForceUpcast && p.dtype == candle.F16 {
+		p.vaeDType = candle.F32
+	}
 	p.vae, err = loadWith(filepath.Join(dir, "vae"), func(w candle.Weights) (*vae.Model, error) {
-		return vae.New(w, vcfg, p.dev, p.dtype)
+		return vae.New(w, vcfg, p.dev, p.vaeDType)
 	})
 	return err
 }
@@ -121,10 +149,10 @@ func loadWith[M any](dir string, build func(candle.Weights) (M, error)) (M, erro
 
 // Close frees the models. Closing twice does nothing.
 func (p *Pipeline) Close() error {
-	if p.text != nil {
-		p.text.Close()
-		p.text = nil
+	for _, t := range p.texts {
+		t.Close()
 	}
+	p.texts = nil
 	if p.unet != nil {
 		p.unet.Close()
 		p.unet = nil
@@ -241,7 +269,7 @@ func (p *Pipeline) generate(ctx context.Context, r Request) (*candle.Tensor, err
 		x.Close()
 		return nil, pkg.Wrap(op, err)
 	}
-	defer cond.Close()
+	defer cond.close()
 	var prev *candle.Tensor
 	closeAll := func(ts ...*candle.Tensor) {
 		for _, t := range ts {
@@ -279,6 +307,14 @@ func (p *Pipeline) generate(ctx context.Context, r Request) (*candle.Tensor, err
 	}
 	prev.Close()
 	defer x.Close()
+	if p.vaeDType != p.dtype {
+		x32, err := x.ToDType(p.vaeDType)
+		if err != nil {
+			return nil, pkg.Wrap(op, err)
+		}
+		defer x32.Close()
+		x = x32
+	}
 	img, err := p.vae.Decode(x)
 	return img, pkg.Wrap(op, err)
 }
@@ -300,12 +336,17 @@ func (p *Pipeline) initLatents(r Request, sch *scheduler.Schedule, z *candle.Ten
 	for i := range imgs {
 		imgs[i] = r.Init
 	}
-	in, err := FromImages(imgs, p.dev, p.dtype)
+	in, err := FromImages(imgs, p.dev, p.vaeDType)
 	if err != nil {
 		return nil, err
 	}
 	defer in.Close()
-	lat, err := p.vae.Encode(in)
+	enc, err := p.vae.Encode(in)
+	if err != nil {
+		return nil, err
+	}
+	defer enc.Close()
+	lat, err := enc.ToDType(p.dtype)
 	if err != nil {
 		return nil, err
 	}
@@ -321,59 +362,129 @@ func (p *Pipeline) initLatents(r Request, sch *scheduler.Schedule, z *candle.Ten
 // guided reports whether a request runs classifier-free guidance.
 func guided(r Request) bool { return r.Guidance > 1 }
 
-// encode is the text conditioning: the negative prompt's hidden states
-// for each image, then the prompt's (guided), or the prompt's alone.
-func (p *Pipeline) encode(r Request) (*candle.Tensor, error) {
-	first := func(text string) ([]int32, error) {
-		w, err := p.tok.EncodeWindows(text, p.text.Config().MaxPositions)
+// conditioning is a request's text conditioning for the UNet: for each
+// image the negative prompt's (guided), then the prompt's.
+type conditioning struct {
+	text   *candle.Tensor // (rows, tokens, cross_attention_dim)
+	pooled *candle.Tensor // XL: (rows, projection width)
+	ids    [][6]float64   // XL: the time ids of each row
+}
+
+func (c *conditioning) close() {
+	for _, t := range []*candle.Tensor{c.text, c.pooled} {
+		if t != nil {
+			t.Close()
+		}
+	}
+}
+
+// encode runs the text encoders. SD 1.x and 2.x condition on the last
+// hidden state; XL on both encoders' penultimate states side by side and
+// on the second's projected pooled state, with zeros for a negative
+// prompt it was not given (force_zeros_for_empty_prompt).
+func (p *Pipeline) encode(r Request) (*conditioning, error) {
+	guide := guided(r)
+	zeroNeg := guide && p.zeroNegative && r.NegativePrompt == ""
+	var hidden, pooled []*candle.Tensor
+	defer func() {
+		for _, t := range append(hidden, pooled...) {
+			t.Close()
+		}
+	}()
+	for k, enc := range p.texts {
+		first := func(text string) ([]int32, error) {
+			w, err := p.toks[k].EncodeWindows(text, enc.Config().MaxPositions)
+			if err != nil {
+				return nil, err
+			}
+			return w[0], nil // diffusers truncates to one window
+		}
+		pos, err := first(r.Prompt)
 		if err != nil {
 			return nil, err
 		}
-		return w[0], nil // diffusers truncates to one window
-	}
-	pos, err := first(r.Prompt)
-	if err != nil {
-		return nil, err
-	}
-	var windows [][]int32
-	if guided(r) {
-		neg, err := first(r.NegativePrompt)
-		if err != nil {
-			return nil, err
+		var windows [][]int32
+		if guide && !zeroNeg {
+			neg, err := first(r.NegativePrompt)
+			if err != nil {
+				return nil, err
+			}
+			for range r.Batch {
+				windows = append(windows, neg)
+			}
 		}
 		for range r.Batch {
-			windows = append(windows, neg)
+			windows = append(windows, pos)
 		}
+		out, err := enc.Forward(windows)
+		if err != nil {
+			return nil, err
+		}
+		if p.xl {
+			hidden, out.Penultimate = append(hidden, out.Penultimate), nil
+			if out.Projected != nil {
+				pooled, out.Projected = append(pooled, out.Projected), nil
+			}
+		} else {
+			hidden, out.Last = append(hidden, out.Last), nil
+		}
+		out.Close()
 	}
-	for range r.Batch {
-		windows = append(windows, pos)
-	}
-	out, err := p.text.Forward(windows)
-	if err != nil {
+	c := &conditioning{}
+	var err error
+	if c.text, err = withZeros(candle.Cat(hidden, 2))(zeroNeg, r.Batch); err != nil {
 		return nil, err
 	}
-	last := out.Last
-	out.Last = nil
-	out.Close()
-	return last, nil
+	if p.xl {
+		if c.pooled, err = withZeros(pooled[len(pooled)-1].Contiguous())(zeroNeg, r.Batch); err != nil {
+			c.close()
+			return nil, err
+		}
+		rows := r.Batch
+		if guide {
+			rows *= 2
+		}
+		for range rows {
+			h, w := float64(r.Height), float64(r.Width)
+			c.ids = append(c.ids, [6]float64{h, w, 0, 0, h, w})
+		}
+	}
+	return c, nil
+}
+
+// withZeros puts batch rows of zeros before a tensor's rows when zero.
+func withZeros(t *candle.Tensor, err error) func(zero bool, batch int) (*candle.Tensor, error) {
+	return func(zero bool, batch int) (*candle.Tensor, error) {
+		if err != nil || !zero {
+			return t, err
+		}
+		defer t.Close()
+		z, err := candle.Zeros(t.Device(), t.DType(), t.Shape()...)
+		if err != nil {
+			return nil, err
+		}
+		defer z.Close()
+		return candle.Cat([]*candle.Tensor{z, t}, 0)
+	}
 }
 
 // predict is the UNet's guided prediction at a step.
-func (p *Pipeline) predict(x *candle.Tensor, st scheduler.Step, cond *candle.Tensor, r Request) (*candle.Tensor, error) {
+func (p *Pipeline) predict(x *candle.Tensor, st scheduler.Step, cond *conditioning, r Request) (*candle.Tensor, error) {
 	in, err := x.Affine(st.InputScale, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer in.Close()
+	uc := unet.Cond{Text: cond.text, TextEmbeds: cond.pooled, TimeIDs: cond.ids}
 	if !guided(r) {
-		return p.unet.Forward(in, st.Timestep, unet.Cond{Text: cond})
+		return p.unet.Forward(in, st.Timestep, uc)
 	}
 	both, err := candle.Cat([]*candle.Tensor{in, in}, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer both.Close()
-	e, err := p.unet.Forward(both, st.Timestep, unet.Cond{Text: cond})
+	e, err := p.unet.Forward(both, st.Timestep, uc)
 	if err != nil {
 		return nil, err
 	}

@@ -42,19 +42,29 @@ func flat4(x [][][][]float64) []float64 {
 }
 
 func openTiny(t *testing.T, dev candle.Device, dt candle.DType) *Pipeline {
+	return openFolder(t, "tiny-sd", dev, dt)
+}
+
+func openFolder(t *testing.T, name string, dev candle.Device, dt candle.DType) *Pipeline {
 	t.Helper()
-	p, err := Open(filepath.Join("testdata", "tiny-sd"), dev, dt)
+	p, err := Open(filepath.Join("testdata", name), dev, dt)
 	require.NoError(t, err)
 	t.Cleanup(func() { p.Close() })
 	return p
 }
 
 func checkPipeline(t *testing.T, dev candle.Device, dt candle.DType, tol float64) {
-	b, err := os.ReadFile(filepath.Join("testdata", "golden.json"))
+	for folder, golden := range map[string]string{"tiny-sd": "golden.json", "tiny-sdxl": "golden-xl.json"} {
+		checkFolder(t, folder, golden, dev, dt, tol)
+	}
+}
+
+func checkFolder(t *testing.T, folder, golden string, dev candle.Device, dt candle.DType, tol float64) {
+	b, err := os.ReadFile(filepath.Join("testdata", golden))
 	require.NoError(t, err)
 	var g pipelineGolden
 	require.NoError(t, json.Unmarshal(b, &g))
-	p := openTiny(t, dev, dt)
+	p := openFolder(t, folder, dev, dt)
 	noise := make([]float32, 0, 2*4*6*8)
 	for _, v := range flat4(g.Noise) {
 		noise = append(noise, float32(v))
@@ -79,13 +89,13 @@ func checkPipeline(t *testing.T, dev candle.Device, dt candle.DType, tol float64
 	for i := range want {
 		worst = max(worst, math.Abs(got[i]-want[i])/scale)
 	}
-	t.Logf("%s: txt2img against the reference loop, max relative error %.2g", dt, worst)
+	t.Logf("%s %s: txt2img against the reference loop, max relative error %.2g", folder, dt, worst)
 	assert.LessOrEqual(t, worst, tol)
 }
 
-// TestPipelineAgainstReference runs txt2img with guidance on the CPU and
-// compares the decoded images with diffusers' loop over the reference
-// components.
+// TestPipelineAgainstReference runs txt2img with guidance on the CPU, SD
+// 1.x's and XL's, and compares the decoded images with diffusers' loops
+// over the reference components.
 func TestPipelineAgainstReference(t *testing.T) { checkPipeline(t, candle.CPU(), candle.F32, 1e-5) }
 
 func TestGPUPipelineAgainstReference(t *testing.T) {
@@ -115,6 +125,13 @@ func TestGenerate(t *testing.T) {
 		imgs, err := p.Generate(context.Background(), Request{Prompt: "a cat", Width: 8, Height: 8, Steps: 2, Sampler: k, Guidance: 1, Batch: 2})
 		require.NoError(t, err, k)
 		assert.Len(t, imgs, 2)
+	}
+	// SDXL, with and without a negative prompt, guided or not.
+	xl := openFolder(t, "tiny-sdxl", candle.CPU(), candle.F32)
+	for _, r := range []Request{{Prompt: "a cat", Width: 8, Height: 8, Steps: 2}, {Prompt: "a cat", NegativePrompt: "a dog", Width: 8, Height: 8, Steps: 2, Batch: 2}, {Prompt: "a cat", Width: 8, Height: 8, Steps: 2, Guidance: 1}} {
+		imgs, err := xl.Generate(context.Background(), r)
+		require.NoError(t, err, "%+v", r)
+		assert.Len(t, imgs, max(r.Batch, 1))
 	}
 	// img2img from the first image.
 	imgs, err := p.Generate(context.Background(), Request{Prompt: "a cat", Width: 16, Height: 8, Steps: 4, Init: a[0], Strength: 0.5})
@@ -155,8 +172,8 @@ func TestOpenErrors(t *testing.T) {
 	_, err := Open(t.TempDir(), candle.CPU(), candle.F32)
 	assert.ErrorIs(t, err, errs.ErrNotFound)
 	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "model_index.json"), []byte(`{"_class_name": "StableDiffusionXLPipeline"}`), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "model_index.json"), []byte(`{"_class_name": "StableDiffusion3Pipeline"}`), 0o644))
 	_, err = Open(dir, candle.CPU(), candle.F32)
 	assert.ErrorIs(t, err, errs.ErrUnsupported)
-	assert.ErrorContains(t, err, "StableDiffusionXLPipeline")
+	assert.ErrorContains(t, err, "StableDiffusion3Pipeline")
 }

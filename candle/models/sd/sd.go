@@ -1,7 +1,15 @@
-// Package sd holds what Stable Diffusion's pipeline does around its
-// models (candle/models/sd/clip, candle/models/sd/vae, and the
-// schedulers of candle/models/sd/scheduler): the denoising loop's step on
-// the device, seeded noise as a tensor, and images to and from tensors.
+// Package sd is Stable Diffusion's pipeline (1.x, 2.x and XL) over its
+// models (candle/models/sd/clip, candle/models/sd/unet,
+// candle/models/sd/vae, and the samplers of candle/models/sd/scheduler):
+// Open a diffusers folder and Generate images, text-to-image or
+// image-to-image, with classifier-free guidance, seeded and cancellable.
+// Its parts are exported too: the denoising loop's step on the device,
+// seeded noise as a tensor, and images to and from tensors.
+//
+//	p, err := sd.Open("stable-diffusion-v1-5", dev, candle.F16)
+//	defer p.Close()
+//	imgs, err := p.Generate(ctx, sd.Request{Prompt: "a photo of a cat", Width: 512, Height: 512, Steps: 25, Seed: 42})
+//	png.Encode(f, imgs[0])
 package sd
 
 import (
