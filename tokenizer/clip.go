@@ -128,7 +128,7 @@ func readMerges(op, path string) ([]string, error) {
 		return nil, &Error{Pkg: string(pkg), Op: op, Kind: ioKind(err), Path: path, Err: err}
 	}
 	defer f.Close()
-	var merges []string
+	merges := []string{} // a vocabulary may have no merges: every character a token
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 1<<20)
 	for n := 1; sc.Scan(); n++ {

@@ -2,7 +2,8 @@
 // weights, in Hugging Face's layout (config.json, model.safetensors,
 // generation_config.json, and a byte-level BPE tokenizer.json with its
 // tokenizer_config.json and a Llama 3 chat template): models the project
-// builds itself, with no network, for demos, tests and benchmarks. The
+// builds itself, with no network, for demos, tests and benchmarks; and
+// Stable Diffusion 1.x folders in diffusers' layout (WriteSD). The
 // rocm-go-mkmodel command is its front end.
 package mkmodel
 

@@ -143,3 +143,19 @@ func TestSpecs(t *testing.T) {
 		assert.Equal(t, fam == "qwen2", hasBias, fam)
 	}
 }
+
+func TestWriteSD(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, WriteSD(dir, TinySD(), nil))
+	for _, f := range []string{"model_index.json", "tokenizer/vocab.json", "tokenizer/merges.txt", "tokenizer/tokenizer_config.json",
+		"text_encoder/config.json", "text_encoder/model.safetensors", "unet/config.json", "unet/diffusion_pytorch_model.safetensors",
+		"vae/config.json", "vae/diffusion_pytorch_model.safetensors", "scheduler/scheduler_config.json"} {
+		assert.FileExists(t, filepath.Join(dir, f))
+	}
+	bad := TinySD()
+	bad.UNetChannels = []int{12, 24}
+	assert.ErrorContains(t, WriteSD(t.TempDir(), bad, nil), "UNet channels 12")
+	bad = TinySD()
+	bad.DType = candle.U8
+	assert.ErrorContains(t, WriteSD(t.TempDir(), bad, nil), "dtype u8")
+}
