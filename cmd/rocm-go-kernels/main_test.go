@@ -195,13 +195,23 @@ func TestRegistryHasEveryKernelSource(t *testing.T) {
 			}
 		}
 	}
+	// The build outputs the root .gitignore names (/gpu/, /build/) hold
+	// copies of the sources, not sources.
+	ignored := map[string]bool{}
+	if b, err := os.ReadFile(filepath.Join(root, ".gitignore")); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if line = strings.TrimSpace(line); strings.HasPrefix(line, "/") && strings.HasSuffix(line, "/") {
+				ignored[filepath.Join(root, strings.Trim(line, "/"))] = true
+			}
+		}
+	}
 	found := 0
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		if d.IsDir() {
-			if n := d.Name(); path != root && (n == "testdata" || strings.HasPrefix(n, ".") || strings.HasPrefix(n, "_")) {
+			if n := d.Name(); path != root && (ignored[path] || n == "testdata" || strings.HasPrefix(n, ".") || strings.HasPrefix(n, "_")) {
 				return filepath.SkipDir
 			}
 			return nil
