@@ -21,8 +21,8 @@
 # Only the packages with GPU tests are built: every other package's tests
 # are the same on a GPU machine as in tier 0. -race is left out elsewhere:
 # tier 0 runs every package under -race, and on a GPU it multiplies the CPU
-# references' time several times over (a whole tier 2 under -race no longer
-# fits the GPU machine's 10-minute calls).
+# references' time several times over (TestGPUSample: 58 s without, over six
+# minutes with, on an H200).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 archive=1

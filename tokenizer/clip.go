@@ -1,11 +1,8 @@
 package tokenizer
 
 import (
-	"bufio"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,9 +59,9 @@ func loadCLIP(op, dir string) (*Tokenizer, error) {
 	}
 
 	vocabPath := filepath.Join(dir, "vocab.json")
-	data, err := os.ReadFile(vocabPath)
+	data, err := pkg.ReadFile(op, vocabPath)
 	if err != nil {
-		return nil, &Error{Pkg: string(pkg), Op: op, Kind: ioKind(err), Path: vocabPath, Err: err}
+		return nil, err
 	}
 	var vocab map[string]int32
 	if err := json.Unmarshal(data, &vocab); err != nil {
@@ -123,36 +120,22 @@ func loadCLIP(op, dir string) (*Tokenizer, error) {
 
 // readMerges reads merges.txt: "a b" per line after a "#version" line.
 func readMerges(op, path string) ([]string, error) {
-	f, err := os.Open(path)
+	b, err := pkg.ReadFile(op, path)
 	if err != nil {
-		return nil, &Error{Pkg: string(pkg), Op: op, Kind: ioKind(err), Path: path, Err: err}
+		return nil, err
 	}
-	defer f.Close()
 	merges := []string{} // a vocabulary may have no merges: every character a token
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimRight(sc.Text(), "\r")
-		if (n == 1 && strings.HasPrefix(line, "#version")) || line == "" {
+	for n, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimRight(line, "\r")
+		if (n == 0 && strings.HasPrefix(line, "#version")) || line == "" {
 			continue
 		}
 		if len(strings.Fields(line)) != 2 {
-			return nil, &Error{Pkg: string(pkg), Op: op, Kind: errs.ErrFormat, Path: path, Detail: fmt.Sprintf("line %d is %q: want two symbols", n, line)}
+			return nil, &Error{Pkg: string(pkg), Op: op, Kind: errs.ErrFormat, Path: path, Detail: fmt.Sprintf("line %d is %q: want two symbols", n+1, line)}
 		}
 		merges = append(merges, line)
 	}
-	if err := sc.Err(); err != nil {
-		return nil, &Error{Pkg: string(pkg), Op: op, Kind: errs.ErrIO, Path: path, Err: err}
-	}
 	return merges, nil
-}
-
-// ioKind is the kind of a file's read error.
-func ioKind(err error) error {
-	if errors.Is(err, fs.ErrNotExist) {
-		return errs.ErrNotFound
-	}
-	return errs.ErrIO
 }
 
 // Pad is the padding token (tokenizer_config.json's pad_token, read by
