@@ -147,6 +147,20 @@ func loadWith[M any](dir string, build func(candle.Weights) (M, error)) (M, erro
 	return build(w)
 }
 
+// Tokenizers are the text encoders' tokenizers, in order (two for XL).
+func (p *Pipeline) Tokenizers() []*tokenizer.Tokenizer { return p.toks }
+
+// TextEncoders are the text encoders, in order (XL's second one has the
+// projection).
+func (p *Pipeline) TextEncoders() []*clip.Model { return p.texts }
+
+// UNet is the denoising model.
+func (p *Pipeline) UNet() *unet.Model { return p.unet }
+
+// VAE is the autoencoder, in the dtype it runs in (F32 where its config
+// forces it over F16).
+func (p *Pipeline) VAE() *vae.Model { return p.vae }
+
 // Close frees the models. Closing twice does nothing.
 func (p *Pipeline) Close() error {
 	for _, t := range p.texts {

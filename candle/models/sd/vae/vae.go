@@ -146,6 +146,9 @@ func New(w candle.Weights, cfg Config, dev candle.Device, dtype candle.DType) (*
 // Config is the VAE's config.
 func (m *Model) Config() Config { return m.cfg }
 
+// DType is the dtype the model runs in: its latents' and images'.
+func (m *Model) DType() candle.DType { return m.dtype }
+
 // Close frees the weights. Closing twice does nothing.
 func (m *Model) Close() error {
 	if m.dec != nil {
