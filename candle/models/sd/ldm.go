@@ -156,8 +156,12 @@ func tokenizerDirs(path string, o Options, n int) ([]string, error) {
 		case o.Tokenizer != "" && isDir(root):
 			dirs[i] = root // vocab.json and merges.txt
 		default:
+			where := "there is no tokenizer/ folder beside it"
+			if o.Tokenizer != "" {
+				where = "Options.Tokenizer is not a folder"
+			}
 			return nil, &errs.Error{Pkg: string(pkg), Op: "Open", Kind: errs.ErrNotFound, Path: root, Field: "Tokenizer",
-				Detail: "a single-file checkpoint holds no tokenizer and there is no tokenizer/ folder beside it: set Options.Tokenizer to a folder with tokenizer/ (and tokenizer_2/ for SDXL), such as the model's diffusers folder, or to a folder of CLIP's vocab.json and merges.txt"}
+				Detail: "a single-file checkpoint holds no tokenizer and " + where + ": set Options.Tokenizer to a folder with tokenizer/ (and tokenizer_2/ for SDXL), such as the model's diffusers folder, or to a folder of CLIP's vocab.json and merges.txt"}
 		}
 	}
 	return dirs, nil

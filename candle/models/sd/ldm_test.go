@@ -126,14 +126,7 @@ func writeLDM(t *testing.T, manifest, folder string, edit func(map[string]*candl
 // decoded images' values.
 func generateOnce(t *testing.T, p *Pipeline, golden string) []float32 {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", golden))
-	require.NoError(t, err)
-	var g pipelineGolden
-	require.NoError(t, json.Unmarshal(b, &g))
-	var noise []float32
-	for _, v := range flat4(g.Noise) {
-		noise = append(noise, float32(v))
-	}
+	g, noise := readGolden(t, golden)
 	x, err := p.generate(context.Background(), Request{Prompt: g.Prompt, Width: 16, Height: 12, Steps: g.Steps,
 		Guidance: g.Guidance, Batch: 2, Noise: noise})
 	require.NoError(t, err)
