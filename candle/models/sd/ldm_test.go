@@ -3,9 +3,13 @@ package sd
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -301,14 +305,14 @@ func TestSingleFileErrors(t *testing.T) {
 		}, errs.ErrFormat, "first_stage_model.encoder.mid.attn_1.q.weight"},
 		{"no text encoder", func(ts map[string]*candle.Tensor) {
 			for k := range ts {
-				if len(k) > 17 && k[:17] == "cond_stage_model." {
+				if strings.HasPrefix(k, "cond_stage_model.") {
 					delete(ts, k)
 				}
 			}
 		}, errs.ErrFormat, "no text encoder"},
 		{"no VAE", func(ts map[string]*candle.Tensor) {
 			for k := range ts {
-				if len(k) > 18 && k[:18] == "first_stage_model." {
+				if strings.HasPrefix(k, "first_stage_model.") {
 					delete(ts, k)
 				}
 			}
@@ -360,4 +364,136 @@ func TestTokenizerDirs(t *testing.T) {
 	got, err = tokenizerDirs(file, Options{Tokenizer: vocab}, 1)
 	require.NoError(t, err)
 	assert.Equal(t, []string{vocab}, got)
+}
+
+// shapeWeights is a checkpoint's names and shapes without data
+// (testdata/ldm-shapes-*.txt).
+type shapeWeights struct {
+	shapes map[string]candle.Shape
+	// unet and vae are how many tensors diffusers' models have.
+	unet, vae int
+}
+
+func readShapes(t *testing.T, name string) *shapeWeights {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	w := &shapeWeights{shapes: map[string]candle.Shape{}}
+	_, err = fmt.Sscanf(lines[0], "# %s diffusers' UNet has %d tensors and its VAE %d", new(string), &w.unet, &w.vae)
+	require.NoError(t, err, lines[0])
+	prev := ""
+	for _, l := range lines[1:] {
+		f := strings.Fields(l)
+		require.Len(t, f, 3, l)
+		n, err := strconv.Atoi(f[0])
+		require.NoError(t, err, l)
+		name := prev[:n] + f[1]
+		var s candle.Shape
+		for _, d := range strings.Split(f[2], ",") {
+			v, err := strconv.Atoi(d)
+			require.NoError(t, err, l)
+			s = append(s, v)
+		}
+		w.shapes[name], prev = s, name
+	}
+	return w
+}
+
+func (w *shapeWeights) Names() []string {
+	return slices.Sorted(maps.Keys(w.shapes))
+}
+
+func (w *shapeWeights) Info(name string) (candle.WeightInfo, bool) {
+	s, ok := w.shapes[name]
+	return candle.WeightInfo{Shape: s, Type: "F16", Dense: true, DType: candle.F16}, ok
+}
+
+func (w *shapeWeights) Load(name string, dev candle.Device) (*candle.Tensor, error) {
+	return nil, errs.ErrUnsupported
+}
+
+func (w *shapeWeights) LoadQ(name string, dev candle.Device) (*candle.QTensor, error) {
+	return nil, errs.ErrUnsupported
+}
+
+func (w *shapeWeights) TransferStats() candle.TransferStats { return candle.TransferStats{} }
+func (w *shapeWeights) Close() error                        { return nil }
+
+// TestSingleFileRealConfigs reads the configs of SD 1.5's, SD 2.1's and
+// SDXL base's single files (their names and shapes, written from
+// diffusers' models) by SD's own rules.
+func TestSingleFileRealConfigs(t *testing.T) {
+	type text struct {
+		hidden, layers, heads, inter, proj int
+		act                                string
+	}
+	clipL := text{768, 12, 12, 3072, 0, "quick_gelu"}
+	for _, c := range []struct {
+		file       string
+		chans      []int
+		heads      []int
+		depth      []int
+		cross      int
+		linear     bool
+		addTime    int
+		texts      []text
+		prediction string
+		scale      float64
+	}{
+		{"ldm-shapes-sd15.txt", []int{320, 640, 1280, 1280}, []int{8, 8, 8, 8}, []int{1, 1, 1, 1}, 768, false, 0,
+			[]text{clipL}, scheduler.Epsilon, 0.18215},
+		{"ldm-shapes-sd21.txt", []int{320, 640, 1280, 1280}, []int{5, 10, 20, 20}, []int{1, 1, 1, 1}, 1024, true, 0,
+			[]text{{1024, 23, 16, 4096, 0, "gelu"}}, scheduler.VPrediction, 0.18215},
+		{"ldm-shapes-sdxl.txt", []int{320, 640, 1280}, []int{5, 10, 20}, []int{1, 2, 10}, 2048, true, 256,
+			[]text{clipL, {1280, 32, 20, 5120, 1280, "gelu"}}, scheduler.Epsilon, 0.13025},
+	} {
+		w := readShapes(t, c.file)
+		pt, err := ldmParts(c.file, w, sdRules)
+		require.NoError(t, err, c.file)
+		u := pt.unet
+		assert.Equal(t, c.chans, u.BlockOutChannels, c.file)
+		assert.Equal(t, c.heads, []int(u.NumAttentionHeads), c.file)
+		assert.Equal(t, c.depth, []int(u.TransformerLayersPerBlock), c.file)
+		assert.Equal(t, []any{4, 4, 2, 32, c.cross, c.linear}, []any{u.InChannels, u.OutChannels, u.LayersPerBlock, u.NormNumGroups, u.CrossAttentionDim, u.UseLinearProjection}, c.file)
+		assert.Equal(t, c.addTime > 0, u.TextTime(), c.file)
+		assert.Equal(t, c.addTime, u.AdditionTimeEmbedDim, c.file)
+		if c.addTime > 0 {
+			assert.Equal(t, 2816, u.ProjectionClassEmbeddingsInput, c.file)
+		}
+		require.Len(t, pt.texts, len(c.texts), c.file)
+		for i, want := range c.texts {
+			g := pt.texts[i]
+			assert.Equal(t, want, text{g.HiddenSize, g.Layers, g.Heads, g.IntermediateSize, g.ProjectionDim, g.HiddenAct}, "%s text encoder %d", c.file, i)
+			assert.Equal(t, []int{49408, 77}, []int{g.VocabSize, g.MaxPositions}, c.file)
+		}
+		v := pt.vae
+		assert.Equal(t, []int{128, 256, 512, 512}, v.BlockOutChannels, c.file)
+		assert.Equal(t, []any{3, 3, 4, 2, 32, c.scale}, []any{v.InChannels, v.OutChannels, v.LatentChannels, v.LayersPerBlock, v.NormNumGroups, v.ScalingFactor}, c.file)
+		assert.Equal(t, c.prediction, pt.sched.PredictionType, c.file)
+
+		// Every tensor of diffusers' models is in the views, in its shape.
+		uw, err := pt.weights("unet")
+		require.NoError(t, err)
+		assert.Len(t, uw.Names(), w.unet, c.file)
+		vw, err := pt.weights("vae")
+		require.NoError(t, err)
+		assert.Len(t, vw.Names(), w.vae, c.file)
+		q, ok := vw.Info("decoder.mid_block.attentions.0.to_q.weight")
+		require.True(t, ok)
+		assert.Equal(t, candle.Shape{512, 512}, q.Shape)
+		if len(c.texts) == 2 {
+			tw, err := pt.weights("text_encoder_2")
+			require.NoError(t, err)
+			for name, want := range map[string]candle.Shape{
+				"text_projection.weight":                              {1280, 1280},
+				"text_model.encoder.layers.31.self_attn.k_proj.bias":  {1280},
+				"text_model.encoder.layers.0.self_attn.v_proj.weight": {1280, 1280},
+			} {
+				i, ok := tw.Info(name)
+				require.True(t, ok, name)
+				assert.Equal(t, want, i.Shape, name)
+			}
+		}
+	}
 }

@@ -248,5 +248,87 @@ def sdxl():
     write("ldm-sdxl.json", "sdxl", ldm, comps)
 
 
+def meta_models():
+    """Builds diffusers' models on the meta device: shapes without data."""
+    nn = torch.nn
+    for cls in (nn.Linear, nn.Conv2d, nn.GroupNorm, nn.LayerNorm, nn.Embedding):
+        def init(self, *a, __orig=cls.__init__, **k):
+            k["device"] = "meta"
+            __orig(self, *a, **k)
+        cls.__init__ = init
+    from diffusers.models import AutoencoderKL, UNet2DConditionModel
+    return AutoencoderKL, UNet2DConditionModel
+
+
+def clip_text(hidden, layers, inter, proj=0):
+    """A CLIP text model's transformers names and shapes (on meta)."""
+    e = lambda *s: torch.empty(*s, device="meta")
+    sd = {"text_model.embeddings.token_embedding.weight": e(49408, hidden),
+          "text_model.embeddings.position_embedding.weight": e(77, hidden),
+          "text_model.final_layer_norm.weight": e(hidden), "text_model.final_layer_norm.bias": e(hidden)}
+    for i in range(layers):
+        p = f"text_model.encoder.layers.{i}."
+        for n in ("q", "k", "v", "out"):
+            sd[p + f"self_attn.{n}_proj.weight"], sd[p + f"self_attn.{n}_proj.bias"] = e(hidden, hidden), e(hidden)
+        for n in ("layer_norm1", "layer_norm2"):
+            sd[p + n + ".weight"], sd[p + n + ".bias"] = e(hidden), e(hidden)
+        sd[p + "mlp.fc1.weight"], sd[p + "mlp.fc1.bias"] = e(inter, hidden), e(inter)
+        sd[p + "mlp.fc2.weight"], sd[p + "mlp.fc2.bias"] = e(hidden, inter), e(hidden)
+    if proj:
+        sd["text_projection.weight"] = e(proj, hidden)
+    return sd
+
+
+def real_shapes():
+    """ldm-shapes-*.txt: the names and shapes of SD 1.5's, SD 2.1's and
+    SDXL base's single files (the real models' configs, no data), for the
+    tests of the configs read from shapes. Each line is a name, front-coded
+    (the length it shares with the line before, then the rest), and its
+    shape."""
+    AutoencoderKL, UNet2DConditionModel = meta_models()
+    vae_cfg = dict(block_out_channels=[128, 256, 512, 512], down_block_types=["DownEncoderBlock2D"] * 4,
+                   up_block_types=["UpDecoderBlock2D"] * 4, layers_per_block=2, latent_channels=4)
+    sd_blocks = dict(block_out_channels=[320, 640, 1280, 1280], layers_per_block=2,
+                     down_block_types=["CrossAttnDownBlock2D"] * 3 + ["DownBlock2D"],
+                     up_block_types=["UpBlock2D"] + ["CrossAttnUpBlock2D"] * 3)
+    cases = {
+        "sd15": (dict(sd_blocks, cross_attention_dim=768, attention_head_dim=8),
+                 {"cond_stage_model.transformer.": (sd_script.convert_text_enc_state_dict, clip_text(768, 12, 3072))}),
+        "sd21": (dict(sd_blocks, cross_attention_dim=1024, attention_head_dim=[5, 10, 20, 20], use_linear_projection=True),
+                 {"cond_stage_model.model.": (lambda d: sd_script.convert_text_enc_state_dict_v20({"transformer." + k: v for k, v in d.items()}),
+                                              clip_text(1024, 24, 4096))}),
+        "sdxl": (dict(block_out_channels=[320, 640, 1280], layers_per_block=2, cross_attention_dim=2048,
+                      down_block_types=["DownBlock2D", "CrossAttnDownBlock2D", "CrossAttnDownBlock2D"],
+                      up_block_types=["CrossAttnUpBlock2D", "CrossAttnUpBlock2D", "UpBlock2D"],
+                      attention_head_dim=[5, 10, 20], transformer_layers_per_block=[1, 2, 10], use_linear_projection=True,
+                      addition_embed_type="text_time", addition_time_embed_dim=256, projection_class_embeddings_input_dim=2816),
+                 {"conditioner.embedders.0.transformer.": (xl_script.convert_openai_text_enc_state_dict, clip_text(768, 12, 3072)),
+                  "conditioner.embedders.1.model.": (xl_script.convert_openclip_text_enc_state_dict, clip_text(1280, 32, 5120, 1280))}),
+    }
+    for name, (ucfg, texts) in cases.items():
+        unet = UNet2DConditionModel(**ucfg)
+        vae = AutoencoderKL(**vae_cfg)
+        usd, vsd = unet.state_dict(), vae.state_dict()
+        ldm = {**unet_to_ldm(usd, unet.config), **vae_to_ldm(vsd, vae.config)}
+        for prefix, (convert, sd) in texts.items():
+            t = {prefix + k: v for k, v in convert(sd).items()}
+            proj = prefix + "text_projection.weight"
+            if proj in t:
+                t[prefix + "text_projection"] = t.pop(proj).T
+            ldm.update(t)
+        back = sfu.convert_ldm_unet_checkpoint(ldm, unet.config)
+        assert {k: v.shape for k, v in back.items()} == {k: v.shape for k, v in usd.items()}, name
+        back = sfu.convert_ldm_vae_checkpoint(ldm, vae.config)
+        assert {k: v.shape for k, v in back.items()} == {k: v.shape for k, v in vsd.items()}, name
+        with open(os.path.join(here, f"ldm-shapes-{name}.txt"), "w") as f:
+            f.write(f"# {name}: diffusers' UNet has {len(usd)} tensors and its VAE {len(vsd)}\n")
+            prev = ""
+            for k in sorted(ldm):  # front-coded: the length shared with the name before, the rest, the shape
+                n = len(os.path.commonprefix([prev, k]))
+                f.write(f"{n} {k[n:]} " + ",".join(str(d) for d in ldm[k].shape) + "\n")
+                prev = k
+
+
 sd1()
 sdxl()
+real_shapes()
