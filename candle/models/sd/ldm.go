@@ -229,19 +229,24 @@ func ldmParts(path string, w candle.Weights, rules ldmRules) (*parts, error) {
 }
 
 // openAIText is the CLIP ViT-L text encoder of SD 1.x and of XL's first,
-// under prefix in transformers' names (quick_gelu, no projection).
+// under prefix in transformers' names (quick_gelu, no projection). Files
+// saved with transformers before 4.x name its tensors without text_model.
 func (f *ldmFile) openAIText(prefix string) (clip.Config, *ldmView, error) {
+	p := prefix + "text_model."
+	if !f.has(p+"embeddings.token_embedding.weight") && f.has(prefix+"embeddings.token_embedding.weight") {
+		p = prefix
+	}
 	v := newView(f)
 	for _, k := range f.names {
-		name, ok := strings.CutPrefix(k, prefix)
-		if !ok || !strings.HasPrefix(name, "text_model.") || name == "text_model.embeddings.position_ids" {
+		name, ok := strings.CutPrefix(k, p)
+		if !ok || name == "embeddings.position_ids" || !(strings.HasPrefix(name, "embeddings.") ||
+			strings.HasPrefix(name, "encoder.") || strings.HasPrefix(name, "final_layer_norm.")) {
 			continue
 		}
-		if err := v.add(name, k, opSame); err != nil {
+		if err := v.add("text_model."+name, k, opSame); err != nil {
 			return clip.Config{}, nil, err
 		}
 	}
-	p := prefix + "text_model."
 	return f.textConfig(v, p+"embeddings.token_embedding.weight", p+"embeddings.position_embedding.weight",
 		p+"encoder.layers.0.mlp.fc1.weight", f.count(p+"encoder.layers."), "quick_gelu", 0)
 }

@@ -8,10 +8,11 @@ folder and a tensor name) and how it is made of them: "same", "cat" (q, k
 and v stacked along dim 0), "conv" (a linear weight as a 1x1 convolution),
 "T" (transposed) or "zeros" (of "shape").
 
-    PYTHONPATH=diffusers/src python3 /tmp/rungolden.py make_ldm.py diffusers
+    PYTHONPATH=diffusers/src python3 make_ldm.py diffusers
 
 where diffusers is a checkout of huggingface/diffusers (its scripts/ and
-src/; /tmp/rungolden.py stubs the packages Debian lacks). The text
+src/), with torch and numpy; huggingface_hub and safetensors, which
+diffusers imports but these conversions do not use, may be stand-ins. The text
 encoders are converted by diffusers' own scripts
 (convert_diffusers_to_original_stable_diffusion.py for SD 2.x's OpenCLIP
 names, convert_diffusers_to_original_sdxl.py for SDXL's); those scripts'
@@ -22,6 +23,10 @@ checkpoint is then converted back by diffusers' single-file loader
 exactly, which checks the names independently of the Go code. The SD 2.x
 case is tiny-sd with its text encoder in OpenCLIP's names and an unused
 text_projection.
+
+It also writes ldm-shapes-sd15.txt, ldm-shapes-sd21.txt and
+ldm-shapes-sdxl.txt: the names and shapes, without data, of the real
+models' single files (see real_shapes).
 """
 import hashlib
 import json
