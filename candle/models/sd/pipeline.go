@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"image"
+	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/rocm-go/rocm/candle"
 	"github.com/rocm-go/rocm/candle/models/sd/clip"
@@ -18,9 +20,9 @@ import (
 )
 
 // Pipeline is a Stable Diffusion 1.x, 2.x or XL pipeline (text-to-image
-// and image-to-image) of a diffusers folder: its tokenizers and text
-// encoders (two for XL), UNet, VAE and the training noise schedule its
-// samplers start from.
+// and image-to-image) of a diffusers folder or a single-file checkpoint:
+// its tokenizers and text encoders (two for XL), UNet, VAE and the
+// training noise schedule its samplers start from.
 type Pipeline struct {
 	toks    []*tokenizer.Tokenizer
 	texts   []*clip.Model
@@ -37,12 +39,61 @@ type Pipeline struct {
 	vaeDType     candle.DType // F32 where the VAE's config forces it over F16
 }
 
-// Open loads the pipeline of a diffusers folder (model_index.json,
-// tokenizer/, text_encoder/, unet/, vae/, scheduler/, and for XL
-// tokenizer_2/ and text_encoder_2/) onto dev in dtype. A VAE whose config
-// forces float32 (SDXL's, which overflows F16) runs in F32 when dtype is
-// F16, as diffusers runs it.
-func Open(dir string, dev candle.Device, dtype candle.DType) (*Pipeline, error) {
+// Open loads a pipeline onto dev in dtype: OpenWith with no options.
+func Open(path string, dev candle.Device, dtype candle.DType) (*Pipeline, error) {
+	return OpenWith(path, dev, dtype, Options{})
+}
+
+// OpenWith loads a pipeline onto dev in dtype from either
+//   - a diffusers folder (model_index.json, tokenizer/, text_encoder/,
+//     unet/, vae/, scheduler/, and for XL tokenizer_2/ and
+//     text_encoder_2/), or
+//   - a single-file checkpoint, a regular file whose name ends in
+//     .safetensors, in the original (LDM/SGM) names that AUTOMATIC1111
+//     and ComfyUI load: SD 1.x (CLIP ViT-L), SD 2.x (OpenCLIP ViT-H) or
+//     SDXL (CLIP ViT-L and OpenCLIP ViT-bigG). Its models' configs are
+//     read from the tensors' shapes, its schedule is SD's (scaled_linear
+//     0.00085 to 0.012 over 1000 steps, leading, Euler), and an SD 2.x
+//     checkpoint predicts v (o.Prediction overrides it). A file holds no
+//     tokenizer: o.Tokenizer names one, else a tokenizer/ (and for XL
+//     tokenizer_2/) folder beside the file is used.
+//
+// A VAE whose config forces float32 (SDXL's, which overflows F16) runs in
+// F32 when dtype is F16, as diffusers runs it.
+func OpenWith(path string, dev candle.Device, dtype candle.DType, o Options) (*Pipeline, error) {
+	const op = "Open"
+	switch o.Prediction {
+	case "", scheduler.Epsilon, scheduler.VPrediction:
+	default:
+		return nil, &errs.Error{Pkg: string(pkg), Op: op, Kind: errs.ErrArgument, Field: "Prediction",
+			Detail: fmt.Sprintf("%q: want %q, %q or empty", o.Prediction, scheduler.Epsilon, scheduler.VPrediction)}
+	}
+	if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() && strings.HasSuffix(path, ".safetensors") {
+		return openSingleFile(path, dev, dtype, o, sdRules)
+	}
+	pt, err := folderParts(path)
+	if err != nil {
+		return nil, pkg.Wrap(op, err)
+	}
+	return build(pt, dev, dtype, o)
+}
+
+// parts is what a pipeline is made of, from a folder or a single file.
+type parts struct {
+	xl, zeroNegative bool
+	sched            scheduler.Config
+	sampler          scheduler.Kind
+	tokDirs          []string // one per text encoder
+	texts            []clip.Config
+	unet             unet.Config
+	vae              vae.Config
+	// weights opens a model's weights by its folder's name:
+	// text_encoder, text_encoder_2, unet or vae.
+	weights func(name string) (candle.Weights, error)
+}
+
+// folderParts reads a diffusers folder's index and configs.
+func folderParts(dir string) (*parts, error) {
 	const op = "Open"
 	b, err := pkg.ReadFile(op, filepath.Join(dir, "model_index.json"))
 	if err != nil {
@@ -55,46 +106,64 @@ func Open(dir string, dev candle.Device, dtype candle.DType) (*Pipeline, error) 
 	if err := json.Unmarshal(b, &index); err != nil {
 		return nil, &errs.Error{Pkg: string(pkg), Op: op, Kind: errs.ErrFormat, Path: filepath.Join(dir, "model_index.json"), Detail: err.Error()}
 	}
-	p := &Pipeline{dev: dev, dtype: dtype, sampler: scheduler.Euler}
+	pt := &parts{sampler: scheduler.Euler, weights: func(name string) (candle.Weights, error) {
+		return safetensors.Open(filepath.Join(dir, name))
+	}}
 	switch index.Class {
 	case "StableDiffusionPipeline", "StableDiffusionImg2ImgPipeline":
 	case "StableDiffusionXLPipeline", "StableDiffusionXLImg2ImgPipeline":
-		p.xl, p.zeroNegative = true, index.ZeroEmpty == nil || *index.ZeroEmpty
+		pt.xl, pt.zeroNegative = true, index.ZeroEmpty == nil || *index.ZeroEmpty
 	default:
 		return nil, &errs.Error{Pkg: string(pkg), Op: op, Kind: errs.ErrUnsupported, Path: filepath.Join(dir, "model_index.json"), Field: "_class_name",
 			Detail: index.Class + ": Open takes Stable Diffusion 1.x, 2.x and XL pipelines (StableDiffusionPipeline, StableDiffusionXLPipeline)"}
 	}
-	if err := p.load(dir); err != nil {
+	if pt.sched, err = scheduler.LoadConfig(filepath.Join(dir, "scheduler", "scheduler_config.json")); err != nil {
+		return nil, err
+	}
+	if k, err := scheduler.KindOf(pt.sched.ClassName); err == nil {
+		pt.sampler = k
+	}
+	suffixes := []string{""}
+	if pt.xl {
+		suffixes = append(suffixes, "_2")
+	}
+	for _, suf := range suffixes {
+		pt.tokDirs = append(pt.tokDirs, filepath.Join(dir, "tokenizer"+suf))
+		tcfg, err := clip.LoadConfig(filepath.Join(dir, "text_encoder"+suf, "config.json"))
+		if err != nil {
+			return nil, err
+		}
+		pt.texts = append(pt.texts, tcfg)
+	}
+	if pt.unet, err = unet.LoadConfig(filepath.Join(dir, "unet", "config.json")); err != nil {
+		return nil, err
+	}
+	pt.vae, err = vae.LoadConfig(filepath.Join(dir, "vae", "config.json"))
+	return pt, err
+}
+
+// build loads a pipeline's parts.
+func build(pt *parts, dev candle.Device, dtype candle.DType, o Options) (*Pipeline, error) {
+	p := &Pipeline{dev: dev, dtype: dtype, sampler: pt.sampler, xl: pt.xl, zeroNegative: pt.zeroNegative, sched: pt.sched}
+	if o.Prediction != "" {
+		p.sched.PredictionType = o.Prediction
+	}
+	if err := p.load(pt); err != nil {
 		p.Close()
-		return nil, pkg.Wrap(op, err)
+		return nil, pkg.Wrap("Open", err)
 	}
 	return p, nil
 }
 
-func (p *Pipeline) load(dir string) error {
-	var err error
-	if p.sched, err = scheduler.LoadConfig(filepath.Join(dir, "scheduler", "scheduler_config.json")); err != nil {
-		return err
-	}
-	if k, err := scheduler.KindOf(p.sched.ClassName); err == nil {
-		p.sampler = k
-	}
+func (p *Pipeline) load(pt *parts) error {
 	width := 0 // the text conditioning's: the encoders' widths together
-	suffixes := []string{""}
-	if p.xl {
-		suffixes = append(suffixes, "_2")
-	}
-	for _, suf := range suffixes {
-		tok, err := tokenizer.LoadDir(filepath.Join(dir, "tokenizer"+suf))
+	for k, tcfg := range pt.texts {
+		tok, err := tokenizer.LoadDir(pt.tokDirs[k])
 		if err != nil {
 			return err
 		}
 		p.toks = append(p.toks, tok)
-		tcfg, err := clip.LoadConfig(filepath.Join(dir, "text_encoder"+suf, "config.json"))
-		if err != nil {
-			return err
-		}
-		enc, err := loadWith(filepath.Join(dir, "text_encoder"+suf), func(w candle.Weights) (*clip.Model, error) {
+		enc, err := loadWith(pt.weights, textEncoderName(k), func(w candle.Weights) (*clip.Model, error) {
 			return clip.New(w, tcfg, p.dev, p.dtype)
 		})
 		if err != nil {
@@ -103,23 +172,17 @@ func (p *Pipeline) load(dir string) error {
 		p.texts = append(p.texts, enc)
 		width += tcfg.HiddenSize
 	}
-	ucfg, err := unet.LoadConfig(filepath.Join(dir, "unet", "config.json"))
-	if err != nil {
-		return err
-	}
+	ucfg, vcfg := pt.unet, pt.vae
 	if ucfg.TextTime() != p.xl || (p.xl && !p.texts[1].HasProjection()) {
 		return pkg.Errorf("Open", errs.ErrFormat, "the UNet's added conditioning (%v) and the pipeline (XL: %v, a projection on text_encoder_2) do not agree", ucfg.TextTime(), p.xl)
 	}
 	if ucfg.CrossAttentionDim != width {
 		return pkg.Errorf("Open", errs.ErrFormat, "the UNet attends to %d-wide text and the text encoders give %d", ucfg.CrossAttentionDim, width)
 	}
-	if p.unet, err = loadWith(filepath.Join(dir, "unet"), func(w candle.Weights) (*unet.Model, error) {
+	var err error
+	if p.unet, err = loadWith(pt.weights, "unet", func(w candle.Weights) (*unet.Model, error) {
 		return unet.New(w, ucfg, p.dev, p.dtype)
 	}); err != nil {
-		return err
-	}
-	vcfg, err := vae.LoadConfig(filepath.Join(dir, "vae", "config.json"))
-	if err != nil {
 		return err
 	}
 	if vcfg.LatentChannels != ucfg.InChannels {
@@ -129,16 +192,23 @@ func (p *Pipeline) load(dir string) error {
 	if vcfg.ForceUpcast && p.dtype == candle.F16 {
 		p.vaeDType = candle.F32
 	}
-	p.vae, err = loadWith(filepath.Join(dir, "vae"), func(w candle.Weights) (*vae.Model, error) {
+	p.vae, err = loadWith(pt.weights, "vae", func(w candle.Weights) (*vae.Model, error) {
 		return vae.New(w, vcfg, p.dev, p.vaeDType)
 	})
 	return err
 }
 
-// loadWith opens a component folder's safetensors weights for one
-// constructor.
-func loadWith[M any](dir string, build func(candle.Weights) (M, error)) (M, error) {
-	w, err := safetensors.Open(dir)
+// textEncoderName is the folder of the k-th text encoder.
+func textEncoderName(k int) string {
+	if k == 0 {
+		return "text_encoder"
+	}
+	return fmt.Sprintf("text_encoder_%d", k+1)
+}
+
+// loadWith opens a model's weights for one constructor.
+func loadWith[M any](open func(string) (candle.Weights, error), name string, build func(candle.Weights) (M, error)) (M, error) {
+	w, err := open(name)
 	if err != nil {
 		var zero M
 		return zero, err

@@ -53,6 +53,20 @@ func openFolder(t *testing.T, name string, dev candle.Device, dt candle.DType) *
 	return p
 }
 
+// readGolden reads a golden run and its noise in F32.
+func readGolden(t *testing.T, golden string) (pipelineGolden, []float32) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", golden))
+	require.NoError(t, err)
+	var g pipelineGolden
+	require.NoError(t, json.Unmarshal(b, &g))
+	noise := make([]float32, 0, 2*4*6*8)
+	for _, v := range flat4(g.Noise) {
+		noise = append(noise, float32(v))
+	}
+	return g, noise
+}
+
 func checkPipeline(t *testing.T, dev candle.Device, dt candle.DType, tol float64) {
 	for folder, golden := range map[string]string{"tiny-sd": "golden.json", "tiny-sdxl": "golden-xl.json"} {
 		checkFolder(t, folder, golden, dev, dt, tol)
@@ -60,15 +74,8 @@ func checkPipeline(t *testing.T, dev candle.Device, dt candle.DType, tol float64
 }
 
 func checkFolder(t *testing.T, folder, golden string, dev candle.Device, dt candle.DType, tol float64) {
-	b, err := os.ReadFile(filepath.Join("testdata", golden))
-	require.NoError(t, err)
-	var g pipelineGolden
-	require.NoError(t, json.Unmarshal(b, &g))
+	g, noise := readGolden(t, golden)
 	p := openFolder(t, folder, dev, dt)
-	noise := make([]float32, 0, 2*4*6*8)
-	for _, v := range flat4(g.Noise) {
-		noise = append(noise, float32(v))
-	}
 	var steps []int
 	x, err := p.generate(context.Background(), Request{Prompt: g.Prompt, Width: 16, Height: 12, Steps: g.Steps,
 		Guidance: g.Guidance, Batch: 2, Noise: noise, Progress: func(i, n int) { steps = append(steps, i*10+n) }})

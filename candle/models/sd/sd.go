@@ -1,15 +1,26 @@
 // Package sd is Stable Diffusion's pipeline (1.x, 2.x and XL) over its
 // models (candle/models/sd/clip, candle/models/sd/unet,
 // candle/models/sd/vae, and the samplers of candle/models/sd/scheduler):
-// Open a diffusers folder and Generate images, text-to-image or
-// image-to-image, with classifier-free guidance, seeded and cancellable.
-// Its parts are exported too: the denoising loop's step on the device,
-// seeded noise as a tensor, and images to and from tensors.
+// Open a diffusers folder or a single-file checkpoint and Generate images,
+// text-to-image or image-to-image, with classifier-free guidance, seeded
+// and cancellable. Its parts are exported too: the denoising loop's step
+// on the device, seeded noise as a tensor, and images to and from tensors.
 //
 //	p, err := sd.Open("stable-diffusion-v1-5", dev, candle.F16)
 //	defer p.Close()
 //	imgs, err := p.Generate(ctx, sd.Request{Prompt: "a photo of a cat", Width: 512, Height: 512, Steps: 25, Seed: 42})
 //	png.Encode(f, imgs[0])
+//
+// A single .safetensors file in the original (LDM/SGM) names, as
+// AUTOMATIC1111 and ComfyUI load them, opens too: SD 1.x, SD 2.x (its
+// OpenCLIP text encoder) and SDXL, with the configs read from the tensors'
+// shapes. It holds no tokenizer: name one in Options.Tokenizer (the
+// model's diffusers folder, say), or put tokenizer/ (and tokenizer_2/) beside
+// the file. SD 2.x files predict v by default; Options.Prediction says
+// otherwise.
+//
+//	p, err := sd.OpenWith("v1-5-pruned-emaonly.safetensors", dev, candle.F16,
+//		sd.Options{Tokenizer: "stable-diffusion-v1-5"})
 package sd
 
 import (

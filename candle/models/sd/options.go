@@ -1,0 +1,18 @@
+package sd
+
+// Options says how OpenWith loads a pipeline. The zero value is Open's.
+type Options struct {
+	// Tokenizer is where a single-file checkpoint's tokenizers are, as it
+	// holds none: a folder with tokenizer/ (and for XL tokenizer_2/), such
+	// as the diffusers folder of the same model, or a folder of CLIP's
+	// vocab.json and merges.txt that every text encoder then uses (SDXL's
+	// second tokenizer pads with "!", so a shared one pads it as its own
+	// tokenizer_config.json says). Empty: the folder that holds the file.
+	// A diffusers folder's own tokenizers are used whatever it says.
+	Tokenizer string
+	// Prediction is what the UNet predicts: scheduler.Epsilon or
+	// scheduler.VPrediction. Empty: the folder's scheduler config says, and
+	// for a single file (whose weights cannot say) SD 2.x predicts v, as
+	// its 768-pixel models do, and SD 1.x and XL predict the noise.
+	Prediction string
+}
