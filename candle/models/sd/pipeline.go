@@ -2,7 +2,6 @@ package sd
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"image"
 	"path/filepath"
@@ -35,6 +34,7 @@ type Pipeline struct {
 	// embeddings are zeros (model_index.json's force_zeros_for_empty_prompt).
 	zeroNegative bool
 	vaeDType     candle.DType // F32 where the VAE's config forces it over F16
+	loras        *loraSet     // while loading: the LoRAs to merge
 }
 
 // Open loads the pipeline of a diffusers folder (model_index.json,
@@ -43,32 +43,7 @@ type Pipeline struct {
 // forces float32 (SDXL's, which overflows F16) runs in F32 when dtype is
 // F16, as diffusers runs it.
 func Open(dir string, dev candle.Device, dtype candle.DType) (*Pipeline, error) {
-	const op = "Open"
-	b, err := pkg.ReadFile(op, filepath.Join(dir, "model_index.json"))
-	if err != nil {
-		return nil, err
-	}
-	var index struct {
-		Class     string `json:"_class_name"`
-		ZeroEmpty *bool  `json:"force_zeros_for_empty_prompt"`
-	}
-	if err := json.Unmarshal(b, &index); err != nil {
-		return nil, &errs.Error{Pkg: string(pkg), Op: op, Kind: errs.ErrFormat, Path: filepath.Join(dir, "model_index.json"), Detail: err.Error()}
-	}
-	p := &Pipeline{dev: dev, dtype: dtype, sampler: scheduler.Euler}
-	switch index.Class {
-	case "StableDiffusionPipeline", "StableDiffusionImg2ImgPipeline":
-	case "StableDiffusionXLPipeline", "StableDiffusionXLImg2ImgPipeline":
-		p.xl, p.zeroNegative = true, index.ZeroEmpty == nil || *index.ZeroEmpty
-	default:
-		return nil, &errs.Error{Pkg: string(pkg), Op: op, Kind: errs.ErrUnsupported, Path: filepath.Join(dir, "model_index.json"), Field: "_class_name",
-			Detail: index.Class + ": Open takes Stable Diffusion 1.x, 2.x and XL pipelines (StableDiffusionPipeline, StableDiffusionXLPipeline)"}
-	}
-	if err := p.load(dir); err != nil {
-		p.Close()
-		return nil, pkg.Wrap(op, err)
-	}
-	return p, nil
+	return OpenWith(dir, dev, dtype, Options{})
 }
 
 func (p *Pipeline) load(dir string) error {
@@ -94,7 +69,7 @@ func (p *Pipeline) load(dir string) error {
 		if err != nil {
 			return err
 		}
-		enc, err := loadWith(filepath.Join(dir, "text_encoder"+suf), func(w candle.Weights) (*clip.Model, error) {
+		enc, err := loadWith(p.loras, filepath.Join(dir, "text_encoder"+suf), func(w candle.Weights) (*clip.Model, error) {
 			return clip.New(w, tcfg, p.dev, p.dtype)
 		})
 		if err != nil {
@@ -113,7 +88,7 @@ func (p *Pipeline) load(dir string) error {
 	if ucfg.CrossAttentionDim != width {
 		return pkg.Errorf("Open", errs.ErrFormat, "the UNet attends to %d-wide text and the text encoders give %d", ucfg.CrossAttentionDim, width)
 	}
-	if p.unet, err = loadWith(filepath.Join(dir, "unet"), func(w candle.Weights) (*unet.Model, error) {
+	if p.unet, err = loadWith(p.loras, filepath.Join(dir, "unet"), func(w candle.Weights) (*unet.Model, error) {
 		return unet.New(w, ucfg, p.dev, p.dtype)
 	}); err != nil {
 		return err
@@ -129,18 +104,23 @@ func (p *Pipeline) load(dir string) error {
 	if vcfg.ForceUpcast && p.dtype == candle.F16 {
 		p.vaeDType = candle.F32
 	}
-	p.vae, err = loadWith(filepath.Join(dir, "vae"), func(w candle.Weights) (*vae.Model, error) {
+	p.vae, err = loadWith(p.loras, filepath.Join(dir, "vae"), func(w candle.Weights) (*vae.Model, error) {
 		return vae.New(w, vcfg, p.dev, p.vaeDType)
 	})
 	return err
 }
 
 // loadWith opens a component folder's safetensors weights for one
-// constructor.
-func loadWith[M any](dir string, build func(candle.Weights) (M, error)) (M, error) {
-	w, err := safetensors.Open(dir)
+// constructor, with the LoRAs of the folder's component merged in.
+func loadWith[M any](l *loraSet, dir string, build func(candle.Weights) (M, error)) (M, error) {
+	var zero M
+	f, err := safetensors.Open(dir)
 	if err != nil {
-		var zero M
+		return zero, err
+	}
+	w, err := l.view(filepath.Base(dir), f)
+	if err != nil {
+		f.Close()
 		return zero, err
 	}
 	defer w.Close()
