@@ -37,10 +37,13 @@ import (
 //     A module is found by matching the name against the component's own
 //     weights' names.
 //   - diffusers / PEFT: unet.<module>.lora_A.weight (down) and
-//     .lora_B.weight (up), or the older .lora.down.weight and
-//     .lora.up.weight, with text_encoder. and text_encoder_2. for the
-//     text encoders, .alpha where the file has one; names without a
-//     component are the UNet's.
+//     .lora_B.weight (up), or diffusers' older .lora.down.weight and
+//     .lora.up.weight, .lora_linear_layer.down.weight and .up.weight, and
+//     attention processors' <attn>.processor.to_q_lora.down.weight (to_k,
+//     to_v, to_out: the attention's to_q… or a text encoder's q_proj…),
+//     with text_encoder. and text_encoder_2. for the text encoders,
+//     .alpha where the file has one; names without a component are the
+//     UNet's.
 //
 // A tensor of the file that adapts no weight of the pipeline is an error
 // of kind errs.ErrFormat that names it, and an up and down whose product
@@ -76,6 +79,10 @@ var loraParts = []struct{ suffix, part string }{
 	{".lora_B.weight", "up"},
 	{".lora.down.weight", "down"},
 	{".lora.up.weight", "up"},
+	{".lora_linear_layer.down.weight", "down"},
+	{".lora_linear_layer.up.weight", "up"},
+	{"_lora.down.weight", "down"}, // attention processors' to_q_lora
+	{"_lora.up.weight", "up"},
 	{".alpha", "alpha"},
 }
 
@@ -94,6 +101,7 @@ type loraModule struct {
 	module    string // kohya: underscored; else the dotted path
 	kohya     bool
 	down, up  string // tensor names
+	alpha     string // "" where the file has none
 	downShape candle.Shape
 	upShape   candle.Shape
 	factor    float64 // Scale·alpha/rank
@@ -141,7 +149,6 @@ func (l *loraSet) read(f *safetensors.File, scale float64) error {
 	}
 	byKey := map[string]*loraModule{}
 	var order []*loraModule
-	alphas := map[*loraModule]string{}
 	for _, name := range names {
 		m, part, err := parseLoRAName(name)
 		if err != nil {
@@ -154,14 +161,11 @@ func (l *loraSet) read(f *safetensors.File, scale float64) error {
 			byKey[m.component+"\x00"+m.module] = m
 			order = append(order, m)
 		}
-		switch part {
-		case "down":
-			m.down = name
-		case "up":
-			m.up = name
-		case "alpha":
-			alphas[m] = name
+		slot := map[string]*string{"down": &m.down, "up": &m.up, "alpha": &m.alpha}[part]
+		if *slot != "" {
+			return pkg.Errorf(op, errs.ErrFormat, "LoRA tensors %q and %q are both module %q's %s", *slot, name, m.key, part)
 		}
+		*slot = name
 	}
 	for _, m := range order {
 		if m.down == "" || m.up == "" {
@@ -186,9 +190,9 @@ func (l *loraSet) read(f *safetensors.File, scale float64) error {
 		}
 		rank := float64(d[0])
 		alpha := rank
-		if a, ok := alphas[m]; ok {
+		if m.alpha != "" {
 			var err error
-			if alpha, err = scalar(f, a); err != nil {
+			if alpha, err = scalar(f, m.alpha); err != nil {
 				return err
 			}
 		}
@@ -266,17 +270,17 @@ func (l *loraSet) view(component string, w candle.Weights) (candle.Weights, erro
 	for _, m := range mods {
 		module, err := t.resolve(m)
 		if err != nil {
-			return nil, err
+			return nil, errs.AtPath(err, m.file.Path())
 		}
 		name := module + ".weight"
 		info, _ := w.Info(name)
 		if !info.Dense {
-			return nil, pkg.Errorf("Open", errs.ErrDType, "LoRA module %q adapts %s, a %s tensor, which LoRAs do not merge into", m.key, name, info.Type)
+			return nil, errs.AtPath(pkg.Errorf("Open", errs.ErrDType, "LoRA module %q adapts %s, a %s tensor, which LoRAs do not merge into", m.key, name, info.Type), m.file.Path())
 		}
 		out, rest := m.upShape[0], m.downShape.Elems()/m.downShape[0]
 		if s := info.Shape; len(s) < 2 || s[0] != out || s.Elems()/s[0] != rest {
-			return nil, pkg.Errorf("Open", errs.ErrShape, "LoRA module %q: up %v @ down %v is %d×%d, and %s of the %s is %v",
-				m.key, m.upShape, m.downShape, out, rest, name, component, s)
+			return nil, errs.AtPath(pkg.Errorf("Open", errs.ErrShape, "LoRA module %q: up %v @ down %v is %d×%d, and %s of the %s is %v",
+				m.key, m.upShape, m.downShape, out, rest, name, component, s), m.file.Path())
 		}
 		if m.factor != 0 {
 			v.merges[name] = append(v.merges[name], m)
@@ -354,11 +358,13 @@ func (t *moduleTable) addFlat(name, module string) {
 // resolve is the module path of the component that m adapts.
 func (t *moduleTable) resolve(m *loraModule) (string, error) {
 	if !m.kohya {
-		if t.modules[m.module] {
-			return m.module, nil
-		}
-		if to, ok := t.aliases[m.module]; ok {
-			return to, nil
+		for _, c := range dottedCandidates(m.module) {
+			if t.modules[c] {
+				return c, nil
+			}
+			if to, ok := t.aliases[c]; ok {
+				return to, nil
+			}
 		}
 	} else if to, ok := t.flat[m.module]; ok {
 		if to == "" {
@@ -367,6 +373,40 @@ func (t *moduleTable) resolve(m *loraModule) (string, error) {
 		return to, nil
 	}
 	return "", pkg.Errorf("Open", errs.ErrFormat, "LoRA module %q matches no weight of the %s", m.key, t.component)
+}
+
+// processorNames are the projections of diffusers' old attention
+// processors (attn1.processor.to_q_lora) as the UNet's attentions and the
+// text encoders' name them.
+var processorNames = map[string][]string{
+	"to_q":   {"to_q", "q_proj"},
+	"to_k":   {"to_k", "k_proj"},
+	"to_v":   {"to_v", "v_proj"},
+	"to_out": {"to_out.0", "out_proj"},
+}
+
+// dottedCandidates are the module paths a diffusers LoRA's module may
+// name: itself, and an attention processor's projection as the models
+// name it.
+func dottedCandidates(module string) []string {
+	out := []string{module}
+	parent, last, ok := cutLast(strings.Replace(module, ".processor.", ".", 1))
+	if !ok {
+		return out
+	}
+	for _, n := range processorNames[last] {
+		out = append(out, parent+"."+n)
+	}
+	return out
+}
+
+// cutLast splits a dotted path before its last element.
+func cutLast(path string) (parent, last string, ok bool) {
+	i := strings.LastIndexByte(path, '.')
+	if i < 0 {
+		return "", "", false
+	}
+	return path[:i], path[i+1:], true
 }
 
 // loraView is a component's weights with LoRAs merged into those they

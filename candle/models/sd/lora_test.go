@@ -23,7 +23,7 @@ import (
 // weight of a folder's component it adapts.
 type loraSpec struct {
 	base      string
-	style     string // "kohya", "peft" or "old" (diffusers' lora.down/lora.up)
+	style     string // "kohya", "peft", "old" (lora.down), "linear" (lora_linear_layer.down) or "proc" (to_q_lora.down)
 	component string
 	weight    string
 	rank      int
@@ -105,6 +105,10 @@ func writeLoRA(t *testing.T, folder, path string, scale float64, seed uint64, sp
 			down, up = ".lora_A.weight", ".lora_B.weight"
 		case "old":
 			down, up = ".lora.down.weight", ".lora.up.weight"
+		case "linear":
+			down, up = ".lora_linear_layer.down.weight", ".lora_linear_layer.up.weight"
+		case "proc":
+			down, up = "_lora.down.weight", "_lora.up.weight"
 		}
 		put(s.base+down, lv.down, lv.downShape...)
 		put(s.base+up, lv.up, lv.upShape...)
@@ -206,6 +210,11 @@ func TestLoRAMergesSD(t *testing.T) {
 		loraSpec{"unet.down_blocks.0.resnets.0.conv2", "peft", "unet", "down_blocks.0.resnets.0.conv2.weight", 2, 0},
 		loraSpec{"text_encoder.text_model.encoder.layers.0.self_attn.k_proj", "peft", "text_encoder", "text_model.encoder.layers.0.self_attn.k_proj.weight", 2, 3},
 		loraSpec{"text_encoder.text_model.encoder.layers.0.self_attn.q_proj", "old", "text_encoder", "text_model.encoder.layers.0.self_attn.q_proj.weight", 3, 0},
+		// diffusers' older names, as its conversion of kohya files gives them
+		loraSpec{"unet." + blk + "transformer_blocks.0.attn2.processor.to_out", "proc", "unet", blk + "transformer_blocks.0.attn2.to_out.0.weight", 2, 0},
+		loraSpec{"unet." + blk + "transformer_blocks.0.attn1.processor.to_v", "proc", "unet", blk + "transformer_blocks.0.attn1.to_v.weight", 2, 1},
+		loraSpec{"text_encoder.text_model.encoder.layers.1.self_attn.to_out", "proc", "text_encoder", "text_model.encoder.layers.1.self_attn.out_proj.weight", 2, 0},
+		loraSpec{"text_encoder.text_model.encoder.layers.1.mlp.fc2", "linear", "text_encoder", "text_model.encoder.layers.1.mlp.fc2.weight", 2, 0},
 	)
 	assertMerged(t, "tiny-sd", []LoRA{{filepath.Join(dir, "kohya.safetensors"), 0.8}, {filepath.Join(dir, "peft.safetensors"), -1.5}}, kohya, peft)
 }
@@ -323,6 +332,7 @@ func TestLoRAErrors(t *testing.T) {
 	err = open("tiny-sd", LoRA{file("nosuch", noSuch), 1})
 	assert.ErrorIs(t, err, errs.ErrFormat)
 	assert.ErrorContains(t, err, "lora_unet_down_blocks_9_resnets_0_conv1")
+	assert.ErrorContains(t, err, "nosuch.safetensors")
 	err = open("tiny-sd", LoRA{file("nosuch", noSuch), 0})
 	assert.ErrorIs(t, err, errs.ErrFormat, "at scale 0 too")
 
@@ -348,6 +358,8 @@ func TestLoRAErrors(t *testing.T) {
 		"model.diffusion_model.input_blocks.0.0.weight":     {"model.diffusion_model.input_blocks.0.0.weight": x},
 		"lora_unet_down_blocks_0_resnets_0_conv1":           {"lora_unet_down_blocks_0_resnets_0_conv1.lora_down.weight": x},
 		"lora_unet_down_blocks_0_resnets_0_conv1.hada_w1_a": {"lora_unet_down_blocks_0_resnets_0_conv1.hada_w1_a": x},
+		"unet.down_blocks.0.resnets.0.conv1.lora_A.weight": {"unet.down_blocks.0.resnets.0.conv1.lora_A.weight": x,
+			"unet.down_blocks.0.resnets.0.conv1.lora.down.weight": x, "unet.down_blocks.0.resnets.0.conv1.lora_B.weight": x},
 	} {
 		path := filepath.Join(dir, "bad.safetensors")
 		require.NoError(t, safetensors.Save(path, tensors, nil))
@@ -361,4 +373,34 @@ func TestLoRAErrors(t *testing.T) {
 	var e *errs.Error
 	require.True(t, errors.As(err, &e))
 	assert.Equal(t, "sd", e.Pkg)
+}
+
+// TestLoRAKohyaNames resolves kohya names to the modules that diffusers'
+// conversion of kohya files (_convert_non_diffusers_lora_to_diffusers,
+// then its PEFT renaming) gives them.
+func TestLoRAKohyaNames(t *testing.T) {
+	names := func(folder, component string) []string {
+		w, err := safetensors.Open(filepath.Join("testdata", folder, component))
+		require.NoError(t, err)
+		defer w.Close()
+		return w.Names()
+	}
+	for _, c := range []struct{ folder, component, kohya, module string }{
+		{"tiny-sd", "unet", "down_blocks_0_attentions_0_transformer_blocks_0_attn1_to_out_0", "down_blocks.0.attentions.0.transformer_blocks.0.attn1.to_out.0"},
+		{"tiny-sd", "unet", "down_blocks_0_attentions_0_transformer_blocks_0_attn2_to_k", "down_blocks.0.attentions.0.transformer_blocks.0.attn2.to_k"},
+		{"tiny-sd", "unet", "down_blocks_0_attentions_0_proj_in", "down_blocks.0.attentions.0.proj_in"},
+		{"tiny-sd", "unet", "down_blocks_0_attentions_0_transformer_blocks_0_ff_net_0_proj", "down_blocks.0.attentions.0.transformer_blocks.0.ff.net.0.proj"},
+		{"tiny-sd", "unet", "down_blocks_0_resnets_0_conv1", "down_blocks.0.resnets.0.conv1"},
+		{"tiny-sd", "unet", "down_blocks_0_resnets_0_time_emb_proj", "down_blocks.0.resnets.0.time_emb_proj"},
+		{"tiny-sd", "unet", "down_blocks_0_downsamplers_0_conv", "down_blocks.0.downsamplers.0.conv"},
+		{"tiny-sd", "unet", "mid_block_attentions_0_proj_in", "mid_block.attentions.0.proj_in"},
+		{"tiny-sd", "unet", "up_blocks_1_resnets_0_conv_shortcut", "up_blocks.1.resnets.0.conv_shortcut"},
+		{"tiny-sd", "text_encoder", "text_model_encoder_layers_0_self_attn_q_proj", "text_model.encoder.layers.0.self_attn.q_proj"},
+		{"tiny-sd", "text_encoder", "text_model_encoder_layers_1_mlp_fc1", "text_model.encoder.layers.1.mlp.fc1"},
+		{"tiny-sdxl", "text_encoder_2", "text_model_encoder_layers_0_self_attn_out_proj", "text_model.encoder.layers.0.self_attn.out_proj"},
+	} {
+		got, err := newModuleTable(c.component, names(c.folder, c.component)).resolve(&loraModule{key: c.kohya, module: c.kohya, kohya: true})
+		require.NoError(t, err, c.kohya)
+		assert.Equal(t, c.module, got, c.kohya)
+	}
 }
