@@ -109,9 +109,8 @@ type loraModule struct {
 
 // loraSet is the LoRAs that a pipeline merges as it loads.
 type loraSet struct {
-	files  []*safetensors.File
-	mods   map[string][]*loraModule // by component
-	viewed map[string]bool          // components loaded so far
+	files []*safetensors.File
+	mods  map[string][]*loraModule // by component
 }
 
 // openLoRAs opens LoRA files and reads which modules they adapt; nil for
@@ -120,7 +119,7 @@ func openLoRAs(list []LoRA) (*loraSet, error) {
 	if len(list) == 0 {
 		return nil, nil
 	}
-	l := &loraSet{mods: map[string][]*loraModule{}, viewed: map[string]bool{}}
+	l := &loraSet{mods: map[string][]*loraModule{}}
 	for _, lo := range list {
 		if math.IsNaN(lo.Scale) || math.IsInf(lo.Scale, 0) {
 			l.close()
@@ -260,7 +259,6 @@ func (l *loraSet) view(component string, w candle.Weights) (candle.Weights, erro
 	if l == nil {
 		return w, nil
 	}
-	l.viewed[component] = true
 	mods := l.mods[component]
 	if len(mods) == 0 {
 		return w, nil
@@ -289,14 +287,15 @@ func (l *loraSet) view(component string, w candle.Weights) (candle.Weights, erro
 	return v, nil
 }
 
-// unused is an error naming a module of a component the pipeline did not
-// load (text_encoder_2 of an SD 1.x pipeline), nil when there is none.
-func (l *loraSet) unused() error {
+// outside is an error naming a module of a component that is not one of
+// components (text_encoder_2 for an SD 1.x pipeline), nil when there is
+// none.
+func (l *loraSet) outside(components ...string) error {
 	if l == nil {
 		return nil
 	}
 	for _, c := range slices.Sorted(maps.Keys(l.mods)) {
-		if !l.viewed[c] {
+		if !slices.Contains(components, c) {
 			m := l.mods[c][0]
 			return &errs.Error{Pkg: string(pkg), Op: "Open", Kind: errs.ErrFormat, Path: m.file.Path(),
 				Detail: fmt.Sprintf("LoRA module %q adapts the %s, which this pipeline does not have", m.key, c)}

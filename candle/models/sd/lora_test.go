@@ -404,3 +404,40 @@ func TestLoRAKohyaNames(t *testing.T) {
 		assert.Equal(t, c.module, got, c.kohya)
 	}
 }
+
+// TestLoRAKeepsTheDType: a weight in F16 merges in F32 and loads in F16.
+func TestLoRAKeepsTheDType(t *testing.T) {
+	dir := t.TempDir()
+	const name = "down_blocks.0.resnets.0.conv1.weight"
+	w32, shape := weightOf(t, "tiny-sd", "unet", name)
+	x, err := candle.FromSlice(candle.CPU(), w32, shape...)
+	require.NoError(t, err)
+	defer x.Close()
+	x16, err := x.ToDType(candle.F16)
+	require.NoError(t, err)
+	defer x16.Close()
+	base := toF64(t, x16)
+	path := filepath.Join(dir, "unet.safetensors")
+	require.NoError(t, safetensors.Save(path, map[string]*candle.Tensor{name: x16}, nil))
+	lora := filepath.Join(dir, "lora.safetensors")
+	lv := writeLoRA(t, "tiny-sd", lora, 0.7, 9, loraSpec{"lora_unet_down_blocks_0_resnets_0_conv1", "kohya", "unet", name, 2, 3})
+
+	l, err := openLoRAs([]LoRA{{lora, 0.7}})
+	require.NoError(t, err)
+	defer l.close()
+	f, err := safetensors.OpenFile(path)
+	require.NoError(t, err)
+	v, err := l.view("unet", f)
+	require.NoError(t, err)
+	defer v.Close()
+	m, err := v.Load(name, candle.CPU())
+	require.NoError(t, err)
+	defer m.Close()
+	assert.Equal(t, candle.F16, m.DType())
+	got := toF64(t, m)
+	delta := want(t, "tiny-sd", lv)["unet/"+name]
+	for i := range got {
+		ref := base[i] + delta[i] - w32[i]
+		assert.InDelta(t, ref, got[i], math.Abs(ref)/1024+1e-6, "element %d", i)
+	}
+}

@@ -41,14 +41,18 @@ func OpenWith(dir string, dev candle.Device, dtype candle.DType, o Options) (*Pi
 		return nil, &errs.Error{Pkg: string(pkg), Op: op, Kind: errs.ErrUnsupported, Path: filepath.Join(dir, "model_index.json"), Field: "_class_name",
 			Detail: index.Class + ": Open takes Stable Diffusion 1.x, 2.x and XL pipelines (StableDiffusionPipeline, StableDiffusionXLPipeline)"}
 	}
-	if p.loras, err = openLoRAs(o.LoRAs); err != nil {
-		return nil, pkg.Wrap(op, err)
+	components := []string{"text_encoder", "unet"}
+	if p.xl {
+		components = append(components, "text_encoder_2")
+	}
+	if p.loras, err = openLoRAs(o.LoRAs); err == nil {
+		err = p.loras.outside(components...)
 	}
 	defer func() { p.loras.close(); p.loras = nil }()
-	if err = p.load(dir); err == nil {
-		err = p.loras.unused()
-	}
 	if err != nil {
+		return nil, pkg.Wrap(op, err)
+	}
+	if err := p.load(dir); err != nil {
 		p.Close()
 		return nil, pkg.Wrap(op, err)
 	}
