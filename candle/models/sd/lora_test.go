@@ -3,6 +3,7 @@ package sd
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -17,6 +18,26 @@ import (
 	"github.com/rocm-go/rocm/candle/safetensors"
 	"github.com/rocm-go/rocm/errs"
 )
+
+// A pipeline with two LoRAs merged into its weights: a style at full
+// strength and a detail LoRA at half.
+func ExampleLoRA() {
+	p, err := OpenWith("stable-diffusion-v1-5", candle.CPU(), candle.F32, Options{LoRAs: []LoRA{
+		{Path: "watercolor.safetensors", Scale: 1},
+		{Path: "detail.safetensors", Scale: 0.5},
+	}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer p.Close()
+	imgs, err := p.Generate(context.Background(), Request{Prompt: "a lighthouse at dusk", Width: 512, Height: 512, Steps: 25, Seed: 1})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(len(imgs))
+}
 
 // loraSpec is one module of a test LoRA file: its name in the file
 // (without the part's suffix), how the file names its parts, and the
