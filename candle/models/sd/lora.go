@@ -47,7 +47,11 @@ import (
 //
 // A tensor of the file that adapts no weight of the pipeline is an error
 // of kind errs.ErrFormat that names it, and an up and down whose product
-// does not have the weight's shape one of kind errs.ErrShape.
+// does not have the weight's shape one of kind errs.ErrShape. Kohya files
+// for SDXL that name the UNet's modules in the LDM checkpoints' layout
+// (lora_unet_input_blocks_4_1_transformer_blocks_0_attn1_to_q) do not
+// resolve yet, and LyCORIS's other kinds (LoHa's hada_, LoKr, DoRA's
+// dora_scale) are not taken: both are such errors.
 type LoRA struct {
 	// Path is the .safetensors file.
 	Path string
