@@ -15,4 +15,7 @@ type Options struct {
 	// for a single file (whose weights cannot say) SD 2.x predicts v, as
 	// its 768-pixel models do, and SD 1.x and XL predict the noise.
 	Prediction string
+	// LoRAs are merged into the text encoders' and the UNet's weights as
+	// they load, in order (see LoRA).
+	LoRAs []LoRA
 }

@@ -37,6 +37,7 @@ type Pipeline struct {
 	// embeddings are zeros (model_index.json's force_zeros_for_empty_prompt).
 	zeroNegative bool
 	vaeDType     candle.DType // F32 where the VAE's config forces it over F16
+	loras        *loraSet     // while loading: the LoRAs to merge
 }
 
 // Open loads a pipeline onto dev in dtype: OpenWith with no options.
@@ -148,6 +149,18 @@ func build(pt *parts, dev candle.Device, dtype candle.DType, o Options) (*Pipeli
 	if o.Prediction != "" {
 		p.sched.PredictionType = o.Prediction
 	}
+	components := []string{"text_encoder", "unet"}
+	if pt.xl {
+		components = append(components, "text_encoder_2")
+	}
+	var err error
+	if p.loras, err = openLoRAs(o.LoRAs); err == nil {
+		err = p.loras.outside(components...)
+	}
+	defer func() { p.loras.close(); p.loras = nil }()
+	if err != nil {
+		return nil, pkg.Wrap("Open", err)
+	}
 	if err := p.load(pt); err != nil {
 		p.Close()
 		return nil, pkg.Wrap("Open", err)
@@ -163,7 +176,7 @@ func (p *Pipeline) load(pt *parts) error {
 			return err
 		}
 		p.toks = append(p.toks, tok)
-		enc, err := loadWith(pt.weights, textEncoderName(k), func(w candle.Weights) (*clip.Model, error) {
+		enc, err := loadWith(p.loras, pt.weights, textEncoderName(k), func(w candle.Weights) (*clip.Model, error) {
 			return clip.New(w, tcfg, p.dev, p.dtype)
 		})
 		if err != nil {
@@ -180,7 +193,7 @@ func (p *Pipeline) load(pt *parts) error {
 		return pkg.Errorf("Open", errs.ErrFormat, "the UNet attends to %d-wide text and the text encoders give %d", ucfg.CrossAttentionDim, width)
 	}
 	var err error
-	if p.unet, err = loadWith(pt.weights, "unet", func(w candle.Weights) (*unet.Model, error) {
+	if p.unet, err = loadWith(p.loras, pt.weights, "unet", func(w candle.Weights) (*unet.Model, error) {
 		return unet.New(w, ucfg, p.dev, p.dtype)
 	}); err != nil {
 		return err
@@ -192,7 +205,7 @@ func (p *Pipeline) load(pt *parts) error {
 	if vcfg.ForceUpcast && p.dtype == candle.F16 {
 		p.vaeDType = candle.F32
 	}
-	p.vae, err = loadWith(pt.weights, "vae", func(w candle.Weights) (*vae.Model, error) {
+	p.vae, err = loadWith(p.loras, pt.weights, "vae", func(w candle.Weights) (*vae.Model, error) {
 		return vae.New(w, vcfg, p.dev, p.vaeDType)
 	})
 	return err
@@ -206,11 +219,17 @@ func textEncoderName(k int) string {
 	return fmt.Sprintf("text_encoder_%d", k+1)
 }
 
-// loadWith opens a model's weights for one constructor.
-func loadWith[M any](open func(string) (candle.Weights, error), name string, build func(candle.Weights) (M, error)) (M, error) {
-	w, err := open(name)
+// loadWith opens a model's weights for one constructor, with the LoRAs
+// of that model merged in.
+func loadWith[M any](l *loraSet, open func(string) (candle.Weights, error), name string, build func(candle.Weights) (M, error)) (M, error) {
+	var zero M
+	f, err := open(name)
 	if err != nil {
-		var zero M
+		return zero, err
+	}
+	w, err := l.view(name, f)
+	if err != nil {
+		f.Close()
 		return zero, err
 	}
 	defer w.Close()

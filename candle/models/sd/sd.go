@@ -4,7 +4,9 @@
 // Open a diffusers folder or a single-file checkpoint and Generate images,
 // text-to-image or image-to-image, with classifier-free guidance, seeded
 // and cancellable. Its parts are exported too: the denoising loop's step
-// on the device, seeded noise as a tensor, and images to and from tensors.
+// on the device, seeded noise as a tensor, and images to and from tensors. OpenWith
+// merges LoRA files (kohya / AUTOMATIC1111 and diffusers / PEFT) into the
+// weights as they load, each at a scale (Options, LoRA).
 //
 //	p, err := sd.Open("stable-diffusion-v1-5", dev, candle.F16)
 //	defer p.Close()
