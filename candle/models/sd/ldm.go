@@ -826,3 +826,74 @@ func (v *ldmView) LoadQ(name string, dev candle.Device) (*candle.QTensor, error)
 func (v *ldmView) TransferStats() candle.TransferStats { return v.f.w.TransferStats() }
 
 func (v *ldmView) Close() error { return nil }
+
+// ldmUNetAliases names a diffusers UNet's modules as the LDM checkpoints
+// do (input_blocks.4.1.transformer_blocks.0.attn1.to_q for
+// down_blocks.1.attentions.0.transformer_blocks.0.attn1.to_q), the names
+// kohya's SDXL LoRAs use. Each alias is kept only where unetName, the
+// single-file loader's own renaming, maps it back to the module.
+func ldmUNetAliases(names []string) map[string]string {
+	lpb := 0 // layers per down block
+	for _, n := range names {
+		if rest, ok := strings.CutPrefix(n, "down_blocks.0.resnets."); ok {
+			if i, _, ok := cutIndex(rest); ok {
+				lpb = max(lpb, i+1)
+			}
+		}
+	}
+	resnet := map[string]string{"norm1": "in_layers.0", "conv1": "in_layers.2", "norm2": "out_layers.0", "conv2": "out_layers.3",
+		"time_emb_proj": "emb_layers.1", "conv_shortcut": "skip_connection"}
+	out := map[string]string{}
+	for _, n := range names {
+		m, ok := strings.CutSuffix(n, ".weight")
+		if !ok {
+			continue
+		}
+		group, rest, _ := strings.Cut(m, ".")
+		b := 0
+		if group != "mid_block" {
+			if b, rest, ok = cutIndex(rest); !ok {
+				continue
+			}
+		}
+		kind, rest, _ := strings.Cut(rest, ".")
+		l, tail, ok := cutIndex(rest)
+		if !ok {
+			continue
+		}
+		if kind == "resnets" {
+			sub, after, _ := strings.Cut(tail, ".")
+			if resnet[sub] == "" {
+				continue
+			}
+			tail = resnet[sub] + strings.TrimSuffix("."+after, ".")
+		}
+		var cands []string
+		switch group + "/" + kind {
+		case "down_blocks/attentions":
+			cands = []string{fmt.Sprintf("input_blocks.%d.1.%s", 1+b*(lpb+1)+l, tail)}
+		case "down_blocks/resnets":
+			cands = []string{fmt.Sprintf("input_blocks.%d.0.%s", 1+b*(lpb+1)+l, tail)}
+		case "down_blocks/downsamplers":
+			cands = []string{fmt.Sprintf("input_blocks.%d.0.op", (b+1)*(lpb+1))}
+		case "mid_block/attentions":
+			cands = []string{"middle_block.1." + tail}
+		case "mid_block/resnets":
+			cands = []string{fmt.Sprintf("middle_block.%d.%s", 2*l, tail)}
+		case "up_blocks/attentions":
+			cands = []string{fmt.Sprintf("output_blocks.%d.1.%s", b*(lpb+1)+l, tail)}
+		case "up_blocks/resnets":
+			cands = []string{fmt.Sprintf("output_blocks.%d.0.%s", b*(lpb+1)+l, tail)}
+		case "up_blocks/upsamplers":
+			i := b*(lpb+1) + lpb
+			cands = []string{fmt.Sprintf("output_blocks.%d.1.conv", i), fmt.Sprintf("output_blocks.%d.2.conv", i)}
+		}
+		for _, c := range cands {
+			if unetName(c+".weight", lpb) == n {
+				out[c] = m
+				break
+			}
+		}
+	}
+	return out
+}

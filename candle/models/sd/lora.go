@@ -35,7 +35,9 @@ import (
 //     lora_te_ (lora_te1_ on XL) for text_encoder and lora_te2_ for XL's
 //     text_encoder_2 (lora_te_text_model_encoder_layers_0_self_attn_q_proj).
 //     A module is found by matching the name against the component's own
-//     weights' names.
+//     weights' names, or for the UNet against their names in the LDM
+//     checkpoints' layout, which kohya's SDXL files use
+//     (lora_unet_input_blocks_4_1_transformer_blocks_0_attn1_to_q).
 //   - diffusers / PEFT: unet.<module>.lora_A.weight (down) and
 //     .lora_B.weight (up), or diffusers' older .lora.down.weight and
 //     .lora.up.weight, .lora_linear_layer.down.weight and .up.weight, and
@@ -47,11 +49,9 @@ import (
 //
 // A tensor of the file that adapts no weight of the pipeline is an error
 // of kind errs.ErrFormat that names it, and an up and down whose product
-// does not have the weight's shape one of kind errs.ErrShape. Kohya files
-// for SDXL that name the UNet's modules in the LDM checkpoints' layout
-// (lora_unet_input_blocks_4_1_transformer_blocks_0_attn1_to_q) do not
-// resolve yet, and LyCORIS's other kinds (LoHa's hada_, LoKr, DoRA's
-// dora_scale) are not taken: both are such errors.
+// does not have the weight's shape one of kind errs.ErrShape. LyCORIS's
+// other kinds (LoHa's hada_, LoKr, DoRA's dora_scale) are not taken: they
+// are errors of kind errs.ErrFormat.
 type LoRA struct {
 	// Path is the .safetensors file.
 	Path string
@@ -95,7 +95,7 @@ var loraParts = []struct{ suffix, part string }{
 // checkpoints' input_blocks.4.1.transformer_blocks.0.attn1.to_q for SDXL's
 // UNet): for a component ("unet"), a function of its weights' names to a
 // table from the other layout's module paths to the folder's.
-var moduleAliases = map[string]func(names []string) map[string]string{}
+var moduleAliases = map[string]func(names []string) map[string]string{"unet": ldmUNetAliases}
 
 // loraModule is one module's adaptation in a LoRA file.
 type loraModule struct {

@@ -462,3 +462,34 @@ func TestLoRAKeepsTheDType(t *testing.T) {
 		assert.InDelta(t, ref, got[i], math.Abs(ref)/1024+1e-6, "element %d", i)
 	}
 }
+
+// TestLoRALDMNames: kohya's SDXL LoRAs name the UNet's modules as the LDM
+// checkpoints do, and merge into the same weights as their diffusers
+// names (input_blocks.3 is down_blocks.1 at one layer a block; SDXL's
+// two make it input_blocks.4); every module of both tiny UNets has its
+// LDM alias.
+func TestLoRALDMNames(t *testing.T) {
+	for _, folder := range []string{"tiny-sd", "tiny-sdxl"} {
+		w, err := safetensors.Open(filepath.Join("testdata", folder, "unet"))
+		require.NoError(t, err)
+		names := w.Names()
+		w.Close()
+		aliases := ldmUNetAliases(names)
+		modules := 0
+		for _, n := range names {
+			if strings.HasSuffix(n, ".weight") && !strings.HasPrefix(n, "conv_in.") && !strings.HasPrefix(n, "conv_out.") &&
+				!strings.HasPrefix(n, "conv_norm_out.") && !strings.HasPrefix(n, "time_embedding.") && !strings.HasPrefix(n, "add_embedding.") {
+				modules++
+			}
+		}
+		assert.Len(t, aliases, modules, "%s: an alias for every block module", folder)
+		for from, to := range aliases {
+			assert.Equal(t, to+".weight", unetName(from+".weight", 1), "%s: %s", folder, from)
+		}
+	}
+	dir := t.TempDir()
+	spec := loraSpec{"lora_unet_input_blocks_3_1_transformer_blocks_0_attn1_to_q", "kohya", "unet",
+		"down_blocks.1.attentions.0.transformer_blocks.0.attn1.to_q.weight", 2, 0}
+	ldm := writeLoRA(t, "tiny-sdxl", filepath.Join(dir, "ldm.safetensors"), 1, 5, spec)
+	assertMerged(t, "tiny-sdxl", []LoRA{{filepath.Join(dir, "ldm.safetensors"), 1}}, ldm)
+}
