@@ -89,7 +89,7 @@ func (p *Pipeline) prepare(r Request, nine, start bool) (*inputs, error) {
 	}
 	defer pixels.Close()
 	if start || (r.Mask != nil && !nine) {
-		if in.image, err = p.latents(pixels); err != nil {
+		if in.image, err = p.latents(pixels, r); err != nil {
 			return nil, err
 		}
 	}
@@ -129,7 +129,7 @@ func (p *Pipeline) prepare(r Request, nine, start bool) (*inputs, error) {
 		in.close()
 		return nil, ps.Err
 	}
-	ml, err := p.latents(masked)
+	ml, err := p.latents(masked, r)
 	if err != nil {
 		in.close()
 		return nil, err
@@ -144,9 +144,13 @@ func (p *Pipeline) prepare(r Request, nine, start bool) (*inputs, error) {
 }
 
 // latents is the VAE's latents of images in its dtype, in the pipeline's
-// dtype.
-func (p *Pipeline) latents(pixels *candle.Tensor) (*candle.Tensor, error) {
-	enc, err := p.vae.Encode(pixels)
+// dtype, encoded in tiles where the request tiles the VAE.
+func (p *Pipeline) latents(pixels *candle.Tensor, r Request) (*candle.Tensor, error) {
+	encode := p.vae.Encode
+	if r.TileVAE {
+		encode = p.vae.EncodeTiled
+	}
+	enc, err := encode(pixels)
 	if err != nil {
 		return nil, err
 	}

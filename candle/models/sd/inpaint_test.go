@@ -21,7 +21,7 @@ import (
 // tiny-sd-inpaint (a 9-channel UNet, strength 1) and of tiny-sd (4
 // channels, strength 0.75) by the reference components in diffusers'
 // inpainting loop with its image and mask processors, and the VAE's
-// tiled decode of larger latents.
+// tiled decoding and encoding of larger latents and images.
 type inpaintGolden struct {
 	Prompt    string
 	Guidance  float64
@@ -34,6 +34,8 @@ type inpaintGolden struct {
 	Image4    [][][][]float64
 	Latents   [][][][]float64
 	Tiled     [][][][]float64
+	Images    [][][][]float64
+	Encoded   [][][][]float64
 }
 
 func readInpaintGolden(t *testing.T) inpaintGolden {
@@ -82,23 +84,29 @@ func checkInpaint(t *testing.T, dev candle.Device, dt candle.DType, tol float64)
 		assert.LessOrEqual(t, worst, tol, c.folder)
 	}
 	p := openTiny(t, dev, dt)
-	v, shape := flat4(g.Latents), []int{len(g.Latents), len(g.Latents[0]), len(g.Latents[0][0]), len(g.Latents[0][0][0])}
-	z, err := candle.FromSlice(dev, f32s(v), shape...)
-	require.NoError(t, err)
-	defer z.Close()
-	zd, err := z.ToDType(p.vaeDType)
-	require.NoError(t, err)
-	defer zd.Close()
-	y, err := p.vae.DecodeTiled(zd)
-	require.NoError(t, err)
-	defer y.Close()
-	worst := relErr(t, y, g.Tiled)
-	t.Logf("%s: tiled decode of %v latents against diffusers' tiled_decode, max relative error %.2g", p.vaeDType, shape, worst)
-	assert.LessOrEqual(t, worst, tol)
+	for _, c := range []struct {
+		name      string
+		in, want  [][][][]float64
+		transform func(*candle.Tensor) (*candle.Tensor, error)
+	}{{"decode", g.Latents, g.Tiled, p.vae.DecodeTiled}, {"encode", g.Images, g.Encoded, p.vae.EncodeTiled}} {
+		shape := []int{len(c.in), len(c.in[0]), len(c.in[0][0]), len(c.in[0][0][0])}
+		x, err := candle.FromSlice(dev, f32s(flat4(c.in)), shape...)
+		require.NoError(t, err)
+		defer x.Close()
+		xd, err := x.ToDType(p.vaeDType)
+		require.NoError(t, err)
+		defer xd.Close()
+		y, err := c.transform(xd)
+		require.NoError(t, err)
+		defer y.Close()
+		worst := relErr(t, y, c.want)
+		t.Logf("%s: tiled %s of %v against diffusers' tiling, max relative error %.2g", p.vaeDType, c.name, shape, worst)
+		assert.LessOrEqual(t, worst, tol, c.name)
+	}
 }
 
 // TestInpaintAgainstReference runs both kinds of inpainting and the tiled
-// decode on the CPU and compares them with diffusers'.
+// decoding and encoding on the CPU and compares them with diffusers'.
 func TestInpaintAgainstReference(t *testing.T) { checkInpaint(t, candle.CPU(), candle.F32, 1e-5) }
 
 func TestGPUInpaintAgainstReference(t *testing.T) {

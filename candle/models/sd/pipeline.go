@@ -207,9 +207,10 @@ type Request struct {
 	// Preview chooses the preview images Progress hears (default
 	// PreviewNone).
 	Preview Preview
-	// TileVAE decodes the latents in overlapping tiles blended together,
-	// as diffusers' AutoencoderKL with tiling enabled (vae.DecodeTiled):
-	// the VAE's memory then grows with the tile, not the image. On a HIP
+	// TileVAE decodes the latents (and encodes Init) in overlapping
+	// tiles blended together, as diffusers' AutoencoderKL with tiling
+	// enabled (vae.DecodeTiled, vae.EncodeTiled): the VAE's memory then
+	// grows with the tile, not the image. On a HIP
 	// device Generate tiles by itself too when the free memory (with
 	// what the pool keeps) is under a rough estimate of an untiled
 	// decode's: four full-resolution activations of the VAE's first

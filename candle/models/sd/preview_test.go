@@ -104,6 +104,16 @@ func TestTileVAE(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, image.Rect(0, 0, 40, 28), tiled[0].Bounds())
 	assert.NotEqual(t, whole[0].Pix, tiled[0].Pix)
+	// img2img and inpainting encode the init image in tiles too.
+	r.Init, r.Strength = tiled[0], 0.5
+	again, err := p.Generate(context.Background(), r)
+	require.NoError(t, err)
+	assert.Equal(t, image.Rect(0, 0, 40, 28), again[0].Bounds())
+	r.Mask = image.NewGray(image.Rect(0, 0, 40, 28))
+	kept, err := p.Generate(context.Background(), r)
+	require.NoError(t, err)
+	assert.Equal(t, image.Rect(0, 0, 40, 28), kept[0].Bounds())
+	r.Init, r.Strength, r.Mask = nil, 0, nil
 	// Within one tile the two decode alike.
 	r.Width, r.Height = 16, 16
 	a, err := p.Generate(context.Background(), r)

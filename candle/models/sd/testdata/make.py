@@ -216,8 +216,8 @@ def inpaint(window, enc, unet4, vae):
     an inpainting run of it (strength 1, from noise) and one of tiny-sd's
     4-channel UNet (strength 0.75, the known region blended back each step),
     both in diffusers' StableDiffusionInpaintPipeline loop with its image
-    and mask processors; and a tiled decode of larger latents by the
-    VAE's tiled_decode."""
+    and mask processors; and the VAE's tiled decoding and encoding of
+    larger latents and images."""
     src, out = os.path.join(here, "tiny-sd"), os.path.join(here, "tiny-sd-inpaint")
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
@@ -296,10 +296,15 @@ def inpaint(window, enc, unet4, vae):
         z = torch.randn(1, 4, 14, 20, generator=g, dtype=torch.float64)
         vae.enable_tiling()
         tiled = vae.decode(z / sf).sample
+        # Tiled encoding: 28×40 images in tiles of 16, 12 apart, their
+        # latents blended over 2.
+        images = torch.rand(1, 3, 28, 40, generator=g, dtype=torch.float64) * 2 - 1
+        encoded = vae.encode(images).latent_dist.mode() * sf
         vae.disable_tiling()
     json.dump({"prompt": prompt, "guidance": guidance, "steps": steps, "pixels": pixels.tolist(), "mask": m.tolist(),
                "noise": noise.tolist(), "image9": image9.tolist(), "strength4": 0.75, "image4": image4.tolist(),
-               "latents": z.tolist(), "tiled": tiled.tolist()},
+               "latents": z.tolist(), "tiled": tiled.tolist(),
+               "images": images.tolist(), "encoded": encoded.tolist()},
               open(os.path.join(here, "golden-inpaint.json"), "w"), separators=(",", ":"))
 
 

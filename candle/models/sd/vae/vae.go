@@ -231,37 +231,86 @@ func (m *Model) DecodeTiled(latents *candle.Tensor) (*candle.Tensor, error) {
 	}
 	sample := int(m.cfg.SampleSize)
 	tile := sample / m.cfg.Factor()
-	s := latents.Shape()
-	h, w := s[2], s[3]
-	if (h <= tile && w <= tile) || tile < 1 {
+	if s := latents.Shape(); s[2] <= tile && s[3] <= tile || tile < 1 {
 		return m.Decode(latents)
 	}
-	step := max(int(float64(tile)*(1-tileOverlap)), 1)
-	blend := int(float64(sample) * tileOverlap)
-	keep := sample - blend
 	p := models.NewPass()
 	defer p.Close()
 	z := p.T(p.In(latents).Affine(1/m.cfg.ScalingFactor, 0))
+	y := tiled(p, z, tile, sample, func(t *candle.Tensor) *candle.Tensor {
+		if m.post != nil {
+			t = p.T(m.post.Forward(t))
+		}
+		return m.dec.forward(p, t)
+	})
+	if p.Err != nil {
+		return nil, pkg.Wrap(op, p.Err)
+	}
+	return p.Keep(y), nil
+}
+
+// EncodeTiled is Encode in overlapping tiles of sample_size pixels, a
+// quarter overlapping, their latents blended as DecodeTiled blends its
+// tiles: diffusers' AutoencoderKL tiled encoding. Images no larger than
+// a tile are encoded whole.
+func (m *Model) EncodeTiled(images *candle.Tensor) (*candle.Tensor, error) {
+	const op = "EncodeTiled"
+	if m.enc == nil {
+		return nil, pkg.Errorf(op, errs.ErrClosed, "the VAE is closed")
+	}
+	if err := m.checkInput(op, images, m.cfg.InChannels, m.cfg.Factor()); err != nil {
+		return nil, err
+	}
+	sample := int(m.cfg.SampleSize)
+	tile := sample / m.cfg.Factor()
+	if s := images.Shape(); s[2] <= sample && s[3] <= sample || tile < 1 {
+		return m.Encode(images)
+	}
+	p := models.NewPass()
+	defer p.Close()
+	h := tiled(p, p.In(images), sample, tile, func(t *candle.Tensor) *candle.Tensor {
+		h := m.enc.forward(p, t)
+		if m.quant != nil {
+			h = p.T(m.quant.Forward(h))
+		}
+		return h
+	})
+	mean := p.T(p.T(h.Narrow(1, 0, m.cfg.LatentChannels)).Affine(m.cfg.ScalingFactor, 0))
+	if p.Err != nil {
+		return nil, pkg.Wrap(op, p.Err)
+	}
+	return p.Keep(p.T(mean.Contiguous())), nil
+}
+
+// tiled runs f on tiles of x (batch, channels, height, width) of in×in,
+// a quarter overlapping, each of whose outputs is out×out (less at the
+// edges), and puts the outputs together: each one's first quarter of out
+// blended linearly into the tiles above and on its left, then cut to
+// its first three quarters.
+func tiled(p *models.Pass, x *candle.Tensor, in, out int, f func(*candle.Tensor) *candle.Tensor) *candle.Tensor {
+	if p.Err != nil {
+		return nil
+	}
+	s := x.Shape()
+	h, w := s[2], s[3]
+	step := max(int(float64(in)*(1-tileOverlap)), 1)
+	blend := int(float64(out) * tileOverlap)
+	keep := out - blend
 	var rows [][]*candle.Tensor
 	for i := 0; i < h && p.Err == nil; i += step {
 		var row []*candle.Tensor
 		for j := 0; j < w && p.Err == nil; j += step {
-			t := p.T(p.T(p.T(z.Narrow(2, i, min(tile, h-i))).Narrow(3, j, min(tile, w-j))).Contiguous())
-			row = append(row, p.Block(t, func(t *candle.Tensor) *candle.Tensor {
-				if m.post != nil {
-					t = p.T(m.post.Forward(t))
-				}
-				return m.dec.forward(p, t)
-			}))
+			t := p.T(p.T(p.T(x.Narrow(2, i, min(in, h-i))).Narrow(3, j, min(in, w-j))).Contiguous())
+			row = append(row, p.Block(t, f))
 		}
 		rows = append(rows, row)
 	}
-	var out []*candle.Tensor
+	var parts []*candle.Tensor
 	for i, row := range rows {
-		var parts []*candle.Tensor
+		var cols []*candle.Tensor
 		for j := range row {
 			if p.Err != nil {
-				return nil, pkg.Wrap(op, p.Err)
+				return nil
 			}
 			if i > 0 {
 				row[j] = blendEdge(p, rows[i-1][j], row[j], blend, 2)
@@ -271,15 +320,11 @@ func (m *Model) DecodeTiled(latents *candle.Tensor) (*candle.Tensor, error) {
 			}
 			t := row[j]
 			ts := t.Shape()
-			parts = append(parts, p.T(p.T(t.Narrow(2, 0, min(keep, ts[2]))).Narrow(3, 0, min(keep, ts[3]))))
+			cols = append(cols, p.T(p.T(t.Narrow(2, 0, min(keep, ts[2]))).Narrow(3, 0, min(keep, ts[3]))))
 		}
-		out = append(out, p.T(candle.Cat(parts, 3)))
+		parts = append(parts, p.T(candle.Cat(cols, 3)))
 	}
-	y := p.T(candle.Cat(out, 2))
-	if p.Err != nil {
-		return nil, pkg.Wrap(op, p.Err)
-	}
-	return p.Keep(y), nil
+	return p.T(candle.Cat(parts, 2))
 }
 
 // blendEdge blends the last n rows (dim 2) or columns (dim 3) of a into

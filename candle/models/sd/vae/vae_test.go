@@ -174,10 +174,11 @@ func TestErrors(t *testing.T) {
 	assert.ErrorContains(t, err, "decoder.conv_in.weight")
 }
 
-// TestDecodeTiled checks the tiling's bookkeeping (diffusers' tiled_decode
-// is the reference of ../testdata/golden-inpaint.json): latents within a
+// TestDecodeTiled checks the tiling's bookkeeping (diffusers' tiling is
+// the reference of ../testdata/golden-inpaint.json): latents within a
 // tile decode as Decode does; larger ones to the whole image, whose top
-// left corner, before the first blend, is the first tile's own decode.
+// left corner, before the first blend, is the first tile's own decode;
+// and EncodeTiled likewise.
 func TestDecodeTiled(t *testing.T) {
 	m := open(t, candle.CPU(), candle.F32)
 	require.Equal(t, sampleSize(16), m.Config().SampleSize) // tiles of 8 latents, 6 apart
@@ -234,6 +235,20 @@ func TestDecodeTiled(t *testing.T) {
 		}
 	}
 
+	// Images within a tile encode as Encode does.
+	img := noise(1, 3, 16, 12)
+	e1, err := m.Encode(img)
+	require.NoError(t, err)
+	defer e1.Close()
+	e2, err := m.EncodeTiled(img)
+	require.NoError(t, err)
+	defer e2.Close()
+	assert.Equal(t, values(e1), values(e2))
+	big, err := m.EncodeTiled(noise(2, 3, 28, 40))
+	require.NoError(t, err)
+	defer big.Close()
+	assert.Equal(t, candle.Shape{2, 4, 14, 20}, big.Shape())
+
 	c, err := ParseConfig([]byte(`{"in_channels": 3, "out_channels": 3, "latent_channels": 4, "block_out_channels": [8], "layers_per_block": 1, "norm_num_groups": 4, "sample_size": [64, 48]}`))
 	require.NoError(t, err)
 	assert.Equal(t, sampleSize(64), c.SampleSize)
@@ -241,5 +256,7 @@ func TestDecodeTiled(t *testing.T) {
 	assert.ErrorIs(t, err, errs.ErrFormat)
 	require.NoError(t, m.Close())
 	_, err = m.DecodeTiled(z)
+	assert.ErrorIs(t, err, errs.ErrClosed)
+	_, err = m.EncodeTiled(img)
 	assert.ErrorIs(t, err, errs.ErrClosed)
 }
