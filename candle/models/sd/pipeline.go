@@ -198,8 +198,10 @@ type Request struct {
 	// binarized at half its grey level (PIL's L conversion of the 8-bit
 	// colours: 128 and over repaint), and taken to the latents' size by
 	// nearest neighbour. Strength defaults to 1 for inpainting, which
-	// starts from noise alone; under 1, from Init's latents noised as for
-	// image-to-image. An inpainting UNet (9 input channels) needs a mask.
+	// starts from noise alone (diffusers' SD 1.x/2.x default; its XL
+	// inpainting pipeline defaults to 0.9999); under 1, from Init's
+	// latents noised as for image-to-image. An inpainting UNet (9 input
+	// channels) needs a mask.
 	Mask image.Image
 	// Progress, when not nil, hears after each step, with the preview
 	// images that Preview asks for.
