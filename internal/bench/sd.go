@@ -177,7 +177,7 @@ func sdOurs(c SDBench, dev candle.Device, rep *SDReport, w io.Writer) error {
 		var marks []time.Time
 		var syncErr error
 		req := sd.Request{Prompt: SDPrompt, Width: c.Size, Height: c.Size, Steps: c.Steps, Sampler: scheduler.Euler, Guidance: 7.5,
-			Seed: 1, Batch: b, Progress: func(step, steps int) {
+			Seed: 1, Batch: b, Progress: func(sd.Progress) {
 				if err := dev.Synchronize(); err != nil && syncErr == nil {
 					syncErr = err
 				}

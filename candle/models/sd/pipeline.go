@@ -19,10 +19,14 @@ import (
 	"github.com/rocm-go/rocm/tokenizer"
 )
 
-// Pipeline is a Stable Diffusion 1.x, 2.x or XL pipeline (text-to-image
-// and image-to-image) of a diffusers folder or a single-file checkpoint:
-// its tokenizers and text encoders (two for XL), UNet, VAE and the
-// training noise schedule its samplers start from.
+// Pipeline is a Stable Diffusion 1.x, 2.x or XL pipeline (text-to-image,
+// image-to-image and inpainting) of a diffusers folder or a single-file
+// checkpoint: its tokenizers and text encoders (two for XL), UNet, VAE and
+// the training noise schedule its samplers start from. An inpainting UNet
+// (9 input channels: the latents, the mask and the masked image's
+// latents, as runwayml's stable-diffusion-inpainting) inpaints only; a
+// 4-channel one does all three, inpainting by putting the kept region
+// back after each step.
 type Pipeline struct {
 	toks    []*tokenizer.Tokenizer
 	texts   []*clip.Model
@@ -111,8 +115,8 @@ func folderParts(dir string) (*parts, error) {
 		return safetensors.Open(filepath.Join(dir, name))
 	}}
 	switch index.Class {
-	case "StableDiffusionPipeline", "StableDiffusionImg2ImgPipeline":
-	case "StableDiffusionXLPipeline", "StableDiffusionXLImg2ImgPipeline":
+	case "StableDiffusionPipeline", "StableDiffusionImg2ImgPipeline", "StableDiffusionInpaintPipeline":
+	case "StableDiffusionXLPipeline", "StableDiffusionXLImg2ImgPipeline", "StableDiffusionXLInpaintPipeline":
 		pt.xl, pt.zeroNegative = true, index.ZeroEmpty == nil || *index.ZeroEmpty
 	default:
 		return nil, &errs.Error{Pkg: string(pkg), Op: op, Kind: errs.ErrUnsupported, Path: filepath.Join(dir, "model_index.json"), Field: "_class_name",
@@ -198,8 +202,8 @@ func (p *Pipeline) load(pt *parts) error {
 	}); err != nil {
 		return err
 	}
-	if vcfg.LatentChannels != ucfg.InChannels {
-		return pkg.Errorf("Open", errs.ErrFormat, "the VAE has %d latent channels and the UNet takes %d", vcfg.LatentChannels, ucfg.InChannels)
+	if lc := vcfg.LatentChannels; ucfg.InChannels != lc && ucfg.InChannels != 2*lc+1 {
+		return pkg.Errorf("Open", errs.ErrFormat, "the VAE has %d latent channels and the UNet takes %d: want %d, or %d for an inpainting UNet", lc, ucfg.InChannels, lc, 2*lc+1)
 	}
 	p.vaeDType = p.dtype
 	if vcfg.ForceUpcast && p.dtype == candle.F16 {
@@ -292,8 +296,31 @@ type Request struct {
 	// to the step that Strength (in (0, 1]) starts from.
 	Init     image.Image
 	Strength float64
-	// Progress, when not nil, hears after each step.
-	Progress func(step, steps int)
+	// Mask, with Init of its size, makes an inpainting run, as diffusers'
+	// inpainting pipelines: white repaints, black keeps. The mask is
+	// binarized at half its grey level (PIL's L conversion of the 8-bit
+	// colours: 128 and over repaint), and taken to the latents' size by
+	// nearest neighbour. Strength defaults to 1 for inpainting, which
+	// starts from noise alone (diffusers' SD 1.x/2.x default; its XL
+	// inpainting pipeline defaults to 0.9999); under 1, from Init's
+	// latents noised as for image-to-image. An inpainting UNet (9 input
+	// channels) needs a mask.
+	Mask image.Image
+	// Progress, when not nil, hears after each step, with the preview
+	// images that Preview asks for.
+	Progress func(Progress)
+	// Preview chooses the preview images Progress hears (default
+	// PreviewNone).
+	Preview Preview
+	// TileVAE decodes the latents (and encodes Init) in overlapping
+	// tiles blended together, as diffusers' AutoencoderKL with tiling
+	// enabled (vae.DecodeTiled, vae.EncodeTiled): the VAE's memory then
+	// grows with the tile, not the image. On a HIP
+	// device Generate tiles by itself too when the free memory (with
+	// what the pool keeps) is under a rough estimate of an untiled
+	// decode's: four full-resolution activations of the VAE's first
+	// block width and the attention scores over the latent pixels.
+	TileVAE bool
 }
 
 // Generate runs a request and returns its images. A canceled ctx stops
@@ -332,16 +359,27 @@ func (p *Pipeline) generate(ctx context.Context, r Request) (*candle.Tensor, err
 		return nil, &errs.Error{Pkg: string(pkg), Op: op, Kind: errs.ErrArgument, Field: "Width",
 			Detail: fmt.Sprintf("%d×%d, batch %d: width and height must be positive multiples of %d, and the batch at least 1", r.Width, r.Height, r.Batch, f*uf)}
 	}
+	lc := p.vae.Config().LatentChannels
+	nine := p.unet.Config().InChannels != lc
+	if err := checkMask(r, nine); err != nil {
+		return nil, err
+	}
+	if r.Mask != nil && r.Strength == 0 {
+		r.Strength = 1
+	}
 	sch, err := scheduler.New(r.Sampler, p.sched, r.Steps)
 	if err != nil {
 		return nil, pkg.Wrap(op, err)
 	}
-	if r.Init != nil {
+	// Inpainting at strength 1 starts from noise alone, as diffusers'
+	// (its is_strength_max); img2img from the image noised to the first
+	// step.
+	fromNoise := r.Mask != nil && r.Strength == 1
+	if r.Init != nil && !fromNoise {
 		if sch, err = sch.FromImage(r.Strength); err != nil {
 			return nil, pkg.Wrap(op, err)
 		}
 	}
-	lc := p.unet.Config().InChannels
 	shape := []int{r.Batch, lc, r.Height / f, r.Width / f}
 	count := r.Batch * lc * (r.Height / f) * (r.Width / f)
 	noise := scheduler.NewNoise(r.Seed)
@@ -362,8 +400,13 @@ func (p *Pipeline) generate(ctx context.Context, r Request) (*candle.Tensor, err
 	if err != nil {
 		return nil, pkg.Wrap(op, err)
 	}
-	x, err := p.initLatents(r, sch, z)
-	z.Close()
+	defer z.Close()
+	in, err := p.prepare(r, nine, !fromNoise)
+	if err != nil {
+		return nil, pkg.Wrap(op, err)
+	}
+	defer in.close()
+	x, err := initLatents(sch, z, in.image)
 	if err != nil {
 		return nil, pkg.Wrap(op, err)
 	}
@@ -386,7 +429,7 @@ func (p *Pipeline) generate(ctx context.Context, r Request) (*candle.Tensor, err
 			closeAll(x, prev)
 			return nil, pkg.Errorf(op, errs.ErrCanceled, "after %d of %d steps: %v", i, len(sch.Steps), err)
 		}
-		e, err := p.predict(x, st, cond, r)
+		e, err := p.predict(x, in.cond, st, cond, r)
 		if err != nil {
 			closeAll(x, prev)
 			return nil, pkg.Wrap(op, err)
@@ -404,56 +447,58 @@ func (p *Pipeline) generate(ctx context.Context, r Request) (*candle.Tensor, err
 			return nil, pkg.Wrap(op, err)
 		}
 		x, prev = next, den
+		if in.mask != nil {
+			if x, err = in.blend(x, z, sch, i+1); err != nil {
+				closeAll(prev)
+				return nil, pkg.Wrap(op, err)
+			}
+		}
 		if r.Progress != nil {
-			r.Progress(i+1, len(sch.Steps))
+			pr := Progress{Step: i + 1, Steps: len(sch.Steps)}
+			if r.Preview != PreviewNone {
+				lat := prev
+				if i == len(sch.Steps)-1 {
+					lat = x
+				}
+				if pr.Preview, err = p.preview(lat, r); err != nil {
+					closeAll(x, prev)
+					return nil, pkg.Wrap(op, err)
+				}
+			}
+			r.Progress(pr)
 		}
 	}
 	prev.Close()
 	defer x.Close()
+	img, err := p.decode(x, r)
+	return img, pkg.Wrap(op, err)
+}
+
+// decode runs the VAE on latents in the pipeline's dtype, tiled where
+// the request asks for it or the device's free memory looks too small.
+func (p *Pipeline) decode(x *candle.Tensor, r Request) (*candle.Tensor, error) {
 	if p.vaeDType != p.dtype {
 		x32, err := x.ToDType(p.vaeDType)
 		if err != nil {
-			return nil, pkg.Wrap(op, err)
+			return nil, err
 		}
 		defer x32.Close()
 		x = x32
 	}
-	img, err := p.vae.Decode(x)
-	return img, pkg.Wrap(op, err)
+	if r.TileVAE || p.tightMemory(x) {
+		return p.vae.DecodeTiled(x)
+	}
+	return p.vae.Decode(x)
 }
 
-// initLatents is InitNoiseSigma·z, plus InitImage·(the init image's
-// latents) for img2img.
-func (p *Pipeline) initLatents(r Request, sch *scheduler.Schedule, z *candle.Tensor) (*candle.Tensor, error) {
+// initLatents is InitNoiseSigma·z, plus InitImage·lat where an image's
+// latents start the run (img2img, inpainting under strength 1).
+func initLatents(sch *scheduler.Schedule, z, lat *candle.Tensor) (*candle.Tensor, error) {
 	x, err := z.Affine(sch.InitNoiseSigma, 0)
-	if err != nil || r.Init == nil {
+	if err != nil || lat == nil || sch.InitImage == 0 {
 		return x, err
 	}
 	defer x.Close()
-	b := r.Init.Bounds()
-	if b.Dx() != r.Width || b.Dy() != r.Height {
-		return nil, &errs.Error{Pkg: string(pkg), Op: "Generate", Kind: errs.ErrShape, Field: "Init",
-			Detail: fmt.Sprintf("the init image is %d×%d and the request %d×%d", b.Dx(), b.Dy(), r.Width, r.Height)}
-	}
-	imgs := make([]image.Image, r.Batch)
-	for i := range imgs {
-		imgs[i] = r.Init
-	}
-	in, err := FromImages(imgs, p.dev, p.vaeDType)
-	if err != nil {
-		return nil, err
-	}
-	defer in.Close()
-	enc, err := p.vae.Encode(in)
-	if err != nil {
-		return nil, err
-	}
-	defer enc.Close()
-	lat, err := enc.ToDType(p.dtype)
-	if err != nil {
-		return nil, err
-	}
-	defer lat.Close()
 	l, err := lat.Affine(sch.InitImage, 0)
 	if err != nil {
 		return nil, err
@@ -571,13 +616,23 @@ func withZeros(t *candle.Tensor, err error) func(zero bool, batch int) (*candle.
 	}
 }
 
-// predict is the UNet's guided prediction at a step.
-func (p *Pipeline) predict(x *candle.Tensor, st scheduler.Step, cond *conditioning, r Request) (*candle.Tensor, error) {
+// predict is the UNet's guided prediction at a step; extra, when not
+// nil, goes after the scaled latents along the channels (an inpainting
+// UNet's mask and masked image latents).
+func (p *Pipeline) predict(x, extra *candle.Tensor, st scheduler.Step, cond *conditioning, r Request) (*candle.Tensor, error) {
 	in, err := x.Affine(st.InputScale, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer in.Close()
+	if extra != nil {
+		all, err := candle.Cat([]*candle.Tensor{in, extra}, 1)
+		if err != nil {
+			return nil, err
+		}
+		defer all.Close()
+		in = all
+	}
 	uc := unet.Cond{Text: cond.text, TextEmbeds: cond.pooled, TimeIDs: cond.ids}
 	if !guided(r) {
 		return p.unet.Forward(in, st.Timestep, uc)
@@ -615,4 +670,30 @@ func (p *Pipeline) predict(x *candle.Tensor, st scheduler.Step, cond *conditioni
 	}
 	defer cc.Close()
 	return uu.Add(cc)
+}
+
+// decodeBytes estimates the device memory of an untiled decode of
+// latents of shape s: four full-resolution activations of the VAE's
+// first block's width and the mid block's attention scores over the
+// latent pixels, in the VAE's dtype.
+func (p *Pipeline) decodeBytes(s candle.Shape) int64 {
+	c := p.vae.Config()
+	b, h, w := int64(s[0]), int64(s[2]), int64(s[3])
+	f := int64(c.Factor())
+	size := int64(p.vaeDType.Size())
+	return size * b * (4*int64(c.BlockOutChannels[0])*h*f*w*f + h*w*h*w)
+}
+
+// tightMemory reports whether a HIP device's free memory (with what its
+// pool keeps) is under decodeBytes of the latents x; on the CPU, never.
+func (p *Pipeline) tightMemory(x *candle.Tensor) bool {
+	d, ok := p.dev.(*candle.HIPDevice)
+	if !ok {
+		return false
+	}
+	free, _, err := d.HIP().MemInfo()
+	if err != nil {
+		return false
+	}
+	return free+d.MemoryStats().Cached < p.decodeBytes(x.Shape())
 }

@@ -78,17 +78,27 @@ func checkFolder(t *testing.T, folder, golden string, dev candle.Device, dt cand
 	p := openFolder(t, folder, dev, dt)
 	var steps []int
 	x, err := p.generate(context.Background(), Request{Prompt: g.Prompt, Width: 16, Height: 12, Steps: g.Steps,
-		Guidance: g.Guidance, Batch: 2, Noise: noise, Progress: func(i, n int) { steps = append(steps, i*10+n) }})
+		Guidance: g.Guidance, Batch: 2, Noise: noise, Progress: func(pr Progress) { steps = append(steps, pr.Step*10+pr.Steps) }})
 	require.NoError(t, err)
 	defer x.Close()
 	assert.Equal(t, []int{14, 24, 34, 44}, steps, "progress after each of 4 steps")
 	require.Equal(t, candle.Shape{2, 3, 12, 16}, x.Shape())
+	worst := relErr(t, x, g.Image)
+	t.Logf("%s %s: txt2img against the reference loop, max relative error %.2g", folder, dt, worst)
+	assert.LessOrEqual(t, worst, tol)
+}
+
+// relErr is the largest difference of x from want over want's largest
+// magnitude.
+func relErr(t *testing.T, x *candle.Tensor, want4 [][][][]float64) float64 {
+	t.Helper()
 	f, err := x.ToDType(candle.F64)
 	require.NoError(t, err)
 	defer f.Close()
 	got, err := candle.ToSlice[float64](f)
 	require.NoError(t, err)
-	want := flat4(g.Image)
+	want := flat4(want4)
+	require.Len(t, got, len(want))
 	scale, worst := 0.0, 0.0
 	for _, v := range want {
 		scale = max(scale, math.Abs(v))
@@ -96,8 +106,7 @@ func checkFolder(t *testing.T, folder, golden string, dev candle.Device, dt cand
 	for i := range want {
 		worst = max(worst, math.Abs(got[i]-want[i])/scale)
 	}
-	t.Logf("%s %s: txt2img against the reference loop, max relative error %.2g", folder, dt, worst)
-	assert.LessOrEqual(t, worst, tol)
+	return worst
 }
 
 // TestPipelineAgainstReference runs txt2img with guidance on the CPU, SD
@@ -146,8 +155,8 @@ func TestGenerate(t *testing.T) {
 	assert.Equal(t, image.Rect(0, 0, 16, 8), imgs[0].Bounds())
 
 	ctx, cancel := context.WithCancel(context.Background())
-	_, err = p.Generate(ctx, Request{Prompt: "a cat", Width: 8, Height: 8, Steps: 3, Progress: func(i, n int) {
-		if i == 1 {
+	_, err = p.Generate(ctx, Request{Prompt: "a cat", Width: 8, Height: 8, Steps: 3, Progress: func(pr Progress) {
+		if pr.Step == 1 {
 			cancel()
 		}
 	}})

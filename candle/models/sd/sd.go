@@ -1,12 +1,15 @@
 // Package sd is Stable Diffusion's pipeline (1.x, 2.x and XL) over its
 // models (candle/models/sd/clip, candle/models/sd/unet,
 // candle/models/sd/vae, and the samplers of candle/models/sd/scheduler):
-// Open a diffusers folder or a single-file checkpoint and Generate images,
-// text-to-image or image-to-image, with classifier-free guidance, seeded
-// and cancellable. Its parts are exported too: the denoising loop's step
-// on the device, seeded noise as a tensor, and images to and from tensors. OpenWith
-// merges LoRA files (kohya / AUTOMATIC1111 and diffusers / PEFT) into the
-// weights as they load, each at a scale (Options, LoRA).
+// Open a diffusers folder or a single-file checkpoint and Generate images:
+// text-to-image, image-to-image or inpainting (9-channel inpainting UNets,
+// or any UNet by blending the kept region back each step), with
+// classifier-free guidance, seeded and cancellable, with preview images as
+// it goes and a tiled VAE decode for large images. OpenWith merges LoRA
+// files (kohya / AUTOMATIC1111 and diffusers / PEFT) into the weights as
+// they load, each at a scale (Options, LoRA). Its parts are exported too:
+// the denoising loop's step on the device, seeded noise as a tensor, and
+// images to and from tensors.
 //
 //	p, err := sd.Open("stable-diffusion-v1-5", dev, candle.F16)
 //	defer p.Close()
@@ -109,33 +112,55 @@ func Images(x *candle.Tensor) ([]*image.RGBA, error) {
 	if len(s) != 4 || s[1] != 3 {
 		return nil, pkg.Errorf(op, errs.ErrShape, "shape %v: want (batch, 3, height, width)", s)
 	}
-	f, err := x.ToDType(candle.F32)
+	imgs, err := linearImages(x, [][3]float64{{1, 0, 0}, {0, 1, 0}, {0, 0, 1}}, [3]float64{})
+	return imgs, pkg.Wrap(op, err)
+}
+
+// linearImages makes an image of each of x's (batch, channels, height,
+// width): the colour of a pixel of channel values l is Σ_c l_c·f[c] +
+// bias in [-1, 1] (f has a row of R, G, B weights for each channel),
+// taken to 8 bits by to8.
+func linearImages(x *candle.Tensor, f [][3]float64, bias [3]float64) ([]*image.RGBA, error) {
+	s := x.Shape()
+	x32, err := x.ToDType(candle.F32)
 	if err != nil {
-		return nil, pkg.Wrap(op, err)
+		return nil, err
 	}
-	defer f.Close()
-	v, err := candle.ToSlice[float32](f)
+	defer x32.Close()
+	v, err := candle.ToSlice[float32](x32)
 	if err != nil {
-		return nil, pkg.Wrap(op, err)
+		return nil, err
 	}
-	b, h, w := s[0], s[2], s[3]
+	b, chans, h, w := s[0], s[1], s[2], s[3]
 	out := make([]*image.RGBA, b)
-	to8 := func(x float32) uint8 {
-		y := min(max((float64(x)+1)/2, 0), 1)
-		return uint8(math.RoundToEven(y * 255))
-	}
 	for i := range b {
 		img := image.NewRGBA(image.Rect(0, 0, w, h))
-		base := i * 3 * h * w
+		base := i * chans * h * w
 		for y := range h {
 			for x := range w {
-				o := y*w + x
-				img.SetRGBA(x, y, color.RGBA{to8(v[base+o]), to8(v[base+h*w+o]), to8(v[base+2*h*w+o]), 255})
+				var rgb [3]uint8
+				for k := range 3 {
+					c := bias[k]
+					for ch := range chans {
+						if f[ch][k] != 0 { // an infinite value counts in its own colour only
+							c += float64(v[base+ch*h*w+y*w+x]) * f[ch][k]
+						}
+					}
+					rgb[k] = to8(c)
+				}
+				img.SetRGBA(x, y, color.RGBA{rgb[0], rgb[1], rgb[2], 255})
 			}
 		}
 		out[i] = img
 	}
 	return out, nil
+}
+
+// to8 is a value in [-1, 1] as 8 bits: (x+1)/2 clamped to [0, 1],
+// rounded.
+func to8(x float64) uint8 {
+	y := min(max((x+1)/2, 0), 1)
+	return uint8(math.RoundToEven(y * 255))
 }
 
 // FromImages turns images of one size into a VAE's input (batch, 3,

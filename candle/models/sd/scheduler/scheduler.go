@@ -123,15 +123,27 @@ func (s *Schedule) FromImage(strength float64) (*Schedule, error) {
 	// order takes from the previous step's estimate goes to this one's.
 	first := &out.Steps[0]
 	first.D, first.DPrev = first.D+first.DPrev, 0
-	sg := first.Sigma
+	out.InitImage, out.InitNoiseSigma = out.NoiseTo(0)
+	return out, nil
+}
+
+// NoiseTo is how clean latents x₀ are noised to the level of step i's
+// input, image·x₀ + noise·z for standard normal noise z, as diffusers'
+// schedulers' add_noise at the step's timestep: x₀ + σ·z for Euler's
+// samplers, √ᾱ·x₀ + √(1−ᾱ)·z for the others. Past the last step it is
+// the clean latents (1, 0). Inpainting with a 4-channel UNet puts the
+// kept region back at each step's level this way.
+func (s *Schedule) NoiseTo(i int) (image, noise float64) {
+	if i < 0 || i >= len(s.Steps) {
+		return 1, 0
+	}
+	sg := s.Steps[i].Sigma
 	switch s.Kind {
 	case Euler, EulerAncestral:
-		out.InitImage, out.InitNoiseSigma = 1, sg
-	default:
-		// √ᾱ·x₀ + √(1−ᾱ)·z, ᾱ = 1/(σ²+1)
-		out.InitImage, out.InitNoiseSigma = 1/math.Sqrt(sg*sg+1), sg/math.Sqrt(sg*sg+1)
+		return 1, sg
 	}
-	return out, nil
+	// ᾱ = 1/(σ²+1)
+	return 1 / math.Sqrt(sg*sg+1), sg / math.Sqrt(sg*sg+1)
 }
 
 // New makes the schedule of a sampler over steps steps for a model

@@ -305,3 +305,29 @@ func TestDenoisedOfAPureSignal(t *testing.T) {
 		}
 	}
 }
+
+// TestNoiseTo checks the noising of clean latents to a step's level
+// against the training schedule: ᾱ at the step's timestep for DDIM, DPM++
+// and LCM, σ for Euler's samplers.
+func TestNoiseTo(t *testing.T) {
+	cfg := SD()
+	ac := cfg.alphasCumprod()
+	for _, k := range Kinds() {
+		s, err := New(k, cfg, 5)
+		require.NoError(t, err)
+		for i, st := range s.Steps {
+			img, noise := s.NoiseTo(i)
+			switch k {
+			case Euler, EulerAncestral:
+				assert.Equal(t, 1.0, img, "%s step %d", k, i)
+				assert.Equal(t, st.Sigma, noise, "%s step %d", k, i)
+			default:
+				a := ac[int(math.Round(st.Timestep))]
+				assert.InDelta(t, math.Sqrt(a), img, 1e-6, "%s step %d", k, i)
+				assert.InDelta(t, math.Sqrt(1-a), noise, 1e-6, "%s step %d", k, i)
+			}
+		}
+		img, noise := s.NoiseTo(len(s.Steps))
+		assert.Equal(t, [2]float64{1, 0}, [2]float64{img, noise}, "past the last step: the clean latents")
+	}
+}

@@ -5,7 +5,8 @@ golden.json and golden-xl.json: a txt2img run of each with
 classifier-free guidance, computed in float64 by the reference
 components in diffusers' loops: OpenAI's CLIP tokenizer and text
 transformer, diffusers' UNet2DConditionModel, AutoencoderKL and
-EulerDiscreteScheduler.
+EulerDiscreteScheduler. inpaint() adds tiny-sd-inpaint/ and
+golden-inpaint.json.
 
     PYTHONPATH=diffusers/src python3 make.py CLIP/clip
 
@@ -207,7 +208,105 @@ def folder(name, xl):
     golden = "golden-xl.json" if xl else "golden.json"
     json.dump({"prompt": prompt, "guidance": guidance, "steps": steps, "noise": noise.tolist(),
                "image": image.tolist()}, open(os.path.join(here, golden), "w"), separators=(",", ":"))
+    return window, enc, unet, vae
 
 
-folder("tiny-sd", False)
+def inpaint(window, enc, unet4, vae):
+    """tiny-sd-inpaint, tiny-sd with a 9-channel UNet, and golden-inpaint.json:
+    an inpainting run of it (strength 1, from noise) and one of tiny-sd's
+    4-channel UNet (strength 0.75, the known region blended back each step),
+    both in diffusers' StableDiffusionInpaintPipeline loop with its image
+    and mask processors; and the VAE's tiled decoding and encoding of
+    larger latents and images."""
+    src, out = os.path.join(here, "tiny-sd"), os.path.join(here, "tiny-sd-inpaint")
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    for d in ["scheduler", "tokenizer", "text_encoder", "vae"]:
+        shutil.copytree(os.path.join(src, d), os.path.join(out, d))
+    index = json.load(open(os.path.join(src, "model_index.json")))
+    index["_class_name"] = "StableDiffusionInpaintPipeline"
+    json.dump(index, open(os.path.join(out, "model_index.json"), "w"), indent=2)
+    unet9 = component(os.path.join(out, "unet"), 5, UNet2DConditionModel(
+        sample_size=8, in_channels=9, out_channels=4, layers_per_block=1, block_out_channels=[8, 16],
+        norm_num_groups=4, cross_attention_dim=32, down_block_types=["CrossAttnDownBlock2D", "DownBlock2D"],
+        up_block_types=["UpBlock2D", "CrossAttnUpBlock2D"], attention_head_dim=1), "UNet2DConditionModel")
+
+    import numpy as np
+    import PIL.Image
+    from diffusers.image_processor import VaeImageProcessor
+    f, sf = 2, vae.config.scaling_factor
+    g = torch.Generator().manual_seed(6)
+    pixels = torch.randint(0, 256, (12, 16, 3), generator=g, dtype=torch.uint8)
+    # The mask: white (repaint) on the right, grey just under and over the
+    # 0.5 threshold, coloured so that its grey level matters.
+    m = np.zeros((12, 16, 3), dtype=np.uint8)
+    m[:, 7:] = (255, 255, 255)
+    m[3:9, 10:14] = (127, 127, 127)
+    m[0:4, 0:4] = (128, 128, 128)
+    m[8:12, 0:6] = (200, 90, 150)
+    m[4:8, 12:16] = (40, 200, 10)
+    init_pil, mask_pil = PIL.Image.fromarray(pixels.numpy()), PIL.Image.fromarray(m)
+    init = VaeImageProcessor(vae_scale_factor=f).preprocess(init_pil, height=12, width=16).double()
+    mask = VaeImageProcessor(vae_scale_factor=f, do_normalize=False, do_binarize=True,
+                             do_convert_grayscale=True).preprocess(mask_pil, height=12, width=16).double()
+    masked = init * (mask < 0.5)
+    mask_lat = torch.nn.functional.interpolate(mask, size=(12 // f, 16 // f))
+    prompt, guidance, steps = "a photo of a cat", 7.5, 4
+    cond = torch.cat([enc([window("")])[0], enc([window(prompt)])[0]])
+    noise = torch.randn(1, 4, 6, 8, generator=g, dtype=torch.float64)
+    with torch.no_grad():
+        masked_lat = vae.encode(masked).latent_dist.mode() * sf
+        image_lat = vae.encode(init).latent_dist.mode() * sf
+
+        def guided(model, inp, t):
+            e = model(inp, t, encoder_hidden_states=cond).sample
+            u, c = e.chunk(2)
+            return u + guidance * (c - u)
+
+        # 9 channels, strength 1: the latents start from noise.
+        s = EulerDiscreteScheduler.from_config(SCHED)
+        s.set_timesteps(steps)
+        x = noise * s.init_noise_sigma
+        for t in s.timesteps:
+            inp = s.scale_model_input(torch.cat([x] * 2), t)
+            inp = torch.cat([inp, torch.cat([mask_lat] * 2), torch.cat([masked_lat] * 2)], dim=1)
+            x = s.step(guided(unet9, inp, t), t, x).prev_sample.to(torch.float64)
+        image9 = vae.decode(x / sf).sample
+
+        # 4 channels, strength 0.75: the last 3 of 4 steps, from the image's
+        # latents noised to the first, the unmasked region put back noised
+        # to the next step's level after each.
+        s = EulerDiscreteScheduler.from_config(SCHED)
+        s.set_timesteps(steps)
+        start = steps - int(steps * 0.75)
+        ts = s.timesteps[start:]
+        s.set_begin_index(start)
+        x = s.add_noise(image_lat, noise, ts[:1])
+        for i, t in enumerate(ts):
+            inp = s.scale_model_input(torch.cat([x] * 2), t)
+            x = s.step(guided(unet4, inp, t), t, x).prev_sample.to(torch.float64)
+            proper = image_lat
+            if i < len(ts) - 1:
+                proper = s.add_noise(image_lat, noise, torch.tensor([ts[i + 1]]))
+            x = (1 - mask_lat) * proper + mask_lat * x
+        image4 = vae.decode(x / sf).sample
+
+        # Tiled decoding: 14×20 latents in tiles of 8 (sample_size 16 over
+        # the factor 2), 6 apart, blended over 4 pixels.
+        z = torch.randn(1, 4, 14, 20, generator=g, dtype=torch.float64)
+        vae.enable_tiling()
+        tiled = vae.decode(z / sf).sample
+        # Tiled encoding: 28×40 images in tiles of 16, 12 apart, their
+        # latents blended over 2.
+        images = torch.rand(1, 3, 28, 40, generator=g, dtype=torch.float64) * 2 - 1
+        encoded = vae.encode(images).latent_dist.mode() * sf
+        vae.disable_tiling()
+    json.dump({"prompt": prompt, "guidance": guidance, "steps": steps, "pixels": pixels.tolist(), "mask": m.tolist(),
+               "noise": noise.tolist(), "image9": image9.tolist(), "strength4": 0.75, "image4": image4.tolist(),
+               "latents": z.tolist(), "tiled": tiled.tolist(),
+               "images": images.tolist(), "encoded": encoded.tolist()},
+              open(os.path.join(here, "golden-inpaint.json"), "w"), separators=(",", ":"))
+
+
+inpaint(*folder("tiny-sd", False))
 folder("tiny-sdxl", True)

@@ -44,6 +44,27 @@ type Config struct {
 	MidBlockAttention *bool     `json:"mid_block_add_attention"`
 	ShiftFactor       *float64  `json:"shift_factor"`
 	LatentsMean       []float64 `json:"latents_mean"`
+	// SampleSize is the image size the VAE was made for (512 for SD
+	// 1.x's): DecodeTiled's tile size in pixels. A list (height, width)
+	// counts by its first value, as diffusers' tiling does. Default 32.
+	SampleSize sampleSize `json:"sample_size"`
+}
+
+// sampleSize is config.json's sample_size, a number or a list.
+type sampleSize int
+
+func (s *sampleSize) UnmarshalJSON(b []byte) error {
+	var n float64
+	if err := json.Unmarshal(b, &n); err == nil {
+		*s = sampleSize(n)
+		return nil
+	}
+	var l []float64
+	if err := json.Unmarshal(b, &l); err != nil || len(l) == 0 {
+		return fmt.Errorf("sample_size %s: want a number or a list of them", b)
+	}
+	*s = sampleSize(l[0])
+	return nil
 }
 
 // ParseConfig reads an AutoencoderKL config's JSON and checks it.
@@ -58,6 +79,9 @@ func ParseConfig(b []byte) (Config, error) {
 	}
 	if c.ScalingFactor == 0 {
 		c.ScalingFactor = 0.18215
+	}
+	if c.SampleSize == 0 {
+		c.SampleSize = 32
 	}
 	bad := func(kind error, field, format string, args ...any) error {
 		return &errs.Error{Pkg: string(pkg), Op: op, Kind: kind, Field: field, Detail: fmt.Sprintf(format, args...)}
@@ -186,6 +210,156 @@ func (m *Model) Decode(latents *candle.Tensor) (*candle.Tensor, error) {
 		return nil, pkg.Wrap(op, p.Err)
 	}
 	return p.Keep(y), nil
+}
+
+// The tiling of DecodeTiled: tiles overlap by a quarter.
+const tileOverlap = 0.25
+
+// DecodeTiled is Decode in overlapping tiles, for images whose decode
+// would not fit in memory: the latents are cut into tiles of
+// sample_size/f latents, a quarter overlapping, each decoded alone, and
+// each tile's first quarter blended linearly into the tiles above and on
+// its left, as diffusers' AutoencoderKL.tiled_decode (same tiles, same
+// weights, same result). Latents no larger than a tile are decoded
+// whole. Tiles see no context beyond their edges, so the image differs
+// a little from Decode's; the memory of the activations grows with the
+// tile, not the image.
+func (m *Model) DecodeTiled(latents *candle.Tensor) (*candle.Tensor, error) {
+	const op = "DecodeTiled"
+	if m.dec == nil {
+		return nil, pkg.Errorf(op, errs.ErrClosed, "the VAE is closed")
+	}
+	if err := m.checkInput(op, latents, m.cfg.LatentChannels, 1); err != nil {
+		return nil, err
+	}
+	sample := int(m.cfg.SampleSize)
+	tile := sample / m.cfg.Factor()
+	if s := latents.Shape(); s[2] <= tile && s[3] <= tile || tile < 1 {
+		return m.Decode(latents)
+	}
+	p := models.NewPass()
+	defer p.Close()
+	z := p.T(p.In(latents).Affine(1/m.cfg.ScalingFactor, 0))
+	y := tiled(p, z, tile, sample, func(t *candle.Tensor) *candle.Tensor {
+		if m.post != nil {
+			t = p.T(m.post.Forward(t))
+		}
+		return m.dec.forward(p, t)
+	})
+	if p.Err != nil {
+		return nil, pkg.Wrap(op, p.Err)
+	}
+	return p.Keep(y), nil
+}
+
+// EncodeTiled is Encode in overlapping tiles of sample_size pixels, a
+// quarter overlapping, their latents blended as DecodeTiled blends its
+// tiles: diffusers' AutoencoderKL tiled encoding. Images no larger than
+// a tile are encoded whole.
+func (m *Model) EncodeTiled(images *candle.Tensor) (*candle.Tensor, error) {
+	const op = "EncodeTiled"
+	if m.enc == nil {
+		return nil, pkg.Errorf(op, errs.ErrClosed, "the VAE is closed")
+	}
+	if err := m.checkInput(op, images, m.cfg.InChannels, m.cfg.Factor()); err != nil {
+		return nil, err
+	}
+	sample := int(m.cfg.SampleSize)
+	tile := sample / m.cfg.Factor()
+	if s := images.Shape(); s[2] <= sample && s[3] <= sample || tile < 1 {
+		return m.Encode(images)
+	}
+	p := models.NewPass()
+	defer p.Close()
+	h := tiled(p, p.In(images), sample, tile, func(t *candle.Tensor) *candle.Tensor {
+		h := m.enc.forward(p, t)
+		if m.quant != nil {
+			h = p.T(m.quant.Forward(h))
+		}
+		return h
+	})
+	mean := p.T(p.T(h.Narrow(1, 0, m.cfg.LatentChannels)).Affine(m.cfg.ScalingFactor, 0))
+	if p.Err != nil {
+		return nil, pkg.Wrap(op, p.Err)
+	}
+	return p.Keep(p.T(mean.Contiguous())), nil
+}
+
+// tiled runs f on tiles of x (batch, channels, height, width) of in×in,
+// a quarter overlapping, each of whose outputs is out×out (less at the
+// edges), and puts the outputs together: each one's first quarter of out
+// blended linearly into the tiles above and on its left, then cut to
+// its first three quarters.
+func tiled(p *models.Pass, x *candle.Tensor, in, out int, f func(*candle.Tensor) *candle.Tensor) *candle.Tensor {
+	if p.Err != nil {
+		return nil
+	}
+	s := x.Shape()
+	h, w := s[2], s[3]
+	step := max(int(float64(in)*(1-tileOverlap)), 1)
+	blend := int(float64(out) * tileOverlap)
+	keep := out - blend
+	var rows [][]*candle.Tensor
+	for i := 0; i < h && p.Err == nil; i += step {
+		var row []*candle.Tensor
+		for j := 0; j < w && p.Err == nil; j += step {
+			t := p.T(p.T(p.T(x.Narrow(2, i, min(in, h-i))).Narrow(3, j, min(in, w-j))).Contiguous())
+			row = append(row, p.Block(t, f))
+		}
+		rows = append(rows, row)
+	}
+	var parts []*candle.Tensor
+	for i, row := range rows {
+		var cols []*candle.Tensor
+		for j := range row {
+			if p.Err != nil {
+				return nil
+			}
+			if i > 0 {
+				row[j] = blendEdge(p, rows[i-1][j], row[j], blend, 2)
+			}
+			if j > 0 {
+				row[j] = blendEdge(p, row[j-1], row[j], blend, 3)
+			}
+			t := row[j]
+			ts := t.Shape()
+			cols = append(cols, p.T(p.T(t.Narrow(2, 0, min(keep, ts[2]))).Narrow(3, 0, min(keep, ts[3]))))
+		}
+		parts = append(parts, p.T(candle.Cat(cols, 3)))
+	}
+	return p.T(candle.Cat(parts, 2))
+}
+
+// blendEdge blends the last n rows (dim 2) or columns (dim 3) of a into
+// the first n of b: b's k-th becomes a's (n−k)-th from its end·(1 − k/n)
+// + b's·k/n, n at most either's size.
+func blendEdge(p *models.Pass, a, b *candle.Tensor, n, dim int) *candle.Tensor {
+	if p.Err != nil {
+		return nil
+	}
+	la, lb := a.Shape()[dim], b.Shape()[dim]
+	n = min(n, la, lb)
+	if n == 0 {
+		return b
+	}
+	wa, wb := make([]float32, n), make([]float32, n)
+	for k := range n {
+		wa[k], wb[k] = float32(1-float64(k)/float64(n)), float32(float64(k)/float64(n))
+	}
+	shape := []int{1, 1, 1, 1}
+	shape[dim] = n
+	weight := func(v []float32) *candle.Tensor {
+		t := p.Own(candle.FromSlice(a.Device(), v, shape...))
+		if p.Err != nil || a.DType() == candle.F32 {
+			return t
+		}
+		return p.T(t.ToDType(a.DType()))
+	}
+	edge := p.T(p.T(p.T(a.Narrow(dim, la-n, n)).Mul(weight(wa))).Add(p.T(p.T(b.Narrow(dim, 0, n)).Mul(weight(wb)))))
+	if n == lb {
+		return edge
+	}
+	return p.T(candle.Cat([]*candle.Tensor{edge, p.T(b.Narrow(dim, n, lb-n))}, dim))
 }
 
 // Encode turns images (batch, in_channels, height, width) in [-1, 1],

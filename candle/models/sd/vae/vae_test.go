@@ -173,3 +173,90 @@ func TestErrors(t *testing.T) {
 	_, err = New(w, cfg, candle.CPU(), candle.F32)
 	assert.ErrorContains(t, err, "decoder.conv_in.weight")
 }
+
+// TestDecodeTiled checks the tiling's bookkeeping (diffusers' tiling is
+// the reference of ../testdata/golden-inpaint.json): latents within a
+// tile decode as Decode does; larger ones to the whole image, whose top
+// left corner, before the first blend, is the first tile's own decode;
+// and EncodeTiled likewise.
+func TestDecodeTiled(t *testing.T) {
+	m := open(t, candle.CPU(), candle.F32)
+	require.Equal(t, sampleSize(16), m.Config().SampleSize) // tiles of 8 latents, 6 apart
+	noise := func(shape ...int) *candle.Tensor {
+		n := 1
+		for _, d := range shape {
+			n *= d
+		}
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(math.Sin(float64(i) * 0.37))
+		}
+		z, err := candle.FromSlice(candle.CPU(), v, shape...)
+		require.NoError(t, err)
+		t.Cleanup(func() { z.Close() })
+		return z
+	}
+	values := func(x *candle.Tensor) []float32 {
+		v, err := candle.ToSlice[float32](x)
+		require.NoError(t, err)
+		return v
+	}
+	small := noise(1, 4, 8, 6)
+	a, err := m.Decode(small)
+	require.NoError(t, err)
+	defer a.Close()
+	b, err := m.DecodeTiled(small)
+	require.NoError(t, err)
+	defer b.Close()
+	assert.Equal(t, values(a), values(b))
+
+	z := noise(2, 4, 14, 20)
+	y, err := m.DecodeTiled(z)
+	require.NoError(t, err)
+	defer y.Close()
+	require.Equal(t, candle.Shape{2, 3, 28, 40}, y.Shape())
+	first, err := z.Narrow(2, 0, 8)
+	require.NoError(t, err)
+	defer first.Close()
+	first2, err := first.Narrow(3, 0, 8)
+	require.NoError(t, err)
+	defer first2.Close()
+	tile, err := m.Decode(first2)
+	require.NoError(t, err)
+	defer tile.Close()
+	got, want := values(y), values(tile)
+	for n := range 2 {
+		for c := range 3 {
+			for i := range 12 {
+				for j := range 12 {
+					assert.InDelta(t, want[((n*3+c)*16+i)*16+j], got[((n*3+c)*28+i)*40+j], 1e-6)
+				}
+			}
+		}
+	}
+
+	// Images within a tile encode as Encode does.
+	img := noise(1, 3, 16, 12)
+	e1, err := m.Encode(img)
+	require.NoError(t, err)
+	defer e1.Close()
+	e2, err := m.EncodeTiled(img)
+	require.NoError(t, err)
+	defer e2.Close()
+	assert.Equal(t, values(e1), values(e2))
+	big, err := m.EncodeTiled(noise(2, 3, 28, 40))
+	require.NoError(t, err)
+	defer big.Close()
+	assert.Equal(t, candle.Shape{2, 4, 14, 20}, big.Shape())
+
+	c, err := ParseConfig([]byte(`{"in_channels": 3, "out_channels": 3, "latent_channels": 4, "block_out_channels": [8], "layers_per_block": 1, "norm_num_groups": 4, "sample_size": [64, 48]}`))
+	require.NoError(t, err)
+	assert.Equal(t, sampleSize(64), c.SampleSize)
+	_, err = ParseConfig([]byte(`{"in_channels": 3, "out_channels": 3, "latent_channels": 4, "block_out_channels": [8], "layers_per_block": 1, "norm_num_groups": 4, "sample_size": "big"}`))
+	assert.ErrorIs(t, err, errs.ErrFormat)
+	require.NoError(t, m.Close())
+	_, err = m.DecodeTiled(z)
+	assert.ErrorIs(t, err, errs.ErrClosed)
+	_, err = m.EncodeTiled(img)
+	assert.ErrorIs(t, err, errs.ErrClosed)
+}
