@@ -110,10 +110,14 @@ type backend interface {
 	softmax(x view, dst *Storage, rows, cols int, log bool) error
 	norm(x, alpha, beta view, dst *Storage, rows, cols int, eps float64, layer bool) error
 	// groupNorm normalises rows of cols elements, each a group of channels
-	// of spatial elements, row r being group r % groups.
-	groupNorm(x, alpha, beta view, dst *Storage, rows, cols, groups, spatial int, eps float64) error
+	// of spatial elements, row r being group r % groups; silu applies SiLU
+	// to the result.
+	groupNorm(x, alpha, beta view, dst *Storage, rows, cols, groups, spatial int, eps float64, silu bool) error
 	rope(x, cos, sin view, dst *Storage, dims [4]int, interleaved, thd bool, csb int) error
 	siluMul(a, b view, dst *Storage) error
+	// geglu writes rows of n: each row of 2n's first half times gelu_erf
+	// of its second.
+	geglu(x view, dst *Storage, rows, n int) error
 	// The image ops (conv.go, pooling.go) on contiguous views in the
 	// spec's format.
 	conv(x, w view, dst *Storage, s *convSpec) error

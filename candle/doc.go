@@ -36,6 +36,8 @@
 //	h, err := x.RMSNorm(gain, 1e-6)    // also LayerNorm, GroupNorm
 //	q, err := q.RoPE(cos, sin)         // also RoPEInterleaved, RoPETHD
 //	g, err := gate.SiLUMul(up)         // silu(gate)·up
+//	a, err := x.GroupNormSiLU(32, w, b, 1e-5) // silu(group_norm(x)), one pass
+//	f, err := hg.GEGLU()               // hg (…, 2n): hg[…, :n]·gelu_erf(hg[…, n:])
 //	v, i, err := logits.TopK(40)       // also ArgsortLastDim, SortLastDim
 //
 // Matmul reads transposed and broadcast operands in place (BLAS transpose

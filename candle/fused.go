@@ -2,6 +2,7 @@ package candle
 
 import (
 	"math"
+	"slices"
 
 	"github.com/rocm-go/rocm/hip"
 )
@@ -183,7 +184,16 @@ func checkAffine(op string, alpha, beta *Tensor, n int, what string, x Shape, ep
 // scaled by alpha and shifted by beta per channel; alpha and beta are
 // (C), and beta may be nil.
 func (t *Tensor) GroupNorm(groups int, alpha, beta *Tensor, eps float64) (*Tensor, error) {
-	const op = "Tensor.GroupNorm"
+	return t.groupNorm("Tensor.GroupNorm", groups, alpha, beta, eps, false)
+}
+
+// GroupNormSiLU is GroupNorm followed by SiLU (x · sigmoid(x)) in one
+// pass: the norm and activation of Stable Diffusion's resnet blocks.
+func (t *Tensor) GroupNormSiLU(groups int, alpha, beta *Tensor, eps float64) (*Tensor, error) {
+	return t.groupNorm("Tensor.GroupNormSiLU", groups, alpha, beta, eps, true)
+}
+
+func (t *Tensor) groupNorm(op string, groups int, alpha, beta *Tensor, eps float64, silu bool) (*Tensor, error) {
 	if err := t.alive(op); err != nil {
 		return nil, err
 	}
@@ -212,7 +222,7 @@ func (t *Tensor) GroupNorm(groups int, alpha, beta *Tensor, eps float64) (*Tenso
 	}
 	rows := s[0] * groups
 	return f.run(op, func(b backend) error {
-		return b.groupNorm(f.in[0], f.in[1], f.in[2], f.out.st, rows, cols, groups, spatial, eps)
+		return b.groupNorm(f.in[0], f.in[1], f.in[2], f.out.st, rows, cols, groups, spatial, eps, silu)
 	})
 }
 
@@ -285,6 +295,33 @@ func (t *Tensor) SiLUMul(o *Tensor) (*Tensor, error) {
 	return f.run(op, func(b backend) error { return b.siluMul(f.in[0], f.in[1], f.out.st) })
 }
 
+// GEGLU is the gated GELU of diffusers' feed-forward blocks: x (…, 2n)
+// is split in halves along the last dim, and the result (…, n) is the
+// first half times gelu_erf of the second, x[…, :n] · GeluErf(x[…, n:]),
+// in one pass.
+func (t *Tensor) GEGLU() (*Tensor, error) {
+	const op = "Tensor.GEGLU"
+	if err := t.alive(op); err != nil {
+		return nil, err
+	}
+	s := t.layout.Shape
+	if len(s) == 0 || s[len(s)-1]%2 != 0 {
+		return nil, pkg.Errorf(op, ErrShape, "x is %v: want a last dim of even size, the value and the gate", s)
+	}
+	out := slices.Clone(s)
+	n := s[len(s)-1] / 2
+	out[len(out)-1] = n
+	f, err := fuse(op, out, t)
+	if err != nil {
+		return nil, err
+	}
+	rows := 0
+	if n > 0 {
+		rows = out.Elems() / n
+	}
+	return f.run(op, func(b backend) error { return b.geglu(f.in[0], f.out.st, rows, n) })
+}
+
 // The CPU's fused ops: the references, in float64.
 
 func (c *cpuBackend) softmax(x view, dst *Storage, rows, cols int, log bool) error {
@@ -317,17 +354,17 @@ func (c *cpuBackend) softmax(x view, dst *Storage, rows, cols int, log bool) err
 }
 
 func (c *cpuBackend) norm(x, alpha, beta view, dst *Storage, rows, cols int, eps float64, layer bool) error {
-	return cpuNorm(x, alpha, beta, dst, rows, cols, 1, 1, eps, layer)
+	return cpuNorm(x, alpha, beta, dst, rows, cols, 1, 1, eps, layer, false)
 }
 
-func (c *cpuBackend) groupNorm(x, alpha, beta view, dst *Storage, rows, cols, groups, spatial int, eps float64) error {
-	return cpuNorm(x, alpha, beta, dst, rows, cols, groups, spatial, eps, true)
+func (c *cpuBackend) groupNorm(x, alpha, beta view, dst *Storage, rows, cols, groups, spatial int, eps float64, silu bool) error {
+	return cpuNorm(x, alpha, beta, dst, rows, cols, groups, spatial, eps, true, silu)
 }
 
 // cpuNorm normalises rows; row r's column k takes the affine parameters
 // of channel (r % groups) · cols / spatial + k / spatial (k for the
-// last-dim norms: one group, spatial 1).
-func cpuNorm(x, alpha, beta view, dst *Storage, rows, cols, groups, spatial int, eps float64, layer bool) error {
+// last-dim norms: one group, spatial 1); silu applies SiLU to the result.
+func cpuNorm(x, alpha, beta view, dst *Storage, rows, cols, groups, spatial int, eps float64, layer, silu bool) error {
 	s, a, d := dataOf(x.st), dataOf(alpha.st), dataOf(dst)
 	n := float64(cols)
 	for r := range rows {
@@ -351,6 +388,9 @@ func cpuNorm(x, alpha, beta view, dst *Storage, rows, cols, groups, spatial int,
 			v := (s.f(base+k) - mean) * rs * a.f(alpha.l.Offset+ch)
 			if beta.st != nil {
 				v += dataOf(beta.st).f(beta.l.Offset + ch)
+			}
+			if silu {
+				v /= 1 + math.Exp(-v)
 			}
 			d.setF(r*cols+k, v)
 		}
@@ -391,16 +431,32 @@ func (c *cpuBackend) siluMul(a, b view, dst *Storage) error {
 	return nil
 }
 
+func (c *cpuBackend) geglu(x view, dst *Storage, rows, n int) error {
+	s, d := dataOf(x.st), dataOf(dst)
+	for r := range rows {
+		base := x.l.Offset + r*2*n
+		for i := range n {
+			g := s.f(base + n + i)
+			d.setF(r*n+i, s.f(base+i)*0.5*g*(1+math.Erf(g/math.Sqrt2)))
+		}
+	}
+	return nil
+}
+
 // The GPU's fused ops: a block per row for the row ops, sized to the row.
 
 // nnPer and nnBlock are nn.hip's NN_PER and NN_BLOCK (softmax, rms_norm,
 // layer_norm), gnPer and gnBlock its GN_PER and GN_BLOCK (group_norm, whose
-// rows are long and few).
+// rows are long and few), gsThreads and gsChunk its GS_THREADS and GS_CHUNK
+// (group_stats and group_apply, for rows longer than a block of group_norm
+// holds).
 const (
-	nnPer   = 32
-	nnBlock = 256
-	gnPer   = 8
-	gnBlock = 1024
+	nnPer     = 32
+	nnBlock   = 256
+	gnPer     = 8
+	gnBlock   = 1024
+	gsThreads = 256
+	gsChunk   = gsThreads * 16
 )
 
 // rowLaunch is a row kernel's grid and block: a block per row, per
@@ -443,16 +499,40 @@ func (b *hipBackend) norm(x, alpha, beta view, dst *Storage, rows, cols int, eps
 	})
 }
 
-func (b *hipBackend) groupNorm(x, alpha, beta view, dst *Storage, rows, cols, groups, spatial int, eps float64) error {
+func (b *hipBackend) groupNorm(x, alpha, beta view, dst *Storage, rows, cols, groups, spatial int, eps float64, silu bool) error {
 	in, al, out := ptr(x), ptr(alpha), storagePtr(dst)
 	var be hip.DevicePtr
 	if beta.st != nil {
 		be = ptr(beta)
 	}
-	grid, block := rowLaunch(rows, cols, gnPer, gnBlock)
-	return b.launch(kernelNames.groupNorm[dst.dtype], grid, block, func(a *hip.Args) {
-		a.Uint64(uint64(rows)).Uint64(uint64(cols)).Float32(float32(eps)).Uint64(uint64(groups)).Uint64(uint64(spatial))
-		a.Ptr(in).Ptr(al).Ptr(be).Ptr(out)
+	act := int32(b2i(silu))
+	if cols <= gnBlock*gnPer {
+		// A block a row, held in registers: one read.
+		grid, block := rowLaunch(rows, cols, gnPer, gnBlock)
+		return b.launch(kernelNames.groupNorm[dst.dtype], grid, block, func(a *hip.Args) {
+			a.Uint64(uint64(rows)).Uint64(uint64(cols)).Float32(float32(eps)).Uint64(uint64(groups)).Uint64(uint64(spatial))
+			a.Int32(act).Ptr(in).Ptr(al).Ptr(be).Ptr(out)
+		})
+	}
+	// Longer rows: a block a chunk of gsChunk elements, for the chunks'
+	// statistics (two floats each), then for the output.
+	splits := (cols + gsChunk - 1) / gsChunk
+	part, err := b.pool.get(rows * splits * 2 * 4)
+	if err != nil {
+		return err
+	}
+	defer part.release()
+	pp := part.buf.Ptr()
+	grid := hip.Dim3{X: uint32(min(rows*splits, maxBlocks))}
+	block := hip.Dim3{X: gsThreads}
+	if err := b.launch(kernelNames.groupStats[dst.dtype], grid, block, func(a *hip.Args) {
+		a.Uint64(uint64(rows)).Uint64(uint64(cols)).Uint64(uint64(splits)).Ptr(in).Ptr(pp)
+	}); err != nil {
+		return err
+	}
+	return b.launch(kernelNames.groupApply[dst.dtype], grid, block, func(a *hip.Args) {
+		a.Uint64(uint64(rows)).Uint64(uint64(cols)).Uint64(uint64(splits)).Float32(float32(eps))
+		a.Uint64(uint64(groups)).Uint64(uint64(spatial)).Int32(act).Ptr(pp).Ptr(in).Ptr(al).Ptr(be).Ptr(out)
 	})
 }
 
@@ -477,5 +557,12 @@ func (b *hipBackend) siluMul(x, y view, dst *Storage) error {
 	px, py, out := ptr(x), ptr(y), storagePtr(dst)
 	return b.launch(kernelNames.siluMul[dst.dtype], b.grid(dst.n, 16/dst.dtype.Size()), block1D, func(a *hip.Args) {
 		a.Uint64(uint64(dst.n)).Ptr(px).Ptr(py).Ptr(out)
+	})
+}
+
+func (b *hipBackend) geglu(x view, dst *Storage, rows, n int) error {
+	in, out := ptr(x), storagePtr(dst)
+	return b.launch(kernelNames.geglu[dst.dtype], b.grid(dst.n, 16/dst.dtype.Size()), block1D, func(a *hip.Args) {
+		a.Uint64(uint64(rows)).Uint64(uint64(n)).Ptr(in).Ptr(out)
 	})
 }

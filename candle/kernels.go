@@ -202,7 +202,7 @@ type kernelTable struct {
 	putAdd                              [numDTypes][numDTypes]kernel // by indices, values
 	// The fused ops (nn.hip), by dtype.
 	softmax, softmaxFull, rmsNorm, layerNorm, rope, siluMul [numDTypes]kernel
-	groupNorm, ropeCache                                    [numDTypes]kernel
+	groupNorm, groupStats, groupApply, ropeCache, geglu     [numDTypes]kernel
 	argsort, topk                                           [numDTypes]kernel    // sort.hip
 	sampleMax, sampleHist, sampleDraw                       [numDTypes]kernel    // sample.hip
 	samplePrev                                              kernel               // sample.hip
@@ -287,7 +287,9 @@ func newKernelTable() (k kernelTable, all []kernel) {
 		d := dtypeNames[dt]
 		k.softmax[dt], k.softmaxFull[dt] = add(famNN, "softmax_"+d), add(famNN, "softmax_full_"+d)
 		k.rmsNorm[dt], k.layerNorm[dt], k.groupNorm[dt] = add(famNN, "rms_norm_"+d), add(famNN, "layer_norm_"+d), add(famNN, "group_norm_"+d)
+		k.groupStats[dt], k.groupApply[dt] = add(famNN, "group_stats_"+d), add(famNN, "group_apply_"+d)
 		k.rope[dt], k.ropeCache[dt], k.siluMul[dt] = add(famNN, "rope_"+d), add(famNN, "rope_cache_"+d), add(famNN, "silu_mul_"+d)
+		k.geglu[dt] = add(famNN, "geglu_"+d)
 	}
 	for _, dt := range DTypes() {
 		if dt.IsFloat() {

@@ -167,12 +167,13 @@ func TestGroupNormOnCPU(t *testing.T) {
 	near(t, groupNormRef([]float64{1, 2, 3, 4, 10, 10, 10, 14}, 1, 4, 2, 2, []float64{1, 2, 3, 4}, []float64{0, 0, 0, 0}, 1e-5),
 		values(t, ok(x.GroupNorm(2, alpha, nil, 1e-5))), 1e-6, "without beta")
 	// One group is layer_norm over (C, spatial); C groups is instance norm.
+	// GroupNormSiLU is the same followed by silu.
 	r := rand.New(rand.NewPCG(3, 4))
 	gen := values01(r)
 	for _, tc := range []struct {
 		shape  Shape
 		groups int
-	}{{Shape{2, 6, 3, 5}, 3}, {Shape{2, 6, 3, 5}, 1}, {Shape{2, 6, 3, 5}, 6}, {Shape{3, 8}, 4}, {Shape{2, 4, 2, 2, 3}, 2}} {
+	}{{Shape{2, 6, 3, 5}, 3}, {Shape{2, 6, 3, 5}, 1}, {Shape{2, 6, 3, 5}, 6}, {Shape{3, 8}, 4}, {Shape{2, 4, 2, 2, 3}, 2}, {Shape{1, 64, 9, 9}, 32}} {
 		n, c := tc.shape[0], tc.shape[1]
 		sp := tc.shape[2:].Elems()
 		data := make([]float64, tc.shape.Elems())
@@ -189,6 +190,10 @@ func TestGroupNormOnCPU(t *testing.T) {
 			at, bt := tensorOf(t, cpu, dt, a), tensorOf(t, cpu, dt, b)
 			want := groupNormRef(rd, n, c, sp, tc.groups, values(t, at), values(t, bt), float64(float32(1e-5)))
 			near(t, want, values(t, ok(xt.GroupNorm(tc.groups, at, bt, 1e-5))), tolerance(dt), "%v %d groups %s", tc.shape, tc.groups, dt)
+			for i := range want {
+				want[i] = siluRef(want[i])
+			}
+			near(t, want, values(t, ok(xt.GroupNormSiLU(tc.groups, at, bt, 1e-5))), tolerance(dt), "silu: %v %d groups %s", tc.shape, tc.groups, dt)
 		}
 	}
 	// Strided input.

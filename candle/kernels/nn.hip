@@ -5,10 +5,15 @@
 //   rms_norm_<dt>    x / sqrt(mean(x²) + eps) · alpha
 //   layer_norm_<dt>  (x - mean) / sqrt(var + eps) · alpha + beta (beta may be null)
 //   group_norm_<dt>  layer_norm of each (n, group) row of an (N, C, spatial...)
-//                    tensor, the affine index the channel of the column
+//                    tensor, the affine index the channel of the column, then
+//                    optionally silu (x · sigmoid(x)) in the same write
+//   group_stats_<dt>, group_apply_<dt>  group_norm of rows longer than a block
+//                    holds: each chunk's mean and squared deviations, then
+//                    the output, both a block a chunk (see group_stats)
 //   rope_<dt>        rotary embeddings, half-split or interleaved, (b, h, t, d) or (b, t, h, d)
 //   rope_cache_<dt>  a decoder layer's rope of q and k and its writes of k and v into a KV cache
 //   silu_mul_<dt>    silu(a) · b
+//   geglu_<dt>       x[..., :n] · gelu_erf(x[..., n:]) of rows of 2n
 // A block takes a row. The host sizes the block to the row (PER elements a
 // thread, up to 256 threads; group_norm's long rows up to 1024 threads of 8),
 // so that a row of up to 8192 elements stays in registers between the
@@ -48,6 +53,9 @@ __device__ __forceinline__ float nanmax(float a, float b) {
 	const float m = fmaxf(a, b);
 	return (a != a) | (b != b) ? a + b : m;
 }
+
+// silu is x · sigmoid(x), as silu_mul computes it.
+__device__ __forceinline__ float silu_f(float v) { return v / (1.0f + expf(-v)); }
 
 // RowExp is exp(v - m) for a row whose maximum is m. For 2-byte types it
 // is one fma and one exp2: expf's accurate sequence made softmax_f16 of
@@ -261,7 +269,7 @@ template <class T> __device__ __forceinline__ void softmax(u64 rows, u64 cols, i
 // longer than the block's slots), with what the loop tests made constant.
 template <class T, int PER, bool Layer, bool Group, bool Full, bool Beta>
 __device__ __forceinline__ void norm_rows(u64 rows, u64 cols, float eps, const T* x, const T* alpha, const T* beta, T* y,
-                                          u64 groups, u64 spatial, float* p1, float* p2) {
+                                          u64 groups, u64 spatial, bool act, float* p1, float* p2) {
 	const float n = (float)cols;
 	// group_norm's alpha and beta are a group's, gathered for each row
 	// into registers. The others are vectors like the row's, read from
@@ -318,8 +326,10 @@ __device__ __forceinline__ void norm_rows(u64 rows, u64 cols, float eps, const T
 				for (int e = 0; e < R::N; e++) {
 					const int j = c * R::N + e;
 					float v = (r.get(j, 0.0f) - mean) * rs;
-					if (Group) v = v * ga[j] + gb[j];
-					else {
+					if (Group) {
+						v = v * ga[j] + gb[j];
+						if (act) v = silu_f(v);
+					} else {
 						v *= Traits<T>::load(av[c].v[e]);
 						if (Layer && Beta) v += Traits<T>::load(bv[c].v[e]);
 					}
@@ -334,17 +344,18 @@ __device__ __forceinline__ void norm_rows(u64 rows, u64 cols, float eps, const T
 // norm is rms_norm (layer = false), layer_norm, and group_norm (Group):
 // there row i is group i % groups, whose columns are its channels of
 // `spatial` elements each, so column k takes the affine parameters of
-// channel (i % groups) · cols / spatial + k / spatial.
+// channel (i % groups) · cols / spatial + k / spatial; act applies silu to
+// group_norm's output.
 template <class T, bool Layer, bool Group = false>
 __device__ __forceinline__ void norm(u64 rows, u64 cols, float eps, const T* x, const T* alpha, const T* beta, T* y,
-                                     u64 groups = 1, u64 spatial = 1) {
+                                     u64 groups = 1, u64 spatial = 1, bool act = false) {
 	__shared__ float p1[GN_BLOCK / 16], p2[GN_BLOCK / 16];
 	const float n = (float)cols;
 	const int PER = Group ? GN_PER : NN_PER;
 	if (cols <= (u64)blockDim.x * PER &&
 	    (Group ? vec_rows<T>(cols, x, y, x, y) : vec_rows<T>(cols, x, y, alpha, beta ? beta : alpha))) {
 		const bool full = cols == (u64)blockDim.x * PER;
-#define NORM_ROWS(F, B) norm_rows<T, PER, Layer, Group, F, B>(rows, cols, eps, x, alpha, beta, y, groups, spatial, p1, p2)
+#define NORM_ROWS(F, B) norm_rows<T, PER, Layer, Group, F, B>(rows, cols, eps, x, alpha, beta, y, groups, spatial, act, p1, p2)
 		if (Layer && beta) {
 			if (full) NORM_ROWS(true, true);
 			else NORM_ROWS(false, true);
@@ -377,6 +388,7 @@ __device__ __forceinline__ void norm(u64 rows, u64 cols, float eps, const T* x, 
 			const u64 c = Group ? c0 + (u32)k / (u32)spatial : k;
 			float v = (Traits<T>::load(xr[k]) - mean) * rs * Traits<T>::load(alpha[c]);
 			if (Layer && beta) v += Traits<T>::load(beta[c]);
+			if (Group && act) v = silu_f(v);
 			yr[k] = Traits<T>::store(v);
 		}
 		__syncthreads(); // p1 and p2 are read no more
@@ -506,6 +518,189 @@ template <class T> __device__ __forceinline__ void silu_mul(u64 n, const T* a, c
 	}
 }
 
+// group_norm of long rows in two kernels, so that a row is spread over
+// many blocks (Stable Diffusion's VAE has 32 rows of 4M elements; its UNet
+// 64 of 40960: a block a row, as group_norm_<dt>, leaves most of a GPU
+// idle and reads each row three times). The row is cut into chunks of
+// GS_CHUNK elements, a block a chunk (GS_THREADS threads of GS_PER
+// elements, held in registers):
+//   group_stats_<dt>  each chunk's mean and sum of squared deviations from
+//                     it (part[2b], part[2b + 1] for chunk b = row·splits +
+//                     chunk), exact in float within the chunk;
+//   group_apply_<dt>  each chunk's block combines its row's partials
+//                     (Chan et al.: mean = Σ nᵢ·meanᵢ / n, M2 = Σ M2ᵢ +
+//                     nᵢ·(meanᵢ - mean)²) and writes its chunk,
+//                     (x - mean)·(alpha·rs) + beta, silu applied when act
+//                     is set.
+// x is read twice (the second read mostly from the L2 cache for the
+// UNet's tensors) and y written once. Rows are shorter than 2³² (the host
+// checks): 32-bit indices within a row.
+#define GS_THREADS 256
+#define GS_PER 16
+#define GS_CHUNK (GS_THREADS * GS_PER)
+#define GS_KERNEL extern "C" __global__ __launch_bounds__(GS_THREADS) void
+
+// GChunk is a thread's GS_PER elements of a chunk, as floats: vectors of
+// 16 bytes (chunk c of a thread at (c·GS_THREADS + thread)·N) when the rows
+// allow, else single elements (slot j at j·GS_THREADS + thread).
+template <class T> struct GChunk {
+	static const int N = 16 / sizeof(T), V = GS_PER / N;
+	float v[GS_PER];
+
+	__device__ __forceinline__ static u32 vpos(int c) { return ((u32)c * GS_THREADS + threadIdx.x) * N; }
+	__device__ __forceinline__ static u32 spos(int j) { return (u32)j * GS_THREADS + threadIdx.x; }
+	__device__ __forceinline__ static bool ok(bool vec, int j, u32 n) { return (vec ? vpos(j / N) + j % N : spos(j)) < n; }
+	// load reads the chunk's n elements from p, 0 past them. (Past the
+	// end a vector load reads the chunk's first: no branch around the
+	// loads, which would make each wait for the one before.)
+	__device__ __forceinline__ void load(const T* p, u32 n, bool vec) {
+		if (vec) {
+			Vec<T> w[V];
+#pragma unroll
+			for (int c = 0; c < V; c++) w[c] = *(const Vec<T>*)(p + (vpos(c) < n ? vpos(c) : 0));
+#pragma unroll
+			for (int c = 0; c < V; c++)
+#pragma unroll
+				for (int e = 0; e < N; e++) v[c * N + e] = vpos(c) < n ? Traits<T>::load(w[c].v[e]) : 0.0f;
+		} else {
+#pragma unroll
+			for (int j = 0; j < GS_PER; j++) v[j] = spos(j) < n ? Traits<T>::load(p[spos(j)]) : 0.0f;
+		}
+	}
+};
+
+template <class T> __device__ __forceinline__ bool gs_vec(u64 cols, const T* x, const T* y) {
+	return cols % (16 / sizeof(T)) == 0 && aligned16(x) && aligned16(y);
+}
+
+template <class T> __device__ __forceinline__ void group_stats(u64 rows, u64 cols, u64 splits, const T* x, float* part) {
+	__shared__ float p1[GN_BLOCK / 16], p2[GN_BLOCK / 16];
+	const bool vec = gs_vec<T>(cols, x, x);
+	GChunk<T> g;
+	for (u64 b = blockIdx.x; b < rows * splits; b += gridDim.x) {
+		const u64 row = b / splits;
+		const u32 k0 = (u32)(b - row * splits) * GS_CHUNK, n = (u32)cols - k0 < GS_CHUNK ? (u32)cols - k0 : GS_CHUNK;
+		g.load(x + row * cols + k0, n, vec);
+		float s = 0;
+#pragma unroll
+		for (int j = 0; j < GS_PER; j++) s += g.v[j];
+		const float mean = block_sum<GS_THREADS>(s, p1) / (float)n;
+		float ss = 0;
+#pragma unroll
+		for (int j = 0; j < GS_PER; j++) {
+			const float d = g.v[j] - mean;
+			ss += GChunk<T>::ok(vec, j, n) ? d * d : 0.0f;
+		}
+		ss = block_sum<GS_THREADS>(ss, p2);
+		if (threadIdx.x == 0) {
+			part[2 * b] = mean;
+			part[2 * b + 1] = ss;
+		}
+		if (b + gridDim.x < rows * splits) __syncthreads(); // p1 and p2 are read no more
+	}
+}
+
+// gs_scale is channel ch's scale and shift: y = (x - mean)·a + s,
+// a = alpha·rs, s = beta.
+template <class T>
+__device__ __forceinline__ void gs_scale(const T* alpha, const T* beta, u32 ch, float rs, float& a, float& s) {
+	a = Traits<T>::load(alpha[ch]) * rs;
+	s = beta ? Traits<T>::load(beta[ch]) : 0.0f;
+}
+
+template <class T>
+__device__ __forceinline__ void group_apply(u64 rows, u64 cols, u64 splits, float eps, u64 groups, u64 spatial, int act,
+                                            const float* part, const T* x, const T* alpha, const T* beta, T* y) {
+	__shared__ float p1[GN_BLOCK / 16], p2[GN_BLOCK / 16];
+	typedef GChunk<T> G;
+	const bool vec = gs_vec<T>(cols, x, y);
+	const u32 sp = (u32)spatial, ns = (u32)splits;
+	// A vector's elements share a channel when the channels are whole
+	// vectors: one division and one scale and shift a vector.
+	const bool whole = sp % G::N == 0;
+	G g;
+	for (u64 b = blockIdx.x; b < rows * splits; b += gridDim.x) {
+		const u64 row = b / splits;
+		const u32 k0 = (u32)(b - row * splits) * GS_CHUNK, n = (u32)cols - k0 < GS_CHUNK ? (u32)cols - k0 : GS_CHUNK;
+		g.load(x + row * cols + k0, n, vec); // in flight during the reductions
+		const float* pr = part + 2 * row * splits;
+		const u32 last = (u32)cols - (ns - 1) * GS_CHUNK; // the last chunk's elements
+		float sm = 0;
+		for (u32 i = threadIdx.x; i < ns; i += GS_THREADS) sm += (i + 1 < ns ? (float)GS_CHUNK : (float)last) * pr[2 * i];
+		const float mean = block_sum<GS_THREADS>(sm, p1) / (float)cols;
+		float m2 = 0;
+		for (u32 i = threadIdx.x; i < ns; i += GS_THREADS) {
+			const float d = pr[2 * i] - mean;
+			m2 += pr[2 * i + 1] + (i + 1 < ns ? (float)GS_CHUNK : (float)last) * d * d;
+		}
+		const float rs = rsqrtf(block_sum<GS_THREADS>(m2, p2) / (float)cols + eps);
+		const u32 c0 = (u32)(row % groups) * ((u32)cols / sp);
+		T* yr = y + row * cols + k0;
+		if (vec) {
+#pragma unroll
+			for (int c = 0; c < G::V; c++) {
+				const u32 p = G::vpos(c);
+				if (p >= n) continue;
+				Vec<T> o;
+				float a, s;
+				if (whole) gs_scale(alpha, beta, c0 + (k0 + p) / sp, rs, a, s);
+#pragma unroll
+				for (int e = 0; e < G::N; e++) {
+					if (!whole) gs_scale(alpha, beta, c0 + (k0 + p + e) / sp, rs, a, s);
+					float v = fmaf(g.v[c * G::N + e] - mean, a, s);
+					if (act) v = silu_f(v);
+					o.v[e] = Traits<T>::store(v);
+				}
+				*(Vec<T>*)(yr + p) = o;
+			}
+		} else {
+#pragma unroll
+			for (int j = 0; j < GS_PER; j++) {
+				const u32 p = G::spos(j);
+				if (p >= n) continue;
+				float a, s;
+				gs_scale(alpha, beta, c0 + (k0 + p) / sp, rs, a, s);
+				float v = fmaf(g.v[j] - mean, a, s);
+				if (act) v = silu_f(v);
+				yr[p] = Traits<T>::store(v);
+			}
+		}
+		if (b + gridDim.x < rows * splits) __syncthreads(); // p1 and p2 are read no more
+	}
+}
+
+// geglu is diffusers' GEGLU on contiguous rows of 2n: y[r, i] = x[r, i] ·
+// gelu_erf(x[r, n + i]), y (rows, n). A thread takes a vector of each half
+// when n is a multiple of the vector and the pointers are aligned. I is the
+// index type: 32-bit divisions where the sizes allow.
+__device__ __forceinline__ float gelu_erf_f(float g) { return 0.5f * g * (1.0f + erff(g * 0.7071067811865476f)); }
+
+template <class T, class I> __device__ __forceinline__ void geglu_all(I rows, I n, const T* x, T* y) {
+	const int N = 16 / sizeof(T);
+	if (n % N == 0 && aligned16(x) && aligned16(y)) {
+		const I nv = n / N, total = rows * nv;
+		for (u64 k = gstart(); k < (u64)total; k += gstep()) {
+			const I v = (I)k, r = v / nv, i = (v - r * nv) * N;
+			const Vec<T> h = *(const Vec<T>*)(x + (u64)r * 2 * n + i), gt = *(const Vec<T>*)(x + (u64)r * 2 * n + n + i);
+			Vec<T> o;
+#pragma unroll
+			for (int e = 0; e < N; e++) o.v[e] = Traits<T>::store(Traits<T>::load(h.v[e]) * gelu_erf_f(Traits<T>::load(gt.v[e])));
+			*(Vec<T>*)(y + (u64)v * N) = o;
+		}
+		return;
+	}
+	const I total = rows * n;
+	for (u64 k = gstart(); k < (u64)total; k += gstep()) {
+		const I v = (I)k, r = v / n, i = v - r * n;
+		y[k] = Traits<T>::store(Traits<T>::load(x[(u64)r * 2 * n + i]) * gelu_erf_f(Traits<T>::load(x[(u64)r * 2 * n + n + i])));
+	}
+}
+
+template <class T> __device__ __forceinline__ void geglu(u64 rows, u64 n, const T* x, T* y) {
+	if (rows * n * 2 < (1ull << 32)) geglu_all<T, u32>((u32)rows, (u32)n, x, y);
+	else geglu_all<T, u64>(rows, n, x, y);
+}
+
 #define RG_NN(T)                                                                                                          \
 	NN_KERNEL softmax_##T(u64 rows, u64 cols, int log_, const T* x, T* y) { RG_GRID_WAIT(); softmax<T>(rows, cols, log_, x, y); } \
 	NN16_KERNEL(T) softmax_full_##T(u64 rows, u64 cols, const T* x, T* y) { RG_GRID_WAIT(); softmax_full<T>(rows, cols, x, y); } \
@@ -515,9 +710,16 @@ template <class T> __device__ __forceinline__ void silu_mul(u64 n, const T* a, c
 	NN16_KERNEL(T) layer_norm_##T(u64 rows, u64 cols, float eps, const T* x, const T* alpha, const T* beta, T* y) { RG_GRID_WAIT(); \
 		norm<T, true>(rows, cols, eps, x, alpha, beta, y);                                                                \
 	}                                                                                                                     \
-	GN_KERNEL group_norm_##T(u64 rows, u64 cols, float eps, u64 groups, u64 spatial, const T* x, const T* alpha,          \
+	GN_KERNEL group_norm_##T(u64 rows, u64 cols, float eps, u64 groups, u64 spatial, int act, const T* x, const T* alpha, \
 	                         const T* beta, T* y) { RG_GRID_WAIT();                                                       \
-		norm<T, true, true>(rows, cols, eps, x, alpha, beta, y, groups, spatial);                                         \
+		norm<T, true, true>(rows, cols, eps, x, alpha, beta, y, groups, spatial, act != 0);                               \
+	}                                                                                                                     \
+	GS_KERNEL group_stats_##T(u64 rows, u64 cols, u64 splits, const T* x, float* part) { RG_GRID_WAIT();                  \
+		group_stats<T>(rows, cols, splits, x, part);                                                                      \
+	}                                                                                                                     \
+	GS_KERNEL group_apply_##T(u64 rows, u64 cols, u64 splits, float eps, u64 groups, u64 spatial, int act,                \
+	                          const float* part, const T* x, const T* alpha, const T* beta, T* y) { RG_GRID_WAIT();       \
+		group_apply<T>(rows, cols, splits, eps, groups, spatial, act, part, x, alpha, beta, y);                          \
 	}                                                                                                                     \
 	RG_KERNEL rope_##T(u64 b, u64 h, u64 t, u64 d, int interleaved, int thd, u64 csb, const T* x, const T* cs,            \
 	                   const T* sn, T* y) { RG_GRID_WAIT();                                                               \
@@ -527,7 +729,8 @@ template <class T> __device__ __forceinline__ void silu_mul(u64 n, const T* a, c
 	                         const u32* slots, T* kc, T* vc, T* q) { RG_GRID_WAIT();                                      \
 		rope_cache<T>(n, hq, hkv, d, rows, qkv, cs, sn, slots, kc, vc, q);                                                \
 	}                                                                                                                     \
-	RG_KERNEL silu_mul_##T(u64 n, const T* a, const T* b, T* y) { RG_GRID_WAIT(); silu_mul<T>(n, a, b, y); }
+	RG_KERNEL silu_mul_##T(u64 n, const T* a, const T* b, T* y) { RG_GRID_WAIT(); silu_mul<T>(n, a, b, y); }          \
+	RG_KERNEL geglu_##T(u64 rows, u64 n, const T* x, T* y) { RG_GRID_WAIT(); geglu<T>(rows, n, x, y); }
 
 RG_NN(f32)
 RG_NN(f16)

@@ -164,6 +164,12 @@ func (n *GroupNorm) Forward(x *candle.Tensor) (*candle.Tensor, error) {
 	return x.GroupNorm(n.Groups, n.Weight, n.Bias, n.Eps)
 }
 
+// ForwardSiLU is Forward followed by SiLU, in one pass (the norm and
+// activation of Stable Diffusion's resnet blocks).
+func (n *GroupNorm) ForwardSiLU(x *candle.Tensor) (*candle.Tensor, error) {
+	return x.GroupNormSiLU(n.Groups, n.Weight, n.Bias, n.Eps)
+}
+
 // Close frees the parameters.
 func (n *GroupNorm) Close() { closeAll(n.Weight, n.Bias) }
 

@@ -111,13 +111,17 @@ func TestVarBuilder(t *testing.T) {
 		// One group: mean 4, variance 5; channel 1 scaled by 2.
 		r5 := float32(math.Sqrt(5))
 		assert.InDeltaSlice(t, []float32{-3 / r5, -1 / r5, 2 / r5, 6 / r5}, values(t, g), 1e-6)
+		gs, err := gn.ForwardSiLU(xg)
+		require.NoError(t, err)
+		silu := func(v float32) float32 { return float32(float64(v) / (1 + math.Exp(-float64(v)))) }
+		assert.InDeltaSlice(t, []float32{silu(-3 / r5), silu(-1 / r5), silu(2 / r5), silu(6 / r5)}, values(t, gs), 1e-6)
 		_, err = NewGroupNorm(vb.Prefix("model"), "norm", 3, 2, 0, false)
 		assert.ErrorIs(t, err, candle.ErrArgument)
 		assert.ErrorContains(t, err, "the groups must divide the channels")
 		for _, c := range []interface{ Close() }{emb, lin, norm, ln, gn} {
 			c.Close()
 		}
-		for _, c := range []*candle.Tensor{ids, e, y, x, n, l, xg, g} {
+		for _, c := range []*candle.Tensor{ids, e, y, x, n, l, xg, g, gs} {
 			c.Close()
 		}
 	}

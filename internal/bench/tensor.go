@@ -325,7 +325,25 @@ func (b *Tensors) Ops(scale int) ([]*TensorOp, error) {
 		return fail(err)
 	}
 	mk("group_norm (2, 320, 64, 64) f16, 32 groups", 2*2*320*64*64*2+320*4,
-		func() (*candle.Tensor, error) { return gn.GroupNorm(32, gnw, gnb, 1e-5) }, gn, gnw, gnb)
+		func() (*candle.Tensor, error) { return gn.GroupNorm(32, gnw, gnb, 1e-5) })
+	mk("group_norm + silu (2, 320, 64, 64) f16, 32 groups", 2*2*320*64*64*2+320*4,
+		func() (*candle.Tensor, error) { return gn.GroupNormSiLU(32, gnw, gnb, 1e-5) }, gn, gnw, gnb)
+	// The VAE decoder's last levels: 32 groups of 16 channels of side².
+	vside := 512 / scale
+	vn := check(b.rand(candle.F16, 1, 512, vside, vside))
+	vnw, vnb := check(b.rand(candle.F16, 512)), check(b.rand(candle.F16, 512))
+	if err != nil {
+		return fail(err)
+	}
+	mk(fmt.Sprintf("group_norm + silu (1, 512, %d, %d) f16, 32 groups", vside, vside), int64(512*vside*vside)*4+512*4,
+		func() (*candle.Tensor, error) { return vn.GroupNormSiLU(32, vnw, vnb, 1e-5) }, vn, vnw, vnb)
+	// The UNet's feed-forward at its 64×64 level: (2, 4096, 2·1280) to (2, 4096, 1280).
+	toks := 4096 / scale
+	ff := check(b.rand(candle.F16, 2, toks, 2560))
+	if err != nil {
+		return fail(err)
+	}
+	mk(fmt.Sprintf("geglu (2, %d, 2560) f16", toks), int64(2*toks*2560)*3, ff.GEGLU, ff)
 	heads, seq, hd := 32, 4096/scale, 128
 	q := check(b.rand(candle.F16, 1, heads, seq, hd))
 	cos, sin := check(b.rand(candle.F16, seq, hd/2)), check(b.rand(candle.F16, seq, hd/2))

@@ -87,7 +87,22 @@ def main():
     gn = rand(2, 320, 64, 64, dtype=torch.float16)
     gnw, gnb = rand(320, dtype=torch.float16), rand(320, dtype=torch.float16)
     measure("group_norm (2, 320, 64, 64) f16, 32 groups", lambda: F.group_norm(gn, 32, gnw, gnb, 1e-5))
+    measure("group_norm + silu (2, 320, 64, 64) f16, 32 groups", lambda: F.silu(F.group_norm(gn, 32, gnw, gnb, 1e-5)))
     del gn, gnw, gnb
+    side = 512 // a.scale
+    vn = rand(1, 512, side, side, dtype=torch.float16)
+    vnw, vnb = rand(512, dtype=torch.float16), rand(512, dtype=torch.float16)
+    measure(f"group_norm + silu (1, 512, {side}, {side}) f16, 32 groups", lambda: F.silu(F.group_norm(vn, 32, vnw, vnb, 1e-5)))
+    del vn, vnw, vnb
+    toks = 4096 // a.scale
+    ff = rand(2, toks, 2560, dtype=torch.float16)
+
+    def geglu():
+        hidden, gate = ff.chunk(2, dim=-1)
+        return hidden * F.gelu(gate)
+
+    measure(f"geglu (2, {toks}, 2560) f16", geglu)
+    del ff
     heads, seq, hd = 32, 4096 // a.scale, 128
     q = rand(1, heads, seq, hd, dtype=torch.float16)
     cos, sin = rand(seq, hd // 2, dtype=torch.float16), rand(seq, hd // 2, dtype=torch.float16)

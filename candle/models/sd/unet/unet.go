@@ -344,7 +344,7 @@ func (m *Model) Forward(x *candle.Tensor, t float64, c Cond) (*candle.Tensor, er
 			h = p.T(blk.resample.Forward(p.T(h.UpsampleNearest2d(2*s[2], 2*s[3], candle.NCHW))))
 		}
 	}
-	y := p.T(m.convOut.Forward(p.T(p.T(m.normOut.Forward(h)).Silu())))
+	y := p.T(m.convOut.Forward(p.T(m.normOut.ForwardSiLU(h))))
 	if p.Err != nil {
 		return nil, pkg.Wrap(op, p.Err)
 	}
@@ -424,12 +424,12 @@ func (m *Model) addEmbedding(p *models.Pass, b int, c Cond) *candle.Tensor {
 // convolutions.
 func (r *resnet) forward(p *models.Pass, x, embSilu *candle.Tensor) *candle.Tensor {
 	return p.Block(x, func(x *candle.Tensor) *candle.Tensor {
-		h := p.T(p.T(r.norm1.Forward(x)).Silu())
+		h := p.T(r.norm1.ForwardSiLU(x))
 		h = p.T(r.conv1.Forward(h))
 		te := p.T(r.temb.Forward(embSilu)) // (1 or b, out)
 		s := te.Shape()
 		h = p.T(h.Add(p.T(te.Reshape(s[0], s[1], 1, 1))))
-		h = p.T(p.T(r.norm2.Forward(h)).Silu())
+		h = p.T(r.norm2.ForwardSiLU(h))
 		h = p.T(r.conv2.Forward(h))
 		if r.shortcut != nil {
 			x = p.T(r.shortcut.Forward(x))
@@ -476,11 +476,7 @@ func (blk *basic) forward(p *models.Pass, x, text *candle.Tensor) *candle.Tensor
 	x = p.T(x.Add(blk.self.forward(p, n, n)))
 	x = p.T(x.Add(blk.cross.forward(p, p.T(blk.norm2.Forward(x)), text)))
 	f := p.T(blk.ffIn.Forward(p.T(blk.norm3.Forward(x)))) // (b, s, 8c): hidden, then gate
-	if p.Err != nil {
-		return nil
-	}
-	inner := f.Shape()[2] / 2
-	g := p.T(p.T(f.Narrow(2, 0, inner)).Mul(p.T(p.T(f.Narrow(2, inner, inner)).GeluErf())))
+	g := p.T(f.GEGLU())                                   // hidden · gelu(gate)
 	return p.T(x.Add(p.T(blk.ffOut.Forward(g))))
 }
 

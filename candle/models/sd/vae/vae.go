@@ -480,9 +480,9 @@ func (r *resnet) close() {
 
 func (r *resnet) forward(p *models.Pass, x *candle.Tensor) *candle.Tensor {
 	return p.Block(x, func(x *candle.Tensor) *candle.Tensor {
-		h := p.T(p.T(r.norm1.Forward(x)).Silu())
+		h := p.T(r.norm1.ForwardSiLU(x))
 		h = p.T(r.conv1.Forward(h))
-		h = p.T(p.T(r.norm2.Forward(h)).Silu())
+		h = p.T(r.norm2.ForwardSiLU(h))
 		h = p.T(r.conv2.Forward(h))
 		if r.shortcut != nil {
 			x = p.T(r.shortcut.Forward(x))
@@ -629,7 +629,7 @@ func (d *decoder) forward(p *models.Pass, z *candle.Tensor) *candle.Tensor {
 			x = p.T(u.up.Forward(p.T(x.UpsampleNearest2d(2*s[2], 2*s[3], candle.NCHW))))
 		}
 	}
-	return p.T(d.convOut.Forward(p.T(p.T(d.normOut.Forward(x)).Silu())))
+	return p.T(d.convOut.Forward(p.T(d.normOut.ForwardSiLU(x))))
 }
 
 // encoder is diffusers' Encoder: conv_in, the down blocks (resnets, then
@@ -700,7 +700,7 @@ func (e *encoder) forward(p *models.Pass, x *candle.Tensor) *candle.Tensor {
 		}
 	}
 	x = e.mid.forward(p, x)
-	return p.T(e.convOut.Forward(p.T(p.T(e.normOut.Forward(x)).Silu())))
+	return p.T(e.convOut.Forward(p.T(e.normOut.ForwardSiLU(x))))
 }
 
 // padRightBottom adds a column of zeros on the right and a row at the
