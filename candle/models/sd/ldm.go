@@ -46,9 +46,12 @@ type ldmRules struct {
 	// text encoder.
 	headDim              int
 	vaeScale, vaeScaleXL float64 // the VAE's latent scaling factor
+	// vaeSample, vaeSampleXL: the image size the VAE was made for, its
+	// tiles' size when it decodes in tiles.
+	vaeSample, vaeSampleXL int
 }
 
-var sdRules = ldmRules{groups: 32, sd1Heads: 8, headDim: 64, vaeScale: 0.18215, vaeScaleXL: 0.13025}
+var sdRules = ldmRules{groups: 32, sd1Heads: 8, headDim: 64, vaeScale: 0.18215, vaeScaleXL: 0.13025, vaeSample: 512, vaeSampleXL: 1024}
 
 // Layouts of single files.
 const (
@@ -580,13 +583,13 @@ func (f *ldmFile) vaePart() (vae.Config, *ldmView, error) {
 		}
 		chans, down, up = append(chans, c), append(down, "DownEncoderBlock2D"), append(up, "UpDecoderBlock2D")
 	}
-	scale := f.rules.vaeScale
+	scale, sample := f.rules.vaeScale, f.rules.vaeSample
 	if f.layout == layoutXL {
-		scale = f.rules.vaeScaleXL
+		scale, sample = f.rules.vaeScaleXL, f.rules.vaeSampleXL
 	}
 	vcfg, err := vae.ParseConfig(mustJSON(map[string]any{
 		"in_channels": in, "out_channels": out, "latent_channels": latent, "block_out_channels": chans,
-		"layers_per_block": lpb, "norm_num_groups": f.rules.groups, "scaling_factor": scale, "force_upcast": true,
+		"layers_per_block": lpb, "norm_num_groups": f.rules.groups, "scaling_factor": scale, "force_upcast": true, "sample_size": sample,
 		"down_block_types": down, "up_block_types": up,
 		"use_quant_conv": f.has(P + "quant_conv.weight"), "use_post_quant_conv": f.has(P + "post_quant_conv.weight"),
 		"mid_block_add_attention": f.has(P + "encoder.mid.attn_1.q.weight"),

@@ -25,7 +25,7 @@ import (
 // tinyRules are the rules of testdata's tiny models, whose widths are not
 // SD's: 4 groups, one head in each block of the SD 1.x UNet, heads 8 wide,
 // and SD 1.x's latent scale for the XL VAE too.
-var tinyRules = ldmRules{groups: 4, sd1Heads: 1, headDim: 8, vaeScale: 0.18215, vaeScaleXL: 0.18215}
+var tinyRules = ldmRules{groups: 4, sd1Heads: 1, headDim: 8, vaeScale: 0.18215, vaeScaleXL: 0.18215, vaeSample: 16, vaeSampleXL: 16}
 
 // ldmManifest is testdata/ldm-*.json (testdata/make_ldm.py): a single
 // file's tensors in the original names, made of a folder's by diffusers'
