@@ -82,9 +82,16 @@ def write_json(path, v):
 def write_tokenizer(d):
     """CLIP's tokenizer files over the bytes: each byte a token, the same
     ending a word, then <|startoftext|> and <|endoftext|>; no merges."""
-    from transformers.models.clip.tokenization_clip import bytes_to_unicode
     os.makedirs(d, exist_ok=True)
-    bu = bytes_to_unicode()
+    # CLIP's byte-to-character table: printable bytes stand for themselves,
+    # the others take the characters from 256 on, in order.
+    keep = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    bu, n = {}, 0
+    for b in range(256):
+        if b in keep:
+            bu[b] = chr(b)
+        else:
+            bu[b], n = chr(256 + n), n + 1
     vocab = {bu[b]: b for b in range(256)}
     vocab.update({bu[b] + "</w>": 256 + b for b in range(256)})
     vocab["<|startoftext|>"], vocab["<|endoftext|>"] = 512, 513

@@ -95,7 +95,20 @@ var loraParts = []struct{ suffix, part string }{
 // checkpoints' input_blocks.4.1.transformer_blocks.0.attn1.to_q for SDXL's
 // UNet): for a component ("unet"), a function of its weights' names to a
 // table from the other layout's module paths to the folder's.
-var moduleAliases = map[string]func(names []string) map[string]string{"unet": ldmUNetAliases}
+var moduleAliases = map[string]func(names []string) map[string]string{"unet": ldmUNetAliases,
+	"text_encoder": textModelAliases, "text_encoder_2": textModelAliases}
+
+// textModelAliases give a text encoder saved without text_model. (as
+// transformers 5 saves it) the module names LoRA files use.
+func textModelAliases(names []string) map[string]string {
+	out := map[string]string{}
+	for _, n := range names {
+		if m, ok := strings.CutSuffix(n, ".weight"); ok && !strings.HasPrefix(m, "text_model.") && m != "text_projection" {
+			out["text_model."+m] = m
+		}
+	}
+	return out
+}
 
 // loraModule is one module's adaptation in a LoRA file.
 type loraModule struct {

@@ -493,3 +493,10 @@ func TestLoRALDMNames(t *testing.T) {
 	ldm := writeLoRA(t, "tiny-sdxl", filepath.Join(dir, "ldm.safetensors"), 1, 5, spec)
 	assertMerged(t, "tiny-sdxl", []LoRA{{filepath.Join(dir, "ldm.safetensors"), 1}}, ldm)
 }
+
+func TestLoRATextModelAliases(t *testing.T) {
+	tab := newModuleTable("text_encoder", []string{"encoder.layers.0.self_attn.q_proj.weight", "encoder.layers.0.self_attn.q_proj.bias"})
+	m, err := tab.resolve(&loraModule{key: "lora_te_text_model_encoder_layers_0_self_attn_q_proj", module: "text_model_encoder_layers_0_self_attn_q_proj", kohya: true})
+	require.NoError(t, err)
+	assert.Equal(t, "encoder.layers.0.self_attn.q_proj", m)
+}

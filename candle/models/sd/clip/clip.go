@@ -126,8 +126,9 @@ func (l *layer) close() {
 }
 
 // New loads a text encoder's weights (transformers' names: text_model.*,
-// and text_projection.weight where the model has one) onto dev in dtype.
-// A missing or mis-shaped weight is an error that names it.
+// or the same without text_model. as transformers 5 saves them, and
+// text_projection.weight where the model has one) onto dev in dtype. A
+// missing or mis-shaped weight is an error that names it.
 func New(w candle.Weights, cfg Config, dev candle.Device, dtype candle.DType) (*Model, error) {
 	const op = "New"
 	vb, err := models.VarBuilder(w, dev, dtype)
@@ -145,15 +146,21 @@ func New(w candle.Weights, cfg Config, dev candle.Device, dtype candle.DType) (*
 func (m *Model) load(vb *nn.VarBuilder, w candle.Weights) error {
 	c := m.cfg
 	h := c.HiddenSize
+	tm := "text_model."
+	if _, ok := w.Info(tm + "embeddings.token_embedding.weight"); !ok {
+		if _, ok := w.Info("embeddings.token_embedding.weight"); ok {
+			tm = ""
+		}
+	}
 	var err error
-	if m.tok, err = nn.NewEmbedding(vb, "text_model.embeddings.token_embedding", c.VocabSize, h); err != nil {
+	if m.tok, err = nn.NewEmbedding(vb, tm+"embeddings.token_embedding", c.VocabSize, h); err != nil {
 		return err
 	}
-	if m.pos, err = vb.Get("text_model.embeddings.position_embedding.weight", c.MaxPositions, h); err != nil {
+	if m.pos, err = vb.Get(tm+"embeddings.position_embedding.weight", c.MaxPositions, h); err != nil {
 		return err
 	}
 	for i := range c.Layers {
-		p := fmt.Sprintf("text_model.encoder.layers.%d.", i)
+		p := fmt.Sprintf("%sencoder.layers.%d.", tm, i)
 		l := &layer{}
 		m.layers = append(m.layers, l)
 		if l.ln1, err = nn.NewLayerNorm(vb, p+"layer_norm1", h, c.LayerNormEps, true); err != nil {
@@ -175,7 +182,7 @@ func (m *Model) load(vb *nn.VarBuilder, w candle.Weights) error {
 			return err
 		}
 	}
-	if m.final, err = nn.NewLayerNorm(vb, "text_model.final_layer_norm", h, c.LayerNormEps, true); err != nil {
+	if m.final, err = nn.NewLayerNorm(vb, tm+"final_layer_norm", h, c.LayerNormEps, true); err != nil {
 		return err
 	}
 	if info, ok := w.Info("text_projection.weight"); ok {

@@ -5,12 +5,14 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/rocm-go/rocm/candle"
+	"github.com/rocm-go/rocm/candle/nn"
 	"github.com/rocm-go/rocm/candle/safetensors"
 	"github.com/rocm-go/rocm/errs"
 	"github.com/rocm-go/rocm/internal/testenv"
@@ -197,4 +199,35 @@ func TestErrors(t *testing.T) {
 	assert.ErrorContains(t, err, "text_model.encoder.layers.0.mlp.fc1.weight")
 	_, err = New(w, cfg, candle.CPU(), candle.U8)
 	assert.ErrorIs(t, err, errs.ErrDType)
+}
+
+// TestWithoutTextModelPrefix: transformers 5 saves a CLIPTextModel's
+// weights without text_model.; they load and encode the same.
+func TestWithoutTextModelPrefix(t *testing.T) {
+	cfg, err := LoadConfig(filepath.Join("testdata", "config.json"))
+	require.NoError(t, err)
+	w, err := safetensors.Open(filepath.Join("testdata", "model.safetensors"))
+	require.NoError(t, err)
+	defer w.Close()
+	bare := nn.TensorWeights{Tensors: map[string]*candle.Tensor{}}
+	for _, n := range w.Names() {
+		x, err := w.Load(n, candle.CPU())
+		require.NoError(t, err)
+		defer x.Close()
+		bare.Tensors[strings.TrimPrefix(n, "text_model.")] = x
+	}
+	require.NotContains(t, bare.Tensors, "text_model.embeddings.token_embedding.weight")
+	m, err := New(bare, cfg, candle.CPU(), candle.F32)
+	require.NoError(t, err)
+	defer m.Close()
+	ref := open(t, candle.CPU(), candle.F32, cfg.HiddenAct)
+	ids := [][]int32{{1, 2, 3, 4, 0}}
+	got, err := m.Forward(ids)
+	require.NoError(t, err)
+	defer got.Close()
+	want, err := ref.Forward(ids)
+	require.NoError(t, err)
+	defer want.Close()
+	assert.Equal(t, flat(t, want.Last), flat(t, got.Last))
+	assert.Equal(t, flat(t, want.Penultimate), flat(t, got.Penultimate))
 }
