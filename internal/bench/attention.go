@@ -30,19 +30,34 @@ func (a attnShape) name() string {
 	if a.causal {
 		c = " causal"
 	}
+	if a.sq != a.s {
+		return fmt.Sprintf("attention %s b%d %s s%d×%d d%d%s", a.dt, a.b, h, a.sq, a.s, a.d, c)
+	}
 	return fmt.Sprintf("attention %s b%d %s s%d d%d%s", a.dt, a.b, h, a.s, a.d, c)
 }
 
 // AttentionShapes are the rows of issue 13's table, the sequence lengths
 // divided by scale (at least 128): f16 b4 h32 s4096 d128 non-causal and
-// causal, GQA bf16 32q/8kv causal, decode f16 b8 h32 over 4096 keys.
+// causal, GQA bf16 32q/8kv causal, decode f16 b8 h32 over 4096 keys; then
+// Stable Diffusion's UNet attention with guidance (batch 2): SD 1.5's
+// self-attention at 512² (8 heads of 40 over 64×64 latents, 80 over
+// 32×32, 160 over 16×16) and its cross-attention to 77 text tokens, and
+// SDXL's at 1024² (heads of 64: 10 over 64×64, 20 over 32×32).
 func attentionShapes(scale int) []attnShape {
-	s := max(4096/max(scale, 1), 128)
+	sc := max(scale, 1)
+	s := max(4096/sc, 128)
+	px := func(n int) int { return max(n/sc, 64) }
 	return []attnShape{
 		{candle.F16, 4, 32, 32, s, s, 128, false},
 		{candle.F16, 4, 32, 32, s, s, 128, true},
 		{candle.BF16, 4, 32, 8, s, s, 128, true},
 		{candle.F16, 8, 32, 32, 1, s, 128, false},
+		{candle.F16, 2, 8, 8, px(4096), px(4096), 40, false},
+		{candle.F16, 2, 8, 8, px(4096), 77, 40, false},
+		{candle.F16, 2, 8, 8, px(1024), px(1024), 80, false},
+		{candle.F16, 2, 8, 8, px(256), px(256), 160, false},
+		{candle.F16, 2, 10, 10, px(4096), px(4096), 64, false},
+		{candle.F16, 2, 20, 20, px(1024), px(1024), 64, false},
 	}
 }
 

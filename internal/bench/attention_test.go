@@ -12,11 +12,12 @@ import (
 	"github.com/rocm-go/rocm/internal/testenv"
 )
 
-// TestAttentionRows: issue 13's shapes, named once, with their FLOPs and
-// bytes, and the same list for the PyTorch script.
+// TestAttentionRows: issue 13's shapes and Stable Diffusion's, named
+// once, with their FLOPs and bytes, and the same list for the PyTorch
+// script.
 func TestAttentionRows(t *testing.T) {
 	shapes := attentionShapes(1)
-	require.Len(t, shapes, 4)
+	require.Len(t, shapes, 10)
 	names := map[string]bool{}
 	for _, a := range shapes {
 		assert.False(t, names[a.name()], a.name())
@@ -26,7 +27,11 @@ func TestAttentionRows(t *testing.T) {
 	assert.Equal(t, "attention f16 b4 h32 s4096 d128 causal", shapes[1].name())
 	assert.Equal(t, "attention bf16 b4 h32/8 (GQA) s4096 d128 causal", shapes[2].name())
 	assert.Equal(t, "decode attention f16 b8 h32 kv4096 d128", shapes[3].name())
+	assert.Equal(t, "attention f16 b2 h8 s4096 d40", shapes[4].name())
+	assert.Equal(t, "attention f16 b2 h8 s4096×77 d40", shapes[5].name(), "cross-attention to the text")
+	assert.Equal(t, "attention f16 b2 h20 s1024 d64", shapes[9].name())
 	assert.Equal(t, 128, attentionShapes(64)[0].s, "at least 128 keys")
+	assert.Equal(t, [2]int{64, 77}, [2]int{attentionShapes(64)[5].sq, attentionShapes(64)[5].s}, "at least 64 pixels; the 77 tokens stay")
 
 	var spec []struct {
 		Name, DType          string
@@ -53,7 +58,7 @@ func TestAttentionBenchmarksRun(t *testing.T) {
 	defer b.Close()
 	ops, err := b.AttentionOps(32)
 	require.NoError(t, err)
-	require.Len(t, ops, 4)
+	require.Len(t, ops, 10)
 	for _, op := range ops {
 		d, err := b.DeviceTime(op)
 		require.NoError(t, err, op.Name)
