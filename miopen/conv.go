@@ -365,6 +365,7 @@ type ConvAlgoPerf struct {
 	Engine string
 	raw    uint32 // the value the library takes; on NVIDIA it also encodes cuDNN's algorithm
 	found  bool
+	disk   bool // read from the Find cache on disk
 }
 
 func (p ConvAlgoPerf) String() string {
@@ -384,17 +385,26 @@ func perfFrom(dir ConvDirection, transposed bool, r C.miopenConvAlgoPerf_t) Conv
 	raw := *(*uint32)(unsafe.Pointer(&r))
 	p := ConvAlgoPerf{Direction: dir, raw: raw, found: true, Algorithm: ConvAlgorithm(raw & 0xff),
 		Time: time.Duration(float64(r.time) * float64(time.Millisecond)), Workspace: int(r.memory)}
+	p.Engine, _ = engineName(dir, transposed, raw)
+	return p
+}
+
+// engineName names the implementation of an encoded algorithm, and says
+// whether the loaded library knows it (MIOpen's algorithms of the
+// direction; on NVIDIA cuDNN's legacy algorithms of the call, cuBLAS, and
+// the engines of its graph API).
+func engineName(dir ConvDirection, transposed bool, raw uint32) (string, bool) {
 	if LoadedPlatform() == hip.PlatformNVIDIA {
 		if name := C.rg_miopen_nvidia_algo_name(C.int(cudnnKind(dir, transposed)), C.uint(raw)); name != nil {
-			p.Engine = C.GoString(name)
+			return C.GoString(name), true
 		}
-		return p
+		return "", false
 	}
 	names := map[ConvDirection]map[uint32]string{ConvForward: fwdAlgoNames, ConvBackwardData: bwdDataAlgoNames, ConvBackwardWeights: bwdWeightsAlgoNames}[dir]
-	if p.Engine = names[raw]; p.Engine == "" {
-		p.Engine = fmt.Sprintf("MIOpen algorithm %d", raw)
+	if name, ok := names[raw]; ok {
+		return name, true
 	}
-	return p
+	return fmt.Sprintf("MIOpen algorithm %d", raw), false
 }
 
 // cudnnKind is the cuDNN call a direction becomes on NVIDIA: a transposed
@@ -646,13 +656,29 @@ func (h *Handle) find(p *convProblem, opts []ConvOption) ([]ConvAlgoPerf, error)
 	if err := p.check(h); err != nil {
 		return nil, err
 	}
-	return h.cache.get(p.key(&o), o.noCache, func() ([]ConvAlgoPerf, error) {
-		if err := h.lock(p.op); err != nil {
-			return nil, err
+	key := p.key(&o)
+	return h.cache.get(key, o.noCache, func() ([]ConvAlgoPerf, error) {
+		disk := h.findDisk()
+		if !o.noCache {
+			if perfs := disk.load(key, p.dir, p.conv.p.Transposed); perfs != nil {
+				h.cache.countDiskHit()
+				return perfs, nil
+			}
 		}
-		defer h.mu.Unlock()
-		return h.findLocked(p, &o)
+		perfs, err := h.findLocking(p, &o)
+		if err == nil {
+			disk.store(key, perfs)
+		}
+		return perfs, err
 	})
+}
+
+func (h *Handle) findLocking(p *convProblem, o *convOptions) ([]ConvAlgoPerf, error) {
+	if err := h.lock(p.op); err != nil {
+		return nil, err
+	}
+	defer h.mu.Unlock()
+	return h.findLocked(p, o)
 }
 
 // FindConvolutionForward runs MIOpen's Find for the forward convolution of
@@ -706,6 +732,23 @@ func (h *Handle) run(p *convProblem, opts []ConvOption) error {
 		}
 		algo = perfs[0]
 	}
+	err := h.runAlgo(p, &o, algo)
+	if err != nil && o.algo == nil && algo.disk {
+		// The fastest algorithm of a Find read from the disk cache did not
+		// run (a library that changed without a new version): forget it
+		// and Find again.
+		h.findDisk().remove(p.key(&o))
+		perfs, ferr := h.find(p, append(opts[:len(opts):len(opts)], NoCache()))
+		if ferr != nil {
+			return err
+		}
+		return h.runAlgo(p, &o, perfs[0])
+	}
+	return err
+}
+
+// runAlgo runs a convolution with an algorithm.
+func (h *Handle) runAlgo(p *convProblem, o *convOptions, algo ConvAlgoPerf) error {
 	if err := h.lock(p.op); err != nil {
 		return err
 	}

@@ -1,0 +1,164 @@
+package miopen
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rocm-go/rocm/hip"
+)
+
+// newHandle is a second handle on the test's stream: a process that starts
+// with nothing in memory.
+func (e *fakeEnv) newHandle() *Handle {
+	e.t.Helper()
+	h, err := NewHandle(e.stream)
+	require.NoError(e.t, err)
+	e.t.Cleanup(func() { require.NoError(e.t, h.Close()) })
+	return h
+}
+
+func findFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	names, err := filepath.Glob(filepath.Join(dir, "*"))
+	require.NoError(t, err)
+	return names
+}
+
+func TestFindCacheOnDisk(t *testing.T) {
+	for _, c := range []struct {
+		name, find string
+		env        func(*testing.T) *fakeEnv
+	}{
+		{"AMD", "miopenFind", func(t *testing.T) *fakeEnv { return useFake(t, hip.PlatformAMD) }},
+		{"NVIDIA", "cudnnFind", func(t *testing.T) *fakeEnv { return useFake(t, hip.PlatformNVIDIA) }},
+		{"NVIDIA graph API", "cudnnFind", useFakeGraph},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := c.env(t)
+			dir := t.TempDir()
+			t.Setenv(FindCacheEnv, dir)
+			conv, x, w, y := convFixture(e, DataTypeHalf)
+			e.lines()
+
+			perfs, err := e.h.FindConvolutionForward(conv, x, w, y)
+			require.NoError(t, err)
+			assert.Len(t, e.grep(c.find), 1)
+			files := findFiles(t, dir)
+			require.Len(t, files, 1, "one file for the problem, no temporary file left")
+
+			// A handle with nothing in memory reads the results, and runs
+			// the fastest as the first handle does.
+			require.NoError(t, e.h.ConvolutionForward(conv, x, w, y))
+			first := filter(e.lines(), "miopenConvolution", "cudnnConvolution", "cudnnBackendExecute")
+			require.NotEmpty(t, first)
+			h2 := e.newHandle()
+			again, err := h2.FindConvolutionForward(conv, x, w, y)
+			require.NoError(t, err)
+			assert.Empty(t, e.grep(c.find), "no Find: the results came from disk")
+			assert.Equal(t, perfSummary(perfs), perfSummary(again))
+			for i := range perfs {
+				assert.Equal(t, perfs[i].raw, again[i].raw)
+				assert.Equal(t, perfs[i].Time, again[i].Time)
+			}
+			assert.Equal(t, CacheStats{Entries: 1, Misses: 1, DiskHits: 1}, h2.FindCacheStats())
+			require.NoError(t, h2.ConvolutionForward(conv, x, w, y))
+			assert.Equal(t, first, filter(e.lines(), "miopenConvolution", "cudnnConvolution", "cudnnBackendExecute"), "the same algorithm ran")
+
+			// NoCache runs the Find, and writes it.
+			_, err = h2.FindConvolutionForward(conv, x, w, y, NoCache())
+			require.NoError(t, err)
+			assert.Len(t, e.grep(c.find), 1)
+
+			// A corrupt file is ignored, and replaced.
+			require.NoError(t, os.WriteFile(files[0], []byte(`{"context": "rocm-go Find 1", "perfs": [`), 0o644))
+			_, err = e.newHandle().FindConvolutionForward(conv, x, w, y)
+			require.NoError(t, err)
+			assert.Len(t, e.grep(c.find), 1, "a corrupt file: the Find ran")
+			var file findFile
+			b, err := os.ReadFile(files[0])
+			require.NoError(t, err)
+			require.NoError(t, json.Unmarshal(b, &file))
+			assert.Len(t, file.Perfs, len(perfs))
+
+			// An algorithm the library does not know is not run.
+			file.Perfs[0].Raw = 200
+			b, err = json.Marshal(file)
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(files[0], b, 0o644))
+			_, err = e.newHandle().FindConvolutionForward(conv, x, w, y)
+			require.NoError(t, err)
+			assert.Len(t, e.grep(c.find), 1, "an unknown algorithm: the Find ran")
+			_, err = e.newHandle().FindConvolutionForward(conv, x, w, y)
+			require.NoError(t, err)
+			assert.Empty(t, e.grep(c.find), "the Find's results replaced the file")
+
+			// Another device or library version has files of its own.
+			ctx := findCacheContext
+			t.Cleanup(func() { findCacheContext = ctx })
+			findCacheContext = func(h *Handle) (string, error) {
+				s, err := ctx(h)
+				return s + " (another version)", err
+			}
+			_, err = e.newHandle().FindConvolutionForward(conv, x, w, y)
+			require.NoError(t, err)
+			assert.Len(t, e.grep(c.find), 1, "another context: the Find ran")
+			assert.Len(t, findFiles(t, dir), 2)
+
+			// Off: no files.
+			t.Setenv(FindCacheEnv, "off")
+			t.Setenv("ROCM_GO_CACHE_DIR", t.TempDir())
+			assert.Empty(t, FindCacheDir())
+			_, err = e.newHandle().FindConvolutionForward(conv, x, w, y)
+			require.NoError(t, err)
+			assert.Len(t, e.grep(c.find), 1)
+			assert.Empty(t, findFiles(t, os.Getenv("ROCM_GO_CACHE_DIR")))
+			assert.Len(t, findFiles(t, dir), 2)
+		})
+	}
+}
+
+func TestFindCacheDir(t *testing.T) {
+	t.Setenv(FindCacheEnv, "")
+	t.Setenv("ROCM_GO_CACHE_DIR", "/cache/kernels")
+	assert.Equal(t, "/cache/kernels/find", FindCacheDir())
+	t.Setenv(FindCacheEnv, "/find")
+	assert.Equal(t, "/find", FindCacheDir())
+	t.Setenv(FindCacheEnv, "off")
+	assert.Empty(t, FindCacheDir())
+}
+
+// A convolution whose algorithm, read from disk, fails to run Finds again.
+func TestFindCacheStaleAlgorithm(t *testing.T) {
+	e := useFake(t, hip.PlatformAMD)
+	dir := t.TempDir()
+	t.Setenv(FindCacheEnv, dir)
+	conv, x, w, y := convFixture(e, DataTypeFloat)
+	_, err := e.h.FindConvolutionForward(conv, x, w, y)
+	require.NoError(t, err)
+	files := findFiles(t, dir)
+	require.Len(t, files, 1)
+	b, err := os.ReadFile(files[0])
+	require.NoError(t, err)
+	var file findFile
+	require.NoError(t, json.Unmarshal(b, &file))
+	file.Perfs[0].Raw, file.Perfs[0].Engine = 3, "miopenConvolutionFwdAlgoWinograd" // which the fake fails to run
+	b, err = json.Marshal(file)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(files[0], b, 0o644))
+	e.lines()
+
+	h := e.newHandle()
+	require.NoError(t, h.ConvolutionForward(conv, x, w, y))
+	assert.Equal(t, []string{"miopenFindConvolutionForwardAlgorithm a=2,4 b=8,4 out=2,8 ws=4096 exhaustive=0", "miopenConvolutionForward algo=5 alpha=1 beta=0 ws=1024"},
+		filter(e.lines(), "miopenFind", "miopenConvolution"), "Winograd failed: a Find, and its fastest algorithm")
+	assert.Equal(t, CacheStats{Entries: 1, Misses: 2, DiskHits: 1}, h.FindCacheStats())
+	b, err = os.ReadFile(files[0])
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &file))
+	assert.Equal(t, uint32(5), file.Perfs[0].Raw, "the new Find replaced the file")
+}
