@@ -440,7 +440,9 @@ func Exhaustive() ConvOption { return func(o *convOptions) { o.exhaustive = true
 func WorkspaceLimit(bytes int) ConvOption { return func(o *convOptions) { o.limit = bytes } }
 
 // WithAlgorithm runs a convolution with an algorithm a Find returned,
-// instead of the fastest one of the cached Find.
+// instead of the fastest one of the cached Find. When an algorithm that a
+// Find read from the disk cache (FindCacheDir) fails to run, the handle
+// runs a new Find, once, and its fastest algorithm instead.
 func WithAlgorithm(p ConvAlgoPerf) ConvOption { return func(o *convOptions) { o.algo = &p } }
 
 // WithWorkspace runs a convolution with this workspace instead of the
@@ -733,18 +735,25 @@ func (h *Handle) run(p *convProblem, opts []ConvOption) error {
 		algo = perfs[0]
 	}
 	err := h.runAlgo(p, &o, algo)
-	if err != nil && o.algo == nil && algo.disk {
-		// The fastest algorithm of a Find read from the disk cache did not
-		// run (a library that changed without a new version): forget it
-		// and Find again.
-		h.findDisk().remove(p.key(&o))
-		perfs, ferr := h.find(p, append(opts[:len(opts):len(opts)], NoCache()))
-		if ferr != nil {
-			return err
-		}
-		return h.runAlgo(p, &o, perfs[0])
+	if err == nil || !algo.disk {
+		return err
 	}
-	return err
+	// An algorithm read from the disk cache did not run (a library that
+	// changed without a new version): the results of that Find are
+	// forgotten, and the fastest of a new Find runs instead, with the
+	// handle's workspace when the one given is too small for it.
+	key := p.key(&o)
+	if !h.cache.forgetDisk(key) {
+		h.findDisk().remove(key)
+	}
+	perfs, ferr := h.find(p, opts)
+	if ferr != nil {
+		return err
+	}
+	if o.workspace != nil && o.workspace.Size() < perfs[0].Workspace {
+		o.workspace = nil
+	}
+	return h.runAlgo(p, &o, perfs[0])
 }
 
 // runAlgo runs a convolution with an algorithm.

@@ -76,6 +76,30 @@ func (c *findCache) get(key string, fresh bool, find func() ([]ConvAlgoPerf, err
 
 func clonePerfs(p []ConvAlgoPerf) []ConvAlgoPerf { return append([]ConvAlgoPerf(nil), p...) }
 
+// forgetDisk forgets the results of key when they were read from disk, and
+// says whether the handle holds others: those of a Find it ran, or one
+// that is running.
+func (c *findCache) forgetDisk(key string) (fresh bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.entries[key]
+	if !ok {
+		return false
+	}
+	e := el.Value.(*findEntry)
+	select {
+	case <-e.done:
+	default:
+		return true
+	}
+	if e.err == nil && len(e.perfs) > 0 && !e.perfs[0].disk {
+		return true
+	}
+	c.lru.Remove(el)
+	delete(c.entries, key)
+	return false
+}
+
 // countDiskHit counts a miss answered from the disk cache.
 func (c *findCache) countDiskHit() {
 	c.mu.Lock()

@@ -152,7 +152,21 @@ func TestFindCacheStaleAlgorithm(t *testing.T) {
 	require.NoError(t, os.WriteFile(files[0], b, 0o644))
 	e.lines()
 
+	// As candle runs it: the Find's fastest, given back.
+	stale, err := e.newHandle().FindConvolutionForward(conv, x, w, y)
+	require.NoError(t, err)
+	require.Equal(t, "miopenConvolutionFwdAlgoWinograd", stale[0].Engine)
+	e.lines()
 	h := e.newHandle()
+	for range 2 {
+		require.NoError(t, h.ConvolutionForward(conv, x, w, y, WithAlgorithm(stale[0]), WithWorkspace(e.buffer(16))))
+	}
+	assert.Equal(t, []string{"miopenFindConvolutionForwardAlgorithm a=2,4 b=8,4 out=2,8 ws=4096 exhaustive=0",
+		"miopenConvolutionForward algo=5 alpha=1 beta=0 ws=1024", "miopenConvolutionForward algo=5 alpha=1 beta=0 ws=1024"},
+		filter(e.lines(), "miopenFind", "miopenConvolution"), "Winograd failed: one Find, and its fastest algorithm with the handle's workspace")
+
+	require.NoError(t, os.WriteFile(files[0], b, 0o644))
+	h = e.newHandle()
 	require.NoError(t, h.ConvolutionForward(conv, x, w, y))
 	assert.Equal(t, []string{"miopenFindConvolutionForwardAlgorithm a=2,4 b=8,4 out=2,8 ws=4096 exhaustive=0", "miopenConvolutionForward algo=5 alpha=1 beta=0 ws=1024"},
 		filter(e.lines(), "miopenFind", "miopenConvolution"), "Winograd failed: a Find, and its fastest algorithm")
