@@ -21,10 +21,13 @@ const FindCacheEnv = "ROCM_GO_FIND_CACHE"
 
 // The disk cache's bounds: the problems it keeps (the least recently used
 // are removed beyond), and the size of one problem's file.
-const (
-	findDiskMaxFiles = 4096
-	findDiskMaxBytes = 64 << 10
-)
+var findDiskMaxFiles = 4096
+
+const findDiskMaxBytes = 64 << 10
+
+// findDiskTempAge is the age of a temporary file that a writer no longer
+// renames (its process ended first).
+const findDiskTempAge = time.Hour
 
 // FindCacheDir is the folder where handles keep the results of their Finds
 // for later processes: $ROCM_GO_FIND_CACHE; else the find folder of
@@ -173,6 +176,9 @@ func (d *findDisk) store(key string, perfs []ConvAlgoPerf) {
 		return
 	}
 	_, err = tmp.Write(b)
+	if err == nil {
+		err = tmp.Chmod(0o644) // as the kernel cache's files: other users may read
+	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
@@ -204,11 +210,16 @@ func (d *findDisk) prune() {
 	}
 	var files []file
 	for _, e := range entries {
-		if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".json") {
+		if !e.Type().IsRegular() {
 			continue
 		}
-		if info, err := e.Info(); err == nil {
+		info, err := e.Info()
+		switch {
+		case err != nil:
+		case strings.HasSuffix(e.Name(), ".json"):
 			files = append(files, file{e.Name(), info.ModTime()})
+		case strings.HasPrefix(e.Name(), ".tmp-") && time.Since(info.ModTime()) > findDiskTempAge:
+			os.Remove(filepath.Join(d.dir, e.Name()))
 		}
 	}
 	if len(files) <= findDiskMaxFiles {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -175,4 +176,45 @@ func TestFindCacheStaleAlgorithm(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(b, &file))
 	assert.Equal(t, uint32(5), file.Perfs[0].Raw, "the new Find replaced the file")
+}
+
+// The folder keeps the most recently used problems, and loses the
+// temporary files of writers that ended before they renamed them.
+func TestFindCacheBounded(t *testing.T) {
+	e := useFake(t, hip.PlatformAMD)
+	dir := t.TempDir()
+	t.Setenv(FindCacheEnv, dir)
+	max := findDiskMaxFiles
+	t.Cleanup(func() { findDiskMaxFiles = max })
+	findDiskMaxFiles = 2
+	old := filepath.Join(dir, ".tmp-1")
+	require.NoError(t, os.WriteFile(old, nil, 0o644))
+	long := time.Now().Add(-2 * findDiskTempAge)
+	require.NoError(t, os.Chtimes(old, long, long))
+	young := filepath.Join(dir, ".tmp-2")
+	require.NoError(t, os.WriteFile(young, nil, 0o644))
+
+	conv := e.conv(ConvolutionParams{Pad: []int{1, 1}})
+	w := e.tensor(DataTypeFloat, 8, 4, 3, 3)
+	for _, n := range []int{1, 2, 1, 3} {
+		_, err := e.h.FindConvolutionForward(conv, e.tensor(DataTypeFloat, n, 4, 8, 8), w, e.tensor(DataTypeFloat, n, 8, 8, 8))
+		require.NoError(t, err)
+		time.Sleep(10 * time.Millisecond) // modification times apart
+		if n == 2 {
+			// A new handle reads batch 1 back: its file is now the newer.
+			_, err := e.newHandle().FindConvolutionForward(conv, e.tensor(DataTypeFloat, 1, 4, 8, 8), w, e.tensor(DataTypeFloat, 1, 8, 8, 8))
+			require.NoError(t, err)
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	assert.Len(t, e.grep("miopenFind"), 3, "batches 1, 2 and 3; batch 1 again from memory")
+	names, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	require.NoError(t, err)
+	assert.Len(t, names, 2, "batches 1 and 3; batch 2 (the least recently used) and the old temporary file removed: %v", names)
+	assert.FileExists(t, young)
+	assert.NoFileExists(t, old)
+	h := e.newHandle()
+	_, err = h.FindConvolutionForward(conv, e.tensor(DataTypeFloat, 1, 4, 8, 8), w, e.tensor(DataTypeFloat, 1, 8, 8, 8))
+	require.NoError(t, err)
+	assert.Equal(t, 1, h.FindCacheStats().DiskHits, "batch 1 kept")
 }
