@@ -738,8 +738,10 @@ func (h *Handle) run(p *convProblem, opts []ConvOption) error {
 	if err == nil || !algo.disk {
 		return err
 	}
-	// An algorithm read from the disk cache did not run (a library that
-	// changed without a new version): the results of that Find are
+	// An algorithm read from the disk cache did not run, or on NVIDIA ran
+	// as a legacy algorithm because its graph-API engine configuration
+	// could not be built (a library that changed without a new version,
+	// other heuristics): the results of that Find are
 	// forgotten, and the fastest of a new Find runs instead, with the
 	// handle's workspace when the one given is too small for it.
 	key := p.key(&o)
@@ -748,6 +750,9 @@ func (h *Handle) run(p *convProblem, opts []ConvOption) error {
 	}
 	perfs, ferr := h.find(p, opts)
 	if ferr != nil {
+		if err == errGraphFallback {
+			return nil // it ran
+		}
 		return err
 	}
 	if o.workspace != nil && o.workspace.Size() < perfs[0].Workspace {
@@ -755,6 +760,11 @@ func (h *Handle) run(p *convProblem, opts []ConvOption) error {
 	}
 	return h.runAlgo(p, &o, perfs[0])
 }
+
+// errGraphFallback is runAlgo's answer when a graph-API algorithm read
+// from the disk cache ran as a legacy algorithm: its engine configuration
+// could not be built again.
+var errGraphFallback = errors.New("miopen: a graph-API algorithm of the disk cache ran as a legacy algorithm")
 
 // runAlgo runs a convolution with an algorithm.
 func (h *Handle) runAlgo(p *convProblem, o *convOptions, algo ConvAlgoPerf) error {
@@ -787,6 +797,12 @@ func (h *Handle) runAlgo(p *convProblem, o *convOptions, algo ConvAlgoPerf) erro
 	if ws != nil {
 		wsSize = C.size_t(ws.Size())
 	}
+	// On NVIDIA, whether an algorithm read from disk ran as what it names.
+	checkGraph := algo.disk && LoadedPlatform() == hip.PlatformNVIDIA
+	var fallbacks C.ulonglong
+	if checkGraph {
+		fallbacks = C.rg_miopen_nvidia_graph_fallbacks(h.h)
+	}
 	var err error
 	switch p.dir {
 	case ConvForward:
@@ -806,6 +822,9 @@ func (h *Handle) runAlgo(p *convProblem, o *convOptions, algo ConvAlgoPerf) erro
 	runtime.KeepAlive(ws)
 	if err != nil {
 		return withDetail(err, fmt.Sprintf("%s with %s", p.dir, algo.Engine))
+	}
+	if checkGraph && C.rg_miopen_nvidia_graph_fallbacks(h.h) != fallbacks {
+		return errGraphFallback
 	}
 	return nil
 }

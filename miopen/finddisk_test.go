@@ -30,6 +30,22 @@ func findFiles(t *testing.T, dir string) []string {
 	return names
 }
 
+func readFindFile(t *testing.T, path string) findFile {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var file findFile
+	require.NoError(t, json.Unmarshal(b, &file))
+	return file
+}
+
+func writeFindFile(t *testing.T, path string, file findFile) {
+	t.Helper()
+	b, err := json.Marshal(file)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, b, 0o644))
+}
+
 func TestFindCacheOnDisk(t *testing.T) {
 	for _, c := range []struct {
 		name, find string
@@ -80,17 +96,12 @@ func TestFindCacheOnDisk(t *testing.T) {
 			_, err = e.newHandle().FindConvolutionForward(conv, x, w, y)
 			require.NoError(t, err)
 			assert.Len(t, e.grep(c.find), 1, "a corrupt file: the Find ran")
-			var file findFile
-			b, err := os.ReadFile(files[0])
-			require.NoError(t, err)
-			require.NoError(t, json.Unmarshal(b, &file))
+			file := readFindFile(t, files[0])
 			assert.Len(t, file.Perfs, len(perfs))
 
 			// An algorithm the library does not know is not run.
 			file.Perfs[0].Raw = 200
-			b, err = json.Marshal(file)
-			require.NoError(t, err)
-			require.NoError(t, os.WriteFile(files[0], b, 0o644))
+			writeFindFile(t, files[0], file)
 			_, err = e.newHandle().FindConvolutionForward(conv, x, w, y)
 			require.NoError(t, err)
 			assert.Len(t, e.grep(c.find), 1, "an unknown algorithm: the Find ran")
@@ -143,14 +154,9 @@ func TestFindCacheStaleAlgorithm(t *testing.T) {
 	require.NoError(t, err)
 	files := findFiles(t, dir)
 	require.Len(t, files, 1)
-	b, err := os.ReadFile(files[0])
-	require.NoError(t, err)
-	var file findFile
-	require.NoError(t, json.Unmarshal(b, &file))
+	file := readFindFile(t, files[0])
 	file.Perfs[0].Raw, file.Perfs[0].Engine = 3, "miopenConvolutionFwdAlgoWinograd" // which the fake fails to run
-	b, err = json.Marshal(file)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(files[0], b, 0o644))
+	writeFindFile(t, files[0], file)
 	e.lines()
 
 	// As candle runs it: the Find's fastest, given back.
@@ -166,16 +172,13 @@ func TestFindCacheStaleAlgorithm(t *testing.T) {
 		"miopenConvolutionForward algo=5 alpha=1 beta=0 ws=1024", "miopenConvolutionForward algo=5 alpha=1 beta=0 ws=1024"},
 		filter(e.lines(), "miopenFind", "miopenConvolution"), "Winograd failed: one Find, and its fastest algorithm with the handle's workspace")
 
-	require.NoError(t, os.WriteFile(files[0], b, 0o644))
+	writeFindFile(t, files[0], file)
 	h = e.newHandle()
 	require.NoError(t, h.ConvolutionForward(conv, x, w, y))
 	assert.Equal(t, []string{"miopenFindConvolutionForwardAlgorithm a=2,4 b=8,4 out=2,8 ws=4096 exhaustive=0", "miopenConvolutionForward algo=5 alpha=1 beta=0 ws=1024"},
 		filter(e.lines(), "miopenFind", "miopenConvolution"), "Winograd failed: a Find, and its fastest algorithm")
 	assert.Equal(t, CacheStats{Entries: 1, Misses: 2, DiskHits: 1}, h.FindCacheStats())
-	b, err = os.ReadFile(files[0])
-	require.NoError(t, err)
-	require.NoError(t, json.Unmarshal(b, &file))
-	assert.Equal(t, uint32(5), file.Perfs[0].Raw, "the new Find replaced the file")
+	assert.Equal(t, uint32(5), readFindFile(t, files[0]).Perfs[0].Raw, "the new Find replaced the file")
 }
 
 // The folder keeps the most recently used problems, and loses the
@@ -217,4 +220,35 @@ func TestFindCacheBounded(t *testing.T) {
 	_, err = h.FindConvolutionForward(conv, e.tensor(DataTypeFloat, 1, 4, 8, 8), w, e.tensor(DataTypeFloat, 1, 8, 8, 8))
 	require.NoError(t, err)
 	assert.Equal(t, 1, h.FindCacheStats().DiskHits, "batch 1 kept")
+}
+
+// A graph-API configuration read from disk that cannot be built again runs
+// as a legacy algorithm once, and a new Find replaces it.
+func TestFindCacheStaleGraphConfiguration(t *testing.T) {
+	e := useFakeGraph(t)
+	dir := t.TempDir()
+	t.Setenv(FindCacheEnv, dir)
+	conv, x, w, y := convFixture(e, DataTypeHalf)
+	perfs, err := e.h.FindConvolutionForward(conv, x, w, y)
+	require.NoError(t, err)
+	require.Equal(t, "cuDNN engine 7 (graph API, tensor cores)", perfs[0].Engine)
+	files := findFiles(t, dir)
+	require.Len(t, files, 1)
+	file := readFindFile(t, files[0])
+	file.Perfs[0].Raw = file.Perfs[0].Raw&^(7<<29) | 5<<29 // configuration 6, which the heuristics do not list
+	file.Perfs[0].Engine, _ = engineName(ConvForward, false, file.Perfs[0].Raw)
+	require.Equal(t, "cuDNN engine 7, configuration 6 (graph API, tensor cores)", file.Perfs[0].Engine)
+	writeFindFile(t, files[0], file)
+	e.lines()
+
+	h := e.newHandle()
+	require.NoError(t, h.ConvolutionForward(conv, x, w, y))
+	lines := filter(e.lines(), "cudnnFind", "cudnnConvolutionForward", "cudnnBackendExecute")
+	require.NotEmpty(t, lines)
+	assert.Equal(t, "cudnnConvolutionForward x=2,4,8,8 w=8,4,3,3 y=2,8,8,8 algo=1 ws=3000 alpha=1 beta=0", lines[0], "the legacy fallback ran")
+	assert.Equal(t, []string{"cudnnFindConvolutionForwardAlgorithmEx x=2,4,8,8 w=8,4,3,3 y=2,8,8,8 ws=9000"}, filter(lines, "cudnnFind"), "then a Find")
+	assert.Equal(t, "cudnnBackendExecute engine=7 ws=set", lines[len(lines)-1], "and its fastest")
+	require.NoError(t, h.ConvolutionForward(conv, x, w, y))
+	assert.Equal(t, []string{"cudnnBackendExecute engine=7 ws=set"}, filter(e.lines(), "cudnnFind", "cudnnConvolutionForward", "cudnnBackendExecute"))
+	assert.Equal(t, "cuDNN engine 7 (graph API, tensor cores)", readFindFile(t, files[0]).Perfs[0].Engine, "the new Find replaced the file")
 }
