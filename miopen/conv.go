@@ -734,8 +734,8 @@ func (h *Handle) run(p *convProblem, opts []ConvOption) error {
 		}
 		algo = perfs[0]
 	}
-	err := h.runAlgo(p, &o, algo)
-	if err == nil || !algo.disk {
+	called, err := h.runAlgo(p, &o, algo)
+	if err == nil || !algo.disk || !called {
 		return err
 	}
 	// An algorithm read from the disk cache did not run, or on NVIDIA ran
@@ -758,7 +758,8 @@ func (h *Handle) run(p *convProblem, opts []ConvOption) error {
 	if o.workspace != nil && o.workspace.Size() < perfs[0].Workspace {
 		o.workspace = nil
 	}
-	return h.runAlgo(p, &o, perfs[0])
+	_, err = h.runAlgo(p, &o, perfs[0])
+	return err
 }
 
 // errGraphFallback is runAlgo's answer when a graph-API algorithm read
@@ -766,27 +767,28 @@ func (h *Handle) run(p *convProblem, opts []ConvOption) error {
 // could not be built again.
 var errGraphFallback = errors.New("miopen: a graph-API algorithm of the disk cache ran as a legacy algorithm")
 
-// runAlgo runs a convolution with an algorithm.
-func (h *Handle) runAlgo(p *convProblem, o *convOptions, algo ConvAlgoPerf) error {
+// runAlgo runs a convolution with an algorithm; called says whether the
+// arguments were right and the library was called.
+func (h *Handle) runAlgo(p *convProblem, o *convOptions, algo ConvAlgoPerf) (called bool, _ error) {
 	if err := h.lock(p.op); err != nil {
-		return err
+		return false, err
 	}
 	defer h.mu.Unlock()
 	if err := p.check(h); err != nil {
-		return err
+		return false, err
 	}
 	ws := o.workspace
 	if ws != nil {
 		if _, err := ws.Slice(0, 1); err != nil {
-			return fmt.Errorf("miopen: %s: workspace: %w", p.op, err)
+			return false, fmt.Errorf("miopen: %s: workspace: %w", p.op, err)
 		}
 		if ws.Size() < algo.Workspace {
-			return invalid(p.op, "the workspace has %d bytes; %s needs %d", ws.Size(), algo.Engine, algo.Workspace)
+			return false, invalid(p.op, "the workspace has %d bytes; %s needs %d", ws.Size(), algo.Engine, algo.Workspace)
 		}
 	} else {
 		var err error
 		if ws, err = h.workspaceLocked(algo.Workspace); err != nil {
-			return err
+			return false, err
 		}
 	}
 	one, zero := C.float(1), C.float(0)
@@ -821,12 +823,12 @@ func (h *Handle) runAlgo(p *convProblem, o *convOptions, algo ConvAlgoPerf) erro
 	p.keepAlive()
 	runtime.KeepAlive(ws)
 	if err != nil {
-		return withDetail(err, fmt.Sprintf("%s with %s", p.dir, algo.Engine))
+		return true, withDetail(err, fmt.Sprintf("%s with %s", p.dir, algo.Engine))
 	}
 	if checkGraph && C.rg_miopen_nvidia_graph_fallbacks(h.h) != fallbacks {
-		return errGraphFallback
+		return true, errGraphFallback
 	}
-	return nil
+	return true, nil
 }
 
 // ConvolutionForward computes y, the convolution of x by w

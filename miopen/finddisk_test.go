@@ -155,7 +155,8 @@ func TestFindCacheStaleAlgorithm(t *testing.T) {
 	files := findFiles(t, dir)
 	require.Len(t, files, 1)
 	file := readFindFile(t, files[0])
-	file.Perfs[0].Raw, file.Perfs[0].Engine = 3, "miopenConvolutionFwdAlgoWinograd" // which the fake fails to run
+	// Winograd, which the fake fails to run, with no workspace.
+	file.Perfs[0].Raw, file.Perfs[0].Engine, file.Perfs[0].Workspace = 3, "miopenConvolutionFwdAlgoWinograd", 0
 	writeFindFile(t, files[0], file)
 	e.lines()
 
