@@ -365,6 +365,7 @@ type ConvAlgoPerf struct {
 	Engine string
 	raw    uint32 // the value the library takes; on NVIDIA it also encodes cuDNN's algorithm
 	found  bool
+	disk   bool // read from the Find cache on disk
 }
 
 func (p ConvAlgoPerf) String() string {
@@ -384,17 +385,26 @@ func perfFrom(dir ConvDirection, transposed bool, r C.miopenConvAlgoPerf_t) Conv
 	raw := *(*uint32)(unsafe.Pointer(&r))
 	p := ConvAlgoPerf{Direction: dir, raw: raw, found: true, Algorithm: ConvAlgorithm(raw & 0xff),
 		Time: time.Duration(float64(r.time) * float64(time.Millisecond)), Workspace: int(r.memory)}
+	p.Engine, _ = engineName(dir, transposed, raw)
+	return p
+}
+
+// engineName names the implementation of an encoded algorithm, and says
+// whether the loaded library knows it (MIOpen's algorithms of the
+// direction; on NVIDIA cuDNN's legacy algorithms of the call, cuBLAS, and
+// the engines of its graph API).
+func engineName(dir ConvDirection, transposed bool, raw uint32) (string, bool) {
 	if LoadedPlatform() == hip.PlatformNVIDIA {
 		if name := C.rg_miopen_nvidia_algo_name(C.int(cudnnKind(dir, transposed)), C.uint(raw)); name != nil {
-			p.Engine = C.GoString(name)
+			return C.GoString(name), true
 		}
-		return p
+		return "", false
 	}
 	names := map[ConvDirection]map[uint32]string{ConvForward: fwdAlgoNames, ConvBackwardData: bwdDataAlgoNames, ConvBackwardWeights: bwdWeightsAlgoNames}[dir]
-	if p.Engine = names[raw]; p.Engine == "" {
-		p.Engine = fmt.Sprintf("MIOpen algorithm %d", raw)
+	if name, ok := names[raw]; ok {
+		return name, true
 	}
-	return p
+	return fmt.Sprintf("MIOpen algorithm %d", raw), false
 }
 
 // cudnnKind is the cuDNN call a direction becomes on NVIDIA: a transposed
@@ -430,7 +440,9 @@ func Exhaustive() ConvOption { return func(o *convOptions) { o.exhaustive = true
 func WorkspaceLimit(bytes int) ConvOption { return func(o *convOptions) { o.limit = bytes } }
 
 // WithAlgorithm runs a convolution with an algorithm a Find returned,
-// instead of the fastest one of the cached Find.
+// instead of the fastest one of the cached Find. When an algorithm that a
+// Find read from the disk cache (FindCacheDir) fails to run, the handle
+// runs a new Find, once, and its fastest algorithm instead.
 func WithAlgorithm(p ConvAlgoPerf) ConvOption { return func(o *convOptions) { o.algo = &p } }
 
 // WithWorkspace runs a convolution with this workspace instead of the
@@ -646,13 +658,29 @@ func (h *Handle) find(p *convProblem, opts []ConvOption) ([]ConvAlgoPerf, error)
 	if err := p.check(h); err != nil {
 		return nil, err
 	}
-	return h.cache.get(p.key(&o), o.noCache, func() ([]ConvAlgoPerf, error) {
-		if err := h.lock(p.op); err != nil {
-			return nil, err
+	key := p.key(&o)
+	return h.cache.get(key, o.noCache, func() ([]ConvAlgoPerf, error) {
+		disk := h.findDisk()
+		if !o.noCache {
+			if perfs := disk.load(key, p.dir, p.conv.p.Transposed); perfs != nil {
+				h.cache.countDiskHit()
+				return perfs, nil
+			}
 		}
-		defer h.mu.Unlock()
-		return h.findLocked(p, &o)
+		perfs, err := h.findLocking(p, &o)
+		if err == nil {
+			disk.store(key, perfs)
+		}
+		return perfs, err
 	})
+}
+
+func (h *Handle) findLocking(p *convProblem, o *convOptions) ([]ConvAlgoPerf, error) {
+	if err := h.lock(p.op); err != nil {
+		return nil, err
+	}
+	defer h.mu.Unlock()
+	return h.findLocked(p, o)
 }
 
 // FindConvolutionForward runs MIOpen's Find for the forward convolution of
@@ -706,25 +734,61 @@ func (h *Handle) run(p *convProblem, opts []ConvOption) error {
 		}
 		algo = perfs[0]
 	}
-	if err := h.lock(p.op); err != nil {
+	called, err := h.runAlgo(p, &o, algo)
+	if err == nil || !algo.disk || !called {
 		return err
+	}
+	// An algorithm read from the disk cache did not run, or on NVIDIA ran
+	// as a legacy algorithm because its graph-API engine configuration
+	// could not be built (a library that changed without a new version,
+	// other heuristics): the results of that Find are
+	// forgotten, and the fastest of a new Find runs instead, with the
+	// handle's workspace when the one given is too small for it.
+	key := p.key(&o)
+	if !h.cache.forgetDisk(key) {
+		h.findDisk().remove(key)
+	}
+	perfs, ferr := h.find(p, opts)
+	if ferr != nil {
+		if err == errGraphFallback {
+			return nil // it ran
+		}
+		return err
+	}
+	if o.workspace != nil && o.workspace.Size() < perfs[0].Workspace {
+		o.workspace = nil
+	}
+	_, err = h.runAlgo(p, &o, perfs[0])
+	return err
+}
+
+// errGraphFallback is runAlgo's answer when a graph-API algorithm read
+// from the disk cache ran as a legacy algorithm: its engine configuration
+// could not be built again.
+var errGraphFallback = errors.New("miopen: a graph-API algorithm of the disk cache ran as a legacy algorithm")
+
+// runAlgo runs a convolution with an algorithm; called says whether the
+// arguments were right and the library was called.
+func (h *Handle) runAlgo(p *convProblem, o *convOptions, algo ConvAlgoPerf) (called bool, _ error) {
+	if err := h.lock(p.op); err != nil {
+		return false, err
 	}
 	defer h.mu.Unlock()
 	if err := p.check(h); err != nil {
-		return err
+		return false, err
 	}
 	ws := o.workspace
 	if ws != nil {
 		if _, err := ws.Slice(0, 1); err != nil {
-			return fmt.Errorf("miopen: %s: workspace: %w", p.op, err)
+			return false, fmt.Errorf("miopen: %s: workspace: %w", p.op, err)
 		}
 		if ws.Size() < algo.Workspace {
-			return invalid(p.op, "the workspace has %d bytes; %s needs %d", ws.Size(), algo.Engine, algo.Workspace)
+			return false, invalid(p.op, "the workspace has %d bytes; %s needs %d", ws.Size(), algo.Engine, algo.Workspace)
 		}
 	} else {
 		var err error
 		if ws, err = h.workspaceLocked(algo.Workspace); err != nil {
-			return err
+			return false, err
 		}
 	}
 	one, zero := C.float(1), C.float(0)
@@ -734,6 +798,12 @@ func (h *Handle) run(p *convProblem, opts []ConvOption) error {
 	wsSize := C.size_t(0)
 	if ws != nil {
 		wsSize = C.size_t(ws.Size())
+	}
+	// On NVIDIA, whether an algorithm read from disk ran as what it names.
+	checkGraph := algo.disk && LoadedPlatform() == hip.PlatformNVIDIA
+	var fallbacks C.ulonglong
+	if checkGraph {
+		fallbacks = C.rg_miopen_nvidia_graph_fallbacks(h.h)
 	}
 	var err error
 	switch p.dir {
@@ -753,9 +823,12 @@ func (h *Handle) run(p *convProblem, opts []ConvOption) error {
 	p.keepAlive()
 	runtime.KeepAlive(ws)
 	if err != nil {
-		return withDetail(err, fmt.Sprintf("%s with %s", p.dir, algo.Engine))
+		return true, withDetail(err, fmt.Sprintf("%s with %s", p.dir, algo.Engine))
 	}
-	return nil
+	if checkGraph && C.rg_miopen_nvidia_graph_fallbacks(h.h) != fallbacks {
+		return true, errGraphFallback
+	}
+	return true, nil
 }
 
 // ConvolutionForward computes y, the convolution of x by w

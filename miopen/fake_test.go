@@ -97,6 +97,9 @@ func useFakeWith(t *testing.T, p hip.Platform, graph bool) *fakeEnv {
 	dir := filepath.Join(buildFakes(t), map[hip.Platform]string{hip.PlatformAMD: "amd", hip.PlatformNVIDIA: "nvidia"}[p])
 	e := &fakeEnv{t: t, log: filepath.Join(t.TempDir(), "fake.log")}
 	t.Setenv("ROCM_GO_FAKE_LOG", e.log)
+	// Each test Finds afresh; the tests of the disk cache point it at a
+	// folder of their own.
+	t.Setenv(FindCacheEnv, "off")
 	useCUBLAS, useGraphAPI = false, graph
 	t.Cleanup(func() { useCUBLAS, useGraphAPI = true, true })
 	library.Reset()

@@ -18,6 +18,7 @@ type findCache struct {
 	lru     *list.List
 	hits    int
 	misses  int
+	disk    int
 }
 
 type findEntry struct {
@@ -75,10 +76,43 @@ func (c *findCache) get(key string, fresh bool, find func() ([]ConvAlgoPerf, err
 
 func clonePerfs(p []ConvAlgoPerf) []ConvAlgoPerf { return append([]ConvAlgoPerf(nil), p...) }
 
-// CacheStats counts a handle's Find cache: the problems it holds, and how
-// often a Find was answered from it (Hits) or ran (Misses).
+// forgetDisk forgets the results of key when they were read from disk, and
+// says whether the handle holds others: those of a Find it ran, or one
+// that is running.
+func (c *findCache) forgetDisk(key string) (fresh bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.entries[key]
+	if !ok {
+		return false
+	}
+	e := el.Value.(*findEntry)
+	select {
+	case <-e.done:
+	default:
+		return true
+	}
+	if e.err == nil && len(e.perfs) > 0 && !e.perfs[0].disk {
+		return true
+	}
+	c.lru.Remove(el)
+	delete(c.entries, key)
+	return false
+}
+
+// countDiskHit counts a miss answered from the disk cache.
+func (c *findCache) countDiskHit() {
+	c.mu.Lock()
+	c.disk++
+	c.mu.Unlock()
+}
+
+// CacheStats counts a handle's Find cache: the problems it holds, how
+// often a Find was answered from it (Hits) or not (Misses), and how many
+// of the misses the disk cache answered without a Find (DiskHits; see
+// FindCacheDir).
 type CacheStats struct {
-	Entries, Hits, Misses int
+	Entries, Hits, Misses, DiskHits int
 }
 
 // FindCacheStats reports the handle's Find cache.
@@ -86,7 +120,7 @@ func (h *Handle) FindCacheStats() CacheStats {
 	c := h.cache
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return CacheStats{Entries: c.lru.Len(), Hits: c.hits, Misses: c.misses}
+	return CacheStats{Entries: c.lru.Len(), Hits: c.hits, Misses: c.misses, DiskHits: c.disk}
 }
 
 // ClearFindCache forgets every Find result of the handle.

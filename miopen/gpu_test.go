@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -698,4 +700,48 @@ func TestGPUMultiHeadAttention(t *testing.T) {
 		}
 	}
 	expectClose(t, "attention", miopen.DataTypeHalf, true, g.get(o), want)
+}
+
+// A handle with nothing in memory, as a new process has, reads the Find
+// of a problem another handle ran from the disk cache: it runs the same
+// algorithm, with the same output, without the Find's time.
+func TestGPUFindCacheOnDisk(t *testing.T) {
+	g := gpu(t)
+	dir := t.TempDir()
+	t.Setenv(miopen.FindCacheEnv, dir)
+	conv, err := miopen.NewConvolutionDescriptor(miopen.ConvolutionParams{Pad: []int{1, 1}})
+	require.NoError(t, err)
+	defer conv.Close()
+	xd, wd, yd := []int{4, 64, 32, 32}, []int{64, 64, 3, 3}, []int{4, 64, 32, 32}
+	x, xv := g.rand(g.layout(miopen.DataTypeHalf, true, xd), -1, 1)
+	w, wv := g.rand(g.layout(miopen.DataTypeHalf, true, wd), -1, 1)
+	y := g.alloc(g.layout(miopen.DataTypeHalf, true, yd))
+	want := gather(xv, xd, wv, wd, refParams(conv.Params(), 2), yd)
+
+	start := time.Now()
+	perfs, err := g.h.FindConvolutionForward(conv, x, w, y)
+	require.NoError(t, err)
+	require.NoError(t, g.h.ConvolutionForward(conv, x, w, y))
+	fresh := g.get(y)
+	findTime := time.Since(start)
+	expectClose(t, "a fresh Find", miopen.DataTypeHalf, true, fresh, want)
+	files, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+
+	h, err := miopen.NewHandle(g.stream)
+	require.NoError(t, err)
+	defer h.Close()
+	require.NoError(t, y.Data.Memset(0xFF))
+	start = time.Now()
+	require.NoError(t, h.ConvolutionForward(conv, x, w, y))
+	warm := g.get(y)
+	warmTime := time.Since(start)
+	t.Logf("with a Find (%s): %v; from the disk cache: %v", perfs[0].Engine, findTime, warmTime)
+	assert.Equal(t, miopen.CacheStats{Entries: 1, Misses: 1, DiskHits: 1}, h.FindCacheStats(), "no Find")
+	again, err := h.FindConvolutionForward(conv, x, w, y)
+	require.NoError(t, err)
+	assert.Equal(t, perfs[0].Engine, again[0].Engine)
+	assert.Equal(t, fresh, warm, "the same algorithm: the same output")
+	assert.Less(t, warmTime, findTime/2, "no Find's time")
 }

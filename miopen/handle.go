@@ -36,6 +36,9 @@ type Handle struct {
 	life   bind.Lifetime
 	ws     *hip.Buffer // the workspace of calls that are given none
 	cache  *findCache
+
+	diskOnce sync.Once
+	disk     *findDisk // the Find cache on disk, nil when off
 }
 
 // NewHandle creates a handle that queues its work on s

@@ -20,6 +20,7 @@ int rg_miopen_nvidia_status(int cudnn_status);
 const char* rg_miopen_nvidia_status_name(int cudnn_status);
 int rg_miopen_nvidia_last(miopenHandle_t handle, const char** function);
 const char* rg_miopen_nvidia_algo_name(int kind, unsigned raw);
+unsigned long long rg_miopen_nvidia_graph_fallbacks(miopenHandle_t handle);
 
 // The kinds of cuDNN convolution algorithm an encoded algorithm names.
 enum { RG_NV_ALGO_FWD = 0, RG_NV_ALGO_BWD_DATA = 1, RG_NV_ALGO_BWD_FILTER = 2 };

@@ -194,6 +194,7 @@ struct rgnv_handle {
 	int last;        // the last failed cuDNN status, for error messages
 	const char* last_fn;
 	struct nvg_cache* graph; // the graph API's plans by problem (nvidia_graph.c), made on first use
+	unsigned long long graph_fallbacks; // graph-API algorithms that ran as a legacy one (nv_run)
 };
 
 struct rgnv_tensor {

@@ -260,6 +260,14 @@ const char* rg_miopen_nvidia_algo_name(int kind, unsigned raw) {
 	return buf;
 }
 
+// rg_miopen_nvidia_graph_fallbacks counts the convolutions of a handle
+// whose graph-API algorithm ran as a legacy algorithm (its plan could not
+// be built, or did not run).
+unsigned long long rg_miopen_nvidia_graph_fallbacks(miopenHandle_t handle) {
+	struct rgnv_handle* h = H(handle);
+	return h != NULL ? h->graph_fallbacks : 0;
+}
+
 // The cuDNN call a MIOpen direction becomes: a transposed convolution's
 // forward is cuDNN's backward data and its backward data cuDNN's forward.
 static int nv_kind_fwd(const struct rgnv_conv* c) { return c->mode == miopenTranspose ? RG_NV_ALGO_BWD_DATA : RG_NV_ALGO_FWD; }
@@ -873,7 +881,10 @@ static miopenStatus_t nv_run(struct rgnv_handle* h, int kind, unsigned raw, cons
 	int st = nv_filter(h, 0, w);
 	if (st == CUDNN_STATUS_SUCCESS) st = nv_conv(h, c, in->dtype, math);
 	if (st != CUDNN_STATUS_SUCCESS) return nv_status(st);
-	if (algo == NV_ALGO_GRAPH) algo = nv_fallback(h, kind, raw, in, out, wsSize);
+	if (algo == NV_ALGO_GRAPH) {
+		algo = nv_fallback(h, kind, raw, in, out, wsSize);
+		h->graph_fallbacks++;
+	}
 	return nvh(h, nv_legacy_names[kind], nv_legacy(h, kind, algo, alpha, in, inp, w, (void*)wp, out, outp, ws, wsSize, beta));
 }
 
