@@ -15,8 +15,8 @@ import (
 	"github.com/rocm-go/rocm/hip"
 )
 
-// FindCacheEnv names the environment variable that sets the folder of the
-// Find cache on disk, or turns it off with "off".
+// FindCacheEnv names the environment variable that turns the Find cache on
+// disk on: "on" for its default folder, or a folder of one's own.
 const FindCacheEnv = "ROCM_GO_FIND_CACHE"
 
 // The disk cache's bounds: the problems it keeps (the least recently used
@@ -30,12 +30,13 @@ const findDiskMaxBytes = 64 << 10
 const findDiskTempAge = time.Hour
 
 // FindCacheDir is the folder where handles keep the results of their Finds
-// for later processes: $ROCM_GO_FIND_CACHE; else the find folder of
-// $ROCM_GO_CACHE_DIR (the kernel cache of package hiprtc) when that is set;
-// else rocm-go/find in the user's cache folder (~/.cache/rocm-go/find on
-// Linux, beside the kernel cache's rocm-go/kernels). It is "" when
-// $ROCM_GO_FIND_CACHE is "off", or no folder is known: Finds are then
-// remembered in memory only, per handle.
+// for later processes, "" while the cache on disk is off: it is off unless
+// $ROCM_GO_FIND_CACHE says "on" (the find folder of $ROCM_GO_CACHE_DIR,
+// the kernel cache of package hiprtc, when that is set; else rocm-go/find
+// in the user's cache folder, ~/.cache/rocm-go/find on Linux, beside the
+// kernel cache's rocm-go/kernels) or names a folder. Off ("" or "off"),
+// Finds are remembered in memory only, per handle. It is off by default
+// until it has run on a GPU of each platform.
 //
 // Each problem a Find ran for has a file there, named by a hash of the
 // problem and of what its results hold for: the platform, the device's
@@ -48,10 +49,11 @@ const findDiskTempAge = time.Hour
 // ignored, and replaced by the next Find. When the fastest algorithm of a
 // file fails to run, the handle runs the Find again.
 func FindCacheDir() string {
-	switch d := os.Getenv(FindCacheEnv); {
-	case d == "off":
+	switch d := os.Getenv(FindCacheEnv); d {
+	case "", "off":
 		return ""
-	case d != "":
+	case "on":
+	default:
 		return d
 	}
 	if d := os.Getenv("ROCM_GO_CACHE_DIR"); d != "" {

@@ -137,6 +137,8 @@ func TestFindCacheOnDisk(t *testing.T) {
 func TestFindCacheDir(t *testing.T) {
 	t.Setenv(FindCacheEnv, "")
 	t.Setenv("ROCM_GO_CACHE_DIR", "/cache/kernels")
+	assert.Empty(t, FindCacheDir(), "off unless asked for")
+	t.Setenv(FindCacheEnv, "on")
 	assert.Equal(t, "/cache/kernels/find", FindCacheDir())
 	t.Setenv(FindCacheEnv, "/find")
 	assert.Equal(t, "/find", FindCacheDir())
