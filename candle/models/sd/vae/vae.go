@@ -541,6 +541,9 @@ func (a *attention) forward(p *models.Pass, x *candle.Tensor) *candle.Tensor {
 			}))
 		}
 		p.Drop(q, k, v, k32)
+		if p.Err != nil {
+			return nil
+		}
 		o := parts[0]
 		if len(parts) > 1 {
 			o = p.T(candle.Cat(parts, 1))
