@@ -33,6 +33,10 @@ func (d *CPUDevice) SetSeed(seed uint64) { d.rng.set(seed) }
 // MemoryStats reports the bytes of the device's live storages.
 func (d *CPUDevice) MemoryStats() MemoryStats { return d.stats.read() }
 
+// ResetPeak starts MemoryStats.Peak again from the bytes in use now, so
+// that the next reading is the peak of what ran in between.
+func (d *CPUDevice) ResetPeak() { d.stats.resetPeak() }
+
 func (d *CPUDevice) backend() backend { return (*cpuBackend)(d) }
 
 // memStats counts a device's memory.
@@ -46,6 +50,9 @@ func (m *memStats) add(n int64) {
 	for p := m.peak.Load(); v > p && !m.peak.CompareAndSwap(p, v); p = m.peak.Load() {
 	}
 }
+
+// resetPeak sets the peak to the bytes in use now.
+func (m *memStats) resetPeak() { m.peak.Store(m.inUse.Load()) }
 
 func (m *memStats) read() MemoryStats {
 	return MemoryStats{InUse: m.inUse.Load(), Cached: m.cached.Load(), Peak: m.peak.Load(), Allocs: m.allocs.Load(), Graphs: m.graphs.Load()}

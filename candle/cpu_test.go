@@ -534,3 +534,16 @@ func TestFromBytes(t *testing.T) {
 	_, err = ToBytes(x)
 	assert.ErrorIs(t, err, ErrClosed)
 }
+
+func TestResetPeak(t *testing.T) {
+	cpu := CPU()
+	x, err := Zeros(cpu, F32, 1<<18) // 1 MiB
+	require.NoError(t, err)
+	before := cpu.MemoryStats().InUse
+	require.NoError(t, x.Close())
+	assert.GreaterOrEqual(t, cpu.MemoryStats().Peak, before, "the peak holds what was in use")
+	cpu.ResetPeak()
+	st := cpu.MemoryStats()
+	assert.Less(t, st.Peak, before, "ResetPeak starts again from what is in use now")
+	assert.GreaterOrEqual(t, st.Peak, st.InUse)
+}

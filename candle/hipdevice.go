@@ -128,6 +128,10 @@ func (d *HIPDevice) SetSeed(seed uint64) { d.rng.set(seed) }
 // pool keeps for reuse.
 func (d *HIPDevice) MemoryStats() MemoryStats { return d.stats.read() }
 
+// ResetPeak starts MemoryStats.Peak again from the bytes in use now, so
+// that the next reading is the peak of what ran in between.
+func (d *HIPDevice) ResetPeak() { d.stats.resetPeak() }
+
 // ReleaseCache frees the memory the pool keeps for reuse, after the queued
 // work, and returns the bytes freed.
 // It frees nothing while the device's stream is capturing a graph.

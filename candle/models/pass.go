@@ -85,6 +85,17 @@ func (p *Pass) Block(x *candle.Tensor, body func(x *candle.Tensor) *candle.Tenso
 	return p.Scope.Keep(y)
 }
 
+// Drop closes tensors of the pass that its later ops no longer read, so
+// that their memory goes back before the pass or block ends. Nil tensors
+// are skipped.
+func (p *Pass) Drop(xs ...*candle.Tensor) {
+	for _, x := range xs {
+		if x != nil {
+			x.Close()
+		}
+	}
+}
+
 // Keep takes x out of the pass's scope: it outlives Close, and is the
 // caller's to close.
 func (p *Pass) Keep(x *candle.Tensor) *candle.Tensor {

@@ -333,18 +333,27 @@ func (m *Model) Forward(x *candle.Tensor, t float64, c Cond) (*candle.Tensor, er
 		for j, r := range blk.resnets {
 			skip := skips[len(skips)-1]
 			skips = skips[:len(skips)-1]
-			h = p.T(candle.Cat([]*candle.Tensor{h, skip}, 1))
-			h = r.forward(p, h, embSilu)
+			cat := p.T(candle.Cat([]*candle.Tensor{h, skip}, 1))
+			p.Drop(h, skip)
+			h = r.forward(p, cat, embSilu)
 			if tr := blk.transformers[j]; tr != nil {
 				h = tr.forward(p, h, text)
 			}
 		}
 		if blk.resample != nil && p.Err == nil {
-			s := h.Shape()
-			h = p.T(blk.resample.Forward(p.T(h.UpsampleNearest2d(2*s[2], 2*s[3], candle.NCHW))))
+			h = p.Block(h, func(h *candle.Tensor) *candle.Tensor {
+				s := h.Shape()
+				up := p.T(h.UpsampleNearest2d(2*s[2], 2*s[3], candle.NCHW))
+				p.Drop(h)
+				return p.T(blk.resample.Forward(up))
+			})
 		}
 	}
-	y := p.T(m.convOut.Forward(p.T(m.normOut.ForwardSiLU(h))))
+	y := p.Block(h, func(h *candle.Tensor) *candle.Tensor {
+		n := p.T(m.normOut.ForwardSiLU(h))
+		p.Drop(h)
+		return p.T(m.convOut.Forward(n))
+	})
 	if p.Err != nil {
 		return nil, pkg.Wrap(op, p.Err)
 	}
@@ -424,15 +433,22 @@ func (m *Model) addEmbedding(p *models.Pass, b int, c Cond) *candle.Tensor {
 // convolutions.
 func (r *resnet) forward(p *models.Pass, x, embSilu *candle.Tensor) *candle.Tensor {
 	return p.Block(x, func(x *candle.Tensor) *candle.Tensor {
-		h := p.T(r.norm1.ForwardSiLU(x))
-		h = p.T(r.conv1.Forward(h))
+		n := p.T(r.norm1.ForwardSiLU(x))
+		h := p.T(r.conv1.Forward(n))
+		p.Drop(n)
 		te := p.T(r.temb.Forward(embSilu)) // (1 or b, out)
 		s := te.Shape()
-		h = p.T(h.Add(p.T(te.Reshape(s[0], s[1], 1, 1))))
-		h = p.T(r.norm2.ForwardSiLU(h))
-		h = p.T(r.conv2.Forward(h))
+		n = p.T(h.Add(p.T(te.Reshape(s[0], s[1], 1, 1))))
+		p.Drop(h)
+		h = p.T(r.norm2.ForwardSiLU(n))
+		p.Drop(n)
+		n = p.T(r.conv2.Forward(h))
+		p.Drop(h)
+		h = n
 		if r.shortcut != nil {
-			x = p.T(r.shortcut.Forward(x))
+			sc := p.T(r.shortcut.Forward(x))
+			p.Drop(x)
+			x = sc
 		}
 		return p.T(x.Add(h))
 	})
@@ -457,7 +473,7 @@ func (t *transformer) forward(p *models.Pass, x, text *candle.Tensor) *candle.Te
 			h = p.T(t.inL.Forward(seq(h)))
 		}
 		for _, blk := range t.blocks {
-			h = blk.forward(p, h, text)
+			h = p.Block(h, func(h *candle.Tensor) *candle.Tensor { return blk.forward(p, h, text) })
 		}
 		if t.outC != nil {
 			h = p.T(t.outC.Forward(img(h)))

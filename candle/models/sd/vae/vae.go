@@ -480,12 +480,17 @@ func (r *resnet) close() {
 
 func (r *resnet) forward(p *models.Pass, x *candle.Tensor) *candle.Tensor {
 	return p.Block(x, func(x *candle.Tensor) *candle.Tensor {
-		h := p.T(r.norm1.ForwardSiLU(x))
-		h = p.T(r.conv1.Forward(h))
-		h = p.T(r.norm2.ForwardSiLU(h))
-		h = p.T(r.conv2.Forward(h))
+		n := p.T(r.norm1.ForwardSiLU(x))
+		h := p.T(r.conv1.Forward(n))
+		p.Drop(n)
+		n = p.T(r.norm2.ForwardSiLU(h))
+		p.Drop(h)
+		h = p.T(r.conv2.Forward(n))
+		p.Drop(n)
 		if r.shortcut != nil {
-			x = p.T(r.shortcut.Forward(x))
+			s := p.T(r.shortcut.Forward(x))
+			p.Drop(x)
+			x = s
 		}
 		return p.T(x.Add(h))
 	})
@@ -514,18 +519,37 @@ func (a *attention) close() {
 
 // forward is softmax(q·kᵀ/√c)·v over the h·w positions. The head is as
 // wide as the channels (512 in SD's VAEs), beyond flashattn's 256: the
-// scores are a product and a softmax, in F32.
+// scores are a product and a softmax, in F32, for c queries at a time,
+// so that they take no more memory than the activation (not the (h·w)²
+// of all the scores: 1 GiB at 1024² pixels).
 func (a *attention) forward(p *models.Pass, x *candle.Tensor) *candle.Tensor {
 	return p.Block(x, func(x *candle.Tensor) *candle.Tensor {
 		s := x.Shape()
 		b, c, hw := s[0], s[1], s[2]*s[3]
 		h := p.T(p.T(p.T(a.norm.Forward(x)).Reshape(b, c, hw)).Transpose(1, 2)) // (b, hw, c)
 		q, k, v := p.T(a.q.Forward(h)), p.T(a.k.Forward(h)), p.T(a.v.Forward(h))
+		p.Drop(h)
 		dt := x.DType()
-		q32, k32 := p.T(q.ToDType(candle.F32)), p.T(k.ToDType(candle.F32))
-		scores := p.T(p.T(q32.Matmul(p.T(k32.Transpose(1, 2)))).Affine(1/math.Sqrt(float64(c)), 0))
-		w := p.T(p.T(scores.SoftmaxLastDim()).ToDType(dt))
-		y := p.T(a.o.Forward(p.T(w.Matmul(v))))                         // (b, hw, c)
+		k32 := p.T(p.T(k.ToDType(candle.F32)).Transpose(1, 2))
+		var parts []*candle.Tensor
+		for i := 0; i < hw && p.Err == nil; i += c {
+			parts = append(parts, p.Block(p.In(q), func(q *candle.Tensor) *candle.Tensor {
+				q32 := p.T(p.T(q.Narrow(1, i, min(c, hw-i))).ToDType(candle.F32))
+				scores := p.T(p.T(q32.Matmul(k32)).Affine(1/math.Sqrt(float64(c)), 0))
+				w := p.T(p.T(scores.SoftmaxLastDim()).ToDType(dt))
+				return p.T(w.Matmul(v))
+			}))
+		}
+		p.Drop(q, k, v, k32)
+		if p.Err != nil {
+			return nil
+		}
+		o := parts[0]
+		if len(parts) > 1 {
+			o = p.T(candle.Cat(parts, 1))
+			p.Drop(parts...)
+		}
+		y := p.T(a.o.Forward(o))                                        // (b, hw, c)
 		y = p.T(p.T(p.T(y.Transpose(1, 2)).Contiguous()).Reshape(s...)) // (b, c, h, w)
 		return p.T(x.Add(y))
 	})
@@ -625,11 +649,15 @@ func (d *decoder) forward(p *models.Pass, z *candle.Tensor) *candle.Tensor {
 			x = r.forward(p, x)
 		}
 		if u.up != nil && p.Err == nil {
-			s := x.Shape()
-			x = p.T(u.up.Forward(p.T(x.UpsampleNearest2d(2*s[2], 2*s[3], candle.NCHW))))
+			x = p.Block(x, func(x *candle.Tensor) *candle.Tensor {
+				s := x.Shape()
+				up := p.T(x.UpsampleNearest2d(2*s[2], 2*s[3], candle.NCHW))
+				p.Drop(x)
+				return p.T(u.up.Forward(up))
+			})
 		}
 	}
-	return p.T(d.convOut.Forward(p.T(d.normOut.ForwardSiLU(x))))
+	return out(p, x, d.normOut, d.convOut)
 }
 
 // encoder is diffusers' Encoder: conv_in, the down blocks (resnets, then
@@ -696,11 +724,20 @@ func (e *encoder) forward(p *models.Pass, x *candle.Tensor) *candle.Tensor {
 			x = r.forward(p, x)
 		}
 		if d.down != nil && p.Err == nil {
-			x = p.T(d.down.Forward(padRightBottom(p, x)))
+			x = p.Block(x, func(x *candle.Tensor) *candle.Tensor { return p.T(d.down.Forward(padRightBottom(p, x))) })
 		}
 	}
 	x = e.mid.forward(p, x)
-	return p.T(e.convOut.Forward(p.T(e.normOut.ForwardSiLU(x))))
+	return out(p, x, e.normOut, e.convOut)
+}
+
+// out is conv(silu(norm(x))), x and the normalised x freed once read.
+func out(p *models.Pass, x *candle.Tensor, norm *nn.GroupNorm, conv *nn.Conv2d) *candle.Tensor {
+	return p.Block(x, func(x *candle.Tensor) *candle.Tensor {
+		n := p.T(norm.ForwardSiLU(x))
+		p.Drop(x)
+		return p.T(conv.Forward(n))
+	})
 }
 
 // padRightBottom adds a column of zeros on the right and a row at the

@@ -1,0 +1,80 @@
+package unet
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rocm-go/rocm/candle"
+	"github.com/rocm-go/rocm/candle/safetensors"
+	"github.com/rocm-go/rocm/internal/mkmodel"
+	"github.com/rocm-go/rocm/internal/testenv"
+)
+
+// forwardPeak writes a UNet of SD 1.x's block structure (four blocks of
+// two resnets and transformers, cross-attention but in the last down and
+// first up block) with channels ch and random weights, runs it on zero
+// latents (batch, 4, size, size), and returns the peak bytes its second
+// forward added to what was in use before it, and the bytes of the
+// largest activation: the feed-forward's (batch, size², 8·ch[0]).
+func forwardPeak(t *testing.T, dev interface {
+	candle.Device
+	ResetPeak()
+}, dt candle.DType, ch []int, heads, groups, batch, size int) (peak, largest int64) {
+	t.Helper()
+	dir := t.TempDir()
+	spec := mkmodel.TinySD()
+	spec.UNetChannels, spec.UNetLayers, spec.UNetHeads, spec.UNetGroups, spec.DType = ch, 2, heads, groups, dt
+	require.NoError(t, mkmodel.WriteSD(dir, spec, nil))
+	cfg, err := LoadConfig(filepath.Join(dir, "unet", "config.json"))
+	require.NoError(t, err)
+	w, err := safetensors.Open(filepath.Join(dir, "unet", "diffusion_pytorch_model.safetensors"))
+	require.NoError(t, err)
+	defer w.Close()
+	m, err := New(w, cfg, dev, dt)
+	require.NoError(t, err)
+	defer m.Close()
+	x, err := candle.Zeros(dev, dt, batch, 4, size, size)
+	require.NoError(t, err)
+	defer x.Close()
+	text, err := candle.Zeros(dev, dt, batch, 77, cfg.CrossAttentionDim)
+	require.NoError(t, err)
+	defer text.Close()
+	for range 2 { // the first forward makes what the weights cache
+		require.NoError(t, dev.Synchronize())
+		dev.ResetPeak()
+		before := dev.MemoryStats().InUse
+		y, err := m.Forward(x, 500, Cond{Text: text})
+		require.NoError(t, err)
+		require.NoError(t, dev.Synchronize())
+		peak = dev.MemoryStats().Peak - before
+		y.Close()
+	}
+	return peak, int64(batch * size * size * 8 * ch[0] * dt.Size())
+}
+
+// TestForwardPeak bounds the memory of a UNet forward with SD 1.x's
+// structure at a tenth of its channels: at their peak the activations
+// are the skips and a few of the largest at once, not every block's
+// intermediates (6.7× the largest on the CPU, 7.65× before the
+// transformer layers, the upsamplers and the skips freed theirs; at
+// such small sizes the convolutions' weight-sized temporaries count
+// too).
+func TestForwardPeak(t *testing.T) {
+	peak, largest := forwardPeak(t, candle.CPU(), candle.F32, []int{32, 64, 128, 128}, 2, 8, 2, 16)
+	t.Logf("forward of 2×4×16×16 latents: peak %d bytes above the weights, largest activation %d (%.2f×)", peak, largest, float64(peak)/float64(largest))
+	assert.LessOrEqual(t, peak, 7*largest, "the forward's peak, above the weights")
+}
+
+// TestGPUForwardPeak is TestForwardPeak with SD 1.5's channels (320,
+// 640, 1280, 1280) in F16 on the GPU, at 512² images with guidance
+// (batch 2, 64×64 latents).
+func TestGPUForwardPeak(t *testing.T) {
+	dev, err := candle.HIP(0)
+	testenv.Need(t, 2, "a GPU", err)
+	peak, largest := forwardPeak(t, dev, candle.F16, []int{320, 640, 1280, 1280}, 8, 32, 2, 64)
+	t.Logf("forward of 2×4×64×64 latents: peak %d bytes above the weights, largest activation %d (%.2f×)", peak, largest, float64(peak)/float64(largest))
+	assert.LessOrEqual(t, peak, 6*largest, "the forward's peak, above the weights")
+}
