@@ -20,6 +20,7 @@ import (
 	"github.com/rocm-go/rocm/candle/models/sd/scheduler"
 	"github.com/rocm-go/rocm/candle/safetensors"
 	"github.com/rocm-go/rocm/errs"
+	"github.com/rocm-go/rocm/internal/testenv"
 )
 
 // tinyRules are the rules of testdata's tiny models, whose widths are not
@@ -144,6 +145,9 @@ func generateOnce(t *testing.T, p *Pipeline, golden string) []float32 {
 // tiny folders by diffusers' conversions, and checks that they generate
 // the folders' images bit for bit on the CPU in F32.
 func TestSingleFileIsTheFolder(t *testing.T) {
+	if testenv.Race {
+		t.Skip("ten seconds of CPU pipelines, ten times that under -race: it runs in tier 1, without the race detector")
+	}
 	// Files saved with transformers before 4.x name CLIP's tensors without
 	// text_model.
 	oldCLIP := func(ts map[string]*candle.Tensor) {

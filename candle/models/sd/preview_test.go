@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rocm-go/rocm/candle"
+	"github.com/rocm-go/rocm/internal/testenv"
 )
 
 // TestApproxPreview checks the cheap preview against ComfyUI's latent
@@ -95,6 +96,9 @@ func TestPreviews(t *testing.T) {
 // for tiny-sd) with and without tiling: same size, close but not the
 // same pixels where the tiles meet.
 func TestTileVAE(t *testing.T) {
+	if testenv.Race {
+		t.Skip("ten seconds of CPU decodes, ten times that under -race: it runs in tier 1, without the race detector")
+	}
 	p := openTiny(t, candle.CPU(), candle.F32)
 	r := Request{Prompt: "a cat", Width: 40, Height: 28, Steps: 2, Seed: 3}
 	whole, err := p.Generate(context.Background(), r)
