@@ -145,8 +145,8 @@ func generateOnce(t *testing.T, p *Pipeline, golden string) []float32 {
 // tiny folders by diffusers' conversions, and checks that they generate
 // the folders' images bit for bit on the CPU in F32.
 func TestSingleFileIsTheFolder(t *testing.T) {
-	if testenv.Race {
-		t.Skip("ten seconds of CPU pipelines, ten times that under -race: it runs in tier 1, without the race detector")
+	if testenv.Race || testing.Short() {
+		t.Skip("ten seconds of CPU pipelines, ten times that under -race or -short: it runs in full tier-1 runs")
 	}
 	// Files saved with transformers before 4.x name CLIP's tensors without
 	// text_model.

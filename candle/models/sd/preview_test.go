@@ -96,8 +96,8 @@ func TestPreviews(t *testing.T) {
 // for tiny-sd) with and without tiling: same size, close but not the
 // same pixels where the tiles meet.
 func TestTileVAE(t *testing.T) {
-	if testenv.Race {
-		t.Skip("ten seconds of CPU decodes, ten times that under -race: it runs in tier 1, without the race detector")
+	if testenv.Race || testing.Short() {
+		t.Skip("ten seconds of CPU decodes, ten times that under -race or -short: it runs in full tier-1 runs")
 	}
 	p := openTiny(t, candle.CPU(), candle.F32)
 	r := Request{Prompt: "a cat", Width: 40, Height: 28, Steps: 2, Seed: 3}

@@ -62,8 +62,8 @@ func forwardPeak(t *testing.T, dev interface {
 // temporaries vary with GOMAXPROCS; 7.65× before the transformer layers,
 // the upsamplers and the skips freed theirs, at twice the channels).
 func TestForwardPeak(t *testing.T) {
-	if testenv.Race {
-		t.Skip("CPU convolutions for seconds, ten times that under -race: it runs in tier 1, without the race detector")
+	if testenv.Race || testing.Short() {
+		t.Skip("CPU convolutions for seconds, ten times that under -race or -short: it runs in full tier-1 runs")
 	}
 	peak, largest := forwardPeak(t, candle.CPU(), candle.F32, []int{16, 32, 64, 64}, 2, 8, 2, 16)
 	t.Logf("forward of 2×4×16×16 latents: peak %d bytes above the weights, largest activation %d (%.2f×)", peak, largest, float64(peak)/float64(largest))

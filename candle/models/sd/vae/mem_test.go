@@ -87,8 +87,8 @@ func encodePeak(t *testing.T, dev resetter, m *Model, dt candle.DType, batch, si
 // every block's output (3.4× before the blocks freed theirs; the encode
 // 3.6× where it was 6.2×, at twice the channels and size).
 func TestDecodePeak(t *testing.T) {
-	if testenv.Race {
-		t.Skip("CPU convolutions for seconds, ten times that under -race: it runs in tier 1, without the race detector")
+	if testenv.Race || testing.Short() {
+		t.Skip("CPU convolutions for seconds, ten times that under -race or -short: it runs in full tier-1 runs")
 	}
 	dev := candle.CPU()
 	m := randomVAE(t, dev, candle.F32, []int{16, 32, 64, 64}, 8)
