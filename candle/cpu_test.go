@@ -1,6 +1,7 @@
 package candle
 
 import (
+	"errors"
 	"math"
 	"testing"
 
@@ -546,4 +547,20 @@ func TestResetPeak(t *testing.T) {
 	st := cpu.MemoryStats()
 	assert.Less(t, st.Peak, before, "ResetPeak starts again from what is in use now")
 	assert.GreaterOrEqual(t, st.Peak, st.InUse)
+}
+
+func TestPeakDuring(t *testing.T) {
+	cpu := CPU()
+	peak, err := PeakDuring(cpu, func() error {
+		x, err := Zeros(cpu, F32, 1<<18) // 1 MiB, freed before f returns
+		if err != nil {
+			return err
+		}
+		return x.Close()
+	})
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, peak, int64(1<<20), "the tensor freed inside f counts")
+	boom := errors.New("boom")
+	_, err = PeakDuring(cpu, func() error { return boom })
+	assert.ErrorIs(t, err, boom)
 }

@@ -24,6 +24,8 @@ type Device interface {
 	SetSeed(seed uint64)
 	// MemoryStats reports the device memory the device's tensors use.
 	MemoryStats() MemoryStats
+	// ResetPeak starts MemoryStats.Peak again from the bytes in use now.
+	ResetPeak()
 
 	backend() backend
 }
@@ -37,6 +39,21 @@ type MemoryStats struct {
 	// Graphs is the private memory captured graphs keep for their
 	// replays and no tensor holds now (HIP devices; Graph.Close frees it).
 	Graphs int64
+}
+
+// PeakDuring runs f between two synchronizations of dev and returns the
+// most bytes dev's tensors held during it above what they held before: what
+// f needs free to run. It resets dev's MemoryStats.Peak.
+func PeakDuring(dev Device, f func() error) (int64, error) {
+	if err := dev.Synchronize(); err != nil {
+		return 0, err
+	}
+	dev.ResetPeak()
+	before := dev.MemoryStats().InUse
+	if err := errors.Join(f(), dev.Synchronize()); err != nil {
+		return 0, err
+	}
+	return dev.MemoryStats().Peak - before, nil
 }
 
 // NewDevice opens a device by name: "cpu", "hip:N" (also "cuda:N", "gpu:N"

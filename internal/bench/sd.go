@@ -205,9 +205,7 @@ func sdOurs(c SDBench, dev candle.Device, rep *SDReport, w io.Writer) error {
 		}
 		f := &SDFigures{Warmup: time.Since(t0).Seconds()}
 		// The peak from here on, as diffusers' after its warm-up.
-		if r, ok := dev.(interface{ ResetPeak() }); ok {
-			r.ResetPeak()
-		}
+		dev.ResetPeak()
 		var secs, rates []float64
 		for range c.Reps {
 			s, r, err := once()

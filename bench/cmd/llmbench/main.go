@@ -19,13 +19,9 @@
 package main
 
 import (
-	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -40,8 +36,9 @@ func main() {
 
 // run is the command: 2 for bad flags, 1 when the run failed, else 0.
 func run(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("llmbench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	cli := bench.NewCLI("llmbench", "usage: llmbench -model DIR [flags] | llmbench -quick [flags]\n\n"+
+		"Measures candle/models/llama against transformers on a Llama-3.2-1B-shaped random model.", stderr)
+	fs, fail := cli.Flags, cli.Fail
 	model := fs.String("model", "", "the model folder: written if empty or absent, reused if it holds the model (required unless -quick)")
 	quick := fs.Bool("quick", false, "a tiny model (mkmodel's tiny preset in BF16), a short prompt and few steps: a check in seconds")
 	steps := fs.Int("steps", 0, "new tokens of each decode run (default 128; -quick 16)")
@@ -53,23 +50,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	jsonOut := fs.String("json", "", "also write the report as JSON to this file")
 	quant := fs.String("gguf", "", "GGUF types to measure too, comma-separated (q4_0,q4_k,q8_0): the model written as GGUF files beside -model")
 	bf16 := fs.Bool("bf16", true, "measure the BF16 model and transformers (false: only the -gguf models, in minutes less)")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: llmbench -model DIR [flags] | llmbench -quick [flags]\n\n"+
-			"Measures candle/models/llama against transformers on a Llama-3.2-1B-shaped random model.\n\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	fail := func(code int, format string, a ...any) int {
-		fmt.Fprintf(stderr, "llmbench: "+format+"\n", a...)
+	if code, ok := cli.Parse(args); !ok {
 		return code
-	}
-	if fs.NArg() > 0 {
-		return fail(2, "unexpected argument %q: every setting is a flag (see -h)", fs.Arg(0))
 	}
 	c := bench.LLMBench{Model: *model, Python: *python, Script: *script, Spec: mkmodel.Llama32_1B(),
 		Settings: bench.LLMSettings{Prompt: 512, Steps: 128, Reps: 5, Seed: 1}}
@@ -89,7 +71,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		c.Settings.Reps = *reps
 	}
 	var err error
-	if c.Settings.Batches, err = parseBatches(*batches); err != nil {
+	if c.Settings.Batches, err = bench.ParseCounts("batches", *batches, 64); err != nil {
 		return fail(2, "%v", err)
 	}
 	for _, name := range strings.Split(*quant, ",") {
@@ -123,27 +105,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return fail(1, "%v", err)
 	}
 	fmt.Fprintf(stdout, "\nllmbench: done in %.1f s\n", time.Since(start).Seconds())
-	if *jsonOut != "" {
-		b, err := json.MarshalIndent(map[string]any{"date": time.Now().UTC().Format(time.RFC3339), "report": rep}, "", "  ")
-		if err != nil {
-			return fail(1, "%v", err)
-		}
-		if err := os.WriteFile(*jsonOut, b, 0o644); err != nil {
-			return fail(1, "%v", err)
-		}
+	if err := bench.WriteJSON(*jsonOut, map[string]any{"report": rep}); err != nil {
+		return fail(1, "%v", err)
 	}
 	return 0
-}
-
-// parseBatches reads -batches.
-func parseBatches(s string) ([]int, error) {
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 || n > 64 {
-			return nil, fmt.Errorf("-batches %q: want sizes from 1 to 64, comma-separated", s)
-		}
-		out = append(out, n)
-	}
-	return out, nil
 }

@@ -5,18 +5,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
-
-func TestParseBatches(t *testing.T) {
-	b, err := parseBatches("1, 8,32")
-	require.NoError(t, err)
-	assert.Equal(t, []int{1, 8, 32}, b)
-	for _, bad := range []string{"", "0", "1,x", "65"} {
-		_, err := parseBatches(bad)
-		assert.ErrorContains(t, err, "-batches", bad)
-	}
-}
 
 func TestCommandRefuses(t *testing.T) {
 	for _, c := range []struct {

@@ -13,14 +13,11 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -37,8 +34,9 @@ func main() {
 // run is the command: 2 for bad flags, 1 when a run failed or had
 // errors, else 0.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
-	fs := flag.NewFlagSet("llmload", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	cli := bench.NewCLI("llmload", "usage: llmload [flags]\n\nRuns concurrent streaming chat clients against an LLM worker and reports tokens/s,\n"+
+		"time to first token and inter-token latency. LLORCH_API_TOKEN is sent as the bearer token.", stderr)
+	fs, fail := cli.Flags, cli.Fail
 	url := fs.String("url", "http://127.0.0.1:8080", "the worker's base URL")
 	clientsFlag := fs.String("clients", "1,8,32", "concurrent clients of each run, comma-separated")
 	requests := fs.Int("requests", 0, "requests of each run (0: 4 per client, at least 8)")
@@ -49,31 +47,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	temperature := fs.Float64("temperature", 0, "sampling temperature (0: greedy)")
 	allowRemote := fs.Bool("allow-remote", false, "allow a worker that is not on this machine's loopback")
 	jsonOut := fs.String("json", "", "also write the reports as JSON to this file")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: llmload [flags]\n\nRuns concurrent streaming chat clients against an LLM worker and reports tokens/s,\n"+
-			"time to first token and inter-token latency. LLORCH_API_TOKEN is sent as the bearer token.\n\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	fail := func(code int, format string, a ...any) int {
-		fmt.Fprintf(stderr, "llmload: "+format+"\n", a...)
+	if code, ok := cli.Parse(args); !ok {
 		return code
 	}
-	if fs.NArg() > 0 {
-		return fail(2, "unexpected argument %q: every setting is a flag (see -h)", fs.Arg(0))
-	}
-	var counts []int
-	for _, f := range strings.Split(*clientsFlag, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 || n > bench.MaxLLMClients {
-			return fail(2, "-clients %q: want counts from 1 to %d, comma-separated", *clientsFlag, bench.MaxLLMClients)
-		}
-		counts = append(counts, n)
+	counts, err := bench.ParseCounts("clients", *clientsFlag, bench.MaxLLMClients)
+	if err != nil {
+		return fail(2, "%v", err)
 	}
 	if *requests < 0 {
 		return fail(2, "-requests %d: want 0 (4 per client) or more", *requests)
@@ -109,14 +88,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		}
 	}
 	bench.PrintLLMLoadTable(stdout, reports)
-	if *jsonOut != "" {
-		b, err := json.MarshalIndent(map[string]any{"url": *url, "date": time.Now().UTC().Format(time.RFC3339), "runs": reports}, "", "  ")
-		if err != nil {
-			return fail(1, "%v", err)
-		}
-		if err := os.WriteFile(*jsonOut, b, 0o644); err != nil {
-			return fail(1, "%v", err)
-		}
+	if err := bench.WriteJSON(*jsonOut, map[string]any{"url": *url, "runs": reports}); err != nil {
+		return fail(1, "%v", err)
 	}
 	if errorsSeen > 0 {
 		return fail(1, "%d requests failed", errorsSeen)

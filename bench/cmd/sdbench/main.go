@@ -16,13 +16,9 @@
 package main
 
 import (
-	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -36,8 +32,9 @@ func main() {
 
 // run is the command: 2 for bad flags, 1 when the run failed, else 0.
 func run(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("sdbench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	cli := bench.NewCLI("sdbench", "usage: sdbench -model DIR [flags] | sdbench -quick\n\n"+
+		"Measures candle/models/sd against diffusers on a random Stable Diffusion model.", stderr)
+	fs, fail := cli.Flags, cli.Fail
 	model := fs.String("model", "", "the diffusers folder: written by diffusers if absent, reused if present (required unless -quick)")
 	shape := fs.String("shape", "sd15", "the model's shape when written: sd15 (SD 1.5) or sdxl (SDXL base 1.0)")
 	quick := fs.Bool("quick", false, "mkmodel's tiny SD model on the CPU device, without diffusers: a check of the runner in seconds")
@@ -52,23 +49,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	python := fs.String("python", "python3", "Python with PyTorch and diffusers on its path (\"\" runs no diffusers)")
 	script := fs.String("torch", "", "diffusers' script (default: the embedded torch_sd.py)")
 	jsonOut := fs.String("json", "", "also write the report as JSON to this file")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: sdbench -model DIR [flags] | sdbench -quick\n\n"+
-			"Measures candle/models/sd against diffusers on a random Stable Diffusion model.\n\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	fail := func(code int, format string, a ...any) int {
-		fmt.Fprintf(stderr, "sdbench: "+format+"\n", a...)
+	if code, ok := cli.Parse(args); !ok {
 		return code
-	}
-	if fs.NArg() > 0 {
-		return fail(2, "unexpected argument %q: every setting is a flag (see -h)", fs.Arg(0))
 	}
 	c := bench.SDBench{Model: *model, Shape: *shape, Python: *python, Script: *script, Size: *size, Steps: *steps, Reps: *reps,
 		Check: *check, RefSize: *refSize, RefSteps: *refSteps}
@@ -81,12 +63,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return fail(2, "-modes: %q: want eager and/or compile", m)
 		}
 	}
-	for _, f := range strings.Split(*batches, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 || n > 16 {
-			return fail(2, "-batches %q: want sizes from 1 to 16, comma-separated", *batches)
-		}
-		c.Batches = append(c.Batches, n)
+	var err error
+	if c.Batches, err = bench.ParseCounts("batches", *batches, 16); err != nil {
+		return fail(2, "%v", err)
 	}
 	if *quick {
 		c.Shape, c.Python, c.Check, c.Device = "tiny", "", false, candle.CPU()
@@ -111,14 +90,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return fail(1, "%v", err)
 	}
 	fmt.Fprintf(stdout, "\nsdbench: done in %.1f s\n", time.Since(start).Seconds())
-	if *jsonOut != "" {
-		b, err := json.MarshalIndent(map[string]any{"date": time.Now().UTC().Format(time.RFC3339), "report": rep}, "", "  ")
-		if err != nil {
-			return fail(1, "%v", err)
-		}
-		if err := os.WriteFile(*jsonOut, b, 0o644); err != nil {
-			return fail(1, "%v", err)
-		}
+	if err := bench.WriteJSON(*jsonOut, map[string]any{"report": rep}); err != nil {
+		return fail(1, "%v", err)
 	}
 	return 0
 }

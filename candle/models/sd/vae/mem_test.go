@@ -13,12 +13,6 @@ import (
 	"github.com/rocm-go/rocm/internal/testenv"
 )
 
-// resetter is a device whose peak can be started again.
-type resetter interface {
-	candle.Device
-	ResetPeak()
-}
-
 // randomVAE writes a VAE of SD's block structure with channels ch and
 // random weights, and loads it onto dev in dt.
 func randomVAE(t *testing.T, dev candle.Device, dt candle.DType, ch []int, groups int) *Model {
@@ -40,19 +34,18 @@ func randomVAE(t *testing.T, dev candle.Device, dt candle.DType, ch []int, group
 
 // peakOf runs f twice (the first run makes what the weights cache) and
 // returns the peak bytes the second added to what was in use before it.
-func peakOf(t *testing.T, dev resetter, f func() (*candle.Tensor, error)) int64 {
+func peakOf(t *testing.T, dev candle.Device, f func() (*candle.Tensor, error)) int64 {
 	t.Helper()
-	y, err := f()
+	run := func() error {
+		y, err := f()
+		if err == nil {
+			y.Close()
+		}
+		return err
+	}
+	require.NoError(t, run())
+	peak, err := candle.PeakDuring(dev, run)
 	require.NoError(t, err)
-	y.Close()
-	require.NoError(t, dev.Synchronize())
-	dev.ResetPeak()
-	before := dev.MemoryStats().InUse
-	y, err = f()
-	require.NoError(t, err)
-	require.NoError(t, dev.Synchronize())
-	peak := dev.MemoryStats().Peak - before
-	y.Close()
 	return peak
 }
 
@@ -60,7 +53,7 @@ func peakOf(t *testing.T, dev resetter, f func() (*candle.Tensor, error)) int64 
 // the peak bytes the decode added to what was in use before it, and the
 // bytes of the largest activation (the last up block's upsampled input
 // at the image's size).
-func decodePeak(t *testing.T, dev resetter, m *Model, dt candle.DType, batch, size int) (peak, largest int64) {
+func decodePeak(t *testing.T, dev candle.Device, m *Model, dt candle.DType, batch, size int) (peak, largest int64) {
 	t.Helper()
 	z, err := candle.Zeros(dev, dt, batch, m.cfg.LatentChannels, size, size)
 	require.NoError(t, err)
@@ -72,7 +65,7 @@ func decodePeak(t *testing.T, dev resetter, m *Model, dt candle.DType, batch, si
 	return peak, int64(batch * top * size * f * size * f * dt.Size())
 }
 
-func encodePeak(t *testing.T, dev resetter, m *Model, dt candle.DType, batch, size int) int64 {
+func encodePeak(t *testing.T, dev candle.Device, m *Model, dt candle.DType, batch, size int) int64 {
 	t.Helper()
 	x, err := candle.Zeros(dev, dt, batch, m.cfg.InChannels, size, size)
 	require.NoError(t, err)
