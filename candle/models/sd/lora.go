@@ -426,7 +426,8 @@ func cutLast(path string) (parent, last string, ok bool) {
 }
 
 // loraView is a component's weights with LoRAs merged into those they
-// adapt.
+// adapt. LoRAs adapt dense weights only (view), so LoadQ is the
+// component's own.
 type loraView struct {
 	candle.Weights
 	merges map[string][]*loraModule // weight name → its LoRAs, in order
@@ -458,12 +459,4 @@ func (v *loraView) Load(name string, dev candle.Device) (*candle.Tensor, error) 
 		return nil, pkg.Wrapf("Open", p.Err, "merging LoRAs into %s", name)
 	}
 	return p.Keep(out), nil
-}
-
-// LoadQ loads a quantized weight that no LoRA adapts.
-func (v *loraView) LoadQ(name string, dev candle.Device) (*candle.QTensor, error) {
-	if len(v.merges[name]) > 0 {
-		return nil, pkg.Errorf("Open", errs.ErrUnsupported, "%s is quantized and a LoRA adapts it", name)
-	}
-	return v.Weights.LoadQ(name, dev)
 }
