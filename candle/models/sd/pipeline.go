@@ -41,7 +41,6 @@ type Pipeline struct {
 	// embeddings are zeros (model_index.json's force_zeros_for_empty_prompt).
 	zeroNegative bool
 	vaeDType     candle.DType // F32 where the VAE's config forces it over F16
-	loras        *loraSet     // while loading: the LoRAs to merge
 }
 
 // Open loads a pipeline onto dev in dtype: OpenWith with no options.
@@ -157,22 +156,23 @@ func build(pt *parts, dev candle.Device, dtype candle.DType, o Options) (*Pipeli
 	if pt.xl {
 		components = append(components, "text_encoder_2")
 	}
-	var err error
-	if p.loras, err = openLoRAs(o.LoRAs); err == nil {
-		err = p.loras.outside(components...)
+	loras, err := openLoRAs(o.LoRAs)
+	if err == nil {
+		err = loras.outside(components...)
 	}
-	defer func() { p.loras.close(); p.loras = nil }()
+	defer loras.close()
 	if err != nil {
 		return nil, pkg.Wrap("Open", err)
 	}
-	if err := p.load(pt); err != nil {
+	if err := p.load(pt, loras); err != nil {
 		p.Close()
 		return nil, pkg.Wrap("Open", err)
 	}
 	return p, nil
 }
 
-func (p *Pipeline) load(pt *parts) error {
+// load loads the models of pt with loras merged into their weights.
+func (p *Pipeline) load(pt *parts, loras *loraSet) error {
 	width := 0 // the text conditioning's: the encoders' widths together
 	for k, tcfg := range pt.texts {
 		tok, err := tokenizer.LoadDir(pt.tokDirs[k])
@@ -180,7 +180,7 @@ func (p *Pipeline) load(pt *parts) error {
 			return err
 		}
 		p.toks = append(p.toks, tok)
-		enc, err := loadWith(p.loras, pt.weights, textEncoderName(k), func(w candle.Weights) (*clip.Model, error) {
+		enc, err := loadWith(loras, pt.weights, textEncoderName(k), func(w candle.Weights) (*clip.Model, error) {
 			return clip.New(w, tcfg, p.dev, p.dtype)
 		})
 		if err != nil {
@@ -197,7 +197,7 @@ func (p *Pipeline) load(pt *parts) error {
 		return pkg.Errorf("Open", errs.ErrFormat, "the UNet attends to %d-wide text and the text encoders give %d", ucfg.CrossAttentionDim, width)
 	}
 	var err error
-	if p.unet, err = loadWith(p.loras, pt.weights, "unet", func(w candle.Weights) (*unet.Model, error) {
+	if p.unet, err = loadWith(loras, pt.weights, "unet", func(w candle.Weights) (*unet.Model, error) {
 		return unet.New(w, ucfg, p.dev, p.dtype)
 	}); err != nil {
 		return err
@@ -209,7 +209,7 @@ func (p *Pipeline) load(pt *parts) error {
 	if vcfg.ForceUpcast && p.dtype == candle.F16 {
 		p.vaeDType = candle.F32
 	}
-	p.vae, err = loadWith(p.loras, pt.weights, "vae", func(w candle.Weights) (*vae.Model, error) {
+	p.vae, err = loadWith(loras, pt.weights, "vae", func(w candle.Weights) (*vae.Model, error) {
 		return vae.New(w, vcfg, p.dev, p.vaeDType)
 	})
 	return err
