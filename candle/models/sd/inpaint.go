@@ -13,7 +13,7 @@ import (
 
 // checkMask checks a request's init image and mask against each other,
 // the request's size and the UNet.
-func checkMask(r Request, nine bool) error {
+func checkMask(r Request, inpaintUNet bool) error {
 	bad := func(kind error, field, format string, args ...any) error {
 		return &errs.Error{Pkg: string(pkg), Op: "Generate", Kind: kind, Field: field, Detail: fmt.Sprintf(format, args...)}
 	}
@@ -25,7 +25,7 @@ func checkMask(r Request, nine bool) error {
 	switch {
 	case r.Mask != nil && r.Init == nil:
 		return bad(errs.ErrArgument, "Mask", "a mask needs the image it masks (Init)")
-	case r.Mask == nil && nine:
+	case r.Mask == nil && inpaintUNet:
 		return bad(errs.ErrArgument, "Mask", "the UNet is an inpainting UNet (9 input channels): it needs Init and Mask")
 	case r.Mask != nil:
 		if b := r.Mask.Bounds(); b.Dx() != r.Width || b.Dy() != r.Height {
@@ -74,7 +74,7 @@ func (in *inputs) close() {
 // for a 9-channel UNet the mask at the latents' size and the latents of
 // the init image where the mask keeps it (zero, mid-grey, where it
 // repaints).
-func (p *Pipeline) prepare(r Request, nine, start bool) (*inputs, error) {
+func (p *Pipeline) prepare(r Request, inpaintUNet, start bool) (*inputs, error) {
 	in := &inputs{}
 	if r.Init == nil {
 		return in, nil
@@ -88,7 +88,7 @@ func (p *Pipeline) prepare(r Request, nine, start bool) (*inputs, error) {
 		return nil, err
 	}
 	defer pixels.Close()
-	if start || (r.Mask != nil && !nine) {
+	if start || (r.Mask != nil && !inpaintUNet) {
 		if in.image, err = p.latents(pixels, r); err != nil {
 			return nil, err
 		}
@@ -111,7 +111,7 @@ func (p *Pipeline) prepare(r Request, nine, start bool) (*inputs, error) {
 	defer ps.Close()
 	mask := ps.Own(candle.FromSlice(p.dev, lm, r.Batch, 1, h, w))
 	mask = ps.T(mask.ToDType(p.dtype))
-	if !nine {
+	if !inpaintUNet {
 		if ps.Err != nil {
 			in.close()
 			return nil, ps.Err

@@ -360,8 +360,8 @@ func (p *Pipeline) generate(ctx context.Context, r Request) (*candle.Tensor, err
 			Detail: fmt.Sprintf("%d×%d, batch %d: width and height must be positive multiples of %d, and the batch at least 1", r.Width, r.Height, r.Batch, f*uf)}
 	}
 	lc := p.vae.Config().LatentChannels
-	nine := p.unet.Config().InChannels != lc
-	if err := checkMask(r, nine); err != nil {
+	inpaintUNet := p.unet.Config().InChannels != lc // 9 channels: latents, mask, masked latents
+	if err := checkMask(r, inpaintUNet); err != nil {
 		return nil, err
 	}
 	if r.Mask != nil && r.Strength == 0 {
@@ -401,7 +401,7 @@ func (p *Pipeline) generate(ctx context.Context, r Request) (*candle.Tensor, err
 		return nil, pkg.Wrap(op, err)
 	}
 	defer z.Close()
-	in, err := p.prepare(r, nine, !fromNoise)
+	in, err := p.prepare(r, inpaintUNet, !fromNoise)
 	if err != nil {
 		return nil, pkg.Wrap(op, err)
 	}
