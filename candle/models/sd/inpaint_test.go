@@ -2,11 +2,8 @@ package sd
 
 import (
 	"context"
-	"encoding/json"
 	"image"
 	"image/color"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -38,15 +35,6 @@ type inpaintGolden struct {
 	Encoded   [][][][]float64
 }
 
-func readInpaintGolden(t *testing.T) inpaintGolden {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "golden-inpaint.json"))
-	require.NoError(t, err)
-	var g inpaintGolden
-	require.NoError(t, json.Unmarshal(b, &g))
-	return g
-}
-
 func rgbImage(px [][][3]uint8) *image.NRGBA {
 	img := image.NewNRGBA(image.Rect(0, 0, len(px[0]), len(px)))
 	for y, row := range px {
@@ -57,16 +45,8 @@ func rgbImage(px [][][3]uint8) *image.NRGBA {
 	return img
 }
 
-func f32s(v []float64) []float32 {
-	out := make([]float32, len(v))
-	for i, x := range v {
-		out[i] = float32(x)
-	}
-	return out
-}
-
 func checkInpaint(t *testing.T, dev candle.Device, dt candle.DType, tol float64) {
-	g := readInpaintGolden(t)
+	g := readJSON[inpaintGolden](t, "golden-inpaint.json")
 	r := Request{Prompt: g.Prompt, Width: 16, Height: 12, Steps: g.Steps, Guidance: g.Guidance,
 		Noise: f32s(flat4(g.Noise)), Init: rgbImage(g.Pixels), Mask: rgbImage(g.Mask)}
 	for _, c := range []struct {
@@ -154,7 +134,7 @@ func TestInpaintErrors(t *testing.T) {
 		require.ErrorIs(t, err, c.kind, "%+v", c.r)
 		assert.ErrorContains(t, err, c.text)
 	}
-	// The 9-channel UNet under strength 1, and a batch.
+	// The 9-channel UNet at strength 0.5, and a batch.
 	imgs, err := nine.Generate(context.Background(), Request{Prompt: "a cat", Width: 16, Height: 8, Steps: 4, Init: img, Mask: img, Strength: 0.5, Batch: 2})
 	require.NoError(t, err)
 	assert.Len(t, imgs, 2)

@@ -2,7 +2,6 @@ package sd
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
@@ -39,15 +38,6 @@ type ldmManifest struct {
 		From  [][2]string
 		Shape []int
 	}
-}
-
-func readManifest(t *testing.T, name string) ldmManifest {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	require.NoError(t, err)
-	var m ldmManifest
-	require.NoError(t, json.Unmarshal(b, &m))
-	return m
 }
 
 // ldmTensors makes a manifest's tensors of folder's weights, on the CPU.
@@ -118,7 +108,7 @@ func ldmTensors(t *testing.T, m ldmManifest, folder string) map[string]*candle.T
 // writeLDM writes a single file of a manifest and returns its path.
 func writeLDM(t *testing.T, manifest, folder string, edit func(map[string]*candle.Tensor)) string {
 	t.Helper()
-	ts := ldmTensors(t, readManifest(t, manifest), folder)
+	ts := ldmTensors(t, readJSON[ldmManifest](t, manifest), folder)
 	if edit != nil {
 		edit(ts)
 	}

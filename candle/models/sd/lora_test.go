@@ -72,16 +72,6 @@ func weightOf(t *testing.T, folder, component, name string) ([]float64, candle.S
 	return toF64(t, x), x.Shape()
 }
 
-func toF64(t *testing.T, x *candle.Tensor) []float64 {
-	t.Helper()
-	f, err := x.ToDType(candle.F64)
-	require.NoError(t, err)
-	defer f.Close()
-	v, err := candle.ToSlice[float64](f)
-	require.NoError(t, err)
-	return v
-}
-
 // writeLoRA writes a LoRA file of random matrices for specs and returns
 // them.
 func writeLoRA(t *testing.T, folder, path string, scale float64, seed uint64, specs ...loraSpec) []loraValues {
@@ -89,11 +79,7 @@ func writeLoRA(t *testing.T, folder, path string, scale float64, seed uint64, sp
 	rng := rand.New(rand.NewPCG(seed, 7))
 	tensors := map[string]*candle.Tensor{}
 	put := func(name string, v []float64, shape ...int) {
-		f32 := make([]float32, len(v))
-		for i, x := range v {
-			f32[i] = float32(x)
-		}
-		x, err := candle.FromSlice(candle.CPU(), f32, shape...)
+		x, err := candle.FromSlice(candle.CPU(), f32s(v), shape...)
 		require.NoError(t, err)
 		t.Cleanup(func() { x.Close() })
 		tensors[name] = x

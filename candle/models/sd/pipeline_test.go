@@ -41,6 +41,35 @@ func flat4(x [][][][]float64) []float64 {
 	return v
 }
 
+func f32s(v []float64) []float32 {
+	out := make([]float32, len(v))
+	for i, x := range v {
+		out[i] = float32(x)
+	}
+	return out
+}
+
+// toF64 is a tensor's values in float64.
+func toF64(t *testing.T, x *candle.Tensor) []float64 {
+	t.Helper()
+	f, err := x.ToDType(candle.F64)
+	require.NoError(t, err)
+	defer f.Close()
+	v, err := candle.ToSlice[float64](f)
+	require.NoError(t, err)
+	return v
+}
+
+// readJSON reads testdata/name into a T.
+func readJSON[T any](t *testing.T, name string) T {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	require.NoError(t, err)
+	var v T
+	require.NoError(t, json.Unmarshal(b, &v))
+	return v
+}
+
 func openTiny(t *testing.T, dev candle.Device, dt candle.DType) *Pipeline {
 	return openFolder(t, "tiny-sd", dev, dt)
 }
@@ -56,15 +85,8 @@ func openFolder(t *testing.T, name string, dev candle.Device, dt candle.DType) *
 // readGolden reads a golden run and its noise in F32.
 func readGolden(t *testing.T, golden string) (pipelineGolden, []float32) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", golden))
-	require.NoError(t, err)
-	var g pipelineGolden
-	require.NoError(t, json.Unmarshal(b, &g))
-	noise := make([]float32, 0, 2*4*6*8)
-	for _, v := range flat4(g.Noise) {
-		noise = append(noise, float32(v))
-	}
-	return g, noise
+	g := readJSON[pipelineGolden](t, golden)
+	return g, f32s(flat4(g.Noise))
 }
 
 func checkPipeline(t *testing.T, dev candle.Device, dt candle.DType, tol float64) {
@@ -92,11 +114,7 @@ func checkFolder(t *testing.T, folder, golden string, dev candle.Device, dt cand
 // magnitude.
 func relErr(t *testing.T, x *candle.Tensor, want4 [][][][]float64) float64 {
 	t.Helper()
-	f, err := x.ToDType(candle.F64)
-	require.NoError(t, err)
-	defer f.Close()
-	got, err := candle.ToSlice[float64](f)
-	require.NoError(t, err)
+	got := toF64(t, x)
 	want := flat4(want4)
 	require.Len(t, got, len(want))
 	scale, worst := 0.0, 0.0
