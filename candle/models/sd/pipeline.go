@@ -315,11 +315,11 @@ type Request struct {
 	// TileVAE decodes the latents (and encodes Init) in overlapping
 	// tiles blended together, as diffusers' AutoencoderKL with tiling
 	// enabled (vae.DecodeTiled, vae.EncodeTiled): the VAE's memory then
-	// grows with the tile, not the image. On a HIP
-	// device Generate tiles by itself too when the free memory (with
-	// what the pool keeps) is under a rough estimate of an untiled
-	// decode's: four full-resolution activations of the VAE's first
-	// block width and the attention scores over the latent pixels.
+	// grows with the tile, not the image. On a HIP device Generate tiles
+	// the decode by itself too when the free memory (with what the pool
+	// keeps) is under a rough estimate of an untiled decode's: four
+	// full-resolution activations of the VAE's first block width and the
+	// attention scores over the latent pixels.
 	TileVAE bool
 }
 
