@@ -158,12 +158,13 @@ func RunSDBench(c SDBench, w io.Writer) (*SDReport, error) {
 	return rep, nil
 }
 
-// sdOurs measures this SDK's pipeline in F16 at each batch size.
+// sdOurs measures this SDK's pipeline in F16 (F32 on the CPU) at each
+// batch size.
 func sdOurs(c SDBench, dev candle.Device, rep *SDReport, w io.Writer) error {
 	base := dev.MemoryStats().InUse
 	start := time.Now()
 	dt := candle.F16
-	if dev.String() == "cpu" {
+	if _, ok := dev.(*candle.HIPDevice); !ok {
 		dt = candle.F32
 	}
 	p, err := sd.Open(c.Model, dev, dt)
