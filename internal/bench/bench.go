@@ -26,6 +26,7 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -123,6 +124,13 @@ func Median(reps int, f func() (time.Duration, error)) (time.Duration, error) {
 	}
 	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
 	return ds[reps/2], nil
+}
+
+// medianOf is the median of v (the upper one of an even count).
+func medianOf(v []float64) float64 {
+	s := slices.Clone(v)
+	sort.Float64s(s)
+	return s[len(s)/2]
 }
 
 // Paired runs a and b alternately reps times after one warm-up of each and

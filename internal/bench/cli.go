@@ -81,3 +81,12 @@ func ParseCounts(name, s string, max int) ([]int, error) {
 	}
 	return out, nil
 }
+
+// joinInts is ParseCounts' inverse: v comma-separated, for a script's flag.
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ",")
+}

@@ -449,8 +449,7 @@ func RunLLMOurs(dev *candle.HIPDevice, dir string, s LLMSettings, w io.Writer) (
 				rates = append(rates, float64(n)/d.Seconds())
 			}
 		}
-		sort.Float64s(rates)
-		f.Engine[key(b)] = rates[len(rates)/2]
+		f.Engine[key(b)] = medianOf(rates)
 		fmt.Fprintf(w, "ours: generate.Engine decode, batch %d: %.1f tok/s\n", b, f.Engine[key(b)])
 	}
 	f.Peak = dev.MemoryStats().Peak - base
@@ -476,16 +475,9 @@ func RunLLMTransformers(python, script, dir string, s LLMSettings) (*Transformer
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	batches := ""
-	for i, b := range s.Batches {
-		if i > 0 {
-			batches += ","
-		}
-		batches += key(b)
-	}
 	var out TransformersLLM
 	err := RunScript(python, script, "torch_llm.py", []string{"--model=" + dir, fmt.Sprint("--prompt=", s.Prompt), fmt.Sprint("--steps=", s.Steps),
-		"--batches=" + batches, fmt.Sprint("--reps=", s.Reps), fmt.Sprint("--decode-reps=", s.decodeReps())}, &out)
+		"--batches=" + joinInts(s.Batches), fmt.Sprint("--reps=", s.Reps), fmt.Sprint("--decode-reps=", s.decodeReps())}, &out)
 	if err != nil {
 		return nil, err
 	}
@@ -607,7 +599,6 @@ func LLMRows(s LLMSettings, ours *LLMFigures, tf *TransformersLLM, ref string, r
 		rows = append(rows, r)
 	}
 	budget := ours.Weights + ours.KV
-	gib := func(v float64) string { return fmt.Sprintf("%.2f GiB", v/(1<<30)) }
 	r = Row{Name: "peak device memory (ratio: ours / (weights + KV cache))",
 		Ours:   fmt.Sprintf("%s (weights %s + KV %s)", gib(float64(ours.Peak)), gib(float64(ours.Weights)), gib(float64(ours.KV))),
 		Target: fmt.Sprintf("≤ %.2f", LLMGoals.Memory)}

@@ -358,8 +358,7 @@ func summarize(l LLMLoad, results [][]LLMRequest, elapsed time.Duration) *LLMLoa
 	rep.TTFTP50, rep.TTFTP90 = percentile(ttfts, 50), percentile(ttfts, 90)
 	rep.ITLP50, rep.ITLP90 = percentile(itls, 50), percentile(itls, 90)
 	if len(rates) > 0 {
-		sort.Float64s(rates)
-		rep.StreamRate = rates[len(rates)/2]
+		rep.StreamRate = medianOf(rates)
 	}
 	if elapsed > 0 {
 		rep.TokensPerSec = float64(rep.Tokens) / elapsed.Seconds()

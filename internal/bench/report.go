@@ -38,3 +38,6 @@ func PrintTable(w io.Writer, reference string, rows []Row) {
 
 // Micros formats a duration in µs.
 func Micros(d time.Duration) string { return fmt.Sprintf("%.2f µs", d.Seconds()*1e6) }
+
+// gib formats bytes in GiB.
+func gib(bytes float64) string { return fmt.Sprintf("%.2f GiB", bytes/(1<<30)) }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -159,12 +158,13 @@ func RunSDBench(c SDBench, w io.Writer) (*SDReport, error) {
 	return rep, nil
 }
 
-// sdOurs measures this SDK's pipeline in F16 at each batch size.
+// sdOurs measures this SDK's pipeline in F16 (F32 on the CPU) at each
+// batch size.
 func sdOurs(c SDBench, dev candle.Device, rep *SDReport, w io.Writer) error {
 	base := dev.MemoryStats().InUse
 	start := time.Now()
 	dt := candle.F16
-	if dev.String() == "cpu" {
+	if _, ok := dev.(*candle.HIPDevice); !ok {
 		dt = candle.F32
 	}
 	p, err := sd.Open(c.Model, dev, dt)
@@ -216,7 +216,7 @@ func sdOurs(c SDBench, dev candle.Device, rep *SDReport, w io.Writer) error {
 		}
 		f.SPerImage, f.ItS = medianOf(secs), medianOf(rates)
 		f.Peak = dev.MemoryStats().Peak - base
-		rep.Ours[strconv.Itoa(b)] = f
+		rep.Ours[key(b)] = f
 		fmt.Fprintf(w, "ours: batch %d, %d², %d steps: %.2f it/s, %.3f s an image, peak %s (first run %.1f s)\n", b, c.Size, c.Steps,
 			f.ItS, f.SPerImage, humanize.IBytes(uint64(f.Peak)), f.Warmup)
 	}
@@ -377,8 +377,7 @@ func sdCheck(c SDBench, dev candle.Device, dt candle.DType, refPath string, w io
 	if err != nil {
 		return nil, err
 	}
-	neg := ""
-	imgs, err := p.Generate(context.Background(), sd.Request{Prompt: SDPrompt, NegativePrompt: neg, Width: c.RefSize, Height: c.RefSize,
+	imgs, err := p.Generate(context.Background(), sd.Request{Prompt: SDPrompt, Width: c.RefSize, Height: c.RefSize,
 		Steps: c.RefSteps, Sampler: scheduler.Euler, Guidance: 7.5, Noise: lat})
 	if err != nil {
 		return nil, err
@@ -432,16 +431,15 @@ func PSNR(a, b []float32, peak float64) float64 {
 func sdRows(c SDBench, rep *SDReport) []Row {
 	var rows []Row
 	what := fmt.Sprintf("%s %d², %d steps", map[string]string{"sd15": "SD 1.5", "sdxl": "SDXL", "tiny": "tiny SD"}[c.Shape], c.Size, c.Steps)
-	gib := func(b int64) string { return fmt.Sprintf("%.2f GiB", float64(b)/(1<<30)) }
 	for _, b := range c.Batches {
-		ours := rep.Ours[strconv.Itoa(b)]
+		ours := rep.Ours[key(b)]
 		if ours == nil {
 			continue
 		}
 		if rep.Theirs == nil || len(rep.Theirs.Runs) == 0 {
 			rows = append(rows, Row{Name: fmt.Sprintf("UNet loop, %s, batch %d", what, b), Ours: fmt.Sprintf("%.2f it/s", ours.ItS)},
 				Row{Name: fmt.Sprintf("end to end, %s, batch %d", what, b), Ours: fmt.Sprintf("%.3f s/image", ours.SPerImage)},
-				Row{Name: fmt.Sprintf("peak device memory, %s, batch %d", what, b), Ours: gib(ours.Peak)})
+				Row{Name: fmt.Sprintf("peak device memory, %s, batch %d", what, b), Ours: gib(float64(ours.Peak))})
 			continue
 		}
 		for _, mode := range c.Modes {
@@ -460,7 +458,7 @@ func sdRows(c SDBench, rep *SDReport) []Row {
 				Target: fmt.Sprintf("≥ %.1f×", goal), Met: Met(r >= goal)})
 			r = float64(ours.Peak) / float64(t.Peak)
 			rows = append(rows, Row{Name: fmt.Sprintf("peak device memory, %s, batch %d, against %s (ratio: ours / theirs)", what, b, mode),
-				Ours: gib(ours.Peak), Theirs: gib(t.Peak), Ratio: r, Target: "≤ 1.0", Met: Met(r <= 1)})
+				Ours: gib(float64(ours.Peak)), Theirs: gib(float64(t.Peak)), Ratio: r, Target: "≤ 1.0", Met: Met(r <= 1)})
 		}
 	}
 	for _, k := range rep.Checks {
@@ -473,18 +471,4 @@ func sdRows(c SDBench, rep *SDReport) []Row {
 		rows = append(rows, r)
 	}
 	return rows
-}
-
-func medianOf(v []float64) float64 {
-	s := slices.Clone(v)
-	sort.Float64s(s)
-	return s[len(s)/2]
-}
-
-func joinInts(v []int) string {
-	s := make([]string, len(v))
-	for i, x := range v {
-		s[i] = strconv.Itoa(x)
-	}
-	return strings.Join(s, ",")
 }

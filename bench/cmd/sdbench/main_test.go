@@ -30,11 +30,9 @@ func TestQuick(t *testing.T) {
 		} `json:"report"`
 	}
 	require.NoError(t, json.Unmarshal(b, &rep))
-	for _, k := range []string{"1"} {
-		f := rep.Report.Ours[k]
-		assert.Greater(t, f.SPerImage, 0.0, "batch %s", k)
-		assert.Greater(t, f.ItS, 0.0, "batch %s", k)
-	}
+	f := rep.Report.Ours["1"]
+	assert.Greater(t, f.SPerImage, 0.0)
+	assert.Greater(t, f.ItS, 0.0)
 }
 
 func TestBadFlags(t *testing.T) {

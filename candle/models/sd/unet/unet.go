@@ -438,13 +438,12 @@ func (r *resnet) forward(p *models.Pass, x, embSilu *candle.Tensor) *candle.Tens
 		p.Drop(n)
 		te := p.T(r.temb.Forward(embSilu)) // (1 or b, out)
 		s := te.Shape()
-		n = p.T(h.Add(p.T(te.Reshape(s[0], s[1], 1, 1))))
+		ht := p.T(h.Add(p.T(te.Reshape(s[0], s[1], 1, 1))))
 		p.Drop(h)
-		h = p.T(r.norm2.ForwardSiLU(n))
+		n = p.T(r.norm2.ForwardSiLU(ht))
+		p.Drop(ht)
+		h = p.T(r.conv2.Forward(n))
 		p.Drop(n)
-		n = p.T(r.conv2.Forward(h))
-		p.Drop(h)
-		h = n
 		if r.shortcut != nil {
 			sc := p.T(r.shortcut.Forward(x))
 			p.Drop(x)

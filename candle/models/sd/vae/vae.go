@@ -657,7 +657,7 @@ func (d *decoder) forward(p *models.Pass, z *candle.Tensor) *candle.Tensor {
 			})
 		}
 	}
-	return out(p, x, d.normOut, d.convOut)
+	return normSiLUConv(p, x, d.normOut, d.convOut)
 }
 
 // encoder is diffusers' Encoder: conv_in, the down blocks (resnets, then
@@ -728,11 +728,12 @@ func (e *encoder) forward(p *models.Pass, x *candle.Tensor) *candle.Tensor {
 		}
 	}
 	x = e.mid.forward(p, x)
-	return out(p, x, e.normOut, e.convOut)
+	return normSiLUConv(p, x, e.normOut, e.convOut)
 }
 
-// out is conv(silu(norm(x))), x and the normalised x freed once read.
-func out(p *models.Pass, x *candle.Tensor, norm *nn.GroupNorm, conv *nn.Conv2d) *candle.Tensor {
+// normSiLUConv is conv(silu(norm(x))), x and the normalised x freed once
+// read: the decoder's and the encoder's output.
+func normSiLUConv(p *models.Pass, x *candle.Tensor, norm *nn.GroupNorm, conv *nn.Conv2d) *candle.Tensor {
 	return p.Block(x, func(x *candle.Tensor) *candle.Tensor {
 		n := p.T(norm.ForwardSiLU(x))
 		p.Drop(x)
