@@ -564,3 +564,32 @@ func TestPeakDuring(t *testing.T) {
 	_, err = PeakDuring(cpu, func() error { return boom })
 	assert.ErrorIs(t, err, boom)
 }
+
+func TestCopyFrom(t *testing.T) {
+	cpu := CPU()
+	src, err := FromSlice(cpu, []float32{1, 2, 3, 4, 5, 6}, 2, 3)
+	require.NoError(t, err)
+	defer src.Close()
+	tr, err := src.Transpose(0, 1) // (3, 2), not contiguous
+	require.NoError(t, err)
+	defer tr.Close()
+	dst, err := Zeros(cpu, F32, 3, 2)
+	require.NoError(t, err)
+	defer dst.Close()
+	require.NoError(t, dst.CopyFrom(tr))
+	got, err := ToSlice[float32](dst)
+	require.NoError(t, err)
+	assert.Equal(t, []float32{1, 4, 2, 5, 3, 6}, got)
+
+	f16, err := Zeros(cpu, F16, 3, 2)
+	require.NoError(t, err)
+	defer f16.Close()
+	assert.ErrorIs(t, f16.CopyFrom(tr), ErrDType)
+	assert.ErrorIs(t, dst.CopyFrom(src), ErrShape)
+	assert.ErrorIs(t, dst.CopyFrom(nil), ErrArgument)
+	assert.ErrorIs(t, tr.CopyFrom(dst), ErrArgument, "a destination that is not contiguous")
+	same, err := dst.Reshape(3, 2)
+	require.NoError(t, err)
+	defer same.Close()
+	assert.ErrorIs(t, dst.CopyFrom(same), ErrArgument, "a source that shares the destination's storage")
+}

@@ -387,6 +387,44 @@ func (t *Tensor) Copy() (*Tensor, error) {
 	return out, nil
 }
 
+// CopyFrom copies src's elements into the tensor, in place: src has the
+// tensor's shape, dtype and device, in any layout; the tensor is
+// contiguous (a tensor of its own, or a contiguous view of one) and does
+// not overlap src. The copy is queued on the device like an op. It fills
+// tensors whose memory must stay where it is, such as the inputs of a
+// captured Graph, from results on the device.
+func (t *Tensor) CopyFrom(src *Tensor) error {
+	const op = "Tensor.CopyFrom"
+	if err := t.alive(op); err != nil {
+		return err
+	}
+	if src == nil {
+		return pkg.Errorf(op, ErrArgument, "nil source")
+	}
+	if err := src.alive(op); err != nil {
+		return err
+	}
+	if src.st.dev != t.st.dev {
+		return pkg.Errorf(op, ErrDevice, "source on %s, destination on %s: move one first (ToDevice)", src.st.dev, t.st.dev)
+	}
+	if src.DType() != t.DType() {
+		return pkg.Errorf(op, ErrDType, "%s source, %s destination: convert it first (ToDType)", src.DType(), t.DType())
+	}
+	if !src.layout.Shape.Equal(t.layout.Shape) {
+		return pkg.Errorf(op, ErrShape, "source of shape %v, destination of shape %v", src.layout.Shape, t.layout.Shape)
+	}
+	if !t.layout.IsContiguous() {
+		return pkg.Errorf(op, ErrArgument, "the destination's layout (%s) is not contiguous", t.layout)
+	}
+	if src.st == t.st {
+		return pkg.Errorf(op, ErrArgument, "source and destination share their storage: copy the source first (Copy)")
+	}
+	if t.Elems() == 0 {
+		return nil
+	}
+	return pkg.Wrap(op, t.st.dev.backend().copy(src.v(), t.v()))
+}
+
 // ToDevice copies the tensor to another device (the tensor itself, a new
 // reference, when it is there already).
 func (t *Tensor) ToDevice(dev Device) (*Tensor, error) {

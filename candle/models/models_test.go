@@ -3,6 +3,7 @@ package models_test
 import (
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -246,4 +247,34 @@ func TestFormatString(t *testing.T) {
 		models.Safetensors: "a single safetensors file", models.Diffusers: "a diffusers pipeline folder", models.Format(9): "Format(9)"} {
 		assert.Equal(t, want, f.String())
 	}
+}
+
+// TestBlockResultJoinsThePass checks that a block's result is the pass's
+// like any op's: freed by Close unless kept, with what the block made
+// inside freed when it ends.
+func TestBlockResultJoinsThePass(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	cpu := candle.CPU()
+	x, err := candle.Zeros(cpu, candle.F32, 256)
+	require.NoError(t, err)
+	defer x.Close()
+	before := cpu.MemoryStats().InUse
+	p := models.NewPass()
+	y := p.Block(p.In(x), func(x *candle.Tensor) *candle.Tensor {
+		inner := p.T(x.Affine(2, 0))
+		return p.T(inner.Affine(1, 1))
+	})
+	require.NoError(t, p.Err)
+	assert.Equal(t, before+1024, cpu.MemoryStats().InUse, "only the block's result is left")
+	z := p.Block(y, func(y *candle.Tensor) *candle.Tensor { return p.T(y.Affine(3, 0)) })
+	assert.Equal(t, before+1024, cpu.MemoryStats().InUse, "a block frees the result it took")
+	p.Close()
+	assert.Equal(t, before, cpu.MemoryStats().InUse, "the pass frees the block's result")
+	assert.NoError(t, z.Close(), "closing it again does nothing")
+
+	p = models.NewPass()
+	kept := p.Keep(p.Block(p.In(x), func(x *candle.Tensor) *candle.Tensor { return p.T(x.Affine(2, 0)) }))
+	p.Close()
+	assert.Equal(t, before+1024, cpu.MemoryStats().InUse, "a kept result outlives the pass")
+	require.NoError(t, kept.Close())
 }

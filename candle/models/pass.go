@@ -64,25 +64,31 @@ func (p *Pass) Own(x *candle.Tensor, err error) *candle.Tensor {
 }
 
 // Block runs body on x in a scope of its own, which adopts x and keeps only
-// body's result: what body made in between is freed when it returns. (A
-// prefill of 8×512 tokens of a 1B model peaked at 3.2× the weights and
-// cache with one scope for the whole pass; with a block a layer's half,
-// 1.17×.)
+// body's result: what body made in between is freed when it returns. The
+// result joins the pass's scope as any op's would. (A prefill of 8×512
+// tokens of a 1B model peaked at 3.2× the weights and cache with one scope
+// for the whole pass; with a block a layer's half, 1.17×.)
 func (p *Pass) Block(x *candle.Tensor, body func(x *candle.Tensor) *candle.Tensor) *candle.Tensor {
 	if p.Err != nil {
 		return nil
 	}
 	outer := p.Scope
-	p.Scope = candle.NewScope()
-	defer func() {
-		p.Scope.Close()
-		p.Scope = outer
+	inner := candle.NewScope()
+	p.Scope = inner
+	var y *candle.Tensor
+	func() {
+		defer func() {
+			inner.Close()
+			p.Scope = outer
+		}()
+		if y = body(p.Own(x, nil)); p.Err == nil {
+			y = inner.Keep(y)
+		}
 	}()
-	y := body(p.Own(x, nil))
 	if p.Err != nil {
 		return nil
 	}
-	return p.Scope.Keep(y)
+	return p.Own(y, nil)
 }
 
 // Drop closes tensors of the pass that its later ops no longer read, so

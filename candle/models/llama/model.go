@@ -392,9 +392,6 @@ func (m *Model) run(step *nn.PagedStep, all bool) (*candle.Tensor, error) {
 			break
 		}
 	}
-	if len(m.layers) > 0 {
-		x = f.Own(x, nil)
-	}
 	if !all && !step.EveryRowLast() {
 		last := f.In(step.LastRows())
 		x = f.T(x.IndexSelect(last, 0))

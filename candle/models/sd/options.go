@@ -18,4 +18,11 @@ type Options struct {
 	// LoRAs are merged into the text encoders' and the UNet's weights as
 	// they load, in order (see LoRA).
 	LoRAs []LoRA
+	// NoGraphs runs the UNet op by op on a HIP device. By default a
+	// Generate captures the UNet's forward pass as a graph at its first
+	// step (unet.Captured) and replays it at the others, freeing it before
+	// the VAE decodes. While it captures, nothing else may use the device:
+	// a pipeline runs its Generates one at a time, and a program that
+	// shares the device with other work sets NoGraphs, or waits likewise.
+	NoGraphs bool
 }

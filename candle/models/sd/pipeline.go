@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/rocm-go/rocm/candle"
 	"github.com/rocm-go/rocm/candle/models/sd/clip"
@@ -41,6 +42,10 @@ type Pipeline struct {
 	// embeddings are zeros (model_index.json's force_zeros_for_empty_prompt).
 	zeroNegative bool
 	vaeDType     candle.DType // F32 where the VAE's config forces it over F16
+	// graphs: the UNet's forward pass is captured and replayed (a HIP
+	// device, and not Options.NoGraphs), one Generate at a time (mu).
+	graphs bool
+	mu     sync.Mutex
 }
 
 // Open loads a pipeline onto dev in dtype: OpenWith with no options.
@@ -149,6 +154,8 @@ func folderParts(dir string) (*parts, error) {
 // build loads a pipeline's parts.
 func build(pt *parts, dev candle.Device, dtype candle.DType, o Options) (*Pipeline, error) {
 	p := &Pipeline{dev: dev, dtype: dtype, sampler: pt.sampler, xl: pt.xl, zeroNegative: pt.zeroNegative, sched: pt.sched}
+	_, p.graphs = dev.(*candle.HIPDevice)
+	p.graphs = p.graphs && !o.NoGraphs
 	if o.Prediction != "" {
 		p.sched.PredictionType = o.Prediction
 	}
@@ -256,6 +263,8 @@ func (p *Pipeline) VAE() *vae.Model { return p.vae }
 
 // Close frees the models. Closing twice does nothing.
 func (p *Pipeline) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	for _, t := range p.texts {
 		t.Close()
 	}
@@ -338,6 +347,10 @@ func (p *Pipeline) Generate(ctx context.Context, r Request) ([]*image.RGBA, erro
 // generate is Generate up to the VAE's output (batch, 3, height, width).
 func (p *Pipeline) generate(ctx context.Context, r Request) (*candle.Tensor, error) {
 	const op = "Generate"
+	if p.graphs {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+	}
 	if p.unet == nil {
 		return nil, pkg.Errorf(op, errs.ErrClosed, "the pipeline is closed")
 	}
@@ -417,6 +430,12 @@ func (p *Pipeline) generate(ctx context.Context, r Request) (*candle.Tensor, err
 	}
 	defer cond.close()
 	var prev *candle.Tensor
+	var graph *unet.Captured // the run's, made at its first step
+	defer func() {
+		if graph != nil {
+			graph.Close()
+		}
+	}()
 	closeAll := func(ts ...*candle.Tensor) {
 		for _, t := range ts {
 			if t != nil {
@@ -429,7 +448,7 @@ func (p *Pipeline) generate(ctx context.Context, r Request) (*candle.Tensor, err
 			closeAll(x, prev)
 			return nil, pkg.Errorf(op, errs.ErrCanceled, "after %d of %d steps: %v", i, len(sch.Steps), err)
 		}
-		e, err := p.predict(x, in.cond, st, cond, r)
+		e, err := p.predict(x, in.cond, st, cond, r, &graph)
 		if err != nil {
 			closeAll(x, prev)
 			return nil, pkg.Wrap(op, err)
@@ -469,6 +488,10 @@ func (p *Pipeline) generate(ctx context.Context, r Request) (*candle.Tensor, err
 		}
 	}
 	prev.Close()
+	if graph != nil { // its memory, for the VAE
+		graph.Close()
+		graph = nil
+	}
 	defer x.Close()
 	img, err := p.decode(x, r)
 	return img, pkg.Wrap(op, err)
@@ -618,8 +641,9 @@ func withZeros(t *candle.Tensor, err error) func(zero bool, batch int) (*candle.
 
 // predict is the UNet's guided prediction at a step; extra, when not
 // nil, goes after the scaled latents along the channels (an inpainting
-// UNet's mask and masked image latents).
-func (p *Pipeline) predict(x, extra *candle.Tensor, st scheduler.Step, cond *conditioning, r Request) (*candle.Tensor, error) {
+// UNet's mask and masked image latents). graph is the run's captured
+// UNet (see forward).
+func (p *Pipeline) predict(x, extra *candle.Tensor, st scheduler.Step, cond *conditioning, r Request, graph **unet.Captured) (*candle.Tensor, error) {
 	in, err := x.Affine(st.InputScale, 0)
 	if err != nil {
 		return nil, err
@@ -635,14 +659,14 @@ func (p *Pipeline) predict(x, extra *candle.Tensor, st scheduler.Step, cond *con
 	}
 	uc := unet.Cond{Text: cond.text, TextEmbeds: cond.pooled, TimeIDs: cond.ids}
 	if !guided(r) {
-		return p.unet.Forward(in, st.Timestep, uc)
+		return p.forward(in, st.Timestep, uc, graph)
 	}
 	both, err := candle.Cat([]*candle.Tensor{in, in}, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer both.Close()
-	e, err := p.unet.Forward(both, st.Timestep, uc)
+	e, err := p.forward(both, st.Timestep, uc, graph)
 	if err != nil {
 		return nil, err
 	}
@@ -670,6 +694,21 @@ func (p *Pipeline) predict(x, extra *candle.Tensor, st scheduler.Step, cond *con
 	}
 	defer cc.Close()
 	return uu.Add(cc)
+}
+
+// forward is the UNet's forward pass: op by op, or, where the pipeline
+// captures graphs, captured into *graph at a run's first step and
+// replayed from it at the others.
+func (p *Pipeline) forward(x *candle.Tensor, t float64, c unet.Cond, graph **unet.Captured) (*candle.Tensor, error) {
+	switch {
+	case !p.graphs:
+		return p.unet.Forward(x, t, c)
+	case *graph == nil:
+		g, y, err := p.unet.Capture(x, t, c)
+		*graph = g
+		return y, err
+	}
+	return (*graph).Forward(x, t, c)
 }
 
 // decodeBytes estimates the device memory of an untiled decode of

@@ -117,6 +117,12 @@ func relErr(t *testing.T, x *candle.Tensor, want4 [][][][]float64) float64 {
 	got := toF64(t, x)
 	want := flat4(want4)
 	require.Len(t, got, len(want))
+	return maxRelDiff(got, want)
+}
+
+// maxRelDiff is the largest difference of got from want over want's
+// largest magnitude.
+func maxRelDiff(got, want []float64) float64 {
 	scale, worst := 0.0, 0.0
 	for _, v := range want {
 		scale = max(scale, math.Abs(v))
@@ -137,6 +143,39 @@ func TestGPUPipelineAgainstReference(t *testing.T) {
 	testenv.Need(t, 2, "a GPU", err)
 	checkPipeline(t, dev, candle.F32, 1e-4)
 	checkPipeline(t, dev, candle.F16, 2e-2)
+}
+
+// TestGPUGraphs runs txt2img (guided, batch 2) and inpainting with the
+// UNet replayed from a graph, the default on a GPU, and op by op
+// (NoGraphs): the images agree.
+func TestGPUGraphs(t *testing.T) {
+	dev, err := candle.HIP(0)
+	testenv.Need(t, 2, "a GPU", err)
+	mask := image.NewGray(image.Rect(0, 0, 16, 8))
+	for i := range mask.Pix {
+		mask.Pix[i] = uint8(255 * (i % 2))
+	}
+	for _, folder := range []string{"tiny-sd", "tiny-sdxl", "tiny-sd-inpaint"} {
+		var out [2]*candle.Tensor
+		for i, noGraphs := range []bool{false, true} {
+			p, err := OpenWith(filepath.Join("testdata", folder), dev, candle.F32, Options{NoGraphs: noGraphs})
+			require.NoError(t, err)
+			assert.Equal(t, !noGraphs, p.graphs)
+			r := Request{Prompt: "a cat", NegativePrompt: "a dog", Width: 16, Height: 8, Steps: 4, Batch: 2, Seed: 3}
+			if folder == "tiny-sd-inpaint" {
+				r.Init, r.Mask = image.NewRGBA(image.Rect(0, 0, 16, 8)), mask
+			}
+			out[i], err = p.generate(context.Background(), r)
+			require.NoError(t, err, folder)
+			defer out[i].Close()
+			require.NoError(t, p.Close())
+		}
+		a, b := toF64(t, out[0]), toF64(t, out[1])
+		require.Len(t, a, len(b))
+		d := maxRelDiff(a, b)
+		t.Logf("%s: replayed against op by op, max relative error %.2g", folder, d)
+		assert.LessOrEqual(t, d, 1e-6, folder)
+	}
 }
 
 func TestGenerate(t *testing.T) {

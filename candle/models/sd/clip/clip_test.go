@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -230,4 +231,17 @@ func TestWithoutTextModelPrefix(t *testing.T) {
 	defer want.Close()
 	assert.Equal(t, flat(t, want.Last), flat(t, got.Last))
 	assert.Equal(t, flat(t, want.Penultimate), flat(t, got.Penultimate))
+}
+
+// TestForwardFreesWhatItMakes checks that a forward pass leaves no tensor
+// behind for the garbage collector.
+func TestForwardFreesWhatItMakes(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	dev := candle.CPU()
+	m := open(t, dev, candle.F32, "quick_gelu")
+	before := dev.MemoryStats().InUse
+	out, err := m.Forward([][]int32{{0, 20, 125, 39, 20, 268, 2}})
+	require.NoError(t, err)
+	out.Close()
+	assert.LessOrEqual(t, dev.MemoryStats().InUse, before)
 }

@@ -298,16 +298,29 @@ func (m *Model) Forward(x *candle.Tensor, t float64, c Cond) (*candle.Tensor, er
 	if err := m.check(op, x, c); err != nil {
 		return nil, err
 	}
-	b := x.Shape()[0]
 	p := models.NewPass()
 	defer p.Close()
+	y := m.body(p, p.In(x), m.embedding(p, t, x.Shape()[0], c), p.In(c.Text))
+	if p.Err != nil {
+		return nil, pkg.Wrap(op, p.Err)
+	}
+	return p.Keep(y), nil
+}
+
+// embedding is SiLU of the time embedding at t, with SDXL's added
+// embedding of c: (1, 4·block_out[0]), or (b, …) with the added one.
+func (m *Model) embedding(p *models.Pass, t float64, b int, c Cond) *candle.Tensor {
 	emb := m.timeEmbedding(p, t)
 	if m.add1 != nil {
 		emb = p.T(emb.Add(m.addEmbedding(p, b, c)))
 	}
-	embSilu := p.T(emb.Silu())
-	text := p.In(c.Text)
-	h := p.T(m.convIn.Forward(p.In(x)))
+	return p.T(emb.Silu())
+}
+
+// body is the forward pass from conv_in to conv_out, given the SiLU of the
+// embedding; its result is p's.
+func (m *Model) body(p *models.Pass, x, embSilu, text *candle.Tensor) *candle.Tensor {
+	h := p.T(m.convIn.Forward(x))
 	// The skips are views of their own: a block takes the handle it is
 	// given (models.Pass.Block).
 	skips := []*candle.Tensor{p.In(h)}
@@ -349,15 +362,11 @@ func (m *Model) Forward(x *candle.Tensor, t float64, c Cond) (*candle.Tensor, er
 			})
 		}
 	}
-	y := p.Block(h, func(h *candle.Tensor) *candle.Tensor {
+	return p.Block(h, func(h *candle.Tensor) *candle.Tensor {
 		n := p.T(m.normOut.ForwardSiLU(h))
 		p.Drop(h)
 		return p.T(m.convOut.Forward(n))
 	})
-	if p.Err != nil {
-		return nil, pkg.Wrap(op, p.Err)
-	}
-	return p.Keep(y), nil
 }
 
 func (m *Model) check(op string, x *candle.Tensor, c Cond) error {

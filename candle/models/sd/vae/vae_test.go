@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -259,4 +260,22 @@ func TestDecodeTiled(t *testing.T) {
 	assert.ErrorIs(t, err, errs.ErrClosed)
 	_, err = m.EncodeTiled(img)
 	assert.ErrorIs(t, err, errs.ErrClosed)
+}
+
+// TestDecodeFreesWhatItMakes checks that a decode and an encode leave no
+// tensor behind for the garbage collector.
+func TestDecodeFreesWhatItMakes(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	dev := candle.CPU()
+	g := readGolden(t)
+	m := open(t, dev, candle.F32)
+	z, x := tensor(t, dev, candle.F32, g.Latents), tensor(t, dev, candle.F32, g.Images)
+	before := dev.MemoryStats().InUse
+	img, err := m.Decode(z)
+	require.NoError(t, err)
+	require.NoError(t, img.Close())
+	enc, err := m.Encode(x)
+	require.NoError(t, err)
+	require.NoError(t, enc.Close())
+	assert.LessOrEqual(t, dev.MemoryStats().InUse, before)
 }
