@@ -1,5 +1,10 @@
 package miopen
 
+/*
+#include "helpers.h"
+*/
+import "C"
+
 import (
 	"crypto/sha256"
 	"encoding/hex"
@@ -86,7 +91,7 @@ func (h *Handle) findContext() (string, error) {
 	}
 	lib := "MIOpen"
 	if LoadedPlatform() == hip.PlatformNVIDIA {
-		lib = fmt.Sprintf("cuDNN (graph API %v, cuBLAS %v)", useGraphAPI && os.Getenv("ROCM_GO_CUDNN_GRAPH") != "0", useCUBLAS)
+		lib = fmt.Sprintf("cuDNN (graph API %v, cuBLAS %v)", C.rg_miopen_nv_graph_ok != 0, C.rg_miopen_nv_cublas_ok != 0)
 	}
 	return fmt.Sprintf("rocm-go Find 1, %s platform, %s (%s), %s %v", LoadedPlatform(), props.Name, props.ArchName, lib, v), nil
 }
