@@ -40,8 +40,7 @@ const findDiskTempAge = time.Hour
 // the kernel cache of package hiprtc, when that is set; else rocm-go/find
 // in the user's cache folder, ~/.cache/rocm-go/find on Linux, beside the
 // kernel cache's rocm-go/kernels) or names a folder. Off ("" or "off"),
-// Finds are remembered in memory only, per handle. It is off by default
-// until it has run on a GPU of each platform.
+// Finds are remembered in memory only, per handle.
 //
 // Each problem a Find ran for has a file there, named by a hash of the
 // problem and of what its results hold for: the platform, the device's
