@@ -2,7 +2,6 @@ package candle
 
 import (
 	"math"
-	"slices"
 
 	"github.com/rocm-go/rocm/hip"
 )
@@ -308,17 +307,13 @@ func (t *Tensor) GEGLU() (*Tensor, error) {
 	if len(s) == 0 || s[len(s)-1]%2 != 0 {
 		return nil, pkg.Errorf(op, ErrShape, "x is %v: want a last dim of even size, the value and the gate", s)
 	}
-	out := slices.Clone(s)
-	n := s[len(s)-1] / 2
-	out[len(out)-1] = n
+	out := s.Clone()
+	out[len(out)-1] /= 2
 	f, err := fuse(op, out, t)
 	if err != nil {
 		return nil, err
 	}
-	rows := 0
-	if n > 0 {
-		rows = out.Elems() / n
-	}
+	rows, n := lastDimRows(out)
 	return f.run(op, func(b backend) error { return b.geglu(f.in[0], f.out.st, rows, n) })
 }
 
@@ -433,11 +428,11 @@ func (c *cpuBackend) siluMul(a, b view, dst *Storage) error {
 
 func (c *cpuBackend) geglu(x view, dst *Storage, rows, n int) error {
 	s, d := dataOf(x.st), dataOf(dst)
+	gelu := unaryFloat(opGeluErf, [2]float64{})
 	for r := range rows {
 		base := x.l.Offset + r*2*n
 		for i := range n {
-			g := s.f(base + n + i)
-			d.setF(r*n+i, s.f(base+i)*0.5*g*(1+math.Erf(g/math.Sqrt2)))
+			d.setF(r*n+i, s.f(base+i)*gelu(s.f(base+n+i)))
 		}
 	}
 	return nil

@@ -56,37 +56,6 @@ func TestGroupNormSiLUOnCPU(t *testing.T) {
 	near(t, values(t, ok(ok(x.GroupNorm(2, alpha, beta, 1e-5)).Silu())), values(t, ok(xs.GroupNormSiLU(2, alpha, beta, 1e-5))), 1e-6, "strided")
 }
 
-// GroupNormSiLU checks what GroupNorm checks, named as itself.
-func TestGroupNormSiLUErrors(t *testing.T) {
-	cpu := CPU()
-	ok := keep(t)
-	x := ok(Zeros(cpu, F32, 2, 6, 4))
-	a6 := ok(Zeros(cpu, F32, 6))
-	_, err := x.GroupNormSiLU(4, a6, nil, 1e-5)
-	assert.ErrorIs(t, err, ErrArgument)
-	assert.ErrorContains(t, err, "Tensor.GroupNormSiLU: 4 groups of 6 channels")
-	_, err = ok(Zeros(cpu, F32, 6)).GroupNormSiLU(2, a6, nil, 1e-5)
-	assert.ErrorIs(t, err, ErrShape)
-	_, err = x.GroupNormSiLU(2, ok(Zeros(cpu, F32, 4)), nil, 1e-5)
-	assert.ErrorContains(t, err, "alpha is [4]; want [6], the channels of [2 6 4]")
-	_, err = x.GroupNormSiLU(2, a6, ok(Zeros(cpu, F32, 5)), 1e-5)
-	assert.ErrorContains(t, err, "beta is [5]")
-	_, err = x.GroupNormSiLU(2, nil, nil, 1e-5)
-	assert.ErrorIs(t, err, ErrArgument)
-	_, err = x.GroupNormSiLU(2, a6, nil, math.NaN())
-	assert.ErrorIs(t, err, ErrArgument)
-	_, err = x.GroupNormSiLU(2, ok(Zeros(cpu, BF16, 6)), nil, 1e-5)
-	assert.ErrorIs(t, err, ErrDType)
-	_, err = ok(Zeros(cpu, F64, 2, 6, 4)).GroupNormSiLU(2, ok(Zeros(cpu, F64, 6)), nil, 1e-5)
-	assert.ErrorIs(t, err, ErrDType)
-	e := ok(ok(Zeros(cpu, F32, 2, 6, 0)).GroupNormSiLU(3, a6, nil, 1e-5))
-	assert.Equal(t, Shape{2, 6, 0}, e.Shape())
-	y := ok(Zeros(cpu, F32, 2, 6, 4))
-	require.NoError(t, y.Close())
-	_, err = y.GroupNormSiLU(2, a6, nil, 1e-5)
-	assert.ErrorIs(t, err, ErrClosed)
-}
-
 func TestGEGLUOnCPU(t *testing.T) {
 	cpu := CPU()
 	ok := keep(t)

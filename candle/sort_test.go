@@ -202,33 +202,48 @@ func TestGroupNormOnCPU(t *testing.T) {
 		values(t, ok(xs.GroupNorm(2, alpha, beta, 1e-5))), 1e-6, "strided")
 }
 
+// GroupNorm and GroupNormSiLU check their arguments alike, each under its
+// own name.
 func TestGroupNormErrors(t *testing.T) {
 	cpu := CPU()
 	ok := keep(t)
-	x := ok(Zeros(cpu, F32, 2, 6, 4))
-	a6 := ok(Zeros(cpu, F32, 6))
-	for _, g := range []int{0, -2, 4, 7} {
-		_, err := x.GroupNorm(g, a6, nil, 1e-5)
-		assert.ErrorIs(t, err, ErrArgument, "%d groups", g)
-		assert.ErrorContains(t, err, fmt.Sprintf("%d groups of 6 channels", g))
+	for _, c := range []struct {
+		op   string
+		norm func(x *Tensor, groups int, alpha, beta *Tensor, eps float64) (*Tensor, error)
+	}{{"Tensor.GroupNorm", (*Tensor).GroupNorm}, {"Tensor.GroupNormSiLU", (*Tensor).GroupNormSiLU}} {
+		x := ok(Zeros(cpu, F32, 2, 6, 4))
+		a6 := ok(Zeros(cpu, F32, 6))
+		for _, g := range []int{0, -2, 4, 7} {
+			_, err := c.norm(x, g, a6, nil, 1e-5)
+			assert.ErrorIs(t, err, ErrArgument, "%d groups", g)
+			assert.ErrorContains(t, err, fmt.Sprintf("%s: %d groups of 6 channels", c.op, g))
+		}
+		_, err := c.norm(ok(Zeros(cpu, F32, 6)), 2, a6, nil, 1e-5)
+		assert.ErrorIs(t, err, ErrShape)
+		assert.ErrorContains(t, err, "want rank 2 or more")
+		_, err = c.norm(x, 2, ok(Zeros(cpu, F32, 4)), nil, 1e-5)
+		assert.ErrorContains(t, err, "alpha is [4]; want [6], the channels of [2 6 4]")
+		_, err = c.norm(x, 2, a6, ok(Zeros(cpu, F32, 6, 1)), 1e-5)
+		assert.ErrorContains(t, err, "beta is [6 1]")
+		_, err = c.norm(x, 2, nil, nil, 1e-5)
+		assert.ErrorIs(t, err, ErrArgument)
+		for _, eps := range []float64{-1, math.NaN()} {
+			_, err = c.norm(x, 2, a6, nil, eps)
+			assert.ErrorIs(t, err, ErrArgument, "eps %v", eps)
+		}
+		for _, dt := range []DType{F16, BF16} {
+			_, err = c.norm(x, 2, ok(Zeros(cpu, dt, 6)), nil, 1e-5)
+			assert.ErrorIs(t, err, ErrDType, "alpha %s", dt)
+		}
+		_, err = c.norm(ok(Zeros(cpu, F64, 2, 6, 4)), 2, ok(Zeros(cpu, F64, 6)), nil, 1e-5)
+		assert.ErrorIs(t, err, ErrDType)
+		e := ok(c.norm(ok(Zeros(cpu, F32, 2, 6, 0)), 3, a6, nil, 1e-5))
+		assert.Equal(t, Shape{2, 6, 0}, e.Shape())
+		y := ok(Zeros(cpu, F32, 2, 6, 4))
+		require.NoError(t, y.Close())
+		_, err = c.norm(y, 2, a6, nil, 1e-5)
+		assert.ErrorIs(t, err, ErrClosed)
 	}
-	_, err := ok(Zeros(cpu, F32, 6)).GroupNorm(2, a6, nil, 1e-5)
-	assert.ErrorIs(t, err, ErrShape)
-	assert.ErrorContains(t, err, "want rank 2 or more")
-	_, err = x.GroupNorm(2, ok(Zeros(cpu, F32, 4)), nil, 1e-5)
-	assert.ErrorContains(t, err, "alpha is [4]; want [6], the channels of [2 6 4]")
-	_, err = x.GroupNorm(2, a6, ok(Zeros(cpu, F32, 6, 1)), 1e-5)
-	assert.ErrorContains(t, err, "beta is [6 1]")
-	_, err = x.GroupNorm(2, nil, nil, 1e-5)
-	assert.ErrorIs(t, err, ErrArgument)
-	_, err = x.GroupNorm(2, a6, nil, -1)
-	assert.ErrorIs(t, err, ErrArgument)
-	_, err = x.GroupNorm(2, ok(Zeros(cpu, F16, 6)), nil, 1e-5)
-	assert.ErrorIs(t, err, ErrDType)
-	_, err = ok(Zeros(cpu, F64, 2, 6, 4)).GroupNorm(2, ok(Zeros(cpu, F64, 6)), nil, 1e-5)
-	assert.ErrorIs(t, err, ErrDType)
-	e := ok(ok(Zeros(cpu, F32, 2, 6, 0)).GroupNorm(3, a6, nil, 1e-5))
-	assert.Equal(t, Shape{2, 6, 0}, e.Shape())
 }
 
 // sortValues draws values with many ties, and for floats the edges of the

@@ -12,13 +12,13 @@ const defaultCacheSize = 256
 // first. Goroutines that ask for a problem whose Find is running wait for
 // it instead of running their own.
 type findCache struct {
-	mu      sync.Mutex
-	cap     int
-	entries map[string]*list.Element // of *findEntry
-	lru     *list.List
-	hits    int
-	misses  int
-	disk    int
+	mu       sync.Mutex
+	cap      int
+	entries  map[string]*list.Element // of *findEntry
+	lru      *list.List
+	hits     int
+	misses   int
+	diskHits int
 }
 
 type findEntry struct {
@@ -103,7 +103,7 @@ func (c *findCache) forgetDisk(key string) (fresh bool) {
 // countDiskHit counts a miss answered from the disk cache.
 func (c *findCache) countDiskHit() {
 	c.mu.Lock()
-	c.disk++
+	c.diskHits++
 	c.mu.Unlock()
 }
 
@@ -120,7 +120,7 @@ func (h *Handle) FindCacheStats() CacheStats {
 	c := h.cache
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return CacheStats{Entries: c.lru.Len(), Hits: c.hits, Misses: c.misses, DiskHits: c.disk}
+	return CacheStats{Entries: c.lru.Len(), Hits: c.hits, Misses: c.misses, DiskHits: c.diskHits}
 }
 
 // ClearFindCache forgets every Find result of the handle.

@@ -1,5 +1,10 @@
 package miopen
 
+/*
+#include "helpers.h"
+*/
+import "C"
+
 import (
 	"crypto/sha256"
 	"encoding/hex"
@@ -35,8 +40,7 @@ const findDiskTempAge = time.Hour
 // the kernel cache of package hiprtc, when that is set; else rocm-go/find
 // in the user's cache folder, ~/.cache/rocm-go/find on Linux, beside the
 // kernel cache's rocm-go/kernels) or names a folder. Off ("" or "off"),
-// Finds are remembered in memory only, per handle. It is off by default
-// until it has run on a GPU of each platform.
+// Finds are remembered in memory only, per handle.
 //
 // Each problem a Find ran for has a file there, named by a hash of the
 // problem and of what its results hold for: the platform, the device's
@@ -86,7 +90,7 @@ func (h *Handle) findContext() (string, error) {
 	}
 	lib := "MIOpen"
 	if LoadedPlatform() == hip.PlatformNVIDIA {
-		lib = fmt.Sprintf("cuDNN (graph API %v, cuBLAS %v)", useGraphAPI && os.Getenv("ROCM_GO_CUDNN_GRAPH") != "0", useCUBLAS)
+		lib = fmt.Sprintf("cuDNN (graph API %v, cuBLAS %v)", C.rg_miopen_nv_graph_ok != 0, C.rg_miopen_nv_cublas_ok != 0)
 	}
 	return fmt.Sprintf("rocm-go Find 1, %s platform, %s (%s), %s %v", LoadedPlatform(), props.Name, props.ArchName, lib, v), nil
 }

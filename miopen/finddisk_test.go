@@ -99,8 +99,10 @@ func TestFindCacheOnDisk(t *testing.T) {
 			file := readFindFile(t, files[0])
 			assert.Len(t, file.Perfs, len(perfs))
 
-			// An algorithm the library does not know is not run.
+			// An algorithm the library does not know is not run, even
+			// with the name engineName gives it.
 			file.Perfs[0].Raw = 200
+			file.Perfs[0].Engine, _ = engineName(ConvForward, false, 200)
 			writeFindFile(t, files[0], file)
 			_, err = e.newHandle().FindConvolutionForward(conv, x, w, y)
 			require.NoError(t, err)

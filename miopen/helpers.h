@@ -21,6 +21,9 @@ const char* rg_miopen_nvidia_status_name(int cudnn_status);
 int rg_miopen_nvidia_last(miopenHandle_t handle, const char** function);
 const char* rg_miopen_nvidia_algo_name(int kind, unsigned raw);
 unsigned long long rg_miopen_nvidia_graph_fallbacks(miopenHandle_t handle);
+// What rg_miopen_install_nvidia found: cuBLAS (with cudart) for 1x1
+// convolutions, and the graph API (asked for, with cudart).
+extern int rg_miopen_nv_cublas_ok, rg_miopen_nv_graph_ok;
 
 // The kinds of cuDNN convolution algorithm an encoded algorithm names.
 enum { RG_NV_ALGO_FWD = 0, RG_NV_ALGO_BWD_DATA = 1, RG_NV_ALGO_BWD_FILTER = 2 };

@@ -54,7 +54,7 @@ __device__ __forceinline__ float nanmax(float a, float b) {
 	return (a != a) | (b != b) ? a + b : m;
 }
 
-// silu is x · sigmoid(x), as silu_mul computes it.
+// silu_f is x · sigmoid(x) (silu_mul, group_norm's act).
 __device__ __forceinline__ float silu_f(float v) { return v / (1.0f + expf(-v)); }
 
 // RowExp is exp(v - m) for a row whose maximum is m. For 2-byte types it
@@ -505,16 +505,14 @@ template <class T> __device__ __forceinline__ void silu_mul(u64 n, const T* a, c
 			Vec<T> xa = ((const Vec<T>*)a)[v], xb = ((const Vec<T>*)b)[v], o;
 #pragma unroll
 			for (int e = 0; e < N; e++) {
-				float s = Traits<T>::load(xa.v[e]);
-				o.v[e] = Traits<T>::store(s / (1.0f + expf(-s)) * Traits<T>::load(xb.v[e]));
+				o.v[e] = Traits<T>::store(silu_f(Traits<T>::load(xa.v[e])) * Traits<T>::load(xb.v[e]));
 			}
 			((Vec<T>*)y)[v] = o;
 		}
 		done = nv * N;
 	}
 	for (u64 k = done + gstart(); k < n; k += gstep()) {
-		float s = Traits<T>::load(a[k]);
-		y[k] = Traits<T>::store(s / (1.0f + expf(-s)) * Traits<T>::load(b[k]));
+		y[k] = Traits<T>::store(silu_f(Traits<T>::load(a[k])) * Traits<T>::load(b[k]));
 	}
 }
 
@@ -669,12 +667,13 @@ __device__ __forceinline__ void group_apply(u64 rows, u64 cols, u64 splits, floa
 	}
 }
 
+// gelu_erf_f is unary.hip's gelu_erf: 0.5 · g · (1 + erf(g / √2)).
+__device__ __forceinline__ float gelu_erf_f(float g) { return 0.5f * g * (1.0f + erff(g * 0.7071067811865476f)); }
+
 // geglu is diffusers' GEGLU on contiguous rows of 2n: y[r, i] = x[r, i] ·
 // gelu_erf(x[r, n + i]), y (rows, n). A thread takes a vector of each half
 // when n is a multiple of the vector and the pointers are aligned. I is the
 // index type: 32-bit divisions where the sizes allow.
-__device__ __forceinline__ float gelu_erf_f(float g) { return 0.5f * g * (1.0f + erff(g * 0.7071067811865476f)); }
-
 template <class T, class I> __device__ __forceinline__ void geglu_all(I rows, I n, const T* x, T* y) {
 	const int N = 16 / sizeof(T);
 	if (n % N == 0 && aligned16(x) && aligned16(y)) {

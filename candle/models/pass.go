@@ -93,12 +93,10 @@ func (p *Pass) Block(x *candle.Tensor, body func(x *candle.Tensor) *candle.Tenso
 
 // Drop closes tensors of the pass that its later ops no longer read, so
 // that their memory goes back before the pass or block ends. Nil tensors
-// are skipped.
+// are skipped, as Tensor.Close skips them.
 func (p *Pass) Drop(xs ...*candle.Tensor) {
 	for _, x := range xs {
-		if x != nil {
-			x.Close()
-		}
+		x.Close()
 	}
 }
 
