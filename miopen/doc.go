@@ -32,12 +32,13 @@
 // failure of the graph API leaves the legacy algorithms, with no error;
 // ROCM_GO_CUDNN_GRAPH=0 leaves it out.
 //
-// With ROCM_GO_FIND_CACHE=on (or a folder), the results of a Find also
-// persist on disk, so that a new process, or a new handle, skips the Find
-// of a problem seen before: in the find folder of $ROCM_GO_CACHE_DIR, else
-// ~/.cache/rocm-go/find. They hold for one device model, architecture and
-// library version (see FindCacheDir). Without it they are kept in memory
-// only, per handle.
+// On NVIDIA by default, and on AMD with ROCM_GO_FIND_CACHE=on (or a
+// folder), the results of a Find also persist on disk, so that a new
+// process, or a new handle, skips the Find of a problem seen before: in the
+// find folder of $ROCM_GO_CACHE_DIR, else ~/.cache/rocm-go/find. They hold
+// for one device model, architecture and library version (see
+// FindCacheDir). Otherwise (ROCM_GO_FIND_CACHE=off) they are kept in
+// memory only, per handle.
 //
 // On the NVIDIA platform: MIOpen's tensor, convolution, pooling, LRN and
 // activation descriptors are rocm-go structs holding cuDNN descriptors;

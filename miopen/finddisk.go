@@ -35,12 +35,15 @@ const findDiskMaxBytes = 64 << 10
 const findDiskTempAge = time.Hour
 
 // FindCacheDir is the folder where handles keep the results of their Finds
-// for later processes, "" while the cache on disk is off: it is off unless
-// $ROCM_GO_FIND_CACHE says "on" (the find folder of $ROCM_GO_CACHE_DIR,
-// the kernel cache of package hiprtc, when that is set; else rocm-go/find
-// in the user's cache folder, ~/.cache/rocm-go/find on Linux, beside the
-// kernel cache's rocm-go/kernels) or names a folder. Off ("" or "off"),
-// Finds are remembered in memory only, per handle.
+// for later processes, "" while the cache on disk is off. $ROCM_GO_FIND_CACHE
+// decides: "on" for the default folder (the find folder of
+// $ROCM_GO_CACHE_DIR, the kernel cache of package hiprtc, when that is
+// set; else rocm-go/find in the user's cache folder, ~/.cache/rocm-go/find
+// on Linux, beside the kernel cache's rocm-go/kernels), a folder of one's
+// own, or "off"; unset, it is on where HIP runs on NVIDIA's platform
+// (cuDNN's Finds of Stable Diffusion XL's convolutions take minutes; from
+// the disk, milliseconds) and off on AMD's, where it has not run on a GPU.
+// Off, Finds are remembered in memory only, per handle.
 //
 // Each problem a Find ran for has a file there, named by a hash of the
 // problem and of what its results hold for: the platform, the device's
@@ -54,7 +57,11 @@ const findDiskTempAge = time.Hour
 // file fails to run, the handle runs the Find again.
 func FindCacheDir() string {
 	switch d := os.Getenv(FindCacheEnv); d {
-	case "", "off":
+	case "":
+		if hip.LoadedPlatform() != hip.PlatformNVIDIA {
+			return ""
+		}
+	case "off":
 		return ""
 	case "on":
 	default:

@@ -57,6 +57,13 @@ func TestFindCacheOnDisk(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := c.env(t)
+			t.Setenv(FindCacheEnv, "")
+			t.Setenv("ROCM_GO_CACHE_DIR", "/cache/kernels")
+			if hip.LoadedPlatform() == hip.PlatformNVIDIA {
+				assert.Equal(t, "/cache/kernels/find", FindCacheDir(), "on by default on NVIDIA")
+			} else {
+				assert.Empty(t, FindCacheDir(), "off by default on AMD")
+			}
 			dir := t.TempDir()
 			t.Setenv(FindCacheEnv, dir)
 			conv, x, w, y := convFixture(e, DataTypeHalf)
@@ -139,7 +146,7 @@ func TestFindCacheOnDisk(t *testing.T) {
 func TestFindCacheDir(t *testing.T) {
 	t.Setenv(FindCacheEnv, "")
 	t.Setenv("ROCM_GO_CACHE_DIR", "/cache/kernels")
-	assert.Empty(t, FindCacheDir(), "off unless asked for")
+	assert.Empty(t, FindCacheDir(), "off by default where the platform is not NVIDIA's (none is loaded here)")
 	t.Setenv(FindCacheEnv, "on")
 	assert.Equal(t, "/cache/kernels/find", FindCacheDir())
 	t.Setenv(FindCacheEnv, "/find")
