@@ -48,8 +48,8 @@ type SDBench struct {
 	Check             bool
 	RefSize, RefSteps int
 	Device            candle.Device // nil for HIP device 0
-	// NoGraphs runs the UNet op by op (sd.Options.NoGraphs).
-	NoGraphs bool
+	// Graphs replays the UNet from a captured graph (sd.Options.Graphs).
+	Graphs bool
 }
 
 // SDFigures are one side's figures at one batch size.
@@ -169,7 +169,7 @@ func sdOurs(c SDBench, dev candle.Device, rep *SDReport, w io.Writer) error {
 	if _, ok := dev.(*candle.HIPDevice); !ok {
 		dt = candle.F32
 	}
-	p, err := sd.OpenWith(c.Model, dev, dt, sd.Options{NoGraphs: c.NoGraphs})
+	p, err := sd.OpenWith(c.Model, dev, dt, sd.Options{Graphs: c.Graphs})
 	if err != nil {
 		return fmt.Errorf("sd bench: %w", err)
 	}

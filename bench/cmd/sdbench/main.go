@@ -49,12 +49,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	python := fs.String("python", "python3", "Python with PyTorch and diffusers on its path (\"\" runs no diffusers)")
 	script := fs.String("torch", "", "diffusers' script (default: the embedded torch_sd.py)")
 	jsonOut := fs.String("json", "", "also write the report as JSON to this file")
-	noGraphs := fs.Bool("no-graphs", false, "run our UNet op by op, not replayed from a captured graph")
+	graphs := fs.Bool("graphs", false, "replay our UNet from a captured graph (sd.Options.Graphs)")
 	if code, ok := cli.Parse(args); !ok {
 		return code
 	}
 	c := bench.SDBench{Model: *model, Shape: *shape, Python: *python, Script: *script, Size: *size, Steps: *steps, Reps: *reps,
-		Check: *check, RefSize: *refSize, RefSteps: *refSteps, NoGraphs: *noGraphs}
+		Check: *check, RefSize: *refSize, RefSteps: *refSteps, Graphs: *graphs}
 	for _, m := range strings.Split(*modes, ",") {
 		switch m = strings.TrimSpace(m); m {
 		case "":

@@ -43,7 +43,7 @@ type Pipeline struct {
 	zeroNegative bool
 	vaeDType     candle.DType // F32 where the VAE's config forces it over F16
 	// graphs: the UNet's forward pass is captured and replayed (a HIP
-	// device, and not Options.NoGraphs), one Generate at a time (mu).
+	// device and Options.Graphs), one Generate at a time (mu).
 	graphs bool
 	mu     sync.Mutex
 }
@@ -155,7 +155,7 @@ func folderParts(dir string) (*parts, error) {
 func build(pt *parts, dev candle.Device, dtype candle.DType, o Options) (*Pipeline, error) {
 	p := &Pipeline{dev: dev, dtype: dtype, sampler: pt.sampler, xl: pt.xl, zeroNegative: pt.zeroNegative, sched: pt.sched}
 	_, p.graphs = dev.(*candle.HIPDevice)
-	p.graphs = p.graphs && !o.NoGraphs
+	p.graphs = p.graphs && o.Graphs
 	if o.Prediction != "" {
 		p.sched.PredictionType = o.Prediction
 	}

@@ -146,8 +146,8 @@ func TestGPUPipelineAgainstReference(t *testing.T) {
 }
 
 // TestGPUGraphs runs txt2img (guided, batch 2) and inpainting with the
-// UNet replayed from a graph, the default on a GPU, and op by op
-// (NoGraphs): the images agree.
+// UNet replayed from a graph (Options.Graphs) and op by op: the images
+// agree.
 func TestGPUGraphs(t *testing.T) {
 	dev, err := candle.HIP(0)
 	testenv.Need(t, 2, "a GPU", err)
@@ -157,10 +157,10 @@ func TestGPUGraphs(t *testing.T) {
 	}
 	for _, folder := range []string{"tiny-sd", "tiny-sdxl", "tiny-sd-inpaint"} {
 		var out [2]*candle.Tensor
-		for i, noGraphs := range []bool{false, true} {
-			p, err := OpenWith(filepath.Join("testdata", folder), dev, candle.F32, Options{NoGraphs: noGraphs})
+		for i, graphs := range []bool{true, false} {
+			p, err := OpenWith(filepath.Join("testdata", folder), dev, candle.F32, Options{Graphs: graphs})
 			require.NoError(t, err)
-			assert.Equal(t, !noGraphs, p.graphs)
+			assert.Equal(t, graphs, p.graphs)
 			r := Request{Prompt: "a cat", NegativePrompt: "a dog", Width: 16, Height: 8, Steps: 4, Batch: 2, Seed: 3}
 			if folder == "tiny-sd-inpaint" {
 				r.Init, r.Mask = image.NewRGBA(image.Rect(0, 0, 16, 8)), mask

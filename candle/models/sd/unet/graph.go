@@ -66,6 +66,14 @@ func (m *Model) Capture(x *candle.Tensor, t float64, c Cond) (*Captured, *candle
 	if g.emb, err = m.embeddingOf(t, c, g.shape[0]); err != nil {
 		return fail(err)
 	}
+	// The prediction's memory is taken before the capture begins: a block
+	// the rehearsal took from the graph's memory and kept would be missing
+	// when the capture asks for what the rehearsal did.
+	s := g.shape
+	if y, err = candle.Empty(m.dev, m.dtype, s[0], m.cfg.OutChannels, s[2], s[3]); err != nil {
+		return fail(err)
+	}
+	rehearsal := true
 	g.graph, err = d.Capture(func() error {
 		if g.out != nil { // the rehearsal's
 			g.out.Close()
@@ -78,10 +86,9 @@ func (m *Model) Capture(x *candle.Tensor, t float64, c Cond) (*Captured, *candle
 			return p.Err
 		}
 		g.out = p.Keep(out)
-		if y == nil { // the rehearsal ran the pass: its result is the prediction
-			var err error
-			y, err = g.out.Copy()
-			return err
+		if rehearsal { // it ran the pass: its result is the prediction
+			rehearsal = false
+			return y.CopyFrom(g.out)
 		}
 		return nil
 	})

@@ -54,28 +54,29 @@ func forwardPeak(t *testing.T, dev candle.Device, dt candle.DType, ch []int, hea
 
 // TestForwardPeak bounds the memory of a UNet forward with SD 1.x's
 // structure at a twentieth of its channels: at their peak the activations
-// are the skips and a few of the largest at once, not every block's
-// intermediates: 6.7–7.2× the largest on the CPU, as its convolutions'
-// temporaries vary with GOMAXPROCS (1 to 64), and 7.8–8.3× when the
-// resnets, the transformer layers, the upsamplers and the skips keep
-// theirs to the end of their block.
+// are the skips and a few of the largest at once, not every step's
+// intermediates: 2.64× the largest on the CPU, against 7.2–7.4× when the
+// transformer layers and their attention keep each step's tensors to the
+// end of their block, and 7.8–8.3× when the resnets, the upsamplers and
+// the skips do too.
 func TestForwardPeak(t *testing.T) {
 	if testenv.Race || testing.Short() {
 		t.Skip("CPU convolutions for seconds, ten times that under -race or -short: it runs in full tier-1 runs")
 	}
 	peak, largest := forwardPeak(t, candle.CPU(), candle.F32, []int{16, 32, 64, 64}, 2, 8, 2, 16)
 	t.Logf("forward of 2×4×16×16 latents: peak %d bytes above the weights, largest activation %d (%.2f×)", peak, largest, float64(peak)/float64(largest))
-	assert.LessOrEqual(t, peak, 15*largest/2, "the forward's peak, above the weights")
+	assert.LessOrEqual(t, peak, 3*largest, "the forward's peak, above the weights")
 }
 
 // TestGPUForwardPeak is TestForwardPeak with SD 1.5's channels (320,
 // 640, 1280, 1280) in F16 on the GPU, at 512² images with guidance
-// (batch 2, 64×64 latents): 7.49× on an H200 (cuDNN 9), its convolutions'
-// workspaces from the same pool counted.
+// (batch 2, 64×64 latents), its convolutions' workspaces from the same
+// pool counted: 4.80× on an H200 (cuDNN 9) before the transformer layers
+// dropped their steps' tensors, which lowers it.
 func TestGPUForwardPeak(t *testing.T) {
 	dev, err := candle.HIP(0)
 	testenv.Need(t, 2, "a GPU", err)
 	peak, largest := forwardPeak(t, dev, candle.F16, []int{320, 640, 1280, 1280}, 8, 32, 2, 64)
 	t.Logf("forward of 2×4×64×64 latents: peak %d bytes above the weights, largest activation %d (%.2f×)", peak, largest, float64(peak)/float64(largest))
-	assert.LessOrEqual(t, peak, 8*largest, "the forward's peak, above the weights")
+	assert.LessOrEqual(t, peak, 5*largest, "the forward's peak, above the weights")
 }

@@ -333,7 +333,9 @@ func (m *Model) body(p *models.Pass, x, embSilu, text *candle.Tensor) *candle.Te
 			skips = append(skips, p.In(h))
 		}
 		if blk.resample != nil {
-			h = p.T(blk.resample.Forward(h))
+			down := p.T(blk.resample.Forward(h))
+			p.Drop(h) // its skip keeps it
+			h = down
 			skips = append(skips, p.In(h))
 		}
 	}
@@ -468,25 +470,39 @@ func (t *transformer) forward(p *models.Pass, x, text *candle.Tensor) *candle.Te
 	return p.Block(x, func(x *candle.Tensor) *candle.Tensor {
 		s := x.Shape()
 		b, c, hw := s[0], s[1], s[2]*s[3]
-		h := p.T(t.norm.Forward(x))
+		// Each step drops what it read: the activations of a block's
+		// steps are not all held to its end.
+		step := func(h, y *candle.Tensor) *candle.Tensor {
+			p.Drop(h)
+			return y
+		}
 		seq := func(h *candle.Tensor) *candle.Tensor { // (b, c, h, w) → (b, hw, c)
-			return p.T(p.T(p.T(h.Reshape(b, c, hw)).Transpose(1, 2)).Contiguous())
+			r := p.T(h.Reshape(b, c, hw))
+			tr := p.T(r.Transpose(1, 2))
+			p.Drop(h, r)
+			return step(tr, p.T(tr.Contiguous()))
 		}
 		img := func(h *candle.Tensor) *candle.Tensor { // (b, hw, c) → (b, c, h, w)
-			return p.T(p.T(p.T(h.Transpose(1, 2)).Contiguous()).Reshape(s...))
+			tr := p.T(h.Transpose(1, 2))
+			p.Drop(h)
+			c := step(tr, p.T(tr.Contiguous()))
+			return step(c, p.T(c.Reshape(s...)))
 		}
+		h := p.T(t.norm.Forward(x))
 		if t.inC != nil {
-			h = seq(p.T(t.inC.Forward(h)))
+			h = seq(step(h, p.T(t.inC.Forward(h))))
 		} else {
-			h = p.T(t.inL.Forward(seq(h)))
+			h = seq(h)
+			h = step(h, p.T(t.inL.Forward(h)))
 		}
 		for _, blk := range t.blocks {
 			h = p.Block(h, func(h *candle.Tensor) *candle.Tensor { return blk.forward(p, h, text) })
 		}
 		if t.outC != nil {
-			h = p.T(t.outC.Forward(img(h)))
+			h = img(h)
+			h = step(h, p.T(t.outC.Forward(h)))
 		} else {
-			h = img(p.T(t.outL.Forward(h)))
+			h = img(step(h, p.T(t.outL.Forward(h))))
 		}
 		return p.T(x.Add(h))
 	})
@@ -496,12 +512,25 @@ func (t *transformer) forward(p *models.Pass, x, text *candle.Tensor) *candle.Te
 // the text, and the GEGLU feed-forward, each after a LayerNorm and with
 // its residual.
 func (blk *basic) forward(p *models.Pass, x, text *candle.Tensor) *candle.Tensor {
-	n := p.T(blk.norm1.Forward(x))
-	x = p.T(x.Add(blk.self.forward(p, n, n)))
-	x = p.T(x.Add(blk.cross.forward(p, p.T(blk.norm2.Forward(x)), text)))
-	f := p.T(blk.ffIn.Forward(p.T(blk.norm3.Forward(x)))) // (b, s, 8c): hidden, then gate
-	g := p.T(f.GEGLU())                                   // hidden · gelu(gate)
-	return p.T(x.Add(p.T(blk.ffOut.Forward(g))))
+	// residual adds f(norm(x)) to x, dropping what it no longer reads.
+	residual := func(x *candle.Tensor, norm *nn.LayerNorm, f func(n *candle.Tensor) *candle.Tensor) *candle.Tensor {
+		n := p.T(norm.Forward(x))
+		y := f(n)
+		p.Drop(n)
+		out := p.T(x.Add(y))
+		p.Drop(x, y)
+		return out
+	}
+	x = residual(x, blk.norm1, func(n *candle.Tensor) *candle.Tensor { return blk.self.forward(p, n, n) })
+	x = residual(x, blk.norm2, func(n *candle.Tensor) *candle.Tensor { return blk.cross.forward(p, n, text) })
+	return residual(x, blk.norm3, func(n *candle.Tensor) *candle.Tensor {
+		f := p.T(blk.ffIn.Forward(n)) // (b, s, 8c): hidden, then gate
+		g := p.T(f.GEGLU())           // hidden · gelu(gate)
+		p.Drop(f)
+		o := p.T(blk.ffOut.Forward(g))
+		p.Drop(g)
+		return o
+	})
 }
 
 // forward is multi-head attention of x's queries over ctx's keys and
@@ -515,12 +544,20 @@ func (a *attention) forward(p *models.Pass, x, ctx *candle.Tensor) *candle.Tenso
 	}
 	qs, ks := q.Shape(), k.Shape()
 	d := qs[2] / a.heads
-	q = p.T(q.Reshape(qs[0], qs[1], a.heads, d))
-	k = p.T(k.Reshape(ks[0], ks[1], a.heads, d))
-	v = p.T(v.Reshape(ks[0], ks[1], a.heads, d))
+	heads := func(t *candle.Tensor, s []int) *candle.Tensor { // a view: t's memory goes with it
+		h := p.T(t.Reshape(s[0], s[1], a.heads, d))
+		p.Drop(t)
+		return h
+	}
+	q, k, v = heads(q, qs), heads(k, ks), heads(v, ks)
 	if p.Err != nil {
 		return nil
 	}
 	o := p.Own(nn.ScaledDotProductAttention(q, k, v, flashattn.Params{}))
-	return p.T(a.out.Forward(p.T(o.Reshape(qs[0], qs[1], qs[2]))))
+	p.Drop(q, k, v)
+	flat := p.T(o.Reshape(qs[0], qs[1], qs[2]))
+	p.Drop(o)
+	y := p.T(a.out.Forward(flat))
+	p.Drop(flat)
+	return y
 }
