@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -336,6 +337,42 @@ func TestWorkerDrain(t *testing.T) {
 	assert.Contains(t, log, "shutdown timeout: the requests under way were cut")
 	assert.Contains(t, log, "msg=stopped cut=2")
 	assert.NotContains(t, log, "LLORCH_API_TOKEN is not set", "the worker listens on loopback only")
+}
+
+// TestWorkerDeadlineFlags: the deadline flags reach the server.
+func TestWorkerDeadlineFlags(t *testing.T) {
+	fake := newFake()
+	fake.ctxLen = 1 << 20
+	w := startWorker(t, func(LoadOptions) (Backend, error) { return fake, nil }, nil, "-model", modelDir(t),
+		"-read-timeout", "150ms", "-request-timeout", "150ms", "-queue-timeout", "100ms")
+	w.waitReady(t)
+	fake.delay = 10 * time.Millisecond
+	client := &http.Client{Timeout: 5 * time.Second} // without the flags, the requests would hang
+	post := func(body string) (int, string) {
+		resp, err := client.Post(w.addr+"/v1/completions", "application/json", strings.NewReader(body))
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, *decodeError(t, b).Error.Code
+	}
+	code, errCode := post(`{"prompt": "x", "max_tokens": 100000}`)
+	assert.Equal(t, [2]any{http.StatusGatewayTimeout, "request_timeout"}, [2]any{code, errCode}, "-request-timeout")
+
+	fake.running = make(chan struct{}) // no slot: every request waits
+	code, errCode = post(`{"prompt": "x", "max_tokens": 1}`)
+	assert.Equal(t, [2]any{http.StatusServiceUnavailable, "queue_timeout"}, [2]any{code, errCode}, "-queue-timeout")
+
+	conn, err := net.Dial("tcp", strings.TrimPrefix(w.addr, "http://"))
+	require.NoError(t, err)
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(5*time.Second)))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusRequestTimeout, resp.StatusCode, "-read-timeout")
+	w.stop()
+	assert.Equal(t, 0, w.exit(t), "nothing was under way at the signal")
 }
 
 func TestWorkerLoadFailures(t *testing.T) {
