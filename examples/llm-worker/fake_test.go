@@ -24,6 +24,7 @@ type fakeBackend struct {
 	pieces        []string      // the generated text, one token each, cycled
 	delay         time.Duration // before each token
 	slots         chan struct{} // requests at once; nil: no limit
+	running       chan struct{} // generations running at once, the others wait as in the engine's queue; nil: no limit
 	failAt        int           // > 0: the token at which the generation fails
 	closed        atomic.Bool
 
@@ -125,11 +126,21 @@ func (f *fakeBackend) Generate(ctx context.Context, r generate.Request) (<-chan 
 		if f.slots != nil {
 			defer func() { <-f.slots }()
 		}
-		f.started <- struct{}{}
 		n := 0
 		end := func(reason string, err error) {
 			ch <- generate.Event{Done: true, FinishReason: reason, Err: err, PromptTokens: len(r.Prompt), CompletionTokens: n}
 		}
+		if f.running != nil {
+			select {
+			case f.running <- struct{}{}:
+				defer func() { <-f.running }()
+			case <-ctx.Done():
+				f.cancelled.Add(1)
+				end("cancelled", nil)
+				return
+			}
+		}
+		f.started <- struct{}{}
 		for n < r.MaxTokens {
 			select {
 			case <-ctx.Done():

@@ -60,6 +60,7 @@ type config struct {
 	device, dtype                               string
 	maxBatch, maxQueue, maxTokensDefault        int
 	shutdownTimeout                             time.Duration
+	readTimeout, requestTimeout, queueTimeout   time.Duration
 	verbose                                     bool
 
 	weightBytes int64 // of the model's safetensors files
@@ -83,12 +84,17 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.IntVar(&c.maxBatch, "max-batch", 0, "the most sequences decoded together (0: the engine chooses)")
 	fs.IntVar(&c.maxQueue, "max-queue", 0, "the most requests waiting for a slot before 429 (0: the engine chooses)")
 	fs.IntVar(&c.maxTokensDefault, "max-tokens-default", 512, "max_tokens of a request that gives none")
-	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long streams under way may take to finish before they are cancelled")
+	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long the requests under way may take to finish before they are cut (exit status 3)")
+	fs.DurationVar(&c.readTimeout, "read-timeout", 30*time.Second, "how long a request's body may take to arrive before a 408 (0: no limit)")
+	fs.DurationVar(&c.requestTimeout, "request-timeout", 0, "how long a generation may run before it is cut (finish_reason \"timeout\", or a 504; 0: no limit)")
+	fs.DurationVar(&c.queueTimeout, "queue-timeout", 60*time.Second, "how long a request may wait for its first token before a 503 with Retry-After (0: no limit)")
 	fs.BoolVar(&c.verbose, "v", false, "log debug messages too")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: llm-worker -model DIR|FILE.gguf [flags]\n\n"+
 			"Serves a Llama-family model over HTTP in OpenAI's format (see README.md).\n"+
-			"LLORCH_API_TOKEN, when set, is the bearer token every endpoint but GET /health wants.\n\n")
+			"LLORCH_API_TOKEN, when set, is the bearer token every endpoint but GET /health, /ready and /live wants.\n"+
+			"Exit status: 0 after a clean shutdown, 1 on a failure, 2 for bad flags, 3 when the shutdown cut requests\n"+
+			"still running at -shutdown-timeout.\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -115,8 +121,12 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 		return nil, fmt.Errorf("-max-queue %d: want 0 (the engine chooses) or more", c.maxQueue)
 	case c.maxTokensDefault < 1:
 		return nil, fmt.Errorf("-max-tokens-default %d: want at least 1", c.maxTokensDefault)
-	case c.shutdownTimeout < 0:
-		return nil, fmt.Errorf("-shutdown-timeout %v: want 0 or more", c.shutdownTimeout)
+	}
+	for name, d := range map[string]time.Duration{"shutdown-timeout": c.shutdownTimeout, "read-timeout": c.readTimeout,
+		"request-timeout": c.requestTimeout, "queue-timeout": c.queueTimeout} {
+		if d < 0 {
+			return nil, fmt.Errorf("-%s %v: want 0 or more (see -h)", name, d)
+		}
 	}
 	if c.hiveURL != "" {
 		if c.hiveURL, err = heartbeatURL(c.hiveURL); err != nil {
@@ -244,7 +254,7 @@ func version() string {
 
 // run is the worker's life: flags, listen, load, warm up, serve, drain.
 // It returns the exit status: 2 for bad flags, 1 for a failure, 0 after a
-// clean shutdown.
+// clean shutdown, exitCut after a shutdown that cut requests.
 func (a *app) run(ctx context.Context, args []string) int {
 	cfg, err := parseFlags(args, a.stderr)
 	if errors.Is(err, flag.ErrHelp) {
@@ -263,7 +273,8 @@ func (a *app) run(ctx context.Context, args []string) int {
 	ver := version()
 
 	token := strings.TrimSpace(a.getenv("LLORCH_API_TOKEN")) // as read from a file, with its newline
-	srv := NewServer(ServerConfig{ModelID: cfg.modelRef, Version: ver, MaxTokensDefault: cfg.maxTokensDefault, APIToken: token, Logger: log})
+	srv := NewServer(ServerConfig{ModelID: cfg.modelRef, Version: ver, MaxTokensDefault: cfg.maxTokensDefault, APIToken: token, Logger: log,
+		ReadTimeout: cfg.readTimeout, RequestTimeout: cfg.requestTimeout, QueueTimeout: cfg.queueTimeout})
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.host, strconv.Itoa(cfg.port)))
 	if err != nil {
 		log.Error("cannot listen", "err", err)
@@ -274,10 +285,11 @@ func (a *app) run(ctx context.Context, args []string) int {
 		host, _ := os.Hostname()
 		cfg.workerID = fmt.Sprintf("llm-worker-%s-%d", host, port)
 	}
-	// Requests live in baseCtx: cancelling it cancels every generation
-	// when the drain runs out of time.
+	// Requests live in baseCtx: cancelling it ends the handlers that the
+	// drain has not ended (a body still arriving).
 	baseCtx, cancelRequests := context.WithCancel(context.Background())
 	defer cancelRequests()
+	// No ReadTimeout: it would cut streams; the server bounds each body.
 	hs := &http.Server{
 		Handler:           srv.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -313,9 +325,11 @@ func (a *app) run(ctx context.Context, args []string) int {
 		hb.Start(hbCtx)
 		log.Info("heartbeats", "url", cfg.hiveURL, "every", a.heartbeatEvery)
 	}
-	// drain ends the worker: refuse new work, tell the hive, let what is
-	// under way finish within the timeout, then cancel it.
-	drain := func(b Backend) {
+	// drain ends the worker: refuse new work (the listener stays open: new
+	// requests and probes get 503 "draining"), tell the hive, let what is
+	// under way finish within the timeout, then cut it. It returns how many
+	// requests it cut.
+	drain := func(b Backend) int {
 		if a.signalsHandled != nil {
 			a.signalsHandled()
 		}
@@ -331,23 +345,24 @@ func (a *app) run(ctx context.Context, args []string) int {
 		}
 		log.Info("shutting down: finishing the requests under way", "in_flight", srv.InFlight(), "timeout", cfg.shutdownTimeout)
 		sctx, cancel := context.WithTimeout(context.Background(), cfg.shutdownTimeout)
-		err := hs.Shutdown(sctx)
+		cut := srv.Shutdown(sctx)
 		cancel()
-		if err != nil {
-			log.Warn("shutdown timeout: cancelling the requests under way", "in_flight", srv.InFlight())
-			cancelRequests()
-			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			if hs.Shutdown(sctx) != nil {
-				hs.Close()
-			}
-			cancel()
+		if cut > 0 {
+			log.Warn("shutdown timeout: the requests under way were cut", "cut", cut)
 		}
+		sctx, cancel = context.WithTimeout(context.Background(), closeGrace)
+		if hs.Shutdown(sctx) != nil {
+			cancelRequests()
+			hs.Close()
+		}
+		cancel()
 		if b != nil {
 			if err := b.Close(); err != nil {
 				log.Warn("closing the model", "err", err)
 			}
 		}
-		log.Info("stopped")
+		log.Info("stopped", "cut", cut)
+		return cut
 	}
 
 	log.Info("loading the model", "dir", cfg.modelDir, "weights", humanize.IBytes(uint64(cfg.weightBytes)), "files", cfg.weightFiles,
@@ -410,9 +425,19 @@ func (a *app) run(ctx context.Context, args []string) int {
 		log.Error("serving failed", "err", err)
 		code = 1
 	}
-	drain(b)
+	if drain(b) > 0 && code == 0 {
+		code = exitCut
+	}
 	return code
 }
+
+// exitCut is the exit status of a shutdown that cut requests: a
+// supervisor can tell it from a clean one (0) and from a failure (1).
+const exitCut = 3
+
+// closeGrace bounds, once the generations have ended, the requests still
+// arriving when the listener closes.
+const closeGrace = 5 * time.Second
 
 // warmUp generates a few tokens once, so that the first client does not
 // pay for compiling kernels and capturing graphs.

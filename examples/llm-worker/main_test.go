@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -43,13 +44,17 @@ func TestFlags(t *testing.T) {
 	assert.Equal(t, 2, c.weightFiles)
 	assert.Equal(t, 512, c.maxTokensDefault)
 	assert.Equal(t, 30*time.Second, c.shutdownTimeout)
+	assert.Equal(t, 30*time.Second, c.readTimeout)
+	assert.Equal(t, time.Duration(0), c.requestTimeout, "no limit")
+	assert.Equal(t, 60*time.Second, c.queueTimeout)
 
 	c, err = parseFlags([]string{"-model", dir, "-model-ref", "meta-llama/Llama-3.2-1B", "-worker-id", "w7", "-port", "0", "-rocm-device", "2",
 		"-dtype", "BF16", "-max-batch", "8", "-max-queue", "64", "-max-tokens-default", "100", "-hive-url", "http://127.0.0.1:7833",
-		"-shutdown-timeout", "5s", "-v"}, io.Discard)
+		"-shutdown-timeout", "5s", "-read-timeout", "3s", "-request-timeout", "2m", "-queue-timeout", "0", "-v"}, io.Discard)
 	require.NoError(t, err)
 	assert.Equal(t, &config{workerID: "w7", modelDir: dir, modelRef: "meta-llama/Llama-3.2-1B", host: "0.0.0.0", hiveURL: "http://127.0.0.1:7833/v1/heartbeat",
-		port: 0, device: "hip:2", dtype: "bf16", maxBatch: 8, maxQueue: 64, maxTokensDefault: 100, shutdownTimeout: 5 * time.Second, verbose: true,
+		port: 0, device: "hip:2", dtype: "bf16", maxBatch: 8, maxQueue: 64, maxTokensDefault: 100, shutdownTimeout: 5 * time.Second,
+		readTimeout: 3 * time.Second, requestTimeout: 2 * time.Minute, verbose: true,
 		weightBytes: 3000, weightFiles: 2}, c)
 	for _, d := range [][2]string{{"cpu", "cpu"}, {"HIP:1", "hip:1"}, {"rocm:0", "hip:0"}, {" auto ", "auto"}} {
 		c, err := parseFlags([]string{"-model", dir, "-device", d[0]}, io.Discard)
@@ -84,6 +89,9 @@ func TestFlags(t *testing.T) {
 		{[]string{"-model", dir, "-max-queue", "-1"}, "-max-queue -1"},
 		{[]string{"-model", dir, "-max-tokens-default", "0"}, "-max-tokens-default 0"},
 		{[]string{"-model", dir, "-shutdown-timeout", "-1s"}, "-shutdown-timeout"},
+		{[]string{"-model", dir, "-read-timeout", "-1s"}, "-read-timeout -1s: want 0 or more"},
+		{[]string{"-model", dir, "-request-timeout", "-1s"}, "-request-timeout -1s"},
+		{[]string{"-model", dir, "-queue-timeout", "-1s"}, "-queue-timeout -1s"},
 		{[]string{"-model", dir, "-hive-url", "hive:7833"}, "-hive-url"},
 		{[]string{"-model", dir, "extra"}, "unexpected argument \"extra\""},
 		{[]string{"-model", dir, "-port", "x"}, "invalid value"},
@@ -103,6 +111,7 @@ func TestRunFlagErrors(t *testing.T) {
 	assert.Contains(t, out.String(), "llm-worker: -device \"tpu\": want auto, cpu or hip:N")
 	assert.Equal(t, 0, a.run(context.Background(), []string{"-h"}))
 	assert.Contains(t, out.String(), "usage: llm-worker -model DIR")
+	assert.Contains(t, out.String(), "3 when the shutdown cut requests")
 }
 
 // worker is a run of the whole worker on the fake backend.
@@ -241,26 +250,129 @@ func TestWorkerLifecycle(t *testing.T) {
 	assert.NotContains(t, log, "LLORCH_API_TOKEN is not set")
 }
 
-func TestWorkerDrainTimeout(t *testing.T) {
+// TestWorkerDrain: after the signal the worker keeps listening, says it
+// drains, refuses new work with 503, and at -shutdown-timeout cuts what
+// still runs, telling each client; its exit status says it cut.
+func TestWorkerDrain(t *testing.T) {
 	fake := newFake()
 	fake.ctxLen = 1 << 20
-	w := startWorker(t, func(LoadOptions) (Backend, error) { return fake, nil }, nil, "-model", modelDir(t), "-shutdown-timeout", "100ms")
+	const timeout = 800 * time.Millisecond
+	w := startWorker(t, func(LoadOptions) (Backend, error) { return fake, nil }, nil, "-model", modelDir(t), "-shutdown-timeout", timeout.String())
 	w.waitReady(t)
-	fake.delay = 50 * time.Millisecond
-	resp, err := http.Post(w.addr+"/v1/completions", "application/json", strings.NewReader(`{"prompt": "x", "max_tokens": 100000, "stream": true}`))
+	fake.delay = 20 * time.Millisecond
+	resp, err := http.Post(w.addr+"/v1/chat/completions", "application/json",
+		strings.NewReader(`{"messages": [{"role": "user", "content": "x"}], "max_tokens": 100000, "stream": true, "stream_options": {"include_usage": true}}`))
 	require.NoError(t, err)
 	defer resp.Body.Close()
-	_, err = bufio.NewReader(resp.Body).ReadString('\n')
+	rd := bufio.NewReader(resp.Body)
+	first, err := rd.ReadString('\n')
 	require.NoError(t, err)
+	whole := make(chan *http.Response, 1)
+	go func() {
+		resp, err := http.Post(w.addr+"/v1/completions", "application/json", strings.NewReader(`{"prompt": "x", "max_tokens": 100000}`))
+		if assert.NoError(t, err) {
+			whole <- resp
+		}
+	}()
+	require.Eventually(t, func() bool { return fake.active.Load() == 2 }, 5*time.Second, time.Millisecond)
 	start := time.Now()
-	w.stop()
-	assert.Equal(t, 0, w.exit(t))
-	assert.Less(t, time.Since(start), 10*time.Second)
-	assert.Equal(t, int32(1), fake.cancelled.Load(), "the stream was cancelled at the timeout")
+	w.stop() // SIGTERM
+
+	get := func(path string) (int, string) {
+		resp, err := http.Get(w.addr + path)
+		require.NoError(t, err, "%s answers while the worker drains", path)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	require.Eventually(t, func() bool { _, b := get("/health"); return strings.Contains(b, `"status":"draining"`) }, 5*time.Second, time.Millisecond)
+	code, _ := get("/health")
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	code, body := get("/ready")
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.JSONEq(t, `{"status":"draining"}`, body)
+	code, body = get("/live")
+	assert.Equal(t, http.StatusOK, code)
+	assert.JSONEq(t, `{"status":"draining"}`, body)
+	late, err := http.Post(w.addr+"/v1/completions", "application/json", strings.NewReader(`{"prompt": "x", "max_tokens": 1}`))
+	require.NoError(t, err, "a new request reaches the worker")
+	lateBody, _ := io.ReadAll(late.Body)
+	late.Body.Close()
+	assert.Equal(t, http.StatusServiceUnavailable, late.StatusCode)
+	assert.Equal(t, "5", late.Header.Get("Retry-After"))
+	assert.Equal(t, "draining", *decodeError(t, lateBody).Error.Code)
+
+	rest, err := io.ReadAll(rd)
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, time.Since(start), timeout, "the stream ran until the timeout")
+	evs := sseEvents(t, []byte(first+string(rest)))
+	require.GreaterOrEqual(t, len(evs), 1+1+3, "role, tokens, error, final, usage")
+	n := len(evs)
+	e := evs[n-3]["error"].(map[string]any)
+	assert.Equal(t, "shutdown", e["code"])
+	assert.Contains(t, e["message"], "another worker")
+	final := evs[n-2]["choices"].([]any)[0].(map[string]any)
+	assert.Equal(t, "shutdown", final["finish_reason"])
+	tokens := 0
+	for _, ev := range evs[1 : n-3] {
+		assert.Nil(t, ev["choices"].([]any)[0].(map[string]any)["finish_reason"])
+		tokens++
+	}
+	assert.Equal(t, float64(tokens), evs[n-2]["usage"].(map[string]any)["completion_tokens"], "the usage of what was sent")
+	assert.Empty(t, evs[n-1]["choices"])
+	assert.Equal(t, evs[n-2]["usage"], evs[n-1]["usage"])
+
+	r := <-whole
+	b, _ := io.ReadAll(r.Body)
+	r.Body.Close()
+	assert.Equal(t, http.StatusServiceUnavailable, r.StatusCode)
+	assert.Equal(t, "shutdown", *decodeError(t, b).Error.Code)
+
+	assert.Equal(t, exitCut, w.exit(t))
+	assert.Equal(t, int32(2), fake.cancelled.Load(), "both were cancelled at the timeout")
 	assert.Equal(t, int32(0), fake.active.Load())
-	assert.Contains(t, w.log.String(), "shutdown timeout: cancelling the requests under way")
-	assert.Contains(t, w.log.String(), "request cancelled")
-	assert.NotContains(t, w.log.String(), "LLORCH_API_TOKEN is not set", "the worker listens on loopback only")
+	_, err = http.Get(w.addr + "/health")
+	assert.Error(t, err, "the port is closed once the worker stops")
+	log := w.log.String()
+	assert.Contains(t, log, "shutdown timeout: the requests under way were cut")
+	assert.Contains(t, log, "msg=stopped cut=2")
+	assert.NotContains(t, log, "LLORCH_API_TOKEN is not set", "the worker listens on loopback only")
+}
+
+// TestWorkerDeadlineFlags: the deadline flags reach the server.
+func TestWorkerDeadlineFlags(t *testing.T) {
+	fake := newFake()
+	fake.ctxLen = 1 << 20
+	w := startWorker(t, func(LoadOptions) (Backend, error) { return fake, nil }, nil, "-model", modelDir(t),
+		"-read-timeout", "150ms", "-request-timeout", "150ms", "-queue-timeout", "100ms")
+	w.waitReady(t)
+	fake.delay = 10 * time.Millisecond
+	client := &http.Client{Timeout: 5 * time.Second} // without the flags, the requests would hang
+	post := func(body string) (int, string) {
+		resp, err := client.Post(w.addr+"/v1/completions", "application/json", strings.NewReader(body))
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, *decodeError(t, b).Error.Code
+	}
+	code, errCode := post(`{"prompt": "x", "max_tokens": 100000}`)
+	assert.Equal(t, [2]any{http.StatusGatewayTimeout, "request_timeout"}, [2]any{code, errCode}, "-request-timeout")
+
+	fake.running = make(chan struct{}) // no slot: every request waits
+	code, errCode = post(`{"prompt": "x", "max_tokens": 1}`)
+	assert.Equal(t, [2]any{http.StatusServiceUnavailable, "queue_timeout"}, [2]any{code, errCode}, "-queue-timeout")
+
+	conn, err := net.Dial("tcp", strings.TrimPrefix(w.addr, "http://"))
+	require.NoError(t, err)
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(5*time.Second)))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusRequestTimeout, resp.StatusCode, "-read-timeout")
+	w.stop()
+	assert.Equal(t, 0, w.exit(t), "nothing was under way at the signal")
 }
 
 func TestWorkerLoadFailures(t *testing.T) {

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/rocm-go/rocm/candle/models/generate"
 	"github.com/rocm-go/rocm/tokenizer"
@@ -19,11 +21,12 @@ import (
 // apiError is an error a client gets, in OpenAI's shape:
 // {"error": {"message", "type", "param", "code"}}.
 type apiError struct {
-	Status  int     `json:"-"`
-	Message string  `json:"message"`
-	Type    string  `json:"type"`
-	Param   *string `json:"param"`
-	Code    *string `json:"code"`
+	Status     int     `json:"-"`
+	RetryAfter int     `json:"-"` // seconds, for 429 and 503; 0: the status's default
+	Message    string  `json:"message"`
+	Type       string  `json:"type"`
+	Param      *string `json:"param"`
+	Code       *string `json:"code"`
 }
 
 func (e *apiError) Error() string { return e.Message }
@@ -105,12 +108,21 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) *api
 	data, err := io.ReadAll(body)
 	if err != nil {
 		var tooBig *http.MaxBytesError
+		var netErr net.Error
+		if errors.As(err, &netErr) && netErr.Timeout() {
+			w.Header().Set("Connection", "close") // the rest of the body may still come
+			return &apiError{Status: http.StatusRequestTimeout, Type: "invalid_request_error", Code: strp("request_timeout"),
+				Message: "the request body did not arrive in time (the worker's -read-timeout): send it whole, without pauses"}
+		}
 		if errors.As(err, &tooBig) {
 			return &apiError{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error",
 				Message: fmt.Sprintf("the request body is larger than %d bytes", tooBig.Limit)}
 		}
 		return badRequest("", "reading the request body: %v", err)
 	}
+	// The body is in: its deadline (Server.readDeadline) must not cut the
+	// response.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 	if len(bytes.TrimSpace(data)) == 0 {
 		return badRequest("", "the request body is empty: want a JSON object")
 	}

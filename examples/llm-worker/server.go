@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -29,8 +30,25 @@ type ServerConfig struct {
 	MaxBodyBytes     int64         // the largest request body
 	APIToken         string        // when set, every endpoint but GET /health wants "Authorization: Bearer <token>"
 	WriteTimeout     time.Duration // the longest one write to a client may block (a client that stops reading)
+	ReadTimeout      time.Duration // the longest a request's body may take to arrive, from its headers on; 0: none
+	RequestTimeout   time.Duration // the longest a generation may run, from its submission on; 0: none
+	QueueTimeout     time.Duration // the longest a generation may wait for its first token; 0: none
 	Logger           *slog.Logger
 }
+
+// Why a generation was cut: the context causes the server cancels with.
+var (
+	errShutdown       = errors.New("the worker shut down")
+	errRequestTimeout = errors.New("the request's deadline passed")
+	errQueueTimeout   = errors.New("the request waited too long for a slot")
+)
+
+// Finish reasons of generations the worker cut: none of OpenAI's, so that
+// no client takes a cut answer for a whole one.
+const (
+	finishShutdown = "shutdown"
+	finishTimeout  = "timeout"
+)
 
 // Server states, in the order they come.
 const (
@@ -55,6 +73,11 @@ type Server struct {
 	backend  Backend
 	inflight atomic.Int64
 	handler  http.Handler
+
+	load     queueLoad
+	stopping context.Context // cancelled with errShutdown: every generation is cut
+	stop     context.CancelCauseFunc
+	cut      atomic.Int64 // generations cut by the shutdown
 }
 
 // NewServer makes the API in the loading state.
@@ -72,19 +95,22 @@ func NewServer(cfg ServerConfig) *Server {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, created: time.Now().Unix()}
+	s.stopping, s.stop = context.WithCancelCause(context.Background())
 	if cfg.APIToken != "" {
 		s.token = sha256.Sum256([]byte(cfg.APIToken))
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/health", s.health)
+	mux.HandleFunc("/ready", s.ready)
+	mux.HandleFunc("/live", s.live)
 	mux.HandleFunc("/v1/models", s.models)
 	mux.HandleFunc("/v1/completions", s.completions)
 	mux.HandleFunc("/v1/chat/completions", s.chatCompletions)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{Status: http.StatusNotFound, Type: "invalid_request_error",
-			Message: fmt.Sprintf("no endpoint %s %s: this worker serves GET /health, GET /v1/models, POST /v1/completions and POST /v1/chat/completions", r.Method, r.URL.Path)})
+			Message: fmt.Sprintf("no endpoint %s %s: this worker serves GET /health, GET /ready, GET /live, GET /v1/models, POST /v1/completions and POST /v1/chat/completions", r.Method, r.URL.Path)})
 	})
-	s.handler = s.recoverer(s.auth(mux))
+	s.handler = s.recoverer(s.readDeadline(s.auth(mux)))
 	return s
 }
 
@@ -101,6 +127,43 @@ func (s *Server) SetReady(b Backend) {
 
 // Drain refuses new generations (503); the ones under way go on.
 func (s *Server) Drain() { s.state.Store(stateDraining) }
+
+// Shutdown drains the server and waits for the generations under way to
+// end, until ctx ends; then it cuts the rest (streams end with an error
+// event, finish_reason "shutdown" and [DONE]; other requests get a 503)
+// and waits, for at most cutGrace, for their answers to be written. It
+// returns how many generations it cut. The listener is not the server's:
+// it stays open, and new requests get a 503 meanwhile.
+func (s *Server) Shutdown(ctx context.Context) int {
+	s.Drain()
+	if !s.waitIdle(ctx) {
+		s.stop(errShutdown)
+		grace, cancel := context.WithTimeout(context.Background(), cutGrace)
+		if !s.waitIdle(grace) {
+			s.log.Warn("cut requests still writing their answers", "in_flight", s.inflight.Load())
+		}
+		cancel()
+	}
+	return int(s.cut.Load())
+}
+
+// cutGrace bounds the writing of cut answers (a client that stopped
+// reading holds a write for up to WriteTimeout).
+const cutGrace = 10 * time.Second
+
+// waitIdle waits until no generation is under way (true) or ctx ends.
+func (s *Server) waitIdle(ctx context.Context) bool {
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for s.inflight.Load() > 0 {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-tick.C:
+		}
+	}
+	return true
+}
 
 // Status is "loading", "ready" or "draining".
 func (s *Server) Status() string { return stateNames[s.state.Load()] }
@@ -137,10 +200,10 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // writeError sends e in OpenAI's error shape.
 func writeError(w http.ResponseWriter, e *apiError) {
-	switch e.Status {
-	case http.StatusTooManyRequests:
-		w.Header().Set("Retry-After", "1")
-	case http.StatusServiceUnavailable:
+	switch {
+	case e.RetryAfter > 0:
+		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	case e.Status == http.StatusServiceUnavailable || e.Status == http.StatusTooManyRequests:
 		w.Header().Set("Retry-After", "5")
 	}
 	writeJSON(w, e.Status, map[string]*apiError{"error": e})
@@ -152,14 +215,17 @@ func methodNotAllowed(w http.ResponseWriter, r *http.Request, allow string) {
 		Message: fmt.Sprintf("%s %s: use %s", r.Method, r.URL.Path, allow)})
 }
 
-// auth wants the bearer token on every endpoint but GET /health, which
-// load balancers and the hive probe without credentials.
+// probes are the endpoints load balancers, orchestrators and the hive call
+// without credentials.
+var probes = map[string]bool{"/health": true, "/ready": true, "/live": true}
+
+// auth wants the bearer token on every endpoint but the probes.
 func (s *Server) auth(next http.Handler) http.Handler {
 	if s.cfg.APIToken == "" {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/health" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		if probes[r.URL.Path] && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -173,6 +239,22 @@ func (s *Server) auth(next http.Handler) http.Handler {
 				Message: "missing or wrong API key: send \"Authorization: Bearer <LLORCH_API_TOKEN>\""})
 			return
 		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// readDeadline bounds the time a request's body may take: a client that
+// stops sending it would hold its connection and its handler for good.
+// decodeBody lifts the deadline once the body is read, so that it never
+// cuts a stream (net/http cancels a request whose connection read fails).
+// http.Server.ReadTimeout would, hence the deadline per request.
+func (s *Server) readDeadline(next http.Handler) http.Handler {
+	if s.cfg.ReadTimeout <= 0 {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Not every writer has deadlines (httptest's recorder): that is no error.
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.ReadTimeout))
 		next.ServeHTTP(w, r)
 	})
 }
@@ -238,6 +320,28 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusOK
 	}
 	writeJSON(w, status, body)
+}
+
+// ready answers GET /ready: 200 when the worker takes requests, 503 while
+// it loads or drains; the status is in the body either way.
+func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
+	s.probe(w, r, s.state.Load() == stateReady)
+}
+
+// live answers GET /live: 200 while the process serves, whatever its
+// state, which the body says.
+func (s *Server) live(w http.ResponseWriter, r *http.Request) { s.probe(w, r, true) }
+
+func (s *Server) probe(w http.ResponseWriter, r *http.Request, ok bool) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		methodNotAllowed(w, r, "GET, HEAD")
+		return
+	}
+	status := http.StatusServiceUnavailable
+	if ok {
+		status = http.StatusOK
+	}
+	writeJSON(w, status, map[string]string{"status": s.Status()})
 }
 
 // models answers GET /v1/models with the one model this worker serves.
@@ -465,22 +569,47 @@ func finished(ev generate.Event) (string, bool) {
 // generate runs a checked job and answers with its result, whole or
 // streamed. The generation's context is the request's: a client that goes
 // away cancels it, and the handler waits for the backend to end the event
-// channel, so that nothing of the request outlives it.
+// channel, so that nothing of the request outlives it. The worker cancels
+// it too, with a cause the client is told: the shutdown, the request's
+// deadline, a wait too long for a slot. A stream opens with the
+// generation's first event, so that a request that never starts gets a
+// status rather than a broken stream.
 func (s *Server) generate(w http.ResponseWriter, r *http.Request, b Backend, j *job) {
 	s.inflight.Add(1)
 	defer s.inflight.Add(-1)
 	start := time.Now()
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	defer context.AfterFunc(s.stopping, func() { cancel(context.Cause(s.stopping)) })()
+	if d := s.cfg.RequestTimeout; d > 0 {
+		defer time.AfterFunc(d, func() { cancel(errRequestTimeout) }).Stop()
+	}
+	var queued *time.Timer
+	if d := s.cfg.QueueTimeout; d > 0 {
+		queued = time.AfterFunc(d, func() { cancel(errQueueTimeout) })
+		defer queued.Stop()
+	}
 	events, err := b.Generate(ctx, j.req)
 	if err != nil {
 		aerr := generateError(err, j)
+		if aerr.Status == http.StatusTooManyRequests {
+			aerr.RetryAfter = s.load.retryAfter()
+		}
 		s.log.Warn("generation refused", "id", j.id, "status", aerr.Status, "err", err)
 		writeError(w, aerr)
 		return
 	}
+	s.load.submitted()
+	started, counted := false, false
+	endLoad := func(took time.Duration) {
+		if !counted {
+			counted = true
+			s.load.ended(started, took)
+		}
+	}
 	defer func() {
-		cancel()
+		endLoad(0)
+		cancel(nil)
 		for range events { // the backend ends the channel once cancelled
 		}
 	}()
@@ -489,26 +618,36 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, b Backend, j *
 		firstAt   time.Duration
 		completed int
 		last      generate.Event
+		cause     error // why the worker cut the generation
 	)
 	rc := http.NewResponseController(w)
 	var sse *sseWriter
-	if j.stream {
-		sse = newSSEWriter(w, rc, s.cfg.WriteTimeout)
-		if f := j.format.first(); f != nil {
-			if sse.send(f) != nil {
-				return
+	stream := func() *sseWriter {
+		if sse == nil {
+			sse = newSSEWriter(w, rc, s.cfg.WriteTimeout)
+			if f := j.format.first(); f != nil {
+				sse.send(f) // a failure stays in sse: every later send fails
 			}
 		}
+		return sse
 	}
 	for ev := range events {
+		if !started {
+			started = true
+			s.load.started()
+			if queued != nil && !queued.Stop() {
+				cause = errQueueTimeout // its wait ran out as it began: it is being cancelled
+				break
+			}
+		}
 		if ev.Text != "" && firstAt == 0 {
 			firstAt = time.Since(start)
 		}
 		completed += len(ev.Tokens)
 		if ev.Text != "" {
-			if sse == nil {
+			if !j.stream {
 				text.WriteString(ev.Text)
-			} else if err := sse.send(j.format.chunk(ev.Text)); err != nil {
+			} else if err := stream().send(j.format.chunk(ev.Text)); err != nil {
 				s.log.Info("request cancelled: the client stopped reading", "id", j.id, "err", err)
 				return
 			}
@@ -517,13 +656,6 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, b Backend, j *
 			last = ev
 			break
 		}
-	}
-	if ctx.Err() != nil {
-		s.log.Info("request cancelled: the client went away or the worker is shutting down", "id", j.id, "after", time.Since(start).Round(time.Millisecond))
-		return
-	}
-	if !last.Done && last.Err == nil {
-		last.Err = errors.New("the backend ended the stream without a final event")
 	}
 	u := usage{PromptTokens: last.PromptTokens, CompletionTokens: last.CompletionTokens}
 	if u.PromptTokens == 0 {
@@ -534,6 +666,32 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, b Backend, j *
 	}
 	u.TotalTokens = u.PromptTokens + u.CompletionTokens
 	finish, ok := finished(last)
+	ok = ok && last.Done // not a generation the queue wait cut before its first event
+	if cause == nil && !ok && ctx.Err() != nil {
+		cause = context.Cause(ctx)
+	}
+	if ok {
+		endLoad(time.Since(start))
+	} else {
+		endLoad(0)
+	}
+	switch {
+	case cause == errQueueTimeout:
+		aerr := &apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: strp("queue_timeout"), RetryAfter: s.load.retryAfter(),
+			Message: fmt.Sprintf("the request waited %v for a slot (the worker's -queue-timeout): retry after Retry-After seconds, or on another worker", s.cfg.QueueTimeout)}
+		s.log.Warn("request cut: it waited too long for a slot", "id", j.id, "retry_after", aerr.RetryAfter)
+		writeError(w, aerr)
+		return
+	case cause == errShutdown || cause == errRequestTimeout:
+		s.cutShort(w, sse, j, cause, u, time.Since(start))
+		return
+	case !ok && ctx.Err() != nil:
+		s.log.Info("request cancelled: the client went away", "id", j.id, "after", time.Since(start).Round(time.Millisecond))
+		return
+	}
+	if !last.Done && last.Err == nil {
+		last.Err = errors.New("the backend ended the stream without a final event")
+	}
 	if !ok {
 		aerr := endError(last)
 		s.log.Error("generation failed", "id", j.id, "finish_reason", last.FinishReason, "err", last.Err)
@@ -545,11 +703,11 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, b Backend, j *
 		}
 		return
 	}
-	if sse == nil {
+	if !j.stream {
 		rc.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
 		writeJSON(w, http.StatusOK, j.format.whole(text.String(), finish, u))
 	} else {
-		if sse.send(j.format.final(finish, u)) != nil {
+		if stream().send(j.format.final(finish, u)) != nil {
 			return
 		}
 		if j.includeUsage && sse.send(j.format.usageOnly(u)) != nil {
@@ -567,6 +725,37 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, b Backend, j *
 		}
 	}
 	s.log.Info("generation done", attrs...)
+}
+
+// cutShort answers a generation the worker cut (the shutdown, the
+// request's deadline). A stream under way gets an error event, a final
+// chunk whose finish_reason says why ("shutdown", "timeout") and [DONE]:
+// a client that reads errors stops at the first, one that reads only
+// finish_reason still sees that the answer is not whole. A request that
+// has no stream open gets the error with its status: 503 for the
+// shutdown, 504 for the deadline.
+func (s *Server) cutShort(w http.ResponseWriter, sse *sseWriter, j *job, cause error, u usage, after time.Duration) {
+	finish := finishTimeout
+	aerr := &apiError{Status: http.StatusGatewayTimeout, Type: "server_error", Code: strp("request_timeout"),
+		Message: fmt.Sprintf("the generation was cut after %v (the worker's -request-timeout): ask for fewer tokens", s.cfg.RequestTimeout)}
+	if cause == errShutdown {
+		s.cut.Add(1)
+		finish = finishShutdown
+		aerr = &apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: strp("shutdown"),
+			Message: "the generation was cut: the worker shut down before it ended; send the request to another worker"}
+	}
+	s.log.Warn("request cut", "id", j.id, "finish_reason", finish, "completion_tokens", u.CompletionTokens, "after", after.Round(time.Millisecond))
+	if sse == nil {
+		writeError(w, aerr)
+		return
+	}
+	if sse.send(map[string]*apiError{"error": aerr}) != nil || sse.send(j.format.final(finish, u)) != nil {
+		return
+	}
+	if j.includeUsage && sse.send(j.format.usageOnly(u)) != nil {
+		return
+	}
+	sse.done()
 }
 
 // newID is an OpenAI-style id: prefix and 24 random hex digits.

@@ -144,6 +144,16 @@ func TestHealthAndModels(t *testing.T) {
 	code, _, body := ts.do(t, "GET", "/health", nil)
 	assert.Equal(t, http.StatusServiceUnavailable, code)
 	assert.JSONEq(t, `{"status":"loading","model":"llama-test","implementation":"rocm-go","version":"v0.test"}`, string(body))
+	probes := func(ready int, status string) {
+		t.Helper()
+		code, _, body := ts.do(t, "GET", "/ready", nil)
+		assert.Equal(t, ready, code)
+		assert.JSONEq(t, `{"status":"`+status+`"}`, string(body))
+		code, _, body = ts.do(t, "GET", "/live", nil)
+		assert.Equal(t, http.StatusOK, code, "live while it serves")
+		assert.JSONEq(t, `{"status":"`+status+`"}`, string(body))
+	}
+	probes(http.StatusServiceUnavailable, "loading")
 	code, _, body = ts.do(t, "POST", "/v1/completions", map[string]any{"prompt": "hi"})
 	assert.Equal(t, http.StatusServiceUnavailable, code)
 	assert.Equal(t, "model_loading", *decodeError(t, body).Error.Code)
@@ -159,6 +169,9 @@ func TestHealthAndModels(t *testing.T) {
 		"device":"hip:0","dtype":"bf16","context_length":64,"in_flight":0}`, string(body))
 	code, _, _ = ts.do(t, "HEAD", "/health", nil)
 	assert.Equal(t, http.StatusOK, code)
+	probes(http.StatusOK, "ready")
+	code, _, _ = ts.do(t, "POST", "/ready", nil)
+	assert.Equal(t, http.StatusMethodNotAllowed, code)
 	code, hdr, body := ts.do(t, "POST", "/health", nil)
 	assert.Equal(t, http.StatusMethodNotAllowed, code)
 	assert.Equal(t, "GET, HEAD", hdr.Get("Allow"))
@@ -195,6 +208,7 @@ func TestHealthAndModels(t *testing.T) {
 	code, _, body = ts.do(t, "GET", "/health", nil)
 	assert.Equal(t, http.StatusServiceUnavailable, code)
 	assert.Contains(t, string(body), `"status":"draining"`)
+	probes(http.StatusServiceUnavailable, "draining")
 	code, hdr, body = ts.do(t, "POST", "/v1/chat/completions", map[string]any{"messages": []any{map[string]any{"role": "user", "content": "hi"}}})
 	assert.Equal(t, http.StatusServiceUnavailable, code)
 	assert.Equal(t, "draining", *decodeError(t, body).Error.Code)
@@ -506,8 +520,10 @@ func TestBadRequests(t *testing.T) {
 func TestAuth(t *testing.T) {
 	fake := newFake()
 	ts := startServer(t, fake, func(c *ServerConfig) { c.APIToken = "s3cret-token" })
-	code, _, _ := ts.do(t, "GET", "/health", nil)
-	assert.Equal(t, http.StatusOK, code, "GET /health wants no token")
+	for _, path := range []string{"/health", "/ready", "/live"} {
+		code, _, _ := ts.do(t, "GET", path, nil)
+		assert.Equal(t, http.StatusOK, code, "GET %s wants no token", path)
+	}
 	for _, h := range []string{"", "s3cret-token", "Bearer", "Bearer ", "Bearer s3cret-toke", "Bearer s3cret-token-", "Basic s3cret-token", "Bearer S3CRET-TOKEN"} {
 		for _, path := range []string{"/v1/models", "/v1/completions", "/v1/chat/completions", "/nothing"} {
 			method := "POST"
@@ -520,7 +536,7 @@ func TestAuth(t *testing.T) {
 			assert.Contains(t, hdr.Get("WWW-Authenticate"), "Bearer")
 		}
 	}
-	code, _, _ = ts.do(t, "POST", "/health", nil)
+	code, _, _ := ts.do(t, "POST", "/health", nil)
 	assert.Equal(t, http.StatusUnauthorized, code, "only GET and HEAD of /health are open")
 	for _, h := range []string{"Bearer s3cret-token", "bearer s3cret-token", "Bearer  s3cret-token "} {
 		code, _, body := ts.do(t, "GET", "/v1/models", nil, "Authorization", h)
@@ -547,10 +563,11 @@ func TestQueueFull(t *testing.T) {
 		done <- resp.StatusCode
 	}()
 	<-fake.started
+	require.Eventually(t, func() bool { w, r := ts.api.load.counts(); return w == 0 && r == 1 }, 5*time.Second, time.Millisecond, "the first is running")
 	code, hdr, body := ts.do(t, "POST", "/v1/chat/completions", `{"messages": [{"role": "user", "content": "x"}], "stream": true}`)
 	assert.Equal(t, http.StatusTooManyRequests, code)
 	assert.Equal(t, "queue_full", *decodeError(t, body).Error.Code)
-	assert.Equal(t, "1", hdr.Get("Retry-After"))
+	assert.Equal(t, "10", hdr.Get("Retry-After"), "one running, none finished yet: unknownDuration")
 	assert.Equal(t, http.StatusOK, <-done)
 	code, _, _ = ts.do(t, "POST", "/v1/completions", `{"prompt": "x", "max_tokens": 1}`)
 	assert.Equal(t, http.StatusOK, code, "the slot is free again")
@@ -671,4 +688,141 @@ func TestUnderLoad(t *testing.T) {
 	}
 	assert.Greater(t, rep.TTFTP50, time.Duration(0))
 	assert.Eventually(t, func() bool { return fake.active.Load() == 0 }, 5*time.Second, time.Millisecond)
+}
+
+// counts is the generations waiting and running.
+func (q *queueLoad) counts() (waiting, running int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.waiting, q.running
+}
+
+func TestEstimateWait(t *testing.T) {
+	for _, c := range []struct {
+		waiting, running int
+		mean             time.Duration
+		want             int
+	}{
+		{0, 1, 4 * time.Second, 4},
+		{3, 2, 10 * time.Second, 20},
+		{1, 4, 3 * time.Second, 2}, // 1.5 s, rounded up
+		{0, 0, 100 * time.Millisecond, 1},
+		{1000, 1, 10 * time.Second, maxRetryAfter},
+	} {
+		assert.Equal(t, c.want, estimateWait(c.waiting, c.running, c.mean), "%+v", c)
+	}
+	var q queueLoad
+	assert.Equal(t, 10, q.retryAfter(), "nothing known: unknownDuration")
+	for _, d := range []time.Duration{2 * time.Second, 6 * time.Second} {
+		q.submitted()
+		q.started()
+		q.ended(true, d)
+	}
+	q.submitted()
+	q.submitted()
+	q.started()
+	assert.Equal(t, 8, q.retryAfter(), "one waiting, one running, 4 s each")
+	q.ended(false, 0)
+	q.ended(true, 0)
+	w, r := q.counts()
+	assert.Equal(t, [2]int{0, 0}, [2]int{w, r})
+}
+
+// TestRequestTimeout: a generation past -request-timeout is cut, and the
+// client is told so.
+func TestRequestTimeout(t *testing.T) {
+	fake := newFake()
+	fake.ctxLen = 1 << 20
+	fake.delay = 10 * time.Millisecond
+	ts := startServer(t, fake, func(c *ServerConfig) { c.RequestTimeout = 200 * time.Millisecond })
+	start := time.Now()
+	code, _, body := ts.do(t, "POST", "/v1/completions", `{"prompt": "x", "max_tokens": 100000, "stream": true}`)
+	assert.GreaterOrEqual(t, time.Since(start), 200*time.Millisecond)
+	require.Equal(t, http.StatusOK, code)
+	evs := sseEvents(t, body)
+	n := len(evs)
+	require.Greater(t, n, 2, "tokens, then the error and the final chunk")
+	assert.Equal(t, "request_timeout", evs[n-2]["error"].(map[string]any)["code"])
+	assert.Equal(t, "timeout", evs[n-1]["choices"].([]any)[0].(map[string]any)["finish_reason"])
+	assert.Equal(t, float64(n-2), evs[n-1]["usage"].(map[string]any)["completion_tokens"])
+
+	code, _, body = ts.do(t, "POST", "/v1/completions", `{"prompt": "x", "max_tokens": 100000}`)
+	assert.Equal(t, http.StatusGatewayTimeout, code)
+	e := decodeError(t, body)
+	assert.Equal(t, "request_timeout", *e.Error.Code)
+	assert.Contains(t, e.Error.Message, "-request-timeout")
+	assert.Equal(t, int32(2), fake.cancelled.Load())
+	assert.Zero(t, ts.api.cut.Load(), "a deadline is no shutdown")
+	assert.Contains(t, ts.log.String(), "finish_reason=timeout")
+}
+
+// TestQueueTimeout: a request that waits past -queue-timeout for a slot
+// gets a 503 whose Retry-After comes from the queue, and never starts.
+func TestQueueTimeout(t *testing.T) {
+	fake := newFake()
+	fake.ctxLen = 1 << 20
+	fake.delay = 10 * time.Millisecond
+	fake.running = make(chan struct{}, 1)
+	ts := startServer(t, fake, func(c *ServerConfig) { c.QueueTimeout = 200 * time.Millisecond })
+	for range 3 { // recent generations took 4 s each
+		ts.api.load.submitted()
+		ts.api.load.started()
+		ts.api.load.ended(true, 4*time.Second)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "POST", ts.URL+"/v1/completions", strings.NewReader(`{"prompt": "x", "max_tokens": 100000, "stream": true}`))
+	resp, err := ts.Client().Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	_, err = bufio.NewReader(resp.Body).ReadString('\n')
+	require.NoError(t, err, "the first holds the one slot")
+
+	for _, stream := range []bool{true, false} {
+		start := time.Now()
+		code, hdr, body := ts.do(t, "POST", "/v1/chat/completions",
+			fmt.Sprintf(`{"messages": [{"role": "user", "content": "x"}], "stream": %v}`, stream))
+		assert.GreaterOrEqual(t, time.Since(start), 200*time.Millisecond)
+		assert.Equal(t, http.StatusServiceUnavailable, code, "stream %v: a status, not a stream", stream)
+		e := decodeError(t, body)
+		assert.Equal(t, "queue_timeout", *e.Error.Code)
+		assert.Contains(t, e.Error.Message, "-queue-timeout")
+		assert.Equal(t, "4", hdr.Get("Retry-After"), "none waiting, one running, 4 s each")
+	}
+	assert.Len(t, fake.requests(), 3, "the two that waited were submitted")
+	assert.Equal(t, int32(2), fake.cancelled.Load(), "and cancelled before they began")
+	w, r := ts.api.load.counts()
+	assert.Equal(t, [2]int{0, 1}, [2]int{w, r})
+	assert.Equal(t, 3, ts.api.load.n, "a request that never began is no duration")
+	assert.Contains(t, ts.log.String(), "waited too long for a slot")
+}
+
+// TestReadTimeout: a body that stops arriving gets a 408 at -read-timeout
+// and its connection closed; a stream that outlasts it is not cut.
+func TestReadTimeout(t *testing.T) {
+	fake := newFake()
+	fake.delay = 15 * time.Millisecond
+	ts := startServer(t, fake, func(c *ServerConfig) { c.ReadTimeout = 150 * time.Millisecond })
+	conn, err := net.Dial("tcp", ts.Listener.Addr().String())
+	require.NoError(t, err)
+	defer conn.Close()
+	start := time.Now()
+	fmt.Fprintf(conn, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"prompt\": ")
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(5*time.Second)))
+	rd := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(rd, nil)
+	require.NoError(t, err, "an answer, not a connection held")
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.GreaterOrEqual(t, time.Since(start), 150*time.Millisecond)
+	assert.Equal(t, http.StatusRequestTimeout, resp.StatusCode)
+	assert.Equal(t, "request_timeout", *decodeError(t, body).Error.Code)
+	_, err = rd.ReadByte()
+	assert.ErrorIs(t, err, io.EOF, "the connection is closed")
+
+	code, _, body := ts.do(t, "POST", "/v1/completions", `{"prompt": "x", "max_tokens": 30, "stream": true}`)
+	require.Equal(t, http.StatusOK, code)
+	evs := sseEvents(t, body)
+	require.Len(t, evs, 30+1, "every token of a stream longer than the read timeout")
+	assert.Equal(t, "length", evs[30]["choices"].([]any)[0].(map[string]any)["finish_reason"])
 }
