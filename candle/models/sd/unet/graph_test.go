@@ -15,9 +15,8 @@ import (
 
 func TestCaptureNeedsAHIPDevice(t *testing.T) {
 	m, g := load(t, "sd", candle.CPU(), candle.F32)
-	xv, xs := flat4(g.X)
-	tv, ts := flat3(g.Text)
-	_, _, err := m.Capture(tensorOf(t, candle.CPU(), candle.F32, xv, xs...), g.T, Cond{Text: tensorOf(t, candle.CPU(), candle.F32, tv, ts...)})
+	x, c := inputs(t, m, g, candle.CPU(), candle.F32)
+	_, _, err := m.Capture(x, g.T, c)
 	assert.ErrorIs(t, err, errs.ErrDevice)
 }
 
@@ -51,18 +50,7 @@ func TestGPUCaptured(t *testing.T) {
 	for _, dt := range []candle.DType{candle.F32, candle.F16} {
 		for _, dir := range []string{"sd", "xl"} {
 			m, g := load(t, dir, dev, dt)
-			xv, xs := flat4(g.X)
-			tv, ts := flat3(g.Text)
-			x := tensorOf(t, dev, dt, xv, xs...)
-			c := Cond{Text: tensorOf(t, dev, dt, tv, ts...)}
-			if m.Config().TextTime() {
-				var ev []float64
-				for _, r := range g.TextEmbeds {
-					ev = append(ev, r...)
-				}
-				c.TextEmbeds = tensorOf(t, dev, dt, ev, len(g.TextEmbeds), len(g.TextEmbeds[0]))
-				c.TimeIDs = g.TimeIDs
-			}
+			x, c := inputs(t, m, g, dev, dt)
 			cg, y, err := m.Capture(x, g.T, c)
 			require.NoError(t, err, "%s %s", dir, dt)
 			want, err := m.Forward(x, g.T, c)
@@ -110,18 +98,7 @@ func TestForwardFreesWhatItMakes(t *testing.T) {
 	dev := candle.CPU()
 	for _, dir := range []string{"sd", "xl"} {
 		m, g := load(t, dir, dev, candle.F32)
-		xv, xs := flat4(g.X)
-		tv, ts := flat3(g.Text)
-		c := Cond{Text: tensorOf(t, dev, candle.F32, tv, ts...)}
-		if m.Config().TextTime() {
-			var ev []float64
-			for _, r := range g.TextEmbeds {
-				ev = append(ev, r...)
-			}
-			c.TextEmbeds = tensorOf(t, dev, candle.F32, ev, len(g.TextEmbeds), len(g.TextEmbeds[0]))
-			c.TimeIDs = g.TimeIDs
-		}
-		x := tensorOf(t, dev, candle.F32, xv, xs...)
+		x, c := inputs(t, m, g, dev, candle.F32)
 		before := dev.MemoryStats().InUse
 		y, err := m.Forward(x, g.T, c)
 		require.NoError(t, err)

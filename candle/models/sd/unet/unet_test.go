@@ -77,21 +77,28 @@ func flat3(x [][][]float64) ([]float64, []int) {
 	return v, []int{len(x), len(x[0]), len(x[0][0])}
 }
 
+// inputs are a golden's latents and conditioning on dev in dt.
+func inputs(t *testing.T, m *Model, g golden, dev candle.Device, dt candle.DType) (*candle.Tensor, Cond) {
+	t.Helper()
+	xv, xs := flat4(g.X)
+	tv, ts := flat3(g.Text)
+	c := Cond{Text: tensorOf(t, dev, dt, tv, ts...)}
+	if m.Config().TextTime() {
+		var ev []float64
+		for _, r := range g.TextEmbeds {
+			ev = append(ev, r...)
+		}
+		c.TextEmbeds = tensorOf(t, dev, dt, ev, len(g.TextEmbeds), len(g.TextEmbeds[0]))
+		c.TimeIDs = g.TimeIDs
+	}
+	return tensorOf(t, dev, dt, xv, xs...), c
+}
+
 func checkAgainstDiffusers(t *testing.T, dev candle.Device, dt candle.DType, tol float64) {
 	for _, dir := range []string{"sd", "xl"} {
 		m, g := load(t, dir, dev, dt)
-		xv, xs := flat4(g.X)
-		tv, ts := flat3(g.Text)
-		c := Cond{Text: tensorOf(t, dev, dt, tv, ts...)}
-		if m.Config().TextTime() {
-			var ev []float64
-			for _, r := range g.TextEmbeds {
-				ev = append(ev, r...)
-			}
-			c.TextEmbeds = tensorOf(t, dev, dt, ev, len(g.TextEmbeds), len(g.TextEmbeds[0]))
-			c.TimeIDs = g.TimeIDs
-		}
-		y, err := m.Forward(tensorOf(t, dev, dt, xv, xs...), g.T, c)
+		x, c := inputs(t, m, g, dev, dt)
+		y, err := m.Forward(x, g.T, c)
 		require.NoError(t, err)
 		want, ws := flat4(g.Out)
 		require.Equal(t, candle.Shape(ws), y.Shape())
