@@ -55,7 +55,7 @@ func parse(args []string, stderr io.Writer) (mkmodel.Spec, options, error) {
 	}
 	slices.Sort(names)
 	preset := fs.String("preset", "tiny", "the shape to start from: "+strings.Join(names, ", "))
-	out := fs.String("out", "", "the folder to write (made if need be), or the file with -gguf (required)")
+	out := fs.String("out", "", "the folder to write, or the file with -gguf: made, with the folders above it, if need be (required)")
 	ggufType := fs.String("gguf", "", "write one GGUF file (llama.cpp's format) with the matrices in this type: f32, f16, bf16, q8_0, q4_0, q4_k, q6_k, ...")
 	dtype := fs.String("dtype", "", "f32, f16 or bf16 (default: the preset's)")
 	family := fs.String("family", "", "llama, mistral or qwen2 (default: the preset's)")

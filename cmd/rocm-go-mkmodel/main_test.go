@@ -35,7 +35,7 @@ func TestRun(t *testing.T) {
 
 func TestRunGGUF(t *testing.T) {
 	var out, errs bytes.Buffer
-	path := filepath.Join(t.TempDir(), "m.gguf")
+	path := filepath.Join(t.TempDir(), "models", "m.gguf") // its folder made if need be, as a folder's is
 	require.NoError(t, run([]string{"-out", path, "-gguf", "q8_0", "-hidden", "64", "-layers", "1", "-heads", "2"}, &out, &errs))
 	assert.Contains(t, out.String(), "GGUF")
 	f, err := gguf.Open(path)

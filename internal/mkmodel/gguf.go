@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 
@@ -68,6 +69,10 @@ func WriteGGUF(path string, s Spec, typ candle.GGMLType, progress func(Progress)
 	factors := s.ropeFactors()
 	if factors != nil {
 		gs = append(gs, gguf.TensorSpec{Name: "rope_freqs.weight", Dims: []int{len(factors)}, Type: candle.GGMLF32})
+	}
+	// The folder is made if need be, as Write makes its own.
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("mkmodel: %w", err)
 	}
 	f, err := os.Create(path)
 	if err != nil {
