@@ -683,6 +683,10 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, b Backend, j *
 		writeError(w, aerr)
 		return
 	case cause == errShutdown || cause == errRequestTimeout:
+		// The tokens the client got: the backend's count may hold one
+		// drawn as it was cancelled, never delivered.
+		u.CompletionTokens = completed
+		u.TotalTokens = u.PromptTokens + completed
 		s.cutShort(w, sse, j, cause, u, time.Since(start))
 		return
 	case !ok && ctx.Err() != nil:
