@@ -71,12 +71,12 @@ func TestForwardPeak(t *testing.T) {
 // TestGPUForwardPeak is TestForwardPeak with SD 1.5's channels (320,
 // 640, 1280, 1280) in F16 on the GPU, at 512² images with guidance
 // (batch 2, 64×64 latents), its convolutions' workspaces from the same
-// pool counted: 4.80× on an H200 (cuDNN 9) before the transformer layers
-// dropped their steps' tensors, which lowers it.
+// pool counted: 2.74× on an H200 (cuDNN 9), 4.80× before the transformer
+// layers dropped their steps' tensors.
 func TestGPUForwardPeak(t *testing.T) {
 	dev, err := candle.HIP(0)
 	testenv.Need(t, 2, "a GPU", err)
 	peak, largest := forwardPeak(t, dev, candle.F16, []int{320, 640, 1280, 1280}, 8, 32, 2, 64)
 	t.Logf("forward of 2×4×64×64 latents: peak %d bytes above the weights, largest activation %d (%.2f×)", peak, largest, float64(peak)/float64(largest))
-	assert.LessOrEqual(t, peak, 5*largest, "the forward's peak, above the weights")
+	assert.LessOrEqual(t, peak, 7*largest/2, "the forward's peak, above the weights")
 }
