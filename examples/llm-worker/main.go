@@ -19,14 +19,10 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime/debug"
-	"strconv"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -34,12 +30,13 @@ import (
 
 	"github.com/rocm-go/rocm/candle/models"
 	"github.com/rocm-go/rocm/candle/models/generate"
+	"github.com/rocm-go/rocm/internal/worker"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	a := &app{stderr: os.Stderr, getenv: os.Getenv, open: openBackend, heartbeatEvery: 30 * time.Second, signalsHandled: stop}
+	a := &app{stderr: os.Stderr, getenv: os.Getenv, open: openBackend, signalsHandled: stop}
 	os.Exit(a.run(ctx, os.Args[1:]))
 }
 
@@ -48,7 +45,6 @@ type app struct {
 	stderr         io.Writer
 	getenv         func(string) string
 	open           OpenFunc
-	heartbeatEvery time.Duration
 	onListen       func(net.Addr) // tests learn the port here
 	signalsHandled func()         // called once shutdown begins: a second signal then kills
 }
@@ -59,7 +55,7 @@ type config struct {
 	port                                        int
 	device, dtype                               string
 	maxBatch, maxQueue, maxTokensDefault        int
-	shutdownTimeout                             time.Duration
+	shutdownTimeout, heartbeatEvery             time.Duration
 	readTimeout, requestTimeout, queueTimeout   time.Duration
 	verbose                                     bool
 
@@ -78,6 +74,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.StringVar(&c.host, "host", "0.0.0.0", "the address to listen on")
 	fs.IntVar(&c.port, "port", 8080, "the port to listen on (0: any free port)")
 	fs.StringVar(&c.hiveURL, "hive-url", "", "the hive to send heartbeats to (a URL without a path posts to its /v1/heartbeat)")
+	fs.DurationVar(&c.heartbeatEvery, "heartbeat-interval", 30*time.Second, "how often to send a heartbeat to the hive (besides at each change of state)")
 	fs.StringVar(&c.device, "device", "auto", "the device: auto (the GPU when there is one), cpu, or hip:N")
 	rocmDevice := fs.Int("rocm-device", -1, "the GPU ordinal: the same as -device hip:N")
 	fs.StringVar(&c.dtype, "dtype", "auto", "the weights' dtype: auto (the model's own on a GPU), bf16, f16 or f32")
@@ -106,7 +103,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	var err error
-	if c.device, err = resolveDevice(c.device, set["device"], *rocmDevice, set["rocm-device"]); err != nil {
+	if c.device, err = worker.ResolveDevice(c.device, set["device"], *rocmDevice, set["rocm-device"]); err != nil {
 		return nil, err
 	}
 	if c.dtype, err = resolveDType(c.dtype); err != nil {
@@ -119,17 +116,19 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 		return nil, fmt.Errorf("-max-batch %d: want 0 (the engine chooses) or more", c.maxBatch)
 	case c.maxQueue < 0:
 		return nil, fmt.Errorf("-max-queue %d: want 0 (the engine chooses) or more", c.maxQueue)
+	case c.heartbeatEvery <= 0:
+		return nil, fmt.Errorf("-heartbeat-interval %v: want more than 0", c.heartbeatEvery)
 	case c.maxTokensDefault < 1:
 		return nil, fmt.Errorf("-max-tokens-default %d: want at least 1", c.maxTokensDefault)
 	}
 	for name, d := range map[string]time.Duration{"shutdown-timeout": c.shutdownTimeout, "read-timeout": c.readTimeout,
-		"request-timeout": c.requestTimeout, "queue-timeout": c.queueTimeout} {
+		"request-timeout": c.requestTimeout, "queue-timeout": c.queueTimeout, "heartbeat-interval": c.heartbeatEvery} {
 		if d < 0 {
 			return nil, fmt.Errorf("-%s %v: want 0 or more (see -h)", name, d)
 		}
 	}
 	if c.hiveURL != "" {
-		if c.hiveURL, err = heartbeatURL(c.hiveURL); err != nil {
+		if c.hiveURL, err = worker.HeartbeatURL(c.hiveURL); err != nil {
 			return nil, err
 		}
 	}
@@ -143,35 +142,6 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 		c.modelRef = strings.TrimSuffix(filepath.Base(filepath.Clean(c.modelDir)), ".gguf")
 	}
 	return c, nil
-}
-
-// resolveDevice merges -device and -rocm-device into "auto", "cpu" or
-// "hip:N".
-func resolveDevice(device string, deviceSet bool, rocm int, rocmSet bool) (string, error) {
-	d := strings.ToLower(strings.TrimSpace(device))
-	switch {
-	case d == "auto" || d == "cpu":
-	case strings.HasPrefix(d, "hip:") || strings.HasPrefix(d, "rocm:"):
-		_, num, _ := strings.Cut(d, ":")
-		n, err := strconv.Atoi(num)
-		if err != nil || n < 0 {
-			return "", fmt.Errorf("-device %q: the GPU ordinal must be a number ≥ 0", device)
-		}
-		d = "hip:" + strconv.Itoa(n)
-	default:
-		return "", fmt.Errorf("-device %q: want auto, cpu or hip:N", device)
-	}
-	if !rocmSet {
-		return d, nil
-	}
-	if rocm < 0 {
-		return "", fmt.Errorf("-rocm-device %d: want a GPU ordinal ≥ 0", rocm)
-	}
-	r := "hip:" + strconv.Itoa(rocm)
-	if deviceSet && d != r {
-		return "", fmt.Errorf("-rocm-device %d and -device %s disagree: give one of them", rocm, device)
-	}
-	return r, nil
 }
 
 // resolveDType checks -dtype.
@@ -221,37 +191,6 @@ func inspectModel(dir string) (bytes int64, files int, err error) {
 	return bytes, len(shards), nil
 }
 
-// version is the worker's build: the module version, else the VCS
-// revision, else "devel".
-func version() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "devel"
-	}
-	if v := bi.Main.Version; v != "" && v != "(devel)" {
-		return v
-	}
-	rev, dirty := "", false
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			dirty = s.Value == "true"
-		}
-	}
-	if rev == "" {
-		return "devel"
-	}
-	if len(rev) > 12 {
-		rev = rev[:12]
-	}
-	if dirty {
-		rev += "-dirty"
-	}
-	return rev
-}
-
 // run is the worker's life: flags, listen, load, warm up, serve, drain.
 // It returns the exit status: 2 for bad flags, 1 for a failure, 0 after a
 // clean shutdown, exitCut after a shutdown that cut requests.
@@ -270,104 +209,28 @@ func (a *app) run(ctx context.Context, args []string) int {
 	}
 	logHandler := slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level})
 	log := slog.New(logHandler)
-	ver := version()
+	ver := worker.Version()
 
 	token := strings.TrimSpace(a.getenv("LLORCH_API_TOKEN")) // as read from a file, with its newline
 	srv := NewServer(ServerConfig{ModelID: cfg.modelRef, Version: ver, MaxTokensDefault: cfg.maxTokensDefault, APIToken: token, Logger: log,
 		ReadTimeout: cfg.readTimeout, RequestTimeout: cfg.requestTimeout, QueueTimeout: cfg.queueTimeout})
-	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.host, strconv.Itoa(cfg.port)))
+	host, err := worker.Listen(worker.HostConfig{Name: "llm-worker", Host: cfg.host, Port: cfg.port, WorkerID: cfg.workerID, Model: cfg.modelRef,
+		Device: cfg.device, HiveURL: cfg.hiveURL, HeartbeatEvery: cfg.heartbeatEvery, Load: srv.Load, ShutdownTimeout: cfg.shutdownTimeout, Token: token,
+		Version: ver, Log: log, LogHandler: logHandler, OnListen: a.onListen, SignalsHandled: a.signalsHandled}, srv.Gate(), srv.Handler())
 	if err != nil {
-		log.Error("cannot listen", "err", err)
+		log.Error(err.Error())
 		return 1
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	if cfg.workerID == "" {
-		host, _ := os.Hostname()
-		cfg.workerID = fmt.Sprintf("llm-worker-%s-%d", host, port)
-	}
-	// Requests live in baseCtx: cancelling it ends the handlers that the
-	// drain has not ended (a body still arriving).
-	baseCtx, cancelRequests := context.WithCancel(context.Background())
-	defer cancelRequests()
-	// No ReadTimeout: it would cut streams; the server bounds each body.
-	hs := &http.Server{
-		Handler:           srv.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-		BaseContext:       func(net.Listener) context.Context { return baseCtx },
-		ErrorLog:          slog.NewLogLogger(logHandler, slog.LevelDebug),
-	}
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- hs.Serve(ln) }()
-	if a.onListen != nil {
-		a.onListen(ln.Addr())
-	}
-	auth := "bearer token (LLORCH_API_TOKEN)"
-	if token == "" {
-		auth = "none"
-		if ip := net.ParseIP(cfg.host); ip == nil || !ip.IsLoopback() {
-			log.Warn("LLORCH_API_TOKEN is not set: anyone who reaches this port can use the model")
-		}
-	}
-	log.Info("listening", "addr", ln.Addr().String(), "worker_id", cfg.workerID, "model", cfg.modelRef, "auth", auth, "version", ver)
-
-	var device atomic.Value // for heartbeats: the flag's until the model says
-	device.Store(hiveDevice(cfg.device))
-	var hb *Heartbeat
-	hbCtx, stopHeartbeat := context.WithCancel(context.Background())
-	defer stopHeartbeat()
-	if cfg.hiveURL != "" {
-		hb = &Heartbeat{URL: cfg.hiveURL, Interval: a.heartbeatEvery, Logger: log, Payload: func() HeartbeatPayload {
-			return HeartbeatPayload{WorkerID: cfg.workerID, Model: cfg.modelRef, Device: device.Load().(string), Port: port,
-				Status: srv.Status(), Implementation: implementation, Version: ver}
-		}}
-		hb.Start(hbCtx)
-		log.Info("heartbeats", "url", cfg.hiveURL, "every", a.heartbeatEvery)
-	}
-	// drain ends the worker: refuse new work (the listener stays open: new
-	// requests and probes get 503 "draining"), tell the hive, let what is
-	// under way finish within the timeout, then cut it. It returns how many
-	// requests it cut.
 	drain := func(b Backend) int {
-		if a.signalsHandled != nil {
-			a.signalsHandled()
+		if b == nil {
+			return host.Drain(nil)
 		}
-		srv.Drain()
-		if hb != nil {
-			stopHeartbeat()
-			hb.Wait()
-			bctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			if err := hb.Beat(bctx); err != nil {
-				log.Warn("last heartbeat failed", "err", err)
-			}
-			cancel()
-		}
-		log.Info("shutting down: finishing the requests under way", "in_flight", srv.InFlight(), "timeout", cfg.shutdownTimeout)
-		sctx, cancel := context.WithTimeout(context.Background(), cfg.shutdownTimeout)
-		cut := srv.Shutdown(sctx)
-		cancel()
-		if cut > 0 {
-			log.Warn("shutdown timeout: the requests under way were cut", "cut", cut)
-		}
-		sctx, cancel = context.WithTimeout(context.Background(), closeGrace)
-		if hs.Shutdown(sctx) != nil {
-			cancelRequests()
-			hs.Close()
-		}
-		cancel()
-		if b != nil {
-			if err := b.Close(); err != nil {
-				log.Warn("closing the model", "err", err)
-			}
-		}
-		log.Info("stopped", "cut", cut)
-		return cut
+		return host.Drain(b.Close)
 	}
 
 	log.Info("loading the model", "dir", cfg.modelDir, "weights", humanize.IBytes(uint64(cfg.weightBytes)), "files", cfg.weightFiles,
 		"device", cfg.device, "dtype", cfg.dtype)
-	bar := NewProgressBar(a.stderr, "loading weights")
+	bar := worker.NewProgressBar(a.stderr, "loading weights")
 	type loaded struct {
 		b   Backend
 		err error
@@ -390,6 +253,7 @@ func (a *app) run(ctx context.Context, args []string) int {
 		bar.Finish()
 		if l.err != nil {
 			log.Error("loading the model failed", "err", l.err)
+			srv.Gate().SetFailed(l.err.Error())
 			drain(nil)
 			return 1
 		}
@@ -397,7 +261,7 @@ func (a *app) run(ctx context.Context, args []string) int {
 	}
 	took := time.Since(start)
 	info := b.Info()
-	device.Store(hiveDevice(info.Device))
+	host.SetDevice(info.Device)
 	log.Info("model loaded", "took", took.Round(time.Millisecond), "device", info.Device, "dtype", info.DType,
 		"rate", humanize.IBytes(uint64(float64(cfg.weightBytes)/max(took.Seconds(), 1e-9)))+"/s",
 		"device_memory", humanize.IBytes(uint64(info.DeviceMemory)), "kv_cache", fmt.Sprintf("%s tokens", humanize.Comma(int64(info.CacheTokens))),
@@ -412,32 +276,22 @@ func (a *app) run(ctx context.Context, args []string) int {
 		return 1
 	}
 	srv.SetReady(b)
-	if hb != nil {
-		hb.Kick()
-	}
-	log.Info("ready", "url", fmt.Sprintf("http://%s", ln.Addr()), "model", cfg.modelRef)
+	host.Changed()
+	log.Info("ready", "url", fmt.Sprintf("http://%s", host.Addr()), "model", cfg.modelRef)
 
 	code := 0
 	select {
 	case <-ctx.Done():
 		log.Info("signal received")
-	case err := <-serveErr:
+	case err := <-host.ServeErr():
 		log.Error("serving failed", "err", err)
 		code = 1
 	}
 	if drain(b) > 0 && code == 0 {
-		code = exitCut
+		code = worker.ExitCut
 	}
 	return code
 }
-
-// exitCut is the exit status of a shutdown that cut requests: a
-// supervisor can tell it from a clean one (0) and from a failure (1).
-const exitCut = 3
-
-// closeGrace bounds, once the generations have ended, the requests still
-// arriving when the listener closes.
-const closeGrace = 5 * time.Second
 
 // warmUp generates a few tokens once, so that the first client does not
 // pay for compiling kernels and capturing graphs.

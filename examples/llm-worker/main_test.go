@@ -21,6 +21,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rocm-go/rocm/candle/safetensors"
+	"github.com/rocm-go/rocm/internal/worker"
+	"github.com/rocm-go/rocm/internal/worker/workertest"
 )
 
 // modelDir makes a folder that looks like a Hugging Face model.
@@ -47,14 +49,15 @@ func TestFlags(t *testing.T) {
 	assert.Equal(t, 30*time.Second, c.readTimeout)
 	assert.Equal(t, time.Duration(0), c.requestTimeout, "no limit")
 	assert.Equal(t, 60*time.Second, c.queueTimeout)
+	assert.Equal(t, 30*time.Second, c.heartbeatEvery)
 
 	c, err = parseFlags([]string{"-model", dir, "-model-ref", "meta-llama/Llama-3.2-1B", "-worker-id", "w7", "-port", "0", "-rocm-device", "2",
 		"-dtype", "BF16", "-max-batch", "8", "-max-queue", "64", "-max-tokens-default", "100", "-hive-url", "http://127.0.0.1:7833",
-		"-shutdown-timeout", "5s", "-read-timeout", "3s", "-request-timeout", "2m", "-queue-timeout", "0", "-v"}, io.Discard)
+		"-shutdown-timeout", "5s", "-read-timeout", "3s", "-request-timeout", "2m", "-queue-timeout", "0", "-heartbeat-interval", "5s", "-v"}, io.Discard)
 	require.NoError(t, err)
 	assert.Equal(t, &config{workerID: "w7", modelDir: dir, modelRef: "meta-llama/Llama-3.2-1B", host: "0.0.0.0", hiveURL: "http://127.0.0.1:7833/v1/heartbeat",
 		port: 0, device: "hip:2", dtype: "bf16", maxBatch: 8, maxQueue: 64, maxTokensDefault: 100, shutdownTimeout: 5 * time.Second,
-		readTimeout: 3 * time.Second, requestTimeout: 2 * time.Minute, verbose: true,
+		readTimeout: 3 * time.Second, requestTimeout: 2 * time.Minute, heartbeatEvery: 5 * time.Second, verbose: true,
 		weightBytes: 3000, weightFiles: 2}, c)
 	for _, d := range [][2]string{{"cpu", "cpu"}, {"HIP:1", "hip:1"}, {"rocm:0", "hip:0"}, {" auto ", "auto"}} {
 		c, err := parseFlags([]string{"-model", dir, "-device", d[0]}, io.Discard)
@@ -92,6 +95,7 @@ func TestFlags(t *testing.T) {
 		{[]string{"-model", dir, "-read-timeout", "-1s"}, "-read-timeout -1s: want 0 or more"},
 		{[]string{"-model", dir, "-request-timeout", "-1s"}, "-request-timeout -1s"},
 		{[]string{"-model", dir, "-queue-timeout", "-1s"}, "-queue-timeout -1s"},
+		{[]string{"-model", dir, "-heartbeat-interval", "0s"}, "-heartbeat-interval 0s: want more than 0"},
 		{[]string{"-model", dir, "-hive-url", "hive:7833"}, "-hive-url"},
 		{[]string{"-model", dir, "extra"}, "unexpected argument \"extra\""},
 		{[]string{"-model", dir, "-port", "x"}, "invalid value"},
@@ -105,7 +109,7 @@ func TestFlags(t *testing.T) {
 }
 
 func TestRunFlagErrors(t *testing.T) {
-	var out logBuffer
+	var out workertest.LogBuffer
 	a := &app{stderr: &out, getenv: func(string) string { return "" }, open: func(LoadOptions) (Backend, error) { panic("not reached") }}
 	assert.Equal(t, 2, a.run(context.Background(), []string{"-device", "tpu"}))
 	assert.Contains(t, out.String(), "llm-worker: -device \"tpu\": want auto, cpu or hip:N")
@@ -114,23 +118,25 @@ func TestRunFlagErrors(t *testing.T) {
 	assert.Contains(t, out.String(), "3 when the shutdown cut requests")
 }
 
-// worker is a run of the whole worker on the fake backend.
-type worker struct {
+// testWorker is a run of the whole worker on the fake backend.
+type testWorker struct {
 	addr string
 	code chan int
-	log  *logBuffer
+	log  *workertest.LogBuffer
 	stop context.CancelFunc
 }
 
-func startWorker(t *testing.T, open OpenFunc, env map[string]string, args ...string) *worker {
+func startWorker(t *testing.T, open OpenFunc, env map[string]string, args ...string) *testWorker {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	w := &worker{code: make(chan int, 1), log: &logBuffer{}, stop: cancel}
+	w := &testWorker{code: make(chan int, 1), log: &workertest.LogBuffer{}, stop: cancel}
 	addrs := make(chan net.Addr, 1)
-	a := &app{stderr: w.log, getenv: func(k string) string { return env[k] }, open: open, heartbeatEvery: 20 * time.Millisecond,
+	a := &app{stderr: w.log, getenv: func(k string) string { return env[k] }, open: open,
 		onListen: func(a net.Addr) { addrs <- a }}
-	go func() { w.code <- a.run(ctx, append([]string{"-host", "127.0.0.1", "-port", "0"}, args...)) }()
+	go func() {
+		w.code <- a.run(ctx, append([]string{"-host", "127.0.0.1", "-port", "0", "-heartbeat-interval", "20ms"}, args...))
+	}()
 	select {
 	case a := <-addrs:
 		w.addr = "http://" + a.String()
@@ -146,7 +152,7 @@ func startWorker(t *testing.T, open OpenFunc, env map[string]string, args ...str
 	return w
 }
 
-func (w *worker) waitReady(t *testing.T) {
+func (w *testWorker) waitReady(t *testing.T) {
 	t.Helper()
 	require.Eventually(t, func() bool {
 		resp, err := http.Get(w.addr + "/health")
@@ -158,7 +164,7 @@ func (w *worker) waitReady(t *testing.T) {
 	}, 10*time.Second, 5*time.Millisecond, "ready:\n%s", w.log)
 }
 
-func (w *worker) exit(t *testing.T) int {
+func (w *testWorker) exit(t *testing.T) int {
 	t.Helper()
 	select {
 	case code := <-w.code:
@@ -171,7 +177,7 @@ func (w *worker) exit(t *testing.T) int {
 
 func TestWorkerLifecycle(t *testing.T) {
 	dir := modelDir(t)
-	h := newHive(t)
+	h := workertest.NewHive(t)
 	fake := newFake()
 	fake.delay = 10 * time.Millisecond
 	release := make(chan struct{})
@@ -186,7 +192,7 @@ func TestWorkerLifecycle(t *testing.T) {
 	}
 	w := startWorker(t, open, map[string]string{"LLORCH_API_TOKEN": "tok\n"}, "-model", dir, "-model-ref", "org/model", "-worker-id", "w1",
 		"-hive-url", h.URL, "-rocm-device", "1", "-dtype", "f16", "-max-batch", "4", "-max-queue", "9", "-shutdown-timeout", "10s")
-	require.Eventually(t, func() bool { b, _ := h.got(); return len(b) > 0 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { b, _ := h.Got(); return len(b) > 0 }, 5*time.Second, time.Millisecond)
 	resp, err := http.Get(w.addr + "/health")
 	require.NoError(t, err)
 	resp.Body.Close()
@@ -199,7 +205,7 @@ func TestWorkerLifecycle(t *testing.T) {
 	require.Len(t, warm, 1, "the warm-up")
 	assert.Equal(t, 8, warm[0].MaxTokens)
 
-	require.Eventually(t, func() bool { b, _ := h.got(); return b[len(b)-1].Status == "ready" }, 5*time.Second, time.Millisecond, "a beat at ready")
+	require.Eventually(t, func() bool { b, _ := h.Got(); return b[len(b)-1].Status == "ready" }, 5*time.Second, time.Millisecond, "a beat at ready")
 
 	// A stream under way when the signal comes finishes.
 	req, _ := http.NewRequest("POST", w.addr+"/v1/chat/completions",
@@ -223,11 +229,11 @@ func TestWorkerLifecycle(t *testing.T) {
 	_, err = http.Get(w.addr + "/health")
 	assert.Error(t, err, "the port is closed")
 
-	beats, paths := h.got()
+	beats, paths := h.Got()
 	require.GreaterOrEqual(t, len(beats), 3)
 	assert.Equal(t, "/v1/heartbeat", paths[0])
-	assert.Equal(t, HeartbeatPayload{WorkerID: "w1", Model: "org/model", Device: "rocm:1", Port: beats[0].Port, Status: "loading",
-		Implementation: "rocm-go", Version: beats[0].Version}, beats[0], "the device the flags ask for, while loading")
+	assert.Equal(t, worker.HeartbeatPayload{WorkerID: "w1", Model: "org/model", Device: "rocm:1", Port: beats[0].Port, Status: "loading",
+		Implementation: "rocm-go", Version: beats[0].Version, Load: &worker.Load{Unit: "tokens/s"}}, beats[0], "the device the flags ask for, while loading")
 	assert.Equal(t, w.addr, "http://127.0.0.1:"+strconv.Itoa(beats[0].Port))
 	assert.NotEmpty(t, beats[0].Version)
 	var statuses []string
@@ -328,7 +334,7 @@ func TestWorkerDrain(t *testing.T) {
 	assert.Equal(t, http.StatusServiceUnavailable, r.StatusCode)
 	assert.Equal(t, "shutdown", *decodeError(t, b).Error.Code)
 
-	assert.Equal(t, exitCut, w.exit(t))
+	assert.Equal(t, worker.ExitCut, w.exit(t))
 	assert.Equal(t, int32(2), fake.cancelled.Load(), "both were cancelled at the timeout")
 	assert.Equal(t, int32(0), fake.active.Load())
 	_, err = http.Get(w.addr + "/health")
@@ -377,10 +383,17 @@ func TestWorkerDeadlineFlags(t *testing.T) {
 
 func TestWorkerLoadFailures(t *testing.T) {
 	dir := modelDir(t)
-	w := startWorker(t, func(LoadOptions) (Backend, error) { return nil, errors.New("config.json: unknown architecture") }, nil, "-model", dir)
+	h := workertest.NewHive(t)
+	w := startWorker(t, func(LoadOptions) (Backend, error) { return nil, errors.New("config.json: unknown architecture") }, nil,
+		"-model", dir, "-hive-url", h.URL)
 	assert.Equal(t, 1, w.exit(t))
 	assert.Contains(t, w.log.String(), "loading the model failed")
 	assert.Contains(t, w.log.String(), "unknown architecture")
+	beats, _ := h.Got()
+	require.NotEmpty(t, beats)
+	last := beats[len(beats)-1]
+	assert.Equal(t, "failed", last.Status, "the hive learns that the load failed, not that the worker drains")
+	assert.Contains(t, last.Error, "unknown architecture")
 
 	// A signal during loading ends the worker without waiting for the load.
 	release := make(chan struct{})
@@ -420,7 +433,7 @@ func TestWorkerLoadFailures(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer ln.Close()
-	var out logBuffer
+	var out workertest.LogBuffer
 	a := &app{stderr: &out, getenv: func(string) string { return "" }, open: openBackend}
 	assert.Equal(t, 1, a.run(context.Background(), []string{"-model", dir, "-host", "127.0.0.1", "-port", strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)}))
 	assert.Contains(t, out.String(), "cannot listen")

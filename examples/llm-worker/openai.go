@@ -3,48 +3,16 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"strings"
-	"time"
 
 	"github.com/rocm-go/rocm/candle/models/generate"
+	"github.com/rocm-go/rocm/internal/worker"
 	"github.com/rocm-go/rocm/tokenizer"
 )
 
 // OpenAI's request and response formats, and the checks that turn a
 // request into a generate.Request or a 4xx error.
-
-// apiError is an error a client gets, in OpenAI's shape:
-// {"error": {"message", "type", "param", "code"}}.
-type apiError struct {
-	Status     int     `json:"-"`
-	RetryAfter int     `json:"-"` // seconds, for 429 and 503; 0: the status's default
-	Message    string  `json:"message"`
-	Type       string  `json:"type"`
-	Param      *string `json:"param"`
-	Code       *string `json:"code"`
-}
-
-func (e *apiError) Error() string { return e.Message }
-
-func strp(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
-// badRequest is a 400 about param (empty: none).
-func badRequest(param, format string, args ...any) *apiError {
-	return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: strp(param), Message: fmt.Sprintf(format, args...)}
-}
-
-// withCode sets the error's code.
-func (e *apiError) withCode(code string) *apiError { e.Code = strp(code); return e }
 
 // Limits on what one request may ask, so that no request costs the worker
 // more than its body's size suggests.
@@ -101,72 +69,6 @@ type chatRequest struct {
 	Messages json.RawMessage `json:"messages"`
 }
 
-// decodeBody reads one JSON object of at most limit bytes into v. Unknown
-// fields are ignored, as OpenAI's clients send fields a server may not know.
-func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) *apiError {
-	body := http.MaxBytesReader(w, r.Body, limit)
-	data, err := io.ReadAll(body)
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		var netErr net.Error
-		if errors.As(err, &netErr) && netErr.Timeout() {
-			w.Header().Set("Connection", "close") // the rest of the body may still come
-			return &apiError{Status: http.StatusRequestTimeout, Type: "invalid_request_error", Code: strp("request_timeout"),
-				Message: "the request body did not arrive in time (the worker's -read-timeout): send it whole, without pauses"}
-		}
-		if errors.As(err, &tooBig) {
-			return &apiError{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error",
-				Message: fmt.Sprintf("the request body is larger than %d bytes", tooBig.Limit)}
-		}
-		return badRequest("", "reading the request body: %v", err)
-	}
-	// The body is in: its deadline (Server.readDeadline) must not cut the
-	// response.
-	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
-	if len(bytes.TrimSpace(data)) == 0 {
-		return badRequest("", "the request body is empty: want a JSON object")
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(v); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		var synErr *json.SyntaxError
-		switch {
-		case errors.As(err, &typeErr) && typeErr.Field != "":
-			// The path names the embedded struct of shared fields too.
-			field := strings.TrimPrefix(typeErr.Field, "samplingParams.")
-			return badRequest(field, "%s: want %s, not a JSON %s", field, jsonKind(typeErr.Type.Kind().String()), typeErr.Value)
-		case errors.As(err, &typeErr):
-			return badRequest("", "the request body must be a JSON object, not a JSON %s", typeErr.Value)
-		case errors.As(err, &synErr):
-			return badRequest("", "malformed JSON at byte %d: %v", synErr.Offset, err)
-		default:
-			return badRequest("", "malformed JSON: %v", err)
-		}
-	}
-	if dec.More() {
-		return badRequest("", "malformed JSON: more than one value in the body")
-	}
-	return nil
-}
-
-// jsonKind names a Go kind as JSON does.
-func jsonKind(k string) string {
-	switch {
-	case strings.HasPrefix(k, "int"), strings.HasPrefix(k, "uint"):
-		return "an integer"
-	case strings.HasPrefix(k, "float"):
-		return "a number"
-	case k == "bool":
-		return "a boolean"
-	case k == "string":
-		return "a string"
-	case k == "slice":
-		return "an array"
-	default:
-		return "an object"
-	}
-}
-
 // rawIsNull reports whether a raw field is absent or null.
 func rawIsNull(m json.RawMessage) bool {
 	t := bytes.TrimSpace(m)
@@ -174,7 +76,7 @@ func rawIsNull(m json.RawMessage) bool {
 }
 
 // parseStop reads stop: a string or a list of strings.
-func parseStop(m json.RawMessage) ([]string, *apiError) {
+func parseStop(m json.RawMessage) ([]string, *worker.Error) {
 	if rawIsNull(m) {
 		return nil, nil
 	}
@@ -183,17 +85,17 @@ func parseStop(m json.RawMessage) ([]string, *apiError) {
 	if err := json.Unmarshal(m, &one); err == nil {
 		list = []string{one}
 	} else if err := json.Unmarshal(m, &list); err != nil {
-		return nil, badRequest("stop", "stop: want a string or a list of strings")
+		return nil, worker.BadRequest("stop", "stop: want a string or a list of strings")
 	}
 	if len(list) > maxStopStrings {
-		return nil, badRequest("stop", "stop: %d strings, at most %d", len(list), maxStopStrings)
+		return nil, worker.BadRequest("stop", "stop: %d strings, at most %d", len(list), maxStopStrings)
 	}
 	for _, s := range list {
 		if s == "" {
-			return nil, badRequest("stop", "stop: an empty string never matches: leave it out")
+			return nil, worker.BadRequest("stop", "stop: an empty string never matches: leave it out")
 		}
 		if len(s) > maxStopBytes {
-			return nil, badRequest("stop", "stop: a string of %d bytes, at most %d", len(s), maxStopBytes)
+			return nil, worker.BadRequest("stop", "stop: a string of %d bytes, at most %d", len(s), maxStopBytes)
 		}
 	}
 	return list, nil
@@ -208,14 +110,14 @@ type prompt struct {
 
 // parsePrompt reads prompt: a string, a list of one string, a list of
 // token ids, or a list of one list of token ids.
-func parsePrompt(m json.RawMessage) (prompt, *apiError) {
+func parsePrompt(m json.RawMessage) (prompt, *worker.Error) {
 	if rawIsNull(m) {
-		return prompt{}, badRequest("prompt", "prompt is missing")
+		return prompt{}, worker.BadRequest("prompt", "prompt is missing")
 	}
 	var s string
 	if err := json.Unmarshal(m, &s); err == nil {
 		if s == "" {
-			return prompt{}, badRequest("prompt", "prompt is empty")
+			return prompt{}, worker.BadRequest("prompt", "prompt is empty")
 		}
 		return prompt{text: s}, nil
 	}
@@ -226,31 +128,31 @@ func parsePrompt(m json.RawMessage) (prompt, *apiError) {
 	var texts []string
 	if err := json.Unmarshal(m, &texts); err == nil {
 		if len(texts) != 1 {
-			return prompt{}, badRequest("prompt", "prompt: %d prompts in one request; send one prompt per request", len(texts))
+			return prompt{}, worker.BadRequest("prompt", "prompt: %d prompts in one request; send one prompt per request", len(texts))
 		}
 		if texts[0] == "" {
-			return prompt{}, badRequest("prompt", "prompt is empty")
+			return prompt{}, worker.BadRequest("prompt", "prompt is empty")
 		}
 		return prompt{text: texts[0]}, nil
 	}
 	var lists [][]int64
 	if err := json.Unmarshal(m, &lists); err == nil {
 		if len(lists) != 1 {
-			return prompt{}, badRequest("prompt", "prompt: %d prompts in one request; send one prompt per request", len(lists))
+			return prompt{}, worker.BadRequest("prompt", "prompt: %d prompts in one request; send one prompt per request", len(lists))
 		}
 		return promptIDs(lists[0])
 	}
-	return prompt{}, badRequest("prompt", "prompt: want a string, a list of token ids, or a list of one of them")
+	return prompt{}, worker.BadRequest("prompt", "prompt: want a string, a list of token ids, or a list of one of them")
 }
 
-func promptIDs(ids []int64) (prompt, *apiError) {
+func promptIDs(ids []int64) (prompt, *worker.Error) {
 	if len(ids) == 0 {
-		return prompt{}, badRequest("prompt", "prompt is empty")
+		return prompt{}, worker.BadRequest("prompt", "prompt is empty")
 	}
 	p := prompt{ids: make([]int32, len(ids)), isID: true}
 	for i, id := range ids {
 		if id < 0 || id > 1<<31-1 {
-			return prompt{}, badRequest("prompt", "prompt: token id %d at %d is out of range", id, i)
+			return prompt{}, worker.BadRequest("prompt", "prompt: token id %d at %d is out of range", id, i)
 		}
 		p.ids[i] = int32(id)
 	}
@@ -270,19 +172,19 @@ type contentPart struct {
 }
 
 // parseMessages reads messages.
-func parseMessages(m json.RawMessage) ([]tokenizer.Message, *apiError) {
+func parseMessages(m json.RawMessage) ([]tokenizer.Message, *worker.Error) {
 	if rawIsNull(m) {
-		return nil, badRequest("messages", "messages is missing")
+		return nil, worker.BadRequest("messages", "messages is missing")
 	}
 	var in []chatMessageIn
 	if err := json.Unmarshal(m, &in); err != nil {
-		return nil, badRequest("messages", "messages: want a list of {\"role\", \"content\"} objects")
+		return nil, worker.BadRequest("messages", "messages: want a list of {\"role\", \"content\"} objects")
 	}
 	if len(in) == 0 {
-		return nil, badRequest("messages", "messages is empty")
+		return nil, worker.BadRequest("messages", "messages is empty")
 	}
 	if len(in) > maxMessages {
-		return nil, badRequest("messages", "messages: %d messages, at most %d", len(in), maxMessages)
+		return nil, worker.BadRequest("messages", "messages: %d messages, at most %d", len(in), maxMessages)
 	}
 	out := make([]tokenizer.Message, len(in))
 	for i, msg := range in {
@@ -292,20 +194,20 @@ func parseMessages(m json.RawMessage) ([]tokenizer.Message, *apiError) {
 		case "developer": // OpenAI's newer name for system
 			msg.Role = "system"
 		case "":
-			return nil, badRequest(param+".role", "%s.role is missing", param)
+			return nil, worker.BadRequest(param+".role", "%s.role is missing", param)
 		default:
-			return nil, badRequest(param+".role", "%s.role %q: want system, developer, user, assistant or tool", param, msg.Role)
+			return nil, worker.BadRequest(param+".role", "%s.role %q: want system, developer, user, assistant or tool", param, msg.Role)
 		}
 		text, err := parseContent(msg.Content)
 		if err != nil {
-			return nil, badRequest(param+".content", "%s.content: %s", param, err.Message)
+			return nil, worker.BadRequest(param+".content", "%s.content: %s", param, err.Message)
 		}
 		out[i] = tokenizer.Message{Role: msg.Role, Content: text}
 	}
 	return out, nil
 }
 
-func parseContent(m json.RawMessage) (string, *apiError) {
+func parseContent(m json.RawMessage) (string, *worker.Error) {
 	if rawIsNull(m) {
 		return "", nil
 	}
@@ -315,12 +217,12 @@ func parseContent(m json.RawMessage) (string, *apiError) {
 	}
 	var parts []contentPart
 	if err := json.Unmarshal(m, &parts); err != nil {
-		return "", badRequest("", "want a string or a list of text parts")
+		return "", worker.BadRequest("", "want a string or a list of text parts")
 	}
 	var b strings.Builder
 	for _, p := range parts {
 		if p.Type != "text" {
-			return "", badRequest("", "a part of type %q: this model reads text parts only", p.Type)
+			return "", worker.BadRequest("", "a part of type %q: this model reads text parts only", p.Type)
 		}
 		b.WriteString(p.Text)
 	}
@@ -333,20 +235,20 @@ const seedZero = 0x9e3779b97f4a7c15
 
 // sampling checks the sampling fields and maps them to the engine's
 // settings (OpenAI's defaults: temperature 1, top_p 1).
-func (p *samplingParams) sampling() (generate.Sampling, *apiError) {
+func (p *samplingParams) sampling() (generate.Sampling, *worker.Error) {
 	var s generate.Sampling
 	s.Temperature = 1
 	if p.Temperature != nil {
 		t := *p.Temperature
 		if t < 0 || t > 2 {
-			return s, badRequest("temperature", "temperature %g: want 0 (greedy) to 2", t)
+			return s, worker.BadRequest("temperature", "temperature %g: want 0 (greedy) to 2", t)
 		}
 		s.Temperature = float32(t)
 	}
 	if p.TopP != nil {
 		t := *p.TopP
 		if t <= 0 || t > 1 {
-			return s, badRequest("top_p", "top_p %g: want more than 0 and at most 1", t)
+			return s, worker.BadRequest("top_p", "top_p %g: want more than 0 and at most 1", t)
 		}
 		if t < 1 {
 			s.TopP = float32(t)
@@ -355,21 +257,21 @@ func (p *samplingParams) sampling() (generate.Sampling, *apiError) {
 	if p.TopK != nil {
 		k := *p.TopK
 		if k < -1 {
-			return s, badRequest("top_k", "top_k %d: want a count ≥ 1, or 0 or -1 for off", k)
+			return s, worker.BadRequest("top_k", "top_k %d: want a count ≥ 1, or 0 or -1 for off", k)
 		}
 		s.TopK = max(k, 0)
 	}
 	if p.MinP != nil {
 		m := *p.MinP
 		if m < 0 || m > 1 {
-			return s, badRequest("min_p", "min_p %g: want 0 (off) to 1", m)
+			return s, worker.BadRequest("min_p", "min_p %g: want 0 (off) to 1", m)
 		}
 		s.MinP = float32(m)
 	}
 	if p.RepetitionPenalty != nil {
 		r := *p.RepetitionPenalty
 		if r <= 0 || r > 10 {
-			return s, badRequest("repetition_penalty", "repetition_penalty %g: want more than 0 and at most 10 (1 is off)", r)
+			return s, worker.BadRequest("repetition_penalty", "repetition_penalty %g: want more than 0 and at most 10 (1 is off)", r)
 		}
 		if r != 1 {
 			s.RepetitionPenalty = float32(r)
@@ -386,38 +288,38 @@ func (p *samplingParams) sampling() (generate.Sampling, *apiError) {
 
 // unsupported rejects the OpenAI fields this worker cannot honour, rather
 // than ignoring them and answering something else than was asked.
-func (p *samplingParams) unsupported() *apiError {
+func (p *samplingParams) unsupported() *worker.Error {
 	if p.N != nil && *p.N != 1 {
-		return badRequest("n", "n %d: this worker makes one choice per request (n 1)", *p.N)
+		return worker.BadRequest("n", "n %d: this worker makes one choice per request (n 1)", *p.N)
 	}
 	if p.BestOf != nil && *p.BestOf != 1 {
-		return badRequest("best_of", "best_of %d is not supported (only 1)", *p.BestOf)
+		return worker.BadRequest("best_of", "best_of %d is not supported (only 1)", *p.BestOf)
 	}
 	for name, v := range map[string]*float64{"presence_penalty": p.PresencePenalty, "frequency_penalty": p.FrequencyPenalty} {
 		if v != nil && *v != 0 {
-			return badRequest(name, "%s is not supported: use repetition_penalty", name)
+			return worker.BadRequest(name, "%s is not supported: use repetition_penalty", name)
 		}
 	}
 	if !rawIsNull(p.Logprobs) && !bytes.Equal(bytes.TrimSpace(p.Logprobs), []byte("false")) {
-		return badRequest("logprobs", "logprobs are not supported")
+		return worker.BadRequest("logprobs", "logprobs are not supported")
 	}
 	if p.TopLogprobs != nil && *p.TopLogprobs != 0 {
-		return badRequest("top_logprobs", "top_logprobs are not supported")
+		return worker.BadRequest("top_logprobs", "top_logprobs are not supported")
 	}
 	if p.Echo {
-		return badRequest("echo", "echo is not supported")
+		return worker.BadRequest("echo", "echo is not supported")
 	}
 	if p.Suffix != nil && *p.Suffix != "" {
-		return badRequest("suffix", "suffix is not supported")
+		return worker.BadRequest("suffix", "suffix is not supported")
 	}
 	if t := bytes.TrimSpace(p.Tools); len(t) > 0 && !bytes.Equal(t, []byte("null")) && !bytes.Equal(t, []byte("[]")) {
-		return badRequest("tools", "tools are not supported")
+		return worker.BadRequest("tools", "tools are not supported")
 	}
 	if p.ResponseFormat != nil && p.ResponseFormat.Type != "" && p.ResponseFormat.Type != "text" {
-		return badRequest("response_format", "response_format %q is not supported (only text)", p.ResponseFormat.Type)
+		return worker.BadRequest("response_format", "response_format %q is not supported (only text)", p.ResponseFormat.Type)
 	}
 	if p.LogitBias != nil && !rawIsNull(*p.LogitBias) && !bytes.Equal(bytes.TrimSpace(*p.LogitBias), []byte("{}")) {
-		return badRequest("logit_bias", "logit_bias is not supported")
+		return worker.BadRequest("logit_bias", "logit_bias is not supported")
 	}
 	return nil
 }
@@ -426,7 +328,7 @@ func (p *samplingParams) unsupported() *apiError {
 // set it: max_completion_tokens, else max_tokens, else def cut to what the
 // context leaves after the prompt. A budget the context cannot hold is
 // generate.Check's to refuse, as the engine does.
-func (p *samplingParams) maxTokens(promptLen, contextLen, def int) (int, string, *apiError) {
+func (p *samplingParams) maxTokens(promptLen, contextLen, def int) (int, string, *worker.Error) {
 	param, v := "max_tokens", p.MaxTokens
 	if p.MaxCompletionTokens != nil {
 		param, v = "max_completion_tokens", p.MaxCompletionTokens
@@ -435,7 +337,7 @@ func (p *samplingParams) maxTokens(promptLen, contextLen, def int) (int, string,
 		return max(min(def, contextLen-promptLen), 1), param, nil
 	}
 	if *v <= 0 {
-		return 0, param, badRequest(param, "%s %d: want at least 1", param, *v)
+		return 0, param, worker.BadRequest(param, "%s %d: want at least 1", param, *v)
 	}
 	return *v, param, nil
 }

@@ -2,17 +2,10 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"runtime/debug"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,6 +13,7 @@ import (
 
 	"github.com/rocm-go/rocm/candle/models/generate"
 	"github.com/rocm-go/rocm/errs"
+	"github.com/rocm-go/rocm/internal/worker"
 )
 
 // ServerConfig is what the HTTP layer needs besides the backend.
@@ -36,9 +30,9 @@ type ServerConfig struct {
 	Logger           *slog.Logger
 }
 
-// Why a generation was cut: the context causes the server cancels with.
+// Why a generation was cut (besides worker.ErrShutdown): the context
+// causes the server cancels with.
 var (
-	errShutdown       = errors.New("the worker shut down")
 	errRequestTimeout = errors.New("the request's deadline passed")
 	errQueueTimeout   = errors.New("the request waited too long for a slot")
 )
@@ -50,15 +44,6 @@ const (
 	finishTimeout  = "timeout"
 )
 
-// Server states, in the order they come.
-const (
-	stateLoading int32 = iota
-	stateReady
-	stateDraining
-)
-
-var stateNames = [...]string{stateLoading: "loading", stateReady: "ready", stateDraining: "draining"}
-
 // Server is the worker's HTTP API: health, models, and OpenAI's completions
 // and chat completions, plain and streamed. It serves from the start: while
 // the model loads, /health says so and generation answers 503.
@@ -66,18 +51,15 @@ type Server struct {
 	cfg     ServerConfig
 	log     *slog.Logger
 	created int64
-	token   [sha256.Size]byte // the API token's hash; compared in constant time
+	gate    *worker.Gate
 
-	state    atomic.Int32
-	mu       sync.RWMutex
-	backend  Backend
-	inflight atomic.Int64
-	handler  http.Handler
+	mu      sync.RWMutex
+	backend Backend
+	handler http.Handler
 
-	load     queueLoad
-	stopping context.Context // cancelled with errShutdown: every generation is cut
-	stop     context.CancelCauseFunc
-	cut      atomic.Int64 // generations cut by the shutdown
+	load   worker.QueueLoad
+	tokens atomic.Int64 // generated, for the heartbeats' rate
+	rate   worker.RateMeter
 }
 
 // NewServer makes the API in the loading state.
@@ -94,23 +76,19 @@ func NewServer(cfg ServerConfig) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, created: time.Now().Unix()}
-	s.stopping, s.stop = context.WithCancelCause(context.Background())
-	if cfg.APIToken != "" {
-		s.token = sha256.Sum256([]byte(cfg.APIToken))
-	}
+	s := &Server{cfg: cfg, log: cfg.Logger, created: time.Now().Unix(), gate: worker.NewGate(cfg.Logger)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/health", s.health)
-	mux.HandleFunc("/ready", s.ready)
-	mux.HandleFunc("/live", s.live)
+	mux.HandleFunc("/ready", s.gate.ReadyHandler)
+	mux.HandleFunc("/live", s.gate.LiveHandler)
 	mux.HandleFunc("/v1/models", s.models)
 	mux.HandleFunc("/v1/completions", s.completions)
 	mux.HandleFunc("/v1/chat/completions", s.chatCompletions)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, &apiError{Status: http.StatusNotFound, Type: "invalid_request_error",
+		worker.WriteError(w, &worker.Error{Status: http.StatusNotFound, Type: "invalid_request_error",
 			Message: fmt.Sprintf("no endpoint %s %s: this worker serves GET /health, GET /ready, GET /live, GET /v1/models, POST /v1/completions and POST /v1/chat/completions", r.Method, r.URL.Path)})
 	})
-	s.handler = s.recoverer(s.readDeadline(s.auth(mux)))
+	s.handler = worker.Recoverer(s.log, worker.ReadDeadline(cfg.ReadTimeout, worker.Auth(cfg.APIToken, "llm-worker", mux)))
 	return s
 }
 
@@ -122,191 +100,42 @@ func (s *Server) SetReady(b Backend) {
 	s.mu.Lock()
 	s.backend = b
 	s.mu.Unlock()
-	s.state.Store(stateReady)
+	s.gate.SetReady()
 }
 
-// Drain refuses new generations (503); the ones under way go on.
-func (s *Server) Drain() { s.state.Store(stateDraining) }
+// Gate is the server's lifecycle: its state, the generations under way,
+// the shutdown.
+func (s *Server) Gate() *worker.Gate { return s.gate }
 
-// Shutdown drains the server and waits for the generations under way to
-// end, until ctx ends; then it cuts the rest (streams end with an error
-// event, finish_reason "shutdown" and [DONE]; other requests get a 503)
-// and waits, for at most cutGrace, for their answers to be written. It
-// returns how many generations it cut. The listener is not the server's:
-// it stays open, and new requests get a 503 meanwhile.
-func (s *Server) Shutdown(ctx context.Context) int {
-	s.Drain()
-	if !s.waitIdle(ctx) {
-		s.stop(errShutdown)
-		grace, cancel := context.WithTimeout(context.Background(), cutGrace)
-		if !s.waitIdle(grace) {
-			s.log.Warn("cut requests still writing their answers", "in_flight", s.inflight.Load())
-		}
-		cancel()
-	}
-	return int(s.cut.Load())
+// Load is the heartbeats' figures: generations running and waiting, and
+// tokens generated per second since the last beat.
+func (s *Server) Load() worker.Load {
+	w, r := s.load.Counts()
+	return worker.Load{Running: r, Waiting: w, Rate: s.rate.Rate(s.tokens.Load()), Unit: "tokens/s"}
 }
-
-// cutGrace bounds the writing of cut answers (a client that stopped
-// reading holds a write for up to WriteTimeout).
-const cutGrace = 10 * time.Second
-
-// waitIdle waits until no generation is under way (true) or ctx ends.
-func (s *Server) waitIdle(ctx context.Context) bool {
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for s.inflight.Load() > 0 {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-tick.C:
-		}
-	}
-	return true
-}
-
-// Status is "loading", "ready" or "draining".
-func (s *Server) Status() string { return stateNames[s.state.Load()] }
-
-// InFlight is the number of generations under way.
-func (s *Server) InFlight() int64 { return s.inflight.Load() }
 
 // current is the backend when the server is ready, else the error to send.
-func (s *Server) current() (Backend, *apiError) {
-	switch s.state.Load() {
-	case stateLoading:
-		return nil, &apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: strp("model_loading"),
-			Message: "the model is still loading: try again shortly"}
-	case stateDraining:
-		return nil, &apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: strp("draining"),
-			Message: "the worker is shutting down: send the request to another worker"}
+func (s *Server) current() (Backend, *worker.Error) {
+	if aerr := s.gate.Check(); aerr != nil {
+		return nil, aerr
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.backend, nil
 }
 
-// writeJSON sends v with status.
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil { // only our own types are written: this is a bug
-		status, b = http.StatusInternalServerError, []byte(`{"error":{"message":"encoding the response failed","type":"server_error","param":null,"code":null}}`)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", fmt.Sprint(len(b)+1))
-	w.WriteHeader(status)
-	w.Write(append(b, '\n'))
-}
-
-// writeError sends e in OpenAI's error shape.
-func writeError(w http.ResponseWriter, e *apiError) {
-	switch {
-	case e.RetryAfter > 0:
-		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
-	case e.Status == http.StatusServiceUnavailable || e.Status == http.StatusTooManyRequests:
-		w.Header().Set("Retry-After", "5")
-	}
-	writeJSON(w, e.Status, map[string]*apiError{"error": e})
-}
-
-func methodNotAllowed(w http.ResponseWriter, r *http.Request, allow string) {
-	w.Header().Set("Allow", allow)
-	writeError(w, &apiError{Status: http.StatusMethodNotAllowed, Type: "invalid_request_error",
-		Message: fmt.Sprintf("%s %s: use %s", r.Method, r.URL.Path, allow)})
-}
-
-// probes are the endpoints load balancers, orchestrators and the hive call
-// without credentials.
-var probes = map[string]bool{"/health": true, "/ready": true, "/live": true}
-
-// auth wants the bearer token on every endpoint but the probes.
-func (s *Server) auth(next http.Handler) http.Handler {
-	if s.cfg.APIToken == "" {
-		return next
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if probes[r.URL.Path] && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
-			next.ServeHTTP(w, r)
-			return
-		}
-		scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-		// Hashes of equal length, compared in constant time: neither the
-		// token's bytes nor its length show in the timing.
-		got := sha256.Sum256([]byte(strings.TrimSpace(token)))
-		if !ok || !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare(got[:], s.token[:]) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="llm-worker"`)
-			writeError(w, &apiError{Status: http.StatusUnauthorized, Type: "invalid_request_error", Code: strp("invalid_api_key"),
-				Message: "missing or wrong API key: send \"Authorization: Bearer <LLORCH_API_TOKEN>\""})
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// readDeadline bounds the time a request's body may take: a client that
-// stops sending it would hold its connection and its handler for good.
-// decodeBody lifts the deadline once the body is read, so that it never
-// cuts a stream (net/http cancels a request whose connection read fails).
-// http.Server.ReadTimeout would, hence the deadline per request.
-func (s *Server) readDeadline(next http.Handler) http.Handler {
-	if s.cfg.ReadTimeout <= 0 {
-		return next
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// Not every writer has deadlines (httptest's recorder): that is no error.
-		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.ReadTimeout))
-		next.ServeHTTP(w, r)
-	})
-}
-
-// trackingWriter remembers whether a response has begun, for recoverer.
-type trackingWriter struct {
-	http.ResponseWriter
-	wrote bool
-}
-
-func (t *trackingWriter) WriteHeader(code int) { t.wrote = true; t.ResponseWriter.WriteHeader(code) }
-func (t *trackingWriter) Write(b []byte) (int, error) {
-	t.wrote = true
-	return t.ResponseWriter.Write(b)
-}
-
-// Unwrap lets http.ResponseController reach the connection (flushes,
-// write deadlines).
-func (t *trackingWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter }
-
-// recoverer is the last line of defence: a handler that panics is a bug,
-// logged with its stack, and the client gets a 500 instead of a dropped
-// connection; the worker goes on.
-func (s *Server) recoverer(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tw := &trackingWriter{ResponseWriter: w}
-		defer func() {
-			v := recover()
-			if v == nil {
-				return
-			}
-			if v == http.ErrAbortHandler { // net/http's own way to abort a response: let it through
-				panic(v)
-			}
-			s.log.Error("handler panicked: this is a bug", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
-			if !tw.wrote {
-				writeError(tw, &apiError{Status: http.StatusInternalServerError, Type: "server_error", Message: "internal error"})
-			}
-		}()
-		next.ServeHTTP(tw, r)
-	})
-}
-
 // health answers GET /health: 200 when ready, 503 while loading or
 // draining, with the status in the body either way.
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		methodNotAllowed(w, r, "GET, HEAD")
+		worker.MethodNotAllowed(w, r, "GET, HEAD")
 		return
 	}
-	st := s.state.Load()
-	body := map[string]any{"status": stateNames[st], "model": s.cfg.ModelID, "implementation": implementation, "version": s.cfg.Version}
+	st := s.gate.State()
+	body := map[string]any{"status": st.String(), "model": s.cfg.ModelID, "implementation": worker.Implementation, "version": s.cfg.Version}
+	if reason := s.gate.Reason(); reason != "" {
+		body["error"] = reason
+	}
 	status := http.StatusServiceUnavailable
 	s.mu.RLock()
 	b := s.backend
@@ -314,47 +143,25 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	if b != nil { // nil when a shutdown came during loading
 		info := b.Info()
 		body["device"], body["dtype"], body["context_length"] = info.Device, info.DType, b.ContextLength()
-		body["in_flight"] = s.inflight.Load()
+		body["in_flight"] = s.gate.InFlight()
 	}
-	if st == stateReady {
+	if st == worker.Ready {
 		status = http.StatusOK
 	}
-	writeJSON(w, status, body)
-}
-
-// ready answers GET /ready: 200 when the worker takes requests, 503 while
-// it loads or drains; the status is in the body either way.
-func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
-	s.probe(w, r, s.state.Load() == stateReady)
-}
-
-// live answers GET /live: 200 while the process serves, whatever its
-// state, which the body says.
-func (s *Server) live(w http.ResponseWriter, r *http.Request) { s.probe(w, r, true) }
-
-func (s *Server) probe(w http.ResponseWriter, r *http.Request, ok bool) {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		methodNotAllowed(w, r, "GET, HEAD")
-		return
-	}
-	status := http.StatusServiceUnavailable
-	if ok {
-		status = http.StatusOK
-	}
-	writeJSON(w, status, map[string]string{"status": s.Status()})
+	worker.WriteJSON(w, status, body)
 }
 
 // models answers GET /v1/models with the one model this worker serves.
 func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {
-		methodNotAllowed(w, r, "GET")
+		worker.MethodNotAllowed(w, r, "GET")
 		return
 	}
 	card := modelCard{ID: s.cfg.ModelID, Object: "model", Created: s.created, OwnedBy: "rocm-go"}
 	if b, err := s.current(); err == nil {
 		card.MaxModelLen = b.ContextLength()
 	}
-	writeJSON(w, http.StatusOK, modelList{Object: "list", Data: []modelCard{card}})
+	worker.WriteJSON(w, http.StatusOK, modelList{Object: "list", Data: []modelCard{card}})
 }
 
 // job is a checked generation request.
@@ -380,7 +187,7 @@ type formatter interface {
 // are known, and fills the engine request; what the request asks of the
 // model (token ids, the context) generate.Check judges when the engine
 // takes it.
-func (s *Server) common(b Backend, p *samplingParams, ids []int32) (*job, *apiError) {
+func (s *Server) common(b Backend, p *samplingParams, ids []int32) (*job, *worker.Error) {
 	maxTok, maxParam, aerr := p.maxTokens(len(ids), b.ContextLength(), s.cfg.MaxTokensDefault)
 	if aerr != nil {
 		return nil, aerr
@@ -398,11 +205,11 @@ func (s *Server) common(b Backend, p *samplingParams, ids []int32) (*job, *apiEr
 
 // checkModel wants the request's model, when it names one, to be this
 // worker's.
-func (s *Server) checkModel(p *samplingParams) *apiError {
+func (s *Server) checkModel(p *samplingParams) *worker.Error {
 	if p.Model == nil || *p.Model == "" || *p.Model == s.cfg.ModelID {
 		return nil
 	}
-	return &apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Param: strp("model"), Code: strp("model_not_found"),
+	return &worker.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Param: worker.Str("model"), Code: worker.Str("model_not_found"),
 		Message: fmt.Sprintf("the model %q is not served here: this worker serves %q", *p.Model, s.cfg.ModelID)}
 }
 
@@ -412,30 +219,30 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 }
 
 // serveJob reads a POST body as a request R, makes its job and runs it.
-func serveJob[R any](s *Server, w http.ResponseWriter, r *http.Request, makeJob func(Backend, *R) (*job, *apiError)) {
+func serveJob[R any](s *Server, w http.ResponseWriter, r *http.Request, makeJob func(Backend, *R) (*job, *worker.Error)) {
 	if r.Method != http.MethodPost {
-		methodNotAllowed(w, r, "POST")
+		worker.MethodNotAllowed(w, r, "POST")
 		return
 	}
 	b, aerr := s.current()
 	if aerr != nil {
-		writeError(w, aerr)
+		worker.WriteError(w, aerr)
 		return
 	}
 	var req R
-	if aerr := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); aerr != nil {
-		writeError(w, aerr)
+	if aerr := worker.DecodeJSON(w, r, s.cfg.MaxBodyBytes, &req); aerr != nil {
+		worker.WriteError(w, aerr)
 		return
 	}
 	j, aerr := makeJob(b, &req)
 	if aerr != nil {
-		writeError(w, aerr)
+		worker.WriteError(w, aerr)
 		return
 	}
 	s.generate(w, r, b, j)
 }
 
-func (s *Server) completionJob(b Backend, req *completionRequest) (*job, *apiError) {
+func (s *Server) completionJob(b Backend, req *completionRequest) (*job, *worker.Error) {
 	if aerr := s.checkModel(&req.samplingParams); aerr != nil {
 		return nil, aerr
 	}
@@ -450,17 +257,17 @@ func (s *Server) completionJob(b Backend, req *completionRequest) (*job, *apiErr
 	if !p.isID {
 		var err error
 		if ids, err = b.Encode(p.text, true); err != nil {
-			return nil, badRequest("prompt", "prompt: %v", err)
+			return nil, worker.BadRequest("prompt", "prompt: %v", err)
 		}
 		if len(ids) == 0 {
-			return nil, badRequest("prompt", "prompt is empty once tokenized")
+			return nil, worker.BadRequest("prompt", "prompt is empty once tokenized")
 		}
 	}
 	j, aerr := s.common(b, &req.samplingParams, ids)
 	if aerr != nil {
 		return nil, aerr
 	}
-	j.id = newID("cmpl-")
+	j.id = worker.NewID("cmpl-")
 	j.stream, j.includeUsage = req.Stream, req.StreamOptions != nil && req.StreamOptions.IncludeUsage
 	j.format = completionFormat{id: j.id, model: s.cfg.ModelID, created: time.Now().Unix()}
 	return j, nil
@@ -471,7 +278,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	serveJob(s, w, r, s.chatJob)
 }
 
-func (s *Server) chatJob(b Backend, req *chatRequest) (*job, *apiError) {
+func (s *Server) chatJob(b Backend, req *chatRequest) (*job, *worker.Error) {
 	if aerr := s.checkModel(&req.samplingParams); aerr != nil {
 		return nil, aerr
 	}
@@ -484,21 +291,21 @@ func (s *Server) chatJob(b Backend, req *chatRequest) (*job, *apiError) {
 	}
 	text, err := b.ApplyChatTemplate(msgs, true)
 	if err != nil {
-		return nil, badRequest("messages", "the model's chat template rejects these messages: %v", err)
+		return nil, worker.BadRequest("messages", "the model's chat template rejects these messages: %v", err)
 	}
 	// The template wrote the special tokens itself.
 	ids, err := b.Encode(text, false)
 	if err != nil {
-		return nil, badRequest("messages", "messages: %v", err)
+		return nil, worker.BadRequest("messages", "messages: %v", err)
 	}
 	if len(ids) == 0 {
-		return nil, badRequest("messages", "messages are empty once tokenized")
+		return nil, worker.BadRequest("messages", "messages are empty once tokenized")
 	}
 	j, aerr := s.common(b, &req.samplingParams, ids)
 	if aerr != nil {
 		return nil, aerr
 	}
-	j.id = newID("chatcmpl-")
+	j.id = worker.NewID("chatcmpl-")
 	j.stream, j.includeUsage = req.Stream, req.StreamOptions != nil && req.StreamOptions.IncludeUsage
 	j.format = chatFormat{id: j.id, model: s.cfg.ModelID, created: time.Now().Unix()}
 	return j, nil
@@ -514,41 +321,41 @@ var fieldParams = map[string]string{
 // generateError maps Generate's refusal of j to a status: the engine's
 // checks of the request are the client's to fix (400, naming the
 // parameter), a full queue is 429, a closed engine 503.
-func generateError(err error, j *job) *apiError {
+func generateError(err error, j *job) *worker.Error {
 	var e *errs.Error
 	switch {
 	case errors.Is(err, generate.ErrQueueFull):
-		return &apiError{Status: http.StatusTooManyRequests, Type: "server_error", Code: strp("queue_full"),
+		return &worker.Error{Status: http.StatusTooManyRequests, Type: "server_error", Code: worker.Str("queue_full"),
 			Message: "the worker's queue is full: retry after a moment"}
 	case errors.Is(err, errs.ErrClosed):
-		return &apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: strp("unavailable"),
+		return &worker.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Code: worker.Str("unavailable"),
 			Message: fmt.Sprintf("the model is not serving: %v", err)}
 	case (errors.Is(err, errs.ErrArgument) || errors.Is(err, generate.ErrContextLength)) && errors.As(err, &e):
 		param := fieldParams[e.Field]
 		if e.Field == "MaxTokens" {
 			param = j.maxParam
 		}
-		aerr := badRequest(param, "%s", e.Detail)
+		aerr := worker.BadRequest(param, "%s", e.Detail)
 		if errors.Is(err, generate.ErrContextLength) {
-			aerr.withCode("context_length_exceeded")
+			aerr.WithCode("context_length_exceeded")
 		}
 		return aerr
 	default:
-		return &apiError{Status: http.StatusInternalServerError, Type: "server_error", Message: fmt.Sprintf("starting the generation: %v", err)}
+		return &worker.Error{Status: http.StatusInternalServerError, Type: "server_error", Message: fmt.Sprintf("starting the generation: %v", err)}
 	}
 }
 
 // endError is the error of a generation that ended without finishing.
-func endError(ev generate.Event) *apiError {
+func endError(ev generate.Event) *worker.Error {
 	msg := "the generation failed"
 	switch {
 	case ev.Err != nil:
 		msg = fmt.Sprintf("the generation failed: %v", ev.Err)
 	case ev.FinishReason == "cancelled":
-		return &apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: strp("cancelled"),
+		return &worker.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Code: worker.Str("cancelled"),
 			Message: "the generation was cancelled: the worker is shutting down"}
 	}
-	return &apiError{Status: http.StatusInternalServerError, Type: "server_error", Message: msg}
+	return &worker.Error{Status: http.StatusInternalServerError, Type: "server_error", Message: msg}
 }
 
 // finished reports whether a Done event finished the request normally,
@@ -575,12 +382,11 @@ func finished(ev generate.Event) (string, bool) {
 // generation's first event, so that a request that never starts gets a
 // status rather than a broken stream.
 func (s *Server) generate(w http.ResponseWriter, r *http.Request, b Backend, j *job) {
-	s.inflight.Add(1)
-	defer s.inflight.Add(-1)
+	defer s.gate.Enter()()
 	start := time.Now()
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
-	defer context.AfterFunc(s.stopping, func() { cancel(context.Cause(s.stopping)) })()
+	defer context.AfterFunc(s.gate.Stopping(), func() { cancel(context.Cause(s.gate.Stopping())) })()
 	if d := s.cfg.RequestTimeout; d > 0 {
 		defer time.AfterFunc(d, func() { cancel(errRequestTimeout) }).Stop()
 	}
@@ -593,18 +399,18 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, b Backend, j *
 	if err != nil {
 		aerr := generateError(err, j)
 		if aerr.Status == http.StatusTooManyRequests {
-			aerr.RetryAfter = s.load.retryAfter()
+			aerr.RetryAfter = s.load.RetryAfter()
 		}
 		s.log.Warn("generation refused", "id", j.id, "status", aerr.Status, "err", err)
-		writeError(w, aerr)
+		worker.WriteError(w, aerr)
 		return
 	}
-	s.load.submitted()
+	s.load.Submitted()
 	started, counted := false, false
 	endLoad := func(took time.Duration) {
 		if !counted {
 			counted = true
-			s.load.ended(started, took)
+			s.load.Ended(started, took)
 		}
 	}
 	defer func() {
@@ -621,12 +427,12 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, b Backend, j *
 		cause     error // why the worker cut the generation
 	)
 	rc := http.NewResponseController(w)
-	var sse *sseWriter
-	stream := func() *sseWriter {
+	var sse *worker.SSE
+	stream := func() *worker.SSE {
 		if sse == nil {
-			sse = newSSEWriter(w, rc, s.cfg.WriteTimeout)
+			sse = worker.NewSSE(w, rc, s.cfg.WriteTimeout)
 			if f := j.format.first(); f != nil {
-				sse.send(f) // a failure stays in sse: every later send fails
+				sse.Send(f) // a failure stays in sse: every later send fails
 			}
 		}
 		return sse
@@ -634,7 +440,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, b Backend, j *
 	for ev := range events {
 		if !started {
 			started = true
-			s.load.started()
+			s.load.Started()
 			if queued != nil && !queued.Stop() {
 				cause = errQueueTimeout // its wait ran out as it began: it is being cancelled
 				break
@@ -644,10 +450,11 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, b Backend, j *
 			firstAt = time.Since(start)
 		}
 		completed += len(ev.Tokens)
+		s.tokens.Add(int64(len(ev.Tokens)))
 		if ev.Text != "" {
 			if !j.stream {
 				text.WriteString(ev.Text)
-			} else if err := stream().send(j.format.chunk(ev.Text)); err != nil {
+			} else if err := stream().Send(j.format.chunk(ev.Text)); err != nil {
 				s.log.Info("request cancelled: the client stopped reading", "id", j.id, "err", err)
 				return
 			}
@@ -677,12 +484,12 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, b Backend, j *
 	}
 	switch {
 	case cause == errQueueTimeout:
-		aerr := &apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: strp("queue_timeout"), RetryAfter: s.load.retryAfter(),
+		aerr := &worker.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Code: worker.Str("queue_timeout"), RetryAfter: s.load.RetryAfter(),
 			Message: fmt.Sprintf("the request waited %v for a slot (the worker's -queue-timeout): retry after Retry-After seconds, or on another worker", s.cfg.QueueTimeout)}
 		s.log.Warn("request cut: it waited too long for a slot", "id", j.id, "retry_after", aerr.RetryAfter)
-		writeError(w, aerr)
+		worker.WriteError(w, aerr)
 		return
-	case cause == errShutdown || cause == errRequestTimeout:
+	case cause == worker.ErrShutdown || cause == errRequestTimeout:
 		// The tokens the client got: the backend's count may hold one
 		// drawn as it was cancelled, never delivered.
 		u.CompletionTokens = completed
@@ -700,24 +507,24 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, b Backend, j *
 		aerr := endError(last)
 		s.log.Error("generation failed", "id", j.id, "finish_reason", last.FinishReason, "err", last.Err)
 		if sse == nil {
-			writeError(w, aerr)
+			worker.WriteError(w, aerr)
 		} else {
-			sse.send(map[string]*apiError{"error": aerr})
-			sse.done()
+			sse.Send(map[string]*worker.Error{"error": aerr})
+			sse.Done()
 		}
 		return
 	}
 	if !j.stream {
 		rc.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
-		writeJSON(w, http.StatusOK, j.format.whole(text.String(), finish, u))
+		worker.WriteJSON(w, http.StatusOK, j.format.whole(text.String(), finish, u))
 	} else {
-		if stream().send(j.format.final(finish, u)) != nil {
+		if stream().Send(j.format.final(finish, u)) != nil {
 			return
 		}
-		if j.includeUsage && sse.send(j.format.usageOnly(u)) != nil {
+		if j.includeUsage && sse.Send(j.format.usageOnly(u)) != nil {
 			return
 		}
-		sse.done()
+		sse.Done()
 	}
 	took := time.Since(start)
 	attrs := []any{"id", j.id, "prompt_tokens", u.PromptTokens, "completion_tokens", u.CompletionTokens,
@@ -738,35 +545,28 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, b Backend, j *
 // finish_reason still sees that the answer is not whole. A request that
 // has no stream open gets the error with its status: 503 for the
 // shutdown, 504 for the deadline.
-func (s *Server) cutShort(w http.ResponseWriter, sse *sseWriter, j *job, cause error, u usage, after time.Duration) {
+func (s *Server) cutShort(w http.ResponseWriter, sse *worker.SSE, j *job, cause error, u usage, after time.Duration) {
 	finish := finishTimeout
-	aerr := &apiError{Status: http.StatusGatewayTimeout, Type: "server_error", Code: strp("request_timeout"),
+	aerr := &worker.Error{Status: http.StatusGatewayTimeout, Type: "server_error", Code: worker.Str("request_timeout"),
 		Message: fmt.Sprintf("the generation was cut after %v (the worker's -request-timeout): ask for fewer tokens", s.cfg.RequestTimeout)}
-	if cause == errShutdown {
-		s.cut.Add(1)
+	if cause == worker.ErrShutdown {
+		s.gate.CountCut()
 		finish = finishShutdown
-		aerr = &apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: strp("shutdown"),
+		aerr = &worker.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Code: worker.Str("shutdown"),
 			Message: "the generation was cut: the worker shut down before it ended; send the request to another worker"}
 	}
 	s.log.Warn("request cut", "id", j.id, "finish_reason", finish, "completion_tokens", u.CompletionTokens, "after", after.Round(time.Millisecond))
 	if sse == nil {
-		writeError(w, aerr)
+		worker.WriteError(w, aerr)
 		return
 	}
-	if sse.send(map[string]*apiError{"error": aerr}) != nil || sse.send(j.format.final(finish, u)) != nil {
+	if sse.Send(map[string]*worker.Error{"error": aerr}) != nil || sse.Send(j.format.final(finish, u)) != nil {
 		return
 	}
-	if j.includeUsage && sse.send(j.format.usageOnly(u)) != nil {
+	if j.includeUsage && sse.Send(j.format.usageOnly(u)) != nil {
 		return
 	}
-	sse.done()
-}
-
-// newID is an OpenAI-style id: prefix and 24 random hex digits.
-func newID(prefix string) string {
-	var b [12]byte
-	rand.Read(b[:])
-	return prefix + hex.EncodeToString(b[:])
+	sse.Done()
 }
 
 // completionFormat makes /v1/completions' objects.

@@ -22,38 +22,23 @@ import (
 
 	"github.com/rocm-go/rocm/candle/models/generate"
 	"github.com/rocm-go/rocm/internal/bench"
+	"github.com/rocm-go/rocm/internal/worker/workertest"
 	"github.com/rocm-go/rocm/tokenizer"
 )
 
-// logBuffer collects a server's log for assertions.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+// workertest.LogBuffer collects a server's log for assertions.
 
 // testServer is an API on the fake backend behind a loopback server.
 type testServer struct {
 	*httptest.Server
 	api  *Server
 	fake *fakeBackend
-	log  *logBuffer
+	log  *workertest.LogBuffer
 }
 
 func startServer(t *testing.T, fake *fakeBackend, mod func(*ServerConfig)) *testServer {
 	t.Helper()
-	lb := &logBuffer{}
+	lb := &workertest.LogBuffer{}
 	cfg := ServerConfig{ModelID: "llama-test", Version: "v0.test", MaxTokensDefault: 6, MaxBodyBytes: 1 << 16,
 		Logger: slog.New(slog.NewTextHandler(lb, &slog.HandlerOptions{Level: slog.LevelDebug}))}
 	if mod != nil {
@@ -204,7 +189,7 @@ func TestHealthAndModels(t *testing.T) {
 	code, _, _ = ts.do(t, "DELETE", "/v1/models", nil)
 	assert.Equal(t, http.StatusMethodNotAllowed, code)
 
-	ts.api.Drain()
+	ts.api.Gate().Drain()
 	code, _, body = ts.do(t, "GET", "/health", nil)
 	assert.Equal(t, http.StatusServiceUnavailable, code)
 	assert.Contains(t, string(body), `"status":"draining"`)
@@ -563,7 +548,7 @@ func TestQueueFull(t *testing.T) {
 		done <- resp.StatusCode
 	}()
 	<-fake.started
-	require.Eventually(t, func() bool { w, r := ts.api.load.counts(); return w == 0 && r == 1 }, 5*time.Second, time.Millisecond, "the first is running")
+	require.Eventually(t, func() bool { w, r := ts.api.load.Counts(); return w == 0 && r == 1 }, 5*time.Second, time.Millisecond, "the first is running")
 	code, hdr, body := ts.do(t, "POST", "/v1/chat/completions", `{"messages": [{"role": "user", "content": "x"}], "stream": true}`)
 	assert.Equal(t, http.StatusTooManyRequests, code)
 	assert.Equal(t, "queue_full", *decodeError(t, body).Error.Code)
@@ -620,7 +605,7 @@ func TestClientGoneCancels(t *testing.T) {
 			}
 			assert.Eventually(t, func() bool { return fake.cancelled.Load() == cancelledBefore+1 }, 5*time.Second, time.Millisecond,
 				"the backend saw the cancellation")
-			assert.Eventually(t, func() bool { return fake.active.Load() == 0 && ts.api.InFlight() == 0 }, 5*time.Second, time.Millisecond)
+			assert.Eventually(t, func() bool { return fake.active.Load() == 0 && ts.api.Gate().InFlight() == 0 }, 5*time.Second, time.Millisecond)
 		})
 	}
 	assert.Contains(t, ts.log.String(), "request cancelled")
@@ -643,7 +628,7 @@ func TestSlowReaderCancels(t *testing.T) {
 	fmt.Fprintf(conn, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 	// Never read: the socket buffers fill, a write blocks, its deadline ends it.
 	assert.Eventually(t, func() bool { return fake.cancelled.Load() == 1 && fake.active.Load() == 0 }, 20*time.Second, 10*time.Millisecond)
-	assert.Eventually(t, func() bool { return ts.api.InFlight() == 0 }, 5*time.Second, time.Millisecond)
+	assert.Eventually(t, func() bool { return ts.api.Gate().InFlight() == 0 }, 5*time.Second, time.Millisecond)
 	assert.Contains(t, ts.log.String(), "request cancelled")
 }
 
@@ -690,44 +675,6 @@ func TestUnderLoad(t *testing.T) {
 	assert.Eventually(t, func() bool { return fake.active.Load() == 0 }, 5*time.Second, time.Millisecond)
 }
 
-// counts is the generations waiting and running.
-func (q *queueLoad) counts() (waiting, running int) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.waiting, q.running
-}
-
-func TestEstimateWait(t *testing.T) {
-	for _, c := range []struct {
-		waiting, running int
-		mean             time.Duration
-		want             int
-	}{
-		{0, 1, 4 * time.Second, 4},
-		{3, 2, 10 * time.Second, 20},
-		{1, 4, 3 * time.Second, 2}, // 1.5 s, rounded up
-		{0, 0, 100 * time.Millisecond, 1},
-		{1000, 1, 10 * time.Second, maxRetryAfter},
-	} {
-		assert.Equal(t, c.want, estimateWait(c.waiting, c.running, c.mean), "%+v", c)
-	}
-	var q queueLoad
-	assert.Equal(t, 10, q.retryAfter(), "nothing known: unknownDuration")
-	for _, d := range []time.Duration{2 * time.Second, 6 * time.Second} {
-		q.submitted()
-		q.started()
-		q.ended(true, d)
-	}
-	q.submitted()
-	q.submitted()
-	q.started()
-	assert.Equal(t, 8, q.retryAfter(), "one waiting, one running, 4 s each")
-	q.ended(false, 0)
-	q.ended(true, 0)
-	w, r := q.counts()
-	assert.Equal(t, [2]int{0, 0}, [2]int{w, r})
-}
-
 // TestRequestTimeout: a generation past -request-timeout is cut, and the
 // client is told so.
 func TestRequestTimeout(t *testing.T) {
@@ -752,7 +699,7 @@ func TestRequestTimeout(t *testing.T) {
 	assert.Equal(t, "request_timeout", *e.Error.Code)
 	assert.Contains(t, e.Error.Message, "-request-timeout")
 	assert.Equal(t, int32(2), fake.cancelled.Load())
-	assert.Zero(t, ts.api.cut.Load(), "a deadline is no shutdown")
+	assert.Zero(t, ts.api.Gate().Cut(), "a deadline is no shutdown")
 	assert.Contains(t, ts.log.String(), "finish_reason=timeout")
 }
 
@@ -765,9 +712,9 @@ func TestQueueTimeout(t *testing.T) {
 	fake.running = make(chan struct{}, 1)
 	ts := startServer(t, fake, func(c *ServerConfig) { c.QueueTimeout = 200 * time.Millisecond })
 	for range 3 { // recent generations took 4 s each
-		ts.api.load.submitted()
-		ts.api.load.started()
-		ts.api.load.ended(true, 4*time.Second)
+		ts.api.load.Submitted()
+		ts.api.load.Started()
+		ts.api.load.Ended(true, 4*time.Second)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -791,9 +738,9 @@ func TestQueueTimeout(t *testing.T) {
 	}
 	assert.Len(t, fake.requests(), 3, "the two that waited were submitted")
 	assert.Equal(t, int32(2), fake.cancelled.Load(), "and cancelled before they began")
-	w, r := ts.api.load.counts()
+	w, r := ts.api.load.Counts()
 	assert.Equal(t, [2]int{0, 1}, [2]int{w, r})
-	assert.Equal(t, 3, ts.api.load.n, "a request that never began is no duration")
+	assert.Equal(t, 3, ts.api.load.Recorded(), "a request that never began is no duration")
 	assert.Contains(t, ts.log.String(), "waited too long for a slot")
 }
 

@@ -1,4 +1,4 @@
-package main
+package worker
 
 import (
 	"fmt"
@@ -35,11 +35,11 @@ type ProgressBar struct {
 
 // NewProgressBar makes a bar on w, redrawn in place when w is a terminal.
 func NewProgressBar(w io.Writer, label string) *ProgressBar {
-	return &ProgressBar{W: w, Label: label, TTY: isTerminal(w), Every: 100 * time.Millisecond, Width: 30}
+	return &ProgressBar{W: w, Label: label, TTY: IsTerminal(w), Every: 100 * time.Millisecond, Width: 30}
 }
 
-// isTerminal reports whether w is a character device (a terminal).
-func isTerminal(w io.Writer) bool {
+// IsTerminal reports whether w is a character device (a terminal).
+func IsTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok {
 		return false

@@ -1,4 +1,4 @@
-package main
+package worker
 
 import (
 	"encoding/json"
@@ -6,41 +6,49 @@ import (
 	"time"
 )
 
-// sseWriter writes a stream of server-sent events as OpenAI does: each
+// SSE writes a stream of server-sent events as OpenAI does: each
 // object as "data: <json>\n\n", flushed at once, and "data: [DONE]\n\n" at
 // the end.
-type sseWriter struct {
+type SSE struct {
 	w       http.ResponseWriter
 	rc      *http.ResponseController
 	timeout time.Duration
 	err     error
 }
 
-// newSSEWriter sends the stream's headers.
-func newSSEWriter(w http.ResponseWriter, rc *http.ResponseController, timeout time.Duration) *sseWriter {
+// NewSSE sends the stream's headers.
+func NewSSE(w http.ResponseWriter, rc *http.ResponseController, timeout time.Duration) *SSE {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no") // proxies that buffer would hold the tokens back
 	w.WriteHeader(http.StatusOK)
-	return &sseWriter{w: w, rc: rc, timeout: timeout}
+	return &SSE{w: w, rc: rc, timeout: timeout}
 }
 
-// send writes one event. Each write has a deadline, so that a client that
+// Send writes one event. Each write has a deadline, so that a client that
 // stops reading fails the stream (and cancels its generation) instead of
 // holding the handler forever. After the first error every send fails.
-func (s *sseWriter) send(v any) error {
+func (s *SSE) Send(v any) error { return s.SendEvent("", v) }
+
+// SendEvent writes one event of the named type ("event: <name>"; none
+// when name is empty).
+func (s *SSE) SendEvent(name string, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return s.fail(err)
 	}
-	return s.write(append(append([]byte("data: "), b...), '\n', '\n'))
+	var e []byte
+	if name != "" {
+		e = append(append([]byte("event: "), name...), '\n')
+	}
+	return s.write(append(append(append(e, "data: "...), b...), '\n', '\n'))
 }
 
-// done ends the stream.
-func (s *sseWriter) done() error { return s.write([]byte("data: [DONE]\n\n")) }
+// Done ends the stream.
+func (s *SSE) Done() error { return s.write([]byte("data: [DONE]\n\n")) }
 
-func (s *sseWriter) write(b []byte) error {
+func (s *SSE) write(b []byte) error {
 	if s.err != nil {
 		return s.err
 	}
@@ -55,7 +63,7 @@ func (s *sseWriter) write(b []byte) error {
 	return nil
 }
 
-func (s *sseWriter) fail(err error) error {
+func (s *SSE) fail(err error) error {
 	s.err = err
 	return err
 }

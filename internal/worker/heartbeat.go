@@ -1,4 +1,4 @@
-package main
+package worker
 
 import (
 	"bytes"
@@ -13,8 +13,8 @@ import (
 	"time"
 )
 
-// implementation names this worker in heartbeats and /health.
-const implementation = "rocm-go"
+// Implementation names this worker in heartbeats and /health.
+const Implementation = "rocm-go"
 
 // HeartbeatPayload is what the worker tells the hive.
 type HeartbeatPayload struct {
@@ -22,9 +22,11 @@ type HeartbeatPayload struct {
 	Model          string `json:"model"`  // the model reference (-model-ref)
 	Device         string `json:"device"` // "rocm:N" or "cpu"
 	Port           int    `json:"port"`
-	Status         string `json:"status"` // "loading", "ready", "draining"
+	Status         string `json:"status"`          // "loading", "ready", "draining", "failed"
+	Error          string `json:"error,omitempty"` // why it failed
 	Implementation string `json:"implementation"`
 	Version        string `json:"version"`
+	Load           *Load  `json:"load,omitempty"` // requests running and waiting, the recent rate
 }
 
 // Heartbeat posts the worker's state to the hive: once at start, at once
@@ -41,9 +43,9 @@ type Heartbeat struct {
 	done chan struct{}
 }
 
-// heartbeatURL is where beats go: the hive URL as given when it has a
+// HeartbeatURL is where beats go: the hive URL as given when it has a
 // path, else its /v1/heartbeat.
-func heartbeatURL(hive string) (string, error) {
+func HeartbeatURL(hive string) (string, error) {
 	u, err := url.Parse(hive)
 	if err != nil {
 		return "", fmt.Errorf("-hive-url %q: %v", hive, err)
@@ -57,10 +59,14 @@ func heartbeatURL(hive string) (string, error) {
 	return u.String(), nil
 }
 
+// beatTimeout bounds each beat: a hive that hangs delays the next
+// beat, never the worker.
+const beatTimeout = 5 * time.Second
+
 // Start begins beating until ctx ends; Wait waits for the last beat.
 func (h *Heartbeat) Start(ctx context.Context) {
 	if h.Client == nil {
-		h.Client = &http.Client{Timeout: 10 * time.Second}
+		h.Client = &http.Client{Timeout: beatTimeout}
 	}
 	if h.Logger == nil {
 		h.Logger = slog.New(slog.DiscardHandler)
@@ -134,8 +140,8 @@ func (h *Heartbeat) Beat(ctx context.Context) error {
 	return nil
 }
 
-// hiveDevice names a candle device as the hive does: "hip:N" is "rocm:N".
-func hiveDevice(dev string) string {
+// HiveDevice names a candle device as the hive does: "hip:N" is "rocm:N".
+func HiveDevice(dev string) string {
 	if n, ok := strings.CutPrefix(dev, "hip:"); ok {
 		return "rocm:" + n
 	}
