@@ -42,6 +42,7 @@ func main() {
 // options are what the flags ask beyond the spec.
 type options struct {
 	out  string
+	sd   string // -sd: a Stable Diffusion preset instead of a Llama model
 	gguf candle.GGMLType // the type of -gguf's one file
 	set  bool            // -gguf was given (its zero, F32, is a type too)
 }
@@ -70,6 +71,7 @@ func parse(args []string, stderr io.Writer) (mkmodel.Spec, options, error) {
 	ctx := fs.Int("context", 0, "max_position_embeddings")
 	window := fs.Int("sliding-window", 0, "sliding window (mistral, qwen2)")
 	untied := fs.Bool("untied", false, "a separate lm_head instead of the embedding table")
+	sdPreset := fs.String("sd", "", "write a Stable Diffusion 1.x folder (diffusers' layout) instead: tiny (fast on the CPU) or sd-1.5 (its shape, F16)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: rocm-go-mkmodel -out DIR|FILE.gguf [-gguf TYPE] [-preset tiny|llama-3.2-1b] [-dtype f32|f16|bf16] [shape flags]")
 		fs.PrintDefaults()
@@ -122,7 +124,10 @@ func parse(args []string, stderr io.Writer) (mkmodel.Spec, options, error) {
 	if *untied {
 		s.TieEmbeddings = false
 	}
-	o := options{out: *out}
+	o := options{out: *out, sd: *sdPreset}
+	if o.sd != "" && o.sd != "tiny" && o.sd != "sd-1.5" {
+		return s, o, fmt.Errorf("-sd %q: want tiny or sd-1.5", o.sd)
+	}
 	if *ggufType != "" {
 		typ, err := candle.ParseGGMLType(*ggufType)
 		if err != nil {
@@ -139,6 +144,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	out := o.out
+	if o.sd != "" {
+		return writeSD(out, o.sd, stdout)
+	}
 	size, err := s.Bytes()
 	if err != nil {
 		return err
@@ -167,6 +175,29 @@ func run(args []string, stdout, stderr io.Writer) error {
 		case "tokenizer":
 			fmt.Fprintln(stdout, "  writing the tokenizer")
 		}
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "rocm-go-mkmodel: wrote %s in %v\n", out, time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// writeSD writes a Stable Diffusion folder of the preset.
+func writeSD(out, preset string, stdout io.Writer) error {
+	spec := mkmodel.TinySD()
+	if preset == "sd-1.5" {
+		spec = mkmodel.SD15()
+	}
+	fmt.Fprintf(stdout, "rocm-go-mkmodel: a Stable Diffusion 1.x folder (%s), UNet channels %v, %s, into %s\n", preset, spec.UNetChannels, spec.DType, out)
+	start := time.Now()
+	last := time.Time{}
+	err := mkmodel.WriteSD(out, spec, func(p mkmodel.Progress) {
+		if p.Stage != "weights" || time.Since(last) < 500*time.Millisecond && p.Done < p.Total {
+			return
+		}
+		last = time.Now()
+		fmt.Fprintf(stdout, "  weights: %s of %s (%.0f%%)\n", humanize.IBytes(uint64(p.Done)), humanize.IBytes(uint64(p.Total)), 100*float64(p.Done)/float64(max(p.Total, 1)))
 	})
 	if err != nil {
 		return err

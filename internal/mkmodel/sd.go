@@ -1,6 +1,7 @@
 package mkmodel
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"os"
@@ -30,13 +31,17 @@ type SDSpec struct {
 	VAELayers, VAEGroup int
 	DType               candle.DType
 	Seed                uint64
+	// SampleSize is the UNet config's sample_size, the latents' side of
+	// the model's default image (0: 64, SD 1.5's).
+	SampleSize int
 }
 
 // TinySD is a Stable Diffusion folder of a few hundred kilobytes that
-// runs in seconds on the CPU: latents at half the image's size.
+// runs in seconds on the CPU: latents at half the image's size, 32×32
+// images by default.
 func TinySD() SDSpec {
 	return SDSpec{TextHidden: 32, TextLayers: 2, TextHeads: 4, UNetChannels: []int{16, 32}, UNetLayers: 1, UNetHeads: 2,
-		UNetGroups: 4, VAEChannels: []int{8, 16}, VAELayers: 1, VAEGroup: 4, DType: candle.F32, Seed: 1}
+		UNetGroups: 4, VAEChannels: []int{8, 16}, VAELayers: 1, VAEGroup: 4, DType: candle.F32, Seed: 1, SampleSize: 16}
 }
 
 // SD15 is Stable Diffusion 1.5's shape (CLIP ViT-L/14's text encoder, the
@@ -337,7 +342,7 @@ func (s *SDSpec) unetTensors() []tensorSpec {
 func (s *SDSpec) unetConfig() map[string]any {
 	down, up := s.unetBlocks()
 	return map[string]any{"_class_name": "UNet2DConditionModel", "_diffusers_version": "0.30.0",
-		"sample_size": 64, "in_channels": 4, "out_channels": 4, "block_out_channels": s.UNetChannels,
+		"sample_size": cmp.Or(s.SampleSize, 64), "in_channels": 4, "out_channels": 4, "block_out_channels": s.UNetChannels,
 		"down_block_types": down, "up_block_types": up, "mid_block_type": "UNetMidBlock2DCrossAttn",
 		"layers_per_block": s.UNetLayers, "norm_num_groups": s.UNetGroups, "norm_eps": 1e-5,
 		"cross_attention_dim": s.TextHidden, "attention_head_dim": s.UNetHeads, "flip_sin_to_cos": true,

@@ -261,6 +261,13 @@ func (p *Pipeline) UNet() *unet.Model { return p.unet }
 // forces it over F16).
 func (p *Pipeline) VAE() *vae.Model { return p.vae }
 
+// Sampler is the sampler a Request without one runs: the folder's
+// scheduler where it is one of scheduler.Kinds, else Euler.
+func (p *Pipeline) Sampler() scheduler.Kind { return p.sampler }
+
+// DType is the dtype the pipeline runs in (the VAE's may be F32, see VAE).
+func (p *Pipeline) DType() candle.DType { return p.dtype }
+
 // Close frees the models. Closing twice does nothing.
 func (p *Pipeline) Close() error {
 	p.mu.Lock()

@@ -12,6 +12,9 @@ import (
 // intOrList fields take diffusers' two spellings: one value for every
 // block, or one per block.
 type Config struct {
+	// SampleSize is the latents' side the model was trained at (64 for
+	// SD 1.5's 512-pixel images); 0 where the config does not say.
+	SampleSize       int      `json:"sample_size"`
 	InChannels       int      `json:"in_channels"`
 	OutChannels      int      `json:"out_channels"`
 	BlockOutChannels []int    `json:"block_out_channels"`
