@@ -91,13 +91,19 @@ func NoiseTensor(n *scheduler.Noise, dev candle.Device, dtype candle.DType, shap
 	}
 	v := make([]float32, count)
 	n.Fill(v)
+	t, err := hostTensor(v, dev, dtype, shape...)
+	return t, pkg.Wrap("NoiseTensor", err)
+}
+
+// hostTensor is values made on the host as a tensor of the shape, on dev
+// in dtype.
+func hostTensor(v []float32, dev candle.Device, dtype candle.DType, shape ...int) (*candle.Tensor, error) {
 	t, err := candle.FromSlice(dev, v, shape...)
 	if err != nil || dtype == candle.F32 {
-		return t, pkg.Wrap("NoiseTensor", err)
+		return t, err
 	}
 	defer t.Close()
-	c, err := t.ToDType(dtype)
-	return c, pkg.Wrap("NoiseTensor", err)
+	return t.ToDType(dtype)
 }
 
 // Images turns a VAE's output (batch, 3, height, width), about [-1, 1],
