@@ -46,7 +46,8 @@ type Pipeline struct {
 	zeroNegative bool
 	vaeDType     candle.DType // F32 where the VAE's config forces it over F16
 	// graphs: the UNet's forward pass is captured and replayed (a HIP
-	// device and Options.Graphs), one Generate at a time (mu).
+	// device and Options.Graphs), one Generate or GenerateBatch at a time
+	// (mu).
 	graphs bool
 	mu     sync.Mutex
 }
