@@ -42,3 +42,46 @@ func ExamplePipeline_Generate_inpaint() {
 	// step 3 of 3, preview (16,8)
 	// (32,16)
 }
+
+// An image server groups its clients' requests by BatchKey and runs each
+// group as one UNet batch: here two requests with their own prompts,
+// seeds, guidance scales and image counts.
+func ExamplePipeline_GenerateBatch() {
+	p, err := sd.Open("testdata/tiny-sd", candle.CPU(), candle.F32)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer p.Close()
+	rs := []sd.Request{
+		{Prompt: "a photo of a cat", Width: 8, Height: 8, Steps: 2, Seed: 1},
+		{Prompt: "a red cube", NegativePrompt: "blurry", Width: 8, Height: 8, Steps: 2, Seed: 2, Guidance: 5, Batch: 2},
+	}
+	var keys []string
+	groups := map[string][]sd.Request{}
+	for _, r := range rs {
+		k, ok := p.BatchKey(r)
+		if !ok {
+			continue // img2img, inpainting or given noise: Generate runs it alone
+		}
+		if groups[k] == nil {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], r)
+	}
+	for _, k := range keys {
+		fmt.Println(k)
+		imgs, err := p.GenerateBatch(context.Background(), groups[k])
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		for i, mine := range imgs {
+			fmt.Printf("request %d: %d × %v\n", i, len(mine), mine[0].Bounds().Size())
+		}
+	}
+	// Output:
+	// Width=8 Height=8 Steps=2 Sampler=euler Guidance=guided Preview=none TileVAE=false
+	// request 0: 1 × (8,8)
+	// request 1: 2 × (8,8)
+}

@@ -56,7 +56,7 @@ func checkInpaint(t *testing.T, dev candle.Device, dt candle.DType, tol float64)
 	}{{"tiny-sd-inpaint", 0, g.Image9}, {"tiny-sd", g.Strength4, g.Image4}} {
 		p := openFolder(t, c.folder, dev, dt)
 		r.Strength = c.strength
-		x, err := p.generate(context.Background(), r)
+		x, err := p.generate(context.Background(), group{r})
 		require.NoError(t, err, c.folder)
 		worst := relErr(t, x, c.want)
 		x.Close()

@@ -122,8 +122,8 @@ func writeLDM(t *testing.T, manifest, folder string, edit func(map[string]*candl
 func generateOnce(t *testing.T, p *Pipeline, golden string) []float32 {
 	t.Helper()
 	g, noise := readGolden(t, golden)
-	x, err := p.generate(context.Background(), Request{Prompt: g.Prompt, Width: 16, Height: 12, Steps: g.Steps,
-		Guidance: g.Guidance, Batch: 2, Noise: noise})
+	x, err := p.generate(context.Background(), group{{Prompt: g.Prompt, Width: 16, Height: 12, Steps: g.Steps,
+		Guidance: g.Guidance, Batch: 2, Noise: noise}})
 	require.NoError(t, err)
 	defer x.Close()
 	v, err := candle.ToSlice[float32](x)

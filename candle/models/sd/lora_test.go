@@ -263,7 +263,7 @@ func generated(t *testing.T, folder string, loras []LoRA) []float64 {
 	p, err := OpenWith(filepath.Join("testdata", folder), candle.CPU(), candle.F32, Options{LoRAs: loras})
 	require.NoError(t, err)
 	defer p.Close()
-	x, err := p.generate(context.Background(), Request{Prompt: "a photo of a cat", Width: 16, Height: 16, Steps: 2, Seed: 3})
+	x, err := p.generate(context.Background(), group{{Prompt: "a photo of a cat", Width: 16, Height: 16, Steps: 2, Seed: 3}})
 	require.NoError(t, err)
 	defer x.Close()
 	return toF64(t, x)

@@ -19,13 +19,13 @@ type Options struct {
 	// they load, in order (see LoRA).
 	LoRAs []LoRA
 	// Graphs captures the UNet's forward pass as a graph on a HIP device
-	// at a Generate's first step (unet.Captured) and replays it at the
-	// others, freeing it before the VAE decodes. While a Generate
-	// captures, nothing else may use the device: the pipeline then runs its
-	// Generates one at a time, and a program that shares the device with
-	// other work waits likewise. Off by default: SD 1.5's UNet loop at
-	// batch 1 on an H200 ran at 65.6 it/s with it against 62.2 without, a
-	// small gain, as the UNet's kernels, not the host's launches, take
-	// most of a step.
+	// at a Generate's (or a GenerateBatch's, for the whole batch) first
+	// step (unet.Captured) and replays it at the others, freeing it before
+	// the VAE decodes. While a Generate captures, nothing else may use the
+	// device: the pipeline then runs its Generates and GenerateBatches one
+	// at a time, and a program that shares the device with other work
+	// waits likewise. Off by default: SD 1.5's UNet loop at batch 1 on an
+	// H200 ran at 65.6 it/s with it against 62.2 without, a small gain, as
+	// the UNet's kernels, not the host's launches, take most of a step.
 	Graphs bool
 }

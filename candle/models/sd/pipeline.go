@@ -3,14 +3,17 @@ package sd
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"image"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
 	"github.com/rocm-go/rocm/candle"
+	"github.com/rocm-go/rocm/candle/models"
 	"github.com/rocm-go/rocm/candle/models/sd/clip"
 	"github.com/rocm-go/rocm/candle/models/sd/scheduler"
 	"github.com/rocm-go/rocm/candle/models/sd/unet"
@@ -43,7 +46,8 @@ type Pipeline struct {
 	zeroNegative bool
 	vaeDType     candle.DType // F32 where the VAE's config forces it over F16
 	// graphs: the UNet's forward pass is captured and replayed (a HIP
-	// device and Options.Graphs), one Generate at a time (mu).
+	// device and Options.Graphs), one Generate or GenerateBatch at a time
+	// (mu).
 	graphs bool
 	mu     sync.Mutex
 }
@@ -342,7 +346,7 @@ type Request struct {
 // Generate runs a request and returns its images. A canceled ctx stops
 // it between steps with errs.ErrCanceled.
 func (p *Pipeline) Generate(ctx context.Context, r Request) ([]*image.RGBA, error) {
-	x, err := p.generate(ctx, r)
+	x, err := p.generate(ctx, group{r})
 	if err != nil {
 		return nil, err
 	}
@@ -351,16 +355,35 @@ func (p *Pipeline) Generate(ctx context.Context, r Request) ([]*image.RGBA, erro
 	return imgs, pkg.Wrap("Generate", err)
 }
 
-// generate is Generate up to the VAE's output (batch, 3, height, width).
-func (p *Pipeline) generate(ctx context.Context, r Request) (*candle.Tensor, error) {
-	const op = "Generate"
-	if p.graphs {
-		p.mu.Lock()
-		defer p.mu.Unlock()
+// group is the requests of one denoising loop, their defaults applied:
+// one request (Generate), or several text-to-image requests that share
+// their size, steps, sampler, guidance on or off, preview and VAE tiling
+// (GenerateBatch). A request's images are its Batch rows of the loop's
+// latents, after those of the requests before it.
+type group []Request
+
+// rows is the group's images: the latents' batch.
+func (g group) rows() int {
+	n := 0
+	for _, r := range g {
+		n += r.Batch
 	}
-	if p.unet == nil {
-		return nil, pkg.Errorf(op, errs.ErrClosed, "the pipeline is closed")
+	return n
+}
+
+// about says which request of a group of several err is about.
+func (g group) about(i int, err error) error {
+	var e *errs.Error
+	if len(g) == 1 || !errors.As(err, &e) {
+		return err
 	}
+	c := *e
+	c.Detail = fmt.Sprintf("request %d: %s", i, c.Detail)
+	return &c
+}
+
+// withDefaults is r with Generate's defaults in its zero fields.
+func (p *Pipeline) withDefaults(r Request) Request {
 	if r.Steps == 0 {
 		r.Steps = 30
 	}
@@ -373,20 +396,41 @@ func (p *Pipeline) generate(ctx context.Context, r Request) (*candle.Tensor, err
 	if r.Sampler == "" {
 		r.Sampler = p.sampler
 	}
-	f := p.vae.Config().Factor()
-	uf := 1 << (len(p.unet.Config().BlockOutChannels) - 1)
-	if r.Width < 1 || r.Height < 1 || r.Width%(f*uf) != 0 || r.Height%(f*uf) != 0 || r.Batch < 1 {
-		return nil, &errs.Error{Pkg: string(pkg), Op: op, Kind: errs.ErrArgument, Field: "Width",
-			Detail: fmt.Sprintf("%d×%d, batch %d: width and height must be positive multiples of %d, and the batch at least 1", r.Width, r.Height, r.Batch, f*uf)}
-	}
-	lc := p.vae.Config().LatentChannels
-	inpaintUNet := p.unet.Config().InChannels != lc // 9 channels: latents, mask, masked latents
-	if err := checkMask(r, inpaintUNet); err != nil {
-		return nil, err
-	}
 	if r.Mask != nil && r.Strength == 0 {
 		r.Strength = 1
 	}
+	return r
+}
+
+// generate is Generate up to the VAE's output (images, 3, height, width)
+// for a group of requests. Its schedule, image inputs (Init, Mask) and
+// VAE options are its first request's: the others share them.
+func (p *Pipeline) generate(ctx context.Context, g group) (*candle.Tensor, error) {
+	const op = "Generate"
+	if p.graphs {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+	}
+	if p.unet == nil {
+		return nil, pkg.Errorf(op, errs.ErrClosed, "the pipeline is closed")
+	}
+	g = slices.Clone(g)
+	f := p.vae.Config().Factor()
+	uf := 1 << (len(p.unet.Config().BlockOutChannels) - 1)
+	lc := p.vae.Config().LatentChannels
+	inpaintUNet := p.unet.Config().InChannels != lc // 9 channels: latents, mask, masked latents
+	for i := range g {
+		r := p.withDefaults(g[i])
+		if r.Width < 1 || r.Height < 1 || r.Width%(f*uf) != 0 || r.Height%(f*uf) != 0 || r.Batch < 1 {
+			return nil, g.about(i, &errs.Error{Pkg: string(pkg), Op: op, Kind: errs.ErrArgument, Field: "Width",
+				Detail: fmt.Sprintf("%d×%d, batch %d: width and height must be positive multiples of %d, and the batch at least 1", r.Width, r.Height, r.Batch, f*uf)})
+		}
+		if err := checkMask(r, inpaintUNet); err != nil {
+			return nil, g.about(i, err)
+		}
+		g[i] = r
+	}
+	r := g[0]
 	sch, err := scheduler.New(r.Sampler, p.sched, r.Steps)
 	if err != nil {
 		return nil, pkg.Wrap(op, err)
@@ -400,23 +444,12 @@ func (p *Pipeline) generate(ctx context.Context, r Request) (*candle.Tensor, err
 			return nil, pkg.Wrap(op, err)
 		}
 	}
-	shape := []int{r.Batch, lc, r.Height / f, r.Width / f}
-	count := r.Batch * lc * (r.Height / f) * (r.Width / f)
-	noise := scheduler.NewNoise(r.Seed)
-	var z *candle.Tensor
-	if r.Noise != nil {
-		if len(r.Noise) != count {
-			return nil, &errs.Error{Pkg: string(pkg), Op: op, Kind: errs.ErrShape, Field: "Noise", Detail: fmt.Sprintf("%d values: want %d, the latents' %v", len(r.Noise), count, shape)}
-		}
-		z, err = candle.FromSlice(p.dev, r.Noise, shape...)
-		if err == nil && p.dtype != candle.F32 {
-			z32 := z
-			z, err = z32.ToDType(p.dtype)
-			z32.Close()
-		}
-	} else {
-		z, err = NoiseTensor(noise, p.dev, p.dtype, shape...)
+	shape := []int{g.rows(), lc, r.Height / f, r.Width / f}
+	streams := make([]*scheduler.Noise, len(g))
+	for i, q := range g {
+		streams[i] = scheduler.NewNoise(q.Seed)
 	}
+	z, err := p.noise(g, streams, true, shape)
 	if err != nil {
 		return nil, pkg.Wrap(op, err)
 	}
@@ -430,7 +463,7 @@ func (p *Pipeline) generate(ctx context.Context, r Request) (*candle.Tensor, err
 	if err != nil {
 		return nil, pkg.Wrap(op, err)
 	}
-	cond, err := p.encode(r)
+	cond, err := p.encode(g)
 	if err != nil {
 		x.Close()
 		return nil, pkg.Wrap(op, err)
@@ -455,14 +488,14 @@ func (p *Pipeline) generate(ctx context.Context, r Request) (*candle.Tensor, err
 			closeAll(x, prev)
 			return nil, pkg.Errorf(op, errs.ErrCanceled, "after %d of %d steps: %v", i, len(sch.Steps), err)
 		}
-		e, err := p.predict(x, in.cond, st, cond, r, &graph)
+		e, err := p.predict(x, in.cond, st, cond, g, &graph)
 		if err != nil {
 			closeAll(x, prev)
 			return nil, pkg.Wrap(op, err)
 		}
 		var zt *candle.Tensor
 		if st.Noise != 0 {
-			if zt, err = NoiseTensor(noise, p.dev, p.dtype, shape...); err != nil {
+			if zt, err = p.noise(g, streams, false, shape); err != nil {
 				closeAll(x, prev, e)
 				return nil, pkg.Wrap(op, err)
 			}
@@ -479,19 +512,13 @@ func (p *Pipeline) generate(ctx context.Context, r Request) (*candle.Tensor, err
 				return nil, pkg.Wrap(op, err)
 			}
 		}
-		if r.Progress != nil {
-			pr := Progress{Step: i + 1, Steps: len(sch.Steps)}
-			if r.Preview != PreviewNone {
-				lat := prev
-				if i == len(sch.Steps)-1 {
-					lat = x
-				}
-				if pr.Preview, err = p.preview(lat, r); err != nil {
-					closeAll(x, prev)
-					return nil, pkg.Wrap(op, err)
-				}
-			}
-			r.Progress(pr)
+		lat := prev
+		if i == len(sch.Steps)-1 {
+			lat = x
+		}
+		if err := p.progress(g, Progress{Step: i + 1, Steps: len(sch.Steps)}, lat); err != nil {
+			closeAll(x, prev)
+			return nil, pkg.Wrap(op, err)
 		}
 	}
 	prev.Close()
@@ -502,6 +529,30 @@ func (p *Pipeline) generate(ctx context.Context, r Request) (*candle.Tensor, err
 	defer x.Close()
 	img, err := p.decode(x, r)
 	return img, pkg.Wrap(op, err)
+}
+
+// noise is the next values of each request's noise stream, on its rows of
+// the latents' shape, as one tensor; for the first latents (first), a
+// request's Noise where it gives one instead, its stream left as it was.
+func (p *Pipeline) noise(g group, streams []*scheduler.Noise, first bool, shape []int) (*candle.Tensor, error) {
+	per := shape[1] * shape[2] * shape[3]
+	all := make([]float32, shape[0]*per)
+	v := all
+	for i, r := range g {
+		seg := v[:r.Batch*per]
+		v = v[len(seg):]
+		if !first || r.Noise == nil {
+			streams[i].Fill(seg)
+			continue
+		}
+		if len(r.Noise) != len(seg) {
+			own := []int{r.Batch, shape[1], shape[2], shape[3]}
+			return nil, g.about(i, &errs.Error{Pkg: string(pkg), Op: "Generate", Kind: errs.ErrShape, Field: "Noise",
+				Detail: fmt.Sprintf("%d values: want %d, the latents' %v", len(r.Noise), len(seg), own)})
+		}
+		copy(seg, r.Noise)
+	}
+	return hostTensor(all, p.dev, p.dtype, shape...)
 }
 
 // decode runs the VAE on latents in the pipeline's dtype, tiled where
@@ -537,11 +588,40 @@ func initLatents(sch *scheduler.Schedule, z, lat *candle.Tensor) (*candle.Tensor
 	return l.Add(x)
 }
 
+// progress tells each request of a group that listens that a step is
+// done, with its own images' previews of the latents lat where it asks
+// for them (made once for the group, which shares Preview).
+func (p *Pipeline) progress(g group, pr Progress, lat *candle.Tensor) error {
+	var previews []*image.RGBA
+	off := 0
+	for _, r := range g {
+		if r.Progress == nil {
+			off += r.Batch
+			continue
+		}
+		mine := pr
+		if r.Preview != PreviewNone {
+			if previews == nil {
+				var err error
+				if previews, err = p.preview(lat, r); err != nil {
+					return err
+				}
+			}
+			mine.Preview = previews[off : off+r.Batch : off+r.Batch]
+		}
+		r.Progress(mine)
+		off += r.Batch
+	}
+	return nil
+}
+
 // guided reports whether a request runs classifier-free guidance.
 func guided(r Request) bool { return r.Guidance > 1 }
 
-// conditioning is a request's text conditioning for the UNet: for each
-// image the negative prompt's (guided), then the prompt's.
+// conditioning is a group's text conditioning for the UNet: guided, the
+// negative prompts' rows of every request, then the prompts' rows of
+// every request (each request's Batch rows, in order); unguided, the
+// prompts' rows alone.
 type conditioning struct {
 	text   *candle.Tensor // (rows, tokens, cross_attention_dim)
 	pooled *candle.Tensor // XL: (rows, projection width)
@@ -556,13 +636,21 @@ func (c *conditioning) close() {
 	}
 }
 
-// encode runs the text encoders. SD 1.x and 2.x condition on the last
-// hidden state; XL on both encoders' penultimate states side by side and
-// on the second's projected pooled state, with zeros for a negative
-// prompt it was not given (force_zeros_for_empty_prompt).
-func (p *Pipeline) encode(r Request) (*conditioning, error) {
-	guide := guided(r)
-	zeroNeg := guide && p.zeroNegative && r.NegativePrompt == ""
+// encode runs the text encoders over a group's prompts, all in one batch.
+// SD 1.x and 2.x condition on the last hidden state; XL on both encoders'
+// penultimate states side by side and on the second's projected pooled
+// state, with zeros for a negative prompt it was not given
+// (force_zeros_for_empty_prompt), request by request.
+func (p *Pipeline) encode(g group) (*conditioning, error) {
+	guide := guided(g[0])
+	// runs: the rows of the conditioning, those of zeros not encoded.
+	var runs []rowRun
+	if guide {
+		for _, r := range g {
+			runs = append(runs, rowRun{n: r.Batch, zero: p.zeroNegative && r.NegativePrompt == ""})
+		}
+	}
+	runs = append(runs, rowRun{n: g.rows()})
 	var hidden, pooled []*candle.Tensor
 	defer func() {
 		for _, t := range append(hidden, pooled...) {
@@ -577,22 +665,31 @@ func (p *Pipeline) encode(r Request) (*conditioning, error) {
 			}
 			return w[0], nil // diffusers truncates to one window
 		}
-		pos, err := first(r.Prompt)
-		if err != nil {
-			return nil, err
-		}
 		var windows [][]int32
-		if guide && !zeroNeg {
-			neg, err := first(r.NegativePrompt)
+		add := func(i int, text string) error {
+			w, err := first(text)
 			if err != nil {
+				return err
+			}
+			for range g[i].Batch {
+				windows = append(windows, w)
+			}
+			return nil
+		}
+		if guide {
+			for i, r := range g {
+				if runs[i].zero {
+					continue
+				}
+				if err := add(i, r.NegativePrompt); err != nil {
+					return nil, err
+				}
+			}
+		}
+		for i, r := range g {
+			if err := add(i, r.Prompt); err != nil {
 				return nil, err
 			}
-			for range r.Batch {
-				windows = append(windows, neg)
-			}
-		}
-		for range r.Batch {
-			windows = append(windows, pos)
 		}
 		out, err := enc.Forward(windows)
 		if err != nil {
@@ -610,47 +707,67 @@ func (p *Pipeline) encode(r Request) (*conditioning, error) {
 	}
 	c := &conditioning{}
 	var err error
-	if c.text, err = withZeros(candle.Cat(hidden, 2))(zeroNeg, r.Batch); err != nil {
+	if c.text, err = withZeros(candle.Cat(hidden, 2))(runs); err != nil {
 		return nil, err
 	}
 	if p.xl {
-		if c.pooled, err = withZeros(pooled[len(pooled)-1].Contiguous())(zeroNeg, r.Batch); err != nil {
+		if c.pooled, err = withZeros(pooled[len(pooled)-1].Contiguous())(runs); err != nil {
 			c.close()
 			return nil, err
 		}
-		rows := r.Batch
+		rows := g.rows()
 		if guide {
 			rows *= 2
 		}
 		for range rows {
-			h, w := float64(r.Height), float64(r.Width)
+			h, w := float64(g[0].Height), float64(g[0].Width)
 			c.ids = append(c.ids, [6]float64{h, w, 0, 0, h, w})
 		}
 	}
 	return c, nil
 }
 
-// withZeros puts batch rows of zeros before a tensor's rows when zero.
-func withZeros(t *candle.Tensor, err error) func(zero bool, batch int) (*candle.Tensor, error) {
-	return func(zero bool, batch int) (*candle.Tensor, error) {
-		if err != nil || !zero {
+// rowRun is n rows of a conditioning: of zeros, or the encoders' next.
+type rowRun struct {
+	n    int
+	zero bool
+}
+
+// withZeros is the rows of runs: zeros where a run says so, else t's next
+// rows. It takes t, and gives it back where no run is of zeros.
+func withZeros(t *candle.Tensor, err error) func(runs []rowRun) (*candle.Tensor, error) {
+	return func(runs []rowRun) (*candle.Tensor, error) {
+		if err != nil || !slices.ContainsFunc(runs, func(r rowRun) bool { return r.zero }) {
 			return t, err
 		}
-		defer t.Close()
-		z, err := candle.Zeros(t.Device(), t.DType(), t.Shape()...)
-		if err != nil {
-			return nil, err
+		p := models.NewPass()
+		defer p.Close()
+		if t = p.Own(t, nil); p.Err != nil {
+			return nil, p.Err
 		}
-		defer z.Close()
-		return candle.Cat([]*candle.Tensor{z, t}, 0)
+		parts := make([]*candle.Tensor, 0, len(runs))
+		from := 0
+		for _, r := range runs {
+			if r.zero {
+				shape := append([]int{r.n}, t.Shape()[1:]...)
+				parts = append(parts, p.Own(candle.Zeros(t.Device(), t.DType(), shape...)))
+				continue
+			}
+			parts = append(parts, p.T(t.Narrow(0, from, r.n)))
+			from += r.n
+		}
+		if p.Err != nil {
+			return nil, p.Err
+		}
+		return p.Keep(p.T(candle.Cat(parts, 0))), p.Err
 	}
 }
 
-// predict is the UNet's guided prediction at a step; extra, when not
-// nil, goes after the scaled latents along the channels (an inpainting
-// UNet's mask and masked image latents). graph is the run's captured
-// UNet (see forward).
-func (p *Pipeline) predict(x, extra *candle.Tensor, st scheduler.Step, cond *conditioning, r Request, graph **unet.Captured) (*candle.Tensor, error) {
+// predict is the UNet's guided prediction at a step, each request's rows
+// guided by its own scale; extra, when not nil, goes after the scaled
+// latents along the channels (an inpainting UNet's mask and masked image
+// latents). graph is the run's captured UNet (see forward).
+func (p *Pipeline) predict(x, extra *candle.Tensor, st scheduler.Step, cond *conditioning, g group, graph **unet.Captured) (*candle.Tensor, error) {
 	in, err := x.Affine(st.InputScale, 0)
 	if err != nil {
 		return nil, err
@@ -665,7 +782,7 @@ func (p *Pipeline) predict(x, extra *candle.Tensor, st scheduler.Step, cond *con
 		in = all
 	}
 	uc := unet.Cond{Text: cond.text, TextEmbeds: cond.pooled, TimeIDs: cond.ids}
-	if !guided(r) {
+	if !guided(g[0]) {
 		return p.forward(in, st.Timestep, uc, graph)
 	}
 	both, err := candle.Cat([]*candle.Tensor{in, in}, 0)
@@ -678,29 +795,23 @@ func (p *Pipeline) predict(x, extra *candle.Tensor, st scheduler.Step, cond *con
 		return nil, err
 	}
 	defer e.Close()
-	b := r.Batch
-	u, err := e.Narrow(0, 0, b)
-	if err != nil {
-		return nil, err
+	ps := models.NewPass()
+	defer ps.Close()
+	both = ps.In(e) // u then c, each of every request's rows
+	n := g.rows()
+	parts := make([]*candle.Tensor, len(g))
+	off := 0
+	for i, r := range g {
+		u := ps.T(both.Narrow(0, off, r.Batch))
+		c := ps.T(both.Narrow(0, n+off, r.Batch))
+		// u + g·(c − u) = (1−g)·u + g·c
+		parts[i] = ps.T(ps.T(u.Affine(1-r.Guidance, 0)).Add(ps.T(c.Affine(r.Guidance, 0))))
+		off += r.Batch
 	}
-	defer u.Close()
-	c, err := e.Narrow(0, b, b)
-	if err != nil {
-		return nil, err
+	if len(parts) == 1 {
+		return ps.Keep(parts[0]), ps.Err
 	}
-	defer c.Close()
-	// u + g·(c − u) = (1−g)·u + g·c
-	uu, err := u.Affine(1-r.Guidance, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer uu.Close()
-	cc, err := c.Affine(r.Guidance, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer cc.Close()
-	return uu.Add(cc)
+	return ps.Keep(ps.T(candle.Cat(parts, 0))), ps.Err
 }
 
 // forward is the UNet's forward pass: op by op, or, where the pipeline

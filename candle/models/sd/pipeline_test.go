@@ -99,8 +99,8 @@ func checkFolder(t *testing.T, folder, golden string, dev candle.Device, dt cand
 	g, noise := readGolden(t, golden)
 	p := openFolder(t, folder, dev, dt)
 	var steps []int
-	x, err := p.generate(context.Background(), Request{Prompt: g.Prompt, Width: 16, Height: 12, Steps: g.Steps,
-		Guidance: g.Guidance, Batch: 2, Noise: noise, Progress: func(pr Progress) { steps = append(steps, pr.Step*10+pr.Steps) }})
+	x, err := p.generate(context.Background(), group{{Prompt: g.Prompt, Width: 16, Height: 12, Steps: g.Steps,
+		Guidance: g.Guidance, Batch: 2, Noise: noise, Progress: func(pr Progress) { steps = append(steps, pr.Step*10+pr.Steps) }}})
 	require.NoError(t, err)
 	defer x.Close()
 	assert.Equal(t, []int{14, 24, 34, 44}, steps, "progress after each of 4 steps")
@@ -165,7 +165,7 @@ func TestGPUGraphs(t *testing.T) {
 			if folder == "tiny-sd-inpaint" {
 				r.Init, r.Mask = image.NewRGBA(image.Rect(0, 0, 16, 8)), mask
 			}
-			out[i], err = p.generate(context.Background(), r)
+			out[i], err = p.generate(context.Background(), group{r})
 			require.NoError(t, err, folder)
 			defer out[i].Close()
 			require.NoError(t, p.Close())

@@ -1,6 +1,7 @@
 package sd
 
 import (
+	"fmt"
 	"image"
 
 	"github.com/rocm-go/rocm/candle"
@@ -33,6 +34,19 @@ const (
 	// it stopped there, at the cost of a decode each step.
 	PreviewFull
 )
+
+// String is the preview's name: none, approx or full.
+func (v Preview) String() string {
+	switch v {
+	case PreviewNone:
+		return "none"
+	case PreviewApprox:
+		return "approx"
+	case PreviewFull:
+		return "full"
+	}
+	return fmt.Sprintf("Preview(%d)", int(v))
+}
 
 // rgbFactors are the colours of SD 1.x/2.x's latent channels (rows: the
 // channels; columns: R, G, B), rgbFactorsXL and rgbBiasXL XL's: their

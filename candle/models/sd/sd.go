@@ -5,7 +5,10 @@
 // text-to-image, image-to-image or inpainting (9-channel inpainting UNets,
 // or any UNet by blending the kept region back each step), with
 // classifier-free guidance, seeded and cancellable, with preview images as
-// it goes and a tiled VAE decode for large images. OpenWith merges LoRA
+// it goes and a tiled VAE decode for large images. GenerateBatch runs
+// text-to-image requests of one size, step count and sampler (BatchKey
+// groups them) as one UNet batch, each with its own prompts, seed and
+// guidance, as an image server batches its clients. OpenWith merges LoRA
 // files (kohya / AUTOMATIC1111 and diffusers / PEFT) into the weights as
 // they load, each at a scale (Options, LoRA). Its parts are exported too:
 // the denoising loop's step on the device, seeded noise as a tensor, and
@@ -91,13 +94,19 @@ func NoiseTensor(n *scheduler.Noise, dev candle.Device, dtype candle.DType, shap
 	}
 	v := make([]float32, count)
 	n.Fill(v)
+	t, err := hostTensor(v, dev, dtype, shape...)
+	return t, pkg.Wrap("NoiseTensor", err)
+}
+
+// hostTensor is values made on the host as a tensor of the shape, on dev
+// in dtype.
+func hostTensor(v []float32, dev candle.Device, dtype candle.DType, shape ...int) (*candle.Tensor, error) {
 	t, err := candle.FromSlice(dev, v, shape...)
 	if err != nil || dtype == candle.F32 {
-		return t, pkg.Wrap("NoiseTensor", err)
+		return t, err
 	}
 	defer t.Close()
-	c, err := t.ToDType(dtype)
-	return c, pkg.Wrap("NoiseTensor", err)
+	return t.ToDType(dtype)
 }
 
 // Images turns a VAE's output (batch, 3, height, width), about [-1, 1],
