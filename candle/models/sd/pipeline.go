@@ -486,7 +486,7 @@ func (p *Pipeline) generate(ctx context.Context, g group) (*candle.Tensor, error
 	for i, st := range sch.Steps {
 		if err := ctx.Err(); err != nil {
 			closeAll(x, prev)
-			return nil, pkg.Errorf(op, errs.ErrCanceled, "after %d of %d steps: %v", i, len(sch.Steps), err)
+			return nil, &errs.Error{Pkg: string(pkg), Op: op, Kind: errs.ErrCanceled, Detail: fmt.Sprintf("after %d of %d steps", i, len(sch.Steps)), Err: err}
 		}
 		e, err := p.predict(x, in.cond, st, cond, g, &graph)
 		if err != nil {

@@ -219,6 +219,7 @@ func TestGenerate(t *testing.T) {
 	}})
 	assert.ErrorIs(t, err, errs.ErrCanceled)
 	assert.ErrorContains(t, err, "after 1 of 3 steps")
+	assert.ErrorIs(t, err, context.Canceled, "the context's error is the cause")
 
 	for _, c := range []struct {
 		r    Request

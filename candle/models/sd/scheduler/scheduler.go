@@ -157,6 +157,9 @@ func New(kind Kind, cfg Config, steps int) (*Schedule, error) {
 	if steps < 1 || steps > cfg.NumTrainTimesteps {
 		return nil, pkg.Errorf(op, errs.ErrArgument, "%d steps: want 1 to %d (num_train_timesteps)", steps, cfg.NumTrainTimesteps)
 	}
+	if k, err := KindOf(string(kind)); err == nil {
+		kind = k // a diffusers class name
+	}
 	ac := cfg.alphasCumprod()
 	var s *Schedule
 	var err error

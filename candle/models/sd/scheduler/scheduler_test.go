@@ -190,6 +190,14 @@ func TestKindOf(t *testing.T) {
 	_, err := KindOf("PNDMScheduler")
 	assert.ErrorIs(t, err, errs.ErrUnsupported)
 	assert.ErrorContains(t, err, "EulerDiscreteScheduler")
+	// New takes the class names as KindOf does (it used to panic on them).
+	for name, want := range map[string]Kind{"EulerDiscreteScheduler": Euler, "DDIMScheduler": DDIM} {
+		s, err := New(Kind(name), Config{}, 4)
+		require.NoError(t, err, name)
+		assert.Equal(t, want, s.Kind)
+	}
+	_, err = New("PNDMScheduler", Config{}, 4)
+	assert.ErrorIs(t, err, errs.ErrUnsupported)
 }
 
 func TestConfig(t *testing.T) {
