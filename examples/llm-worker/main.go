@@ -221,76 +221,26 @@ func (a *app) run(ctx context.Context, args []string) int {
 		log.Error(err.Error())
 		return 1
 	}
-	drain := func(b Backend) int {
-		if b == nil {
-			return host.Drain(nil)
-		}
-		return host.Drain(b.Close)
-	}
-
 	log.Info("loading the model", "dir", cfg.modelDir, "weights", humanize.IBytes(uint64(cfg.weightBytes)), "files", cfg.weightFiles,
 		"device", cfg.device, "dtype", cfg.dtype)
 	bar := worker.NewProgressBar(a.stderr, "loading weights")
-	type loaded struct {
-		b   Backend
-		err error
-	}
-	loadDone := make(chan loaded, 1)
-	start := time.Now()
-	go func() {
-		b, err := a.open(LoadOptions{Dir: cfg.modelDir, Device: cfg.device, DType: cfg.dtype, MaxBatch: cfg.maxBatch,
-			MaxQueue: cfg.maxQueue, Progress: bar.Update})
-		loadDone <- loaded{b, err}
-	}()
-	var b Backend
-	select {
-	case <-ctx.Done():
-		bar.Finish()
-		log.Warn("interrupted while loading the model")
-		drain(nil)
-		return 1
-	case l := <-loadDone:
-		bar.Finish()
-		if l.err != nil {
-			log.Error("loading the model failed", "err", l.err)
-			srv.Gate().SetFailed(l.err.Error())
-			drain(nil)
-			return 1
-		}
-		b = l.b
-	}
-	took := time.Since(start)
-	info := b.Info()
-	host.SetDevice(info.Device)
-	log.Info("model loaded", "took", took.Round(time.Millisecond), "device", info.Device, "dtype", info.DType,
-		"rate", humanize.IBytes(uint64(float64(cfg.weightBytes)/max(took.Seconds(), 1e-9)))+"/s",
-		"device_memory", humanize.IBytes(uint64(info.DeviceMemory)), "kv_cache", fmt.Sprintf("%s tokens", humanize.Comma(int64(info.CacheTokens))),
-		"context", b.ContextLength(), "vocab", b.VocabSize())
-	if err := warmUp(ctx, b, log); err != nil {
-		if ctx.Err() != nil {
-			log.Warn("interrupted during the warm-up")
-		} else {
-			log.Error("warm-up failed", "err", err)
-		}
-		drain(b)
-		return 1
-	}
-	srv.SetReady(b)
-	host.Changed()
-	log.Info("ready", "url", fmt.Sprintf("http://%s", host.Addr()), "model", cfg.modelRef)
-
-	code := 0
-	select {
-	case <-ctx.Done():
-		log.Info("signal received")
-	case err := <-host.ServeErr():
-		log.Error("serving failed", "err", err)
-		code = 1
-	}
-	if drain(b) > 0 && code == 0 {
-		code = worker.ExitCut
-	}
-	return code
+	return worker.Life[Backend]{Host: host, Gate: srv.Gate(),
+		Load: func() (Backend, error) {
+			return a.open(LoadOptions{Dir: cfg.modelDir, Device: cfg.device, DType: cfg.dtype, MaxBatch: cfg.maxBatch,
+				MaxQueue: cfg.maxQueue, Progress: bar.Update})
+		},
+		LoadDone: bar.Finish,
+		Loaded: func(b Backend, took time.Duration) {
+			info := b.Info()
+			host.SetDevice(info.Device)
+			log.Info("model loaded", "took", took.Round(time.Millisecond), "device", info.Device, "dtype", info.DType,
+				"rate", humanize.IBytes(uint64(float64(cfg.weightBytes)/max(took.Seconds(), 1e-9)))+"/s",
+				"device_memory", humanize.IBytes(uint64(info.DeviceMemory)), "kv_cache", fmt.Sprintf("%s tokens", humanize.Comma(int64(info.CacheTokens))),
+				"context", b.ContextLength(), "vocab", b.VocabSize())
+		},
+		WarmUp: func(ctx context.Context, b Backend) error { return warmUp(ctx, b, log) },
+		Ready:  srv.SetReady,
+	}.Run(ctx)
 }
 
 // warmUp generates a few tokens once, so that the first client does not

@@ -131,12 +131,7 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 		worker.MethodNotAllowed(w, r, "GET, HEAD")
 		return
 	}
-	st := s.gate.State()
-	body := map[string]any{"status": st.String(), "model": s.cfg.ModelID, "implementation": worker.Implementation, "version": s.cfg.Version}
-	if reason := s.gate.Reason(); reason != "" {
-		body["error"] = reason
-	}
-	status := http.StatusServiceUnavailable
+	status, body := s.gate.Health(s.cfg.ModelID, s.cfg.Version)
 	s.mu.RLock()
 	b := s.backend
 	s.mu.RUnlock()
@@ -144,9 +139,6 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 		info := b.Info()
 		body["device"], body["dtype"], body["context_length"] = info.Device, info.DType, b.ContextLength()
 		body["in_flight"] = s.gate.InFlight()
-	}
-	if st == worker.Ready {
-		status = http.StatusOK
 	}
 	worker.WriteJSON(w, status, body)
 }

@@ -174,3 +174,17 @@ func (g *Gate) probe(w http.ResponseWriter, r *http.Request, ok bool) {
 	}
 	WriteJSON(w, status, body)
 }
+
+// Health is the start of a GET /health answer: the status code (200 when
+// ready, else 503) and the body's common fields, which the worker adds to.
+func (g *Gate) Health(model, version string) (int, map[string]any) {
+	st := g.State()
+	body := map[string]any{"status": st.String(), "model": model, "implementation": Implementation, "version": version}
+	if reason := g.Reason(); reason != "" {
+		body["error"] = reason
+	}
+	if st == Ready {
+		return http.StatusOK, body
+	}
+	return http.StatusServiceUnavailable, body
+}
