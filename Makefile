@@ -3,6 +3,8 @@
 #               userspace in a cached Debian sid root; root needed once)
 #   make demo   the flagship example: the GPUs, then an LLM worker serving a
 #               small model on the GPU (else the CPU) and one streamed chat
+#   make demo-sd  the image worker serving a tiny Stable Diffusion model on
+#               the GPU (else the CPU) and one image through OpenAI's API
 # and for developers:
 #   make generate   regenerate the z* bindings from the ROCm headers
 #   make gpu-test   build what tier 2 runs into gpu/ and gpu.tar.xz, for a GPU machine
@@ -23,7 +25,7 @@ IN_ROCM := env ROCM_GO_TIER=1
 ROCM_ENV_DEP :=
 endif
 
-.PHONY: test lint test0 test1 rocm-env generate gpu-test demo clean
+.PHONY: test lint test0 test1 rocm-env generate gpu-test demo demo-sd clean
 
 test: lint test0 test1
 
@@ -51,6 +53,9 @@ gpu-test:
 
 demo:
 	@GO=$(GO) scripts/demo.sh
+
+demo-sd:
+	@GO=$(GO) scripts/demo-sd.sh
 
 clean:
 	rm -rf gpu

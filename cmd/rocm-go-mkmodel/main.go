@@ -42,7 +42,7 @@ func main() {
 // options are what the flags ask beyond the spec.
 type options struct {
 	out  string
-	sd   string // -sd: a Stable Diffusion preset instead of a Llama model
+	sd   string          // -sd: a Stable Diffusion preset instead of a Llama model
 	gguf candle.GGMLType // the type of -gguf's one file
 	set  bool            // -gguf was given (its zero, F32, is a type too)
 }

@@ -47,6 +47,17 @@ func TestRunGGUF(t *testing.T) {
 	assert.Equal(t, "llama", f.Architecture())
 }
 
+func TestRunSD(t *testing.T) {
+	var out, errs bytes.Buffer
+	dir := filepath.Join(t.TempDir(), "sd", "tiny")
+	require.NoError(t, run([]string{"-out", dir, "-sd", "tiny"}, &out, &errs))
+	assert.Contains(t, out.String(), "a Stable Diffusion 1.x folder (tiny)")
+	for _, f := range []string{"model_index.json", "unet/config.json", "vae/diffusion_pytorch_model.safetensors", "tokenizer/vocab.json"} {
+		assert.FileExists(t, filepath.Join(dir, f))
+	}
+	assert.ErrorContains(t, run([]string{"-out", dir, "-sd", "sdxl"}, &out, &errs), "-sd \"sdxl\": want tiny or sd-1.5")
+}
+
 func TestParseErrors(t *testing.T) {
 	var errs bytes.Buffer
 	_, _, err := parse(nil, &errs)

@@ -29,11 +29,12 @@ const module = "github.com/rocm-go/rocm"
 // test: a new package says where it sits.
 var layers = [][]string{
 	// What everything may use: the one error type above the bindings, the
-	// run-time loader, the tests' and the generator's helpers.
+	// run-time loader, the tests' and the generator's helpers, and the
+	// HTTP workers' common parts (the standard library alone).
 	{"errs"},
 	{"internal/dl"},
-	{"internal/bind", "internal/testenv"},
-	{"internal/cgen", "internal/kernelcheck", "internal/doccheck", "internal/layering"},
+	{"internal/bind", "internal/testenv", "internal/worker"},
+	{"internal/cgen", "internal/kernelcheck", "internal/doccheck", "internal/layering", "internal/worker/workertest"},
 	{"internal/cmd/*"},
 	// The bindings, and the pure-Go tokenizer beside them.
 	{"hip", "tokenizer"},

@@ -1,0 +1,35 @@
+package main
+
+import (
+	"bytes"
+	"image"
+	"image/color"
+	"image/png"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestInfotext(t *testing.T) {
+	p := params{Prompt: "a cat, oil painting", NegativePrompt: "blurry", Steps: 20, Sampler: "Euler a", CFGScale: 7,
+		Seed: 42, Width: 512, Height: 768, Model: "sd-v1-5"}
+	assert.Equal(t, "a cat, oil painting\nNegative prompt: blurry\nSteps: 20, Sampler: Euler a, CFG scale: 7, Seed: 42, Size: 512x768, Model: sd-v1-5", p.infotext())
+	p.NegativePrompt, p.CFGScale, p.Strength, p.Model = "", 7.5, 0.75, "my, model"
+	assert.Equal(t, "a cat, oil painting\nSteps: 20, Sampler: Euler a, CFG scale: 7.5, Seed: 42, Size: 512x768, Model: \"my, model\", Denoising strength: 0.75", p.infotext())
+}
+
+func TestEncodePNG(t *testing.T) {
+	img := image.NewRGBA(image.Rect(0, 0, 3, 2))
+	img.Set(1, 1, color.RGBA{200, 10, 30, 255})
+	for _, text := range []string{"a cat\nSteps: 4, Sampler: Euler, Seed: 1", "ein Café", "猫, Steps: 4"} {
+		b, err := encodePNG(img, text)
+		require.NoError(t, err)
+		got, err := png.Decode(bytes.NewReader(b))
+		require.NoError(t, err, "a valid PNG")
+		assert.Equal(t, color.RGBA{200, 10, 30, 255}, color.RGBAModel.Convert(got.At(1, 1)))
+		chunks, err := pngText(b)
+		require.NoError(t, err)
+		assert.Equal(t, text, chunks["parameters"])
+	}
+}
