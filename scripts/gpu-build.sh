@@ -39,7 +39,7 @@ flags=(-trimpath -ldflags='-s -w')
 # The packages whose GPU paths run goroutines of their own (the pipelined
 # upload, the worker's server): their race-built binaries run the tests
 # gpu/run.sh's raceUnits names.
-race_pkgs=" candle candle/gguf candle/safetensors examples/llm-worker "
+race_pkgs=" candle candle/gguf candle/safetensors examples/llm-worker examples/sd-worker "
 
 size() { du -h "$1" | cut -f1; }
 

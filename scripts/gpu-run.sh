@@ -69,7 +69,7 @@ declare -A shards=([candle]=6 [flashattn]=3 [candle_models_llama]=2 [rocblas]=2 
 # raceUnits: the tests that run again from a package's -race binary (built
 # by gpu-build.sh): the goroutines of the pinned upload and of the worker.
 declare -A raceUnits=([candle]='^(TestGPULoad|TestGPUCopyFromPinned)$' [candle_gguf]='^TestGPU' [candle_safetensors]='^TestGPU'
-	[examples_llm-worker]='^TestGPU')
+	[examples_llm-worker]='^TestGPU' [examples_sd-worker]='^TestGPU')
 # aloneUnits: the tests that measure the whole device (its free memory) and
 # so run by themselves, one after another, once the other units are done;
 # the other units skip them.
