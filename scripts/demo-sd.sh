@@ -15,6 +15,8 @@ model=${ROCM_GO_DEMO_SD_MODEL:-$cache/demo-sd-model}
 port=${ROCM_GO_DEMO_SD_PORT:-18081}
 out=${ROCM_GO_DEMO_SD_OUT:-$cache/demo-sd.png}
 size=${ROCM_GO_DEMO_SD_SIZE:-}
+# The tiny model's own size is 16×16: ask it for 32×32.
+[ -n "${ROCM_GO_DEMO_SD_MODEL:-}" ] || size=${size:-32x32}
 steps=${ROCM_GO_DEMO_SD_STEPS:-20}
 mkdir -p "$bin"
 

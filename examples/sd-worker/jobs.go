@@ -263,31 +263,46 @@ func (r *runner) run(ctx context.Context) {
 }
 
 // next takes the oldest live job and the waiting ones that share its
-// UNet batch; jobs canceled while they waited end here.
+// UNet batch; jobs canceled while they waited end here. A batch holds a
+// power of two of images (1, 2, 4, ...): each new batch size is a new set
+// of convolution shapes, whose algorithms the library searches for (cuDNN
+// and MIOpen's Find: tens of seconds for SD's UNet and VAE on an H200), so
+// the worker keeps to few, and warms them up at start (batchSizes).
 func (r *runner) next() []*job {
 	r.mu.Lock()
-	var dead []*job
-	var batch []*job
+	var dead, batch []*job
+	chosen := map[*job]bool{}
 	var key string
 	images := 0
-	rest := r.queue[:0]
 	for _, j := range r.queue {
 		switch {
 		case j.ctx.Err() != nil:
 			dead = append(dead, j)
-			continue
+			chosen[j] = true
 		case batch == nil:
 			batch = []*job{j}
+			chosen[j] = true
 			key, _ = r.b.BatchKey(j.req)
 			images = j.req.Batch
-			continue
+		case key != "" && images+j.req.Batch <= r.maxBatch:
+			if k, ok := r.b.BatchKey(j.req); ok && k == key {
+				batch = append(batch, j)
+				chosen[j] = true
+				images += j.req.Batch
+			}
 		}
-		if k, ok := r.b.BatchKey(j.req); ok && key != "" && k == key && images+j.req.Batch <= r.maxBatch {
-			batch = append(batch, j)
-			images += j.req.Batch
-			continue
+	}
+	for len(batch) > 1 && images&(images-1) != 0 { // not a power of two: the last ones wait
+		last := batch[len(batch)-1]
+		batch = batch[:len(batch)-1]
+		delete(chosen, last)
+		images -= last.req.Batch
+	}
+	rest := r.queue[:0]
+	for _, j := range r.queue {
+		if !chosen[j] {
+			rest = append(rest, j)
 		}
-		rest = append(rest, j)
 	}
 	clear(r.queue[len(rest):])
 	r.queue = rest
@@ -297,6 +312,16 @@ func (r *runner) next() []*job {
 		r.finish(j, nil, context.Cause(j.ctx), false)
 	}
 	return batch
+}
+
+// batchSizes are the image counts of the batches a runner makes: the
+// powers of two up to maxBatch.
+func batchSizes(maxBatch int) []int {
+	var out []int
+	for n := 1; n <= maxBatch; n *= 2 {
+		out = append(out, n)
+	}
+	return out
 }
 
 // runBatch runs jobs as one UNet batch. The batch's context ends when

@@ -108,7 +108,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.IntVar(&c.maxSize, "max-size", 2048, "the largest width or height a request may ask, in pixels")
 	fs.IntVar(&c.maxSteps, "max-steps", 150, "the most steps a request may ask")
 	fs.IntVar(&c.maxImages, "max-images", 8, "the most images one request may ask (n, batch_size × n_iter)")
-	fs.IntVar(&c.maxBatch, "max-batch", 8, "the most images of concurrent requests in one UNet batch (1: each request runs alone)")
+	fs.IntVar(&c.maxBatch, "max-batch", 8, "the most images of concurrent requests in one UNet batch, a power of two (1: each request runs alone); the warm-up runs each batch size up to it")
 	fs.IntVar(&c.maxQueue, "max-queue", 32, "the most requests waiting before 429")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 60*time.Second, "on SIGINT/SIGTERM, how long the jobs under way may take to finish before they are cut (exit status 3)")
 	fs.DurationVar(&c.readTimeout, "read-timeout", 30*time.Second, "how long a request's body may take to arrive before a 408 (0: no limit)")
@@ -144,6 +144,9 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	}
 	if c.sdVersion != "" && !containsString(versions, c.sdVersion) {
 		return nil, fmt.Errorf("-sd-version %q: want one of %s", c.sdVersion, strings.Join(versions, ", "))
+	}
+	if c.maxBatch&(c.maxBatch-1) != 0 {
+		return nil, fmt.Errorf("-max-batch %d: want a power of two (1, 2, 4, 8, ...): each batch size costs the convolutions an algorithm search", c.maxBatch)
 	}
 	for _, f := range []struct {
 		name   string
@@ -238,7 +241,7 @@ func (a *app) run(ctx context.Context, args []string) int {
 			log.Info("model loaded", "took", took.Round(time.Millisecond), "sd_version", info.Version, "device", info.Device, "dtype", info.DType,
 				"device_memory", humanize.IBytes(uint64(info.DeviceMemory)), "default_size", info.DefaultSize, "sampler", info.DefaultSampler)
 		},
-		WarmUp: func(ctx context.Context, b Backend) error { return warmUp(ctx, b, log) },
+		WarmUp: func(ctx context.Context, b Backend) error { return warmUp(ctx, b, cfg.maxBatch, log) },
 		Ready:  srv.SetReady,
 		Close: func(b Backend, loaded bool) error {
 			srv.StopRunner()
@@ -253,20 +256,27 @@ func (a *app) run(ctx context.Context, args []string) int {
 	}.Run(ctx)
 }
 
-// warmUp makes one small image, so that the first client does not pay
-// for compiling kernels.
-func warmUp(ctx context.Context, b Backend, log *slog.Logger) error {
+// warmUp runs, at the model's default size, one step and a decode of
+// each batch size the runner makes (batchSizes), so that the first clients
+// pay neither for compiling kernels nor for the convolutions' algorithm
+// searches (whose results the library keeps, on disk too on NVIDIA).
+func warmUp(ctx context.Context, b Backend, maxBatch int, log *slog.Logger) error {
 	info := b.Info()
 	if info.Inpainting {
 		log.Info("warm-up skipped: an inpainting model needs an image and a mask")
 		return nil
 	}
-	start := time.Now()
-	size := info.Multiple
-	_, err := b.Generate(ctx, []sd.Request{{Prompt: "warm-up", Width: size, Height: size, Steps: 2, Guidance: 7.5, Batch: 1}})
-	if err != nil {
-		return err
+	size := info.DefaultSize
+	for _, n := range batchSizes(maxBatch) {
+		start := time.Now()
+		reqs := make([]sd.Request, n)
+		for i := range reqs {
+			reqs[i] = sd.Request{Prompt: "warm-up", Width: size, Height: size, Steps: 1, Guidance: 7.5, Batch: 1, Seed: uint64(i)}
+		}
+		if _, err := b.Generate(ctx, reqs); err != nil {
+			return err
+		}
+		log.Info("warm-up done", "size", fmt.Sprintf("%dx%d", size, size), "images", n, "took", time.Since(start).Round(time.Millisecond))
 	}
-	log.Info("warm-up done", "size", fmt.Sprintf("%dx%d", size, size), "took", time.Since(start).Round(time.Millisecond))
 	return nil
 }

@@ -57,6 +57,7 @@ func TestFlags(t *testing.T) {
 		{[]string{"-model-path", dir, "-dtype", "f64"}, "want auto, f16, bf16 or f32"},
 		{[]string{"-model-path", dir, "-device", "tpu"}, "want auto, cpu or hip:N"},
 		{[]string{"-model-path", dir, "-max-batch", "0"}, "-max-batch 0"},
+		{[]string{"-model-path", dir, "-max-batch", "6"}, "want a power of two"},
 		{[]string{"-model-path", dir, "-port", "70000"}, "-port 70000"},
 		{[]string{"-model-path", dir, "-callback-url", "ftp://x"}, "-callback-url"},
 		{[]string{"-model-path", dir, "-hive-url", "hive"}, "-hive-url"},
@@ -109,7 +110,7 @@ func waitExit(t *testing.T, code chan int, lb *workertest.LogBuffer) int {
 func TestWorkerLifecycle(t *testing.T) {
 	h := workertest.NewHive(t)
 	url, lb, stop, code := runWorker(t, openBackend, map[string]string{"LLORCH_API_TOKEN": "secret\n"}, "-model-path", tinyModel(t),
-		"-device", "cpu", "-worker-id", "sd1", "-hive-url", h.URL, "-sd-version", "v1-5")
+		"-device", "cpu", "-worker-id", "sd1", "-hive-url", h.URL, "-sd-version", "v1-5", "-max-batch", "2")
 	require.Eventually(t, func() bool {
 		resp, err := http.Get(url + "/ready")
 		if err != nil {
@@ -117,7 +118,7 @@ func TestWorkerLifecycle(t *testing.T) {
 		}
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
-	}, 30*time.Second, 10*time.Millisecond, "ready:\n%s", lb)
+	}, 2*time.Minute, 10*time.Millisecond, "ready:\n%s", lb)
 	resp, err := http.Post(url+"/v1/images/generations", "application/json", strings.NewReader(`{"prompt": "x", "steps": 2, "size": "8x8"}`))
 	require.NoError(t, err)
 	resp.Body.Close()
@@ -173,7 +174,7 @@ func TestWorkerFailures(t *testing.T) {
 
 	fake := newFake()
 	url, lb, stop, code := runWorker(t, func(LoadOptions) (Backend, error) { return fake, nil }, nil, "-model-path", t.TempDir(),
-		"-shutdown-timeout", "50ms")
+		"-shutdown-timeout", "50ms", "-max-batch", "1")
 	<-fake.started // the warm-up
 	require.Eventually(t, func() bool {
 		resp, err := http.Get(url + "/ready")

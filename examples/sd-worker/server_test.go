@@ -144,7 +144,7 @@ func realBackend(t *testing.T) Backend {
 func TestOpenAIGenerations(t *testing.T) {
 	b := realBackend(t)
 	info := b.Info()
-	assert.Equal(t, ModelInfo{Version: "v1-5", Device: "cpu", DType: "f32", Multiple: 4, DefaultSize: 32, DefaultSampler: "Euler",
+	assert.Equal(t, ModelInfo{Version: "v1-5", Device: "cpu", DType: "f32", Multiple: 4, DefaultSize: 16, DefaultSampler: "Euler",
 		DeviceMemory: info.DeviceMemory}, info)
 	ts := newTestServer(t, b, ServerConfig{})
 	body := `{"prompt": "a red cat", "n": 2, "size": "8x8", "steps": 2, "seed": 7, "negative_prompt": "blurry", "guidance_scale": 5}`
@@ -404,9 +404,11 @@ func TestBatching(t *testing.T) {
 	var waiting []chan int
 	for i, body := range []string{
 		`{"prompt": "a", "steps": 2, "seed": 10, "job_id": "a"}`,
-		`{"prompt": "b", "steps": 2, "seed": 20, "n": 2, "job_id": "b"}`,
-		`{"prompt": "c", "steps": 3, "seed": 30, "job_id": "c"}`,         // other steps: alone
-		`{"prompt": "d", "steps": 2, "seed": 40, "n": 2, "job_id": "d"}`, // would make 5 images: the next batch
+		`{"prompt": "b", "steps": 2, "seed": 20, "job_id": "b"}`,
+		`{"prompt": "c", "steps": 3, "seed": 30, "job_id": "c"}`, // other steps: alone
+		`{"prompt": "d", "steps": 2, "seed": 40, "n": 2, "job_id": "d"}`,
+		`{"prompt": "e", "steps": 2, "seed": 50, "job_id": "e"}`, // would make 5 images: the next batch
+		`{"prompt": "f", "steps": 2, "seed": 60, "n": 2, "job_id": "f"}`, // with e, 3 images: not a power of two, so e alone
 	} {
 		waiting = append(waiting, post(ts, "/v1/images/generations", body))
 		require.Eventually(t, func() bool { w, _ := ts.api.run.counts(); return w == i+1 }, 5*time.Second, time.Millisecond)
@@ -425,10 +427,12 @@ func TestBatching(t *testing.T) {
 		}
 		shapes = append(shapes, strings.Join(s, "+"))
 	}
-	assert.Equal(t, []string{"first", "a+b", "c", "d"}, shapes)
-	st, _ := ts.api.run.job("b").status()
-	assert.Equal(t, 2, st.Batched)
+	assert.Equal(t, []string{"first", "a+b+d", "c", "e", "f"}, shapes)
+	st, _ := ts.api.run.job("d").status()
+	assert.Equal(t, 3, st.Batched)
 	assert.Equal(t, uint64(20), fake.got()[1][1].Seed, "each request keeps its seed")
+	assert.Equal(t, []int{1, 2, 4, 8}, batchSizes(8))
+	assert.Equal(t, []int{1}, batchSizes(1))
 
 	// With -max-batch 1 nothing is batched.
 	fake2 := newFake()
@@ -624,7 +628,7 @@ func TestRealBatching(t *testing.T) {
 	ts := newTestServer(t, h, ServerConfig{})
 	first := post(ts, "/v1/images/generations", `{"prompt": "first", "steps": 2, "size": "4x4"}`)
 	<-h.started
-	bodies := []string{`{"prompt": "a red cat", "steps": 2, "size": "8x8", "seed": 1, "guidance_scale": 4}`,
+	bodies := []string{`{"prompt": "a red cat", "steps": 2, "size": "8x8", "seed": 1, "guidance_scale": 4, "n": 2}`,
 		`{"prompt": "a blue dog", "negative_prompt": "grass", "steps": 2, "size": "8x8", "seed": 2, "n": 2}`}
 	results := make([]chan []byte, len(bodies))
 	for i, body := range bodies {
@@ -667,7 +671,7 @@ func TestGPUWorker(t *testing.T) {
 		ts := newTestServer(t, h, ServerConfig{})
 		first := post(ts, "/v1/images/generations", `{"prompt": "first", "steps": 2, "size": "8x8"}`)
 		<-h.started
-		bodies := []string{`{"prompt": "a red cat", "steps": 4, "size": "32x32", "seed": 1}`, `{"prompt": "a dog", "steps": 4, "size": "32x32", "seed": 2, "n": 2}`}
+		bodies := []string{`{"prompt": "a red cat", "steps": 4, "size": "32x32", "seed": 1, "n": 2}`, `{"prompt": "a dog", "steps": 4, "size": "32x32", "seed": 2, "n": 2}`}
 		outs := make([]chan []byte, 2)
 		for i, body := range bodies {
 			outs[i] = make(chan []byte, 1)

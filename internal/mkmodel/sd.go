@@ -37,11 +37,11 @@ type SDSpec struct {
 }
 
 // TinySD is a Stable Diffusion folder of a few hundred kilobytes that
-// runs in seconds on the CPU: latents at half the image's size, 32×32
+// runs in seconds on the CPU: latents at half the image's size, 16×16
 // images by default.
 func TinySD() SDSpec {
 	return SDSpec{TextHidden: 32, TextLayers: 2, TextHeads: 4, UNetChannels: []int{16, 32}, UNetLayers: 1, UNetHeads: 2,
-		UNetGroups: 4, VAEChannels: []int{8, 16}, VAELayers: 1, VAEGroup: 4, DType: candle.F32, Seed: 1, SampleSize: 16}
+		UNetGroups: 4, VAEChannels: []int{8, 16}, VAELayers: 1, VAEGroup: 4, DType: candle.F32, Seed: 1, SampleSize: 8}
 }
 
 // SD15 is Stable Diffusion 1.5's shape (CLIP ViT-L/14's text encoder, the
