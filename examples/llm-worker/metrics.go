@@ -54,14 +54,13 @@ func newMetrics(s *Server) *metrics {
 				emit(b.Stats().KVCacheUsage)
 			}
 		})
-	reg.GaugeFunc("rocm_go:device_memory_bytes", "Device memory: in_use by the model's tensors (weights, KV cache, activations), cached by the pool for reuse; absent until the model has loaded.",
-		[]string{"kind"}, func(emit func(float64, ...string)) {
-			if b := s.loaded(); b != nil {
-				st := b.Stats()
-				emit(float64(st.DeviceMemoryInUse), "in_use")
-				emit(float64(st.DeviceMemoryCached), "cached")
-			}
-		})
+	reg.DeviceMemoryGauge(func() (int64, int64, bool) {
+		if b := s.loaded(); b != nil {
+			st := b.Stats()
+			return st.DeviceMemoryInUse, st.DeviceMemoryCached, true
+		}
+		return 0, 0, false
+	})
 	return m
 }
 

@@ -17,13 +17,7 @@ import (
 )
 
 // scrape reads GET /metrics, without a token, and parses it.
-func (ts *testServer) scrape(t *testing.T) workertest.Metrics {
-	t.Helper()
-	code, hdr, body := ts.do(t, "GET", "/metrics", nil)
-	require.Equal(t, http.StatusOK, code, "%s", body)
-	require.Equal(t, worker.ContentType, hdr.Get("Content-Type"))
-	return workertest.ParseMetrics(t, string(body))
-}
+func (ts *testServer) scrape(t *testing.T) workertest.Metrics { return workertest.Scrape(t, ts.URL) }
 
 // TestMetrics: /metrics answers without the token, in vLLM's names; a
 // 401, a 400 and two answers (whole and streamed) move the counters and

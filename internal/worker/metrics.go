@@ -197,6 +197,19 @@ func (r *Registry) GaugeFunc(name, help string, labels []string, collect func(em
 	f.collect = collect
 }
 
+// DeviceMemoryGauge registers the workers' rocm_go:device_memory_bytes
+// {kind="in_use"|"cached"}, read from mem at each scrape; ok false (no
+// model loaded yet) leaves the series out.
+func (r *Registry) DeviceMemoryGauge(mem func() (inUse, cached int64, ok bool)) {
+	r.GaugeFunc("rocm_go:device_memory_bytes", "Device memory: in_use by the model's tensors (weights, caches, activations), cached by the pool for reuse; absent until the model has loaded.",
+		[]string{"kind"}, func(emit func(float64, ...string)) {
+			if inUse, cached, ok := mem(); ok {
+				emit(float64(inUse), "in_use")
+				emit(float64(cached), "cached")
+			}
+		})
+}
+
 // Histogram counts observations in buckets of fixed upper bounds.
 type Histogram struct {
 	upper []float64

@@ -1,12 +1,16 @@
 package workertest
 
 import (
+	"io"
 	"math"
+	"net/http"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/rocm-go/rocm/internal/worker"
 )
 
 // Metrics is a scrape of /metrics: each sample's value by its series,
@@ -18,6 +22,25 @@ var (
 	sampleName = regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:]*$`)
 	labelPair  = regexp.MustCompile(`^([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"`)
 )
+
+// Scrape reads GET base/metrics without a token, as Prometheus does,
+// wants a 200 in the text format, and parses it.
+func Scrape(t testing.TB, base string) Metrics {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatalf("GET /metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("GET /metrics: %v", err)
+	}
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != worker.ContentType {
+		t.Fatalf("GET /metrics: %s, %s: %s", resp.Status, resp.Header.Get("Content-Type"), body)
+	}
+	return ParseMetrics(t, string(body))
+}
 
 // ParseMetrics reads Prometheus' text exposition format (0.0.4) as a
 // scraper would, independently of the worker's writer, and fails the
