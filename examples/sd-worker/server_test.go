@@ -68,7 +68,9 @@ type testServer struct {
 
 func newTestServer(t *testing.T, b Backend, cfg ServerConfig) *testServer {
 	lb := &workertest.LogBuffer{}
-	cfg.Logger = slog.New(slog.NewTextHandler(lb, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(lb, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
 	if cfg.ModelID == "" {
 		cfg.ModelID = "tiny-sd"
 	}
@@ -377,10 +379,17 @@ func pngHeader(w, h int) []byte {
 }
 
 // post runs a request in the background; its status comes on the channel.
-func post(ts *testServer, path, body string) chan int {
+// post sends a JSON body with the header's name and value pairs, and
+// sends the status on the channel it returns (0 when no answer came).
+func post(ts *testServer, path, body string, header ...string) chan int {
 	ch := make(chan int, 1)
 	go func() {
-		resp, err := http.Post(ts.URL+path, "application/json", strings.NewReader(body))
+		req, _ := http.NewRequest("POST", ts.URL+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		for i := 0; i+1 < len(header); i += 2 {
+			req.Header.Set(header[i], header[i+1])
+		}
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			ch <- 0
 			return
