@@ -18,6 +18,7 @@ type modelBackend struct {
 	tok    *tokenizer.Tokenizer
 	model  *llama.Model
 	engine *generate.Engine
+	dev    candle.Device
 	info   BackendInfo
 }
 
@@ -38,7 +39,7 @@ func openBackend(o LoadOptions) (Backend, error) {
 		m.Close()
 		return nil, err
 	}
-	b := &modelBackend{tok: tok, model: m, engine: eng, info: BackendInfo{
+	b := &modelBackend{tok: tok, model: m, engine: eng, dev: dev, info: BackendInfo{
 		Device: deviceName(dev), DType: dt.String(), CacheTokens: m.CacheTokensFree()}}
 	if d, ok := dev.(*candle.HIPDevice); ok {
 		b.info.DeviceMemory = d.MemoryStats().InUse
@@ -119,6 +120,19 @@ func (b *modelBackend) ContextLength() int { return b.model.ContextLength() }
 func (b *modelBackend) VocabSize() int     { return b.model.VocabSize() }
 func (b *modelBackend) EOS() []int32       { return b.tok.EOS() }
 func (b *modelBackend) Info() BackendInfo  { return b.info }
+
+// Stats reads the KV cache's free pages (under the runner's lock: a
+// forward pass under way finishes first) against its size at load, when
+// every page was free, and the device's memory counters.
+func (b *modelBackend) Stats() BackendStats {
+	var st BackendStats
+	if total := b.info.CacheTokens; total > 0 {
+		st.KVCacheUsage = min(max(1-float64(b.model.CacheTokensFree())/float64(total), 0), 1)
+	}
+	m := b.dev.MemoryStats()
+	st.DeviceMemoryInUse, st.DeviceMemoryCached = m.InUse, m.Cached
+	return st
+}
 
 func (b *modelBackend) Encode(text string, addSpecial bool) ([]int32, error) {
 	return b.tok.Encode(text, addSpecial)

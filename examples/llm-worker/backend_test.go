@@ -5,6 +5,7 @@ import (
 	"io"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -48,6 +49,9 @@ func testRealBackend(t *testing.T, device, wantDType string) {
 	assert.Equal(t, wantDType, info.DType)
 	assert.Positive(t, info.CacheTokens)
 	assert.NotEmpty(t, b.EOS())
+	st := b.Stats()
+	assert.Zero(t, st.KVCacheUsage, "no sequence holds the cache yet")
+	assert.Positive(t, st.DeviceMemoryInUse, "the weights and the cache")
 
 	text, err := b.ApplyChatTemplate([]tokenizer.Message{{Role: "user", Content: "Hello, GPU!"}}, true)
 	require.NoError(t, err)
@@ -80,6 +84,8 @@ func testRealBackend(t *testing.T, device, wantDType string) {
 	require.NotEmpty(t, t1)
 	assert.Equal(t, t1, t2, "greedy is deterministic")
 	assert.Equal(t, s1, s2)
+	require.Eventually(t, func() bool { return b.Stats().KVCacheUsage == 0 }, 5*time.Second, time.Millisecond,
+		"the finished sequences gave their pages back")
 
 	_, err = b.Generate(context.Background(), generate.Request{Prompt: nil, MaxTokens: 4})
 	assert.ErrorIs(t, err, errs.ErrArgument, "an empty prompt")

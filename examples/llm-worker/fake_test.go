@@ -89,6 +89,11 @@ func (f *fakeBackend) Info() BackendInfo {
 	return BackendInfo{Device: "hip:0", DType: "bf16", CacheTokens: 4096, DeviceMemory: 3 << 30}
 }
 
+// Stats says a quarter of the cache per generation under way.
+func (f *fakeBackend) Stats() BackendStats {
+	return BackendStats{KVCacheUsage: min(float64(f.active.Load())/4, 1), DeviceMemoryInUse: 3 << 30, DeviceMemoryCached: 1 << 28}
+}
+
 func (f *fakeBackend) Close() error {
 	f.closeCalls.Add(1)
 	f.closed.Store(true)

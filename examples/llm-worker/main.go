@@ -57,6 +57,7 @@ type config struct {
 	maxBatch, maxQueue, maxTokensDefault        int
 	shutdownTimeout, heartbeatEvery             time.Duration
 	readTimeout, requestTimeout, queueTimeout   time.Duration
+	logFormat                                   string
 	verbose                                     bool
 
 	weightBytes int64 // of the model's safetensors files
@@ -85,11 +86,12 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.DurationVar(&c.readTimeout, "read-timeout", 30*time.Second, "how long a request's body may take to arrive before a 408 (0: no limit)")
 	fs.DurationVar(&c.requestTimeout, "request-timeout", 0, "how long a generation may run before it is cut (finish_reason \"timeout\", or a 504; 0: no limit)")
 	fs.DurationVar(&c.queueTimeout, "queue-timeout", 60*time.Second, "how long a request may wait for its first token before a 503 with Retry-After (0: no limit)")
-	fs.BoolVar(&c.verbose, "v", false, "log debug messages too")
+	fs.StringVar(&c.logFormat, "log-format", "text", "the log's format: text (key=value) or json (one object a line)")
+	fs.BoolVar(&c.verbose, "v", false, "log debug messages too (among them a line for each probe and scrape that succeeds)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: llm-worker -model DIR|FILE.gguf [flags]\n\n"+
 			"Serves a Llama-family model over HTTP in OpenAI's format (see README.md).\n"+
-			"LLORCH_API_TOKEN, when set, is the bearer token every endpoint but GET /health, /ready and /live wants.\n"+
+			"LLORCH_API_TOKEN, when set, is the bearer token every endpoint but GET /health, /ready, /live and /metrics wants.\n"+
 			"Exit status: 0 after a clean shutdown, 1 on a failure, 2 for bad flags, 3 when the shutdown cut requests\n"+
 			"still running at -shutdown-timeout.\n\n")
 		fs.PrintDefaults()
@@ -107,6 +109,9 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 		return nil, err
 	}
 	if c.dtype, err = resolveDType(c.dtype); err != nil {
+		return nil, err
+	}
+	if err := worker.CheckLogFormat(c.logFormat); err != nil {
 		return nil, err
 	}
 	switch {
@@ -203,11 +208,11 @@ func (a *app) run(ctx context.Context, args []string) int {
 		fmt.Fprintln(a.stderr, "llm-worker:", err)
 		return 2
 	}
-	level := slog.LevelInfo
-	if cfg.verbose {
-		level = slog.LevelDebug
+	logHandler, err := worker.NewLogHandler(a.stderr, cfg.logFormat, cfg.verbose)
+	if err != nil {
+		fmt.Fprintln(a.stderr, "llm-worker:", err)
+		return 2
 	}
-	logHandler := slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level})
 	log := slog.New(logHandler)
 	ver := worker.Version()
 
@@ -224,6 +229,9 @@ func (a *app) run(ctx context.Context, args []string) int {
 	log.Info("loading the model", "dir", cfg.modelDir, "weights", humanize.IBytes(uint64(cfg.weightBytes)), "files", cfg.weightFiles,
 		"device", cfg.device, "dtype", cfg.dtype)
 	bar := worker.NewProgressBar(a.stderr, "loading weights")
+	if cfg.logFormat == "json" {
+		bar.Log = log
+	}
 	return worker.Life[Backend]{Host: host, Gate: srv.Gate(),
 		Load: func() (Backend, error) {
 			return a.open(LoadOptions{Dir: cfg.modelDir, Device: cfg.device, DType: cfg.dtype, MaxBatch: cfg.maxBatch,

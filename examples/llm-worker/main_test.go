@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -50,15 +51,16 @@ func TestFlags(t *testing.T) {
 	assert.Equal(t, time.Duration(0), c.requestTimeout, "no limit")
 	assert.Equal(t, 60*time.Second, c.queueTimeout)
 	assert.Equal(t, 30*time.Second, c.heartbeatEvery)
+	assert.Equal(t, "text", c.logFormat)
 
 	c, err = parseFlags([]string{"-model", dir, "-model-ref", "meta-llama/Llama-3.2-1B", "-worker-id", "w7", "-port", "0", "-rocm-device", "2",
 		"-dtype", "BF16", "-max-batch", "8", "-max-queue", "64", "-max-tokens-default", "100", "-hive-url", "http://127.0.0.1:7833",
-		"-shutdown-timeout", "5s", "-read-timeout", "3s", "-request-timeout", "2m", "-queue-timeout", "0", "-heartbeat-interval", "5s", "-v"}, io.Discard)
+		"-shutdown-timeout", "5s", "-read-timeout", "3s", "-request-timeout", "2m", "-queue-timeout", "0", "-heartbeat-interval", "5s", "-v", "-log-format", "json"}, io.Discard)
 	require.NoError(t, err)
 	assert.Equal(t, &config{workerID: "w7", modelDir: dir, modelRef: "meta-llama/Llama-3.2-1B", host: "0.0.0.0", hiveURL: "http://127.0.0.1:7833/v1/heartbeat",
 		port: 0, device: "hip:2", dtype: "bf16", maxBatch: 8, maxQueue: 64, maxTokensDefault: 100, shutdownTimeout: 5 * time.Second,
-		readTimeout: 3 * time.Second, requestTimeout: 2 * time.Minute, heartbeatEvery: 5 * time.Second, verbose: true,
-		weightBytes: 3000, weightFiles: 2}, c)
+		readTimeout: 3 * time.Second, requestTimeout: 2 * time.Minute, heartbeatEvery: 5 * time.Second, logFormat: "json",
+		verbose: true, weightBytes: 3000, weightFiles: 2}, c)
 	for _, d := range [][2]string{{"cpu", "cpu"}, {"HIP:1", "hip:1"}, {"rocm:0", "hip:0"}, {" auto ", "auto"}} {
 		c, err := parseFlags([]string{"-model", dir, "-device", d[0]}, io.Discard)
 		require.NoError(t, err)
@@ -97,6 +99,7 @@ func TestFlags(t *testing.T) {
 		{[]string{"-model", dir, "-queue-timeout", "-1s"}, "-queue-timeout -1s"},
 		{[]string{"-model", dir, "-heartbeat-interval", "0s"}, "-heartbeat-interval 0s: want more than 0"},
 		{[]string{"-model", dir, "-hive-url", "hive:7833"}, "-hive-url"},
+		{[]string{"-model", dir, "-log-format", "logfmt"}, `-log-format "logfmt": want text or json`},
 		{[]string{"-model", dir, "extra"}, "unexpected argument \"extra\""},
 		{[]string{"-model", dir, "-port", "x"}, "invalid value"},
 		{[]string{"-nope"}, "not defined"},
@@ -437,4 +440,43 @@ func TestWorkerLoadFailures(t *testing.T) {
 	a := &app{stderr: &out, getenv: func(string) string { return "" }, open: openBackend}
 	assert.Equal(t, 1, a.run(context.Background(), []string{"-model", dir, "-host", "127.0.0.1", "-port", strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)}))
 	assert.Contains(t, out.String(), "cannot listen")
+}
+
+// TestWorkerJSONLogs: with -log-format json everything the worker writes
+// is JSON lines, the load's progress included, and its requests have
+// their lines with their ids.
+func TestWorkerJSONLogs(t *testing.T) {
+	fake := newFake()
+	open := func(o LoadOptions) (Backend, error) {
+		for done := int64(0); done <= 3000; done += 500 {
+			o.Progress(done, 3000)
+		}
+		return fake, nil
+	}
+	w := startWorker(t, open, nil, "-model", modelDir(t), "-log-format", "json")
+	w.waitReady(t)
+	req, _ := http.NewRequest("POST", w.addr+"/v1/completions", strings.NewReader(`{"prompt": "x", "max_tokens": 2}`))
+	req.Header.Set("X-Request-Id", "trace-42")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, "trace-42", resp.Header.Get("X-Request-Id"))
+	w.stop()
+	assert.Equal(t, 0, w.exit(t))
+	var msgs []string
+	var reqLine map[string]any
+	for line := range strings.Lines(w.log.String()) {
+		var rec map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &rec), "a JSON line: %q", line)
+		msgs = append(msgs, rec["msg"].(string))
+		if rec["msg"] == "request" && rec["path"] == "/v1/completions" {
+			reqLine = rec
+		}
+	}
+	for _, m := range []string{"listening", "loading the model", "loading weights", "model loaded", "warm-up done", "ready", "generation done", "stopped"} {
+		assert.Contains(t, msgs, m)
+	}
+	require.NotNil(t, reqLine, "the request's line")
+	assert.Equal(t, "trace-42", reqLine["request_id"])
+	assert.Equal(t, 200.0, reqLine["status"])
 }

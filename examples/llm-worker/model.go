@@ -41,6 +41,10 @@ type Backend interface {
 	Generate(ctx context.Context, r generate.Request) (<-chan generate.Event, error)
 	// Info describes the loaded model for logs, /health and heartbeats.
 	Info() BackendInfo
+	// Stats is the model's use of the device now, for /metrics. It may
+	// wait for the engine's step under way (the KV cache is the
+	// engine's while it steps).
+	Stats() BackendStats
 	// Close stops the engine and frees the model.
 	Close() error
 }
@@ -51,6 +55,13 @@ type BackendInfo struct {
 	DType        string // the weights' dtype: "bf16", "f16", "f32"
 	CacheTokens  int    // KV cache capacity in tokens (free at start)
 	DeviceMemory int64  // bytes of device memory in use after loading
+}
+
+// BackendStats is a loaded model's use of its device at one moment.
+type BackendStats struct {
+	KVCacheUsage       float64 // the fraction of the KV cache's tokens that sequences hold, 0 to 1
+	DeviceMemoryInUse  int64   // bytes the device's tensors hold (weights, KV cache, activations)
+	DeviceMemoryCached int64   // bytes the device's memory pool keeps for reuse
 }
 
 // LoadOptions is what the flags ask of the model loader.

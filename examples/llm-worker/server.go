@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/rocm-go/rocm/candle/models/generate"
@@ -22,7 +21,7 @@ type ServerConfig struct {
 	Version          string        // the worker's version, in /health
 	MaxTokensDefault int           // a request's max_tokens when it gives none
 	MaxBodyBytes     int64         // the largest request body
-	APIToken         string        // when set, every endpoint but GET /health wants "Authorization: Bearer <token>"
+	APIToken         string        // when set, every endpoint but GET of the probes and /metrics wants "Authorization: Bearer <token>"
 	WriteTimeout     time.Duration // the longest one write to a client may block (a client that stops reading)
 	ReadTimeout      time.Duration // the longest a request's body may take to arrive, from its headers on; 0: none
 	RequestTimeout   time.Duration // the longest a generation may run, from its submission on; 0: none
@@ -57,9 +56,9 @@ type Server struct {
 	backend Backend
 	handler http.Handler
 
-	load   worker.QueueLoad
-	tokens atomic.Int64 // generated, for the heartbeats' rate
-	rate   worker.RateMeter
+	load    worker.QueueLoad
+	rate    worker.RateMeter
+	metrics *metrics
 }
 
 // NewServer makes the API in the loading state.
@@ -76,19 +75,23 @@ func NewServer(cfg ServerConfig) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, created: time.Now().Unix(), gate: worker.NewGate(cfg.Logger)}
+	log := slog.New(worker.RequestIDs(cfg.Logger.Handler()))
+	s := &Server{cfg: cfg, log: log, created: time.Now().Unix(), gate: worker.NewGate(cfg.Logger)}
+	s.metrics = newMetrics(s)
 	mux := http.NewServeMux()
 	mux.HandleFunc("/health", s.health)
 	mux.HandleFunc("/ready", s.gate.ReadyHandler)
 	mux.HandleFunc("/live", s.gate.LiveHandler)
+	mux.Handle("/metrics", s.metrics.reg)
 	mux.HandleFunc("/v1/models", s.models)
 	mux.HandleFunc("/v1/completions", s.completions)
 	mux.HandleFunc("/v1/chat/completions", s.chatCompletions)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		worker.WriteError(w, &worker.Error{Status: http.StatusNotFound, Type: "invalid_request_error",
-			Message: fmt.Sprintf("no endpoint %s %s: this worker serves GET /health, GET /ready, GET /live, GET /v1/models, POST /v1/completions and POST /v1/chat/completions", r.Method, r.URL.Path)})
+			Message: fmt.Sprintf("no endpoint %s %s: this worker serves GET /health, GET /ready, GET /live, GET /metrics, GET /v1/models, POST /v1/completions and POST /v1/chat/completions", r.Method, r.URL.Path)})
 	})
-	s.handler = worker.Recoverer(s.log, worker.ReadDeadline(cfg.ReadTimeout, worker.Auth(cfg.APIToken, "llm-worker", mux)))
+	s.handler = worker.Observe(s.log, s.metrics.reg, mux,
+		worker.Recoverer(s.log, worker.ReadDeadline(cfg.ReadTimeout, worker.Auth(cfg.APIToken, "llm-worker", mux))))
 	return s
 }
 
@@ -111,7 +114,14 @@ func (s *Server) Gate() *worker.Gate { return s.gate }
 // tokens generated per second since the last beat.
 func (s *Server) Load() worker.Load {
 	w, r := s.load.Counts()
-	return worker.Load{Running: r, Waiting: w, Rate: s.rate.Rate(s.tokens.Load()), Unit: "tokens/s"}
+	return worker.Load{Running: r, Waiting: w, Rate: s.rate.Rate(int64(s.metrics.genTokens.Value())), Unit: "tokens/s"}
+}
+
+// loaded is the backend once the model has loaded, nil before.
+func (s *Server) loaded() Backend {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.backend
 }
 
 // current is the backend when the server is ready, else the error to send.
@@ -132,10 +142,7 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	status, body := s.gate.Health(s.cfg.ModelID, s.cfg.Version)
-	s.mu.RLock()
-	b := s.backend
-	s.mu.RUnlock()
-	if b != nil { // nil when a shutdown came during loading
+	if b := s.loaded(); b != nil { // nil when a shutdown came during loading
 		info := b.Info()
 		body["device"], body["dtype"], body["context_length"] = info.Device, info.DType, b.ContextLength()
 		body["in_flight"] = s.gate.InFlight()
@@ -376,7 +383,8 @@ func finished(ev generate.Event) (string, bool) {
 func (s *Server) generate(w http.ResponseWriter, r *http.Request, b Backend, j *job) {
 	defer s.gate.Enter()()
 	start := time.Now()
-	ctx, cancel := context.WithCancelCause(r.Context())
+	rctx := r.Context() // its log lines carry the request's id
+	ctx, cancel := context.WithCancelCause(rctx)
 	defer cancel(nil)
 	defer context.AfterFunc(s.gate.Stopping(), func() { cancel(context.Cause(s.gate.Stopping())) })()
 	if d := s.cfg.RequestTimeout; d > 0 {
@@ -393,11 +401,14 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, b Backend, j *
 		if aerr.Status == http.StatusTooManyRequests {
 			aerr.RetryAfter = s.load.RetryAfter()
 		}
-		s.log.Warn("generation refused", "id", j.id, "status", aerr.Status, "err", err)
+		s.log.WarnContext(rctx, "generation refused", "id", j.id, "status", aerr.Status, "err", err)
 		worker.WriteError(w, aerr)
 		return
 	}
 	s.load.Submitted()
+	tm := &timing{m: s.metrics, start: start}
+	reason := "abort" // the client stopped reading, unless a later line says otherwise
+	defer func() { tm.end(reason) }()
 	started, counted := false, false
 	endLoad := func(took time.Duration) {
 		if !counted {
@@ -441,13 +452,15 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, b Backend, j *
 		if ev.Text != "" && firstAt == 0 {
 			firstAt = time.Since(start)
 		}
+		if _, fin := finished(ev); len(ev.Tokens) > 0 || ev.Done && fin {
+			tm.event(len(ev.Tokens), len(j.req.Prompt))
+		}
 		completed += len(ev.Tokens)
-		s.tokens.Add(int64(len(ev.Tokens)))
 		if ev.Text != "" {
 			if !j.stream {
 				text.WriteString(ev.Text)
 			} else if err := stream().Send(j.format.chunk(ev.Text)); err != nil {
-				s.log.Info("request cancelled: the client stopped reading", "id", j.id, "err", err)
+				s.log.InfoContext(rctx, "request cancelled: the client stopped reading", "id", j.id, "err", err)
 				return
 			}
 		}
@@ -476,9 +489,10 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, b Backend, j *
 	}
 	switch {
 	case cause == errQueueTimeout:
+		reason = finishTimeout
 		aerr := &worker.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Code: worker.Str("queue_timeout"), RetryAfter: s.load.RetryAfter(),
 			Message: fmt.Sprintf("the request waited %v for a slot (the worker's -queue-timeout): retry after Retry-After seconds, or on another worker", s.cfg.QueueTimeout)}
-		s.log.Warn("request cut: it waited too long for a slot", "id", j.id, "retry_after", aerr.RetryAfter)
+		s.log.WarnContext(rctx, "request cut: it waited too long for a slot", "id", j.id, "retry_after", aerr.RetryAfter)
 		worker.WriteError(w, aerr)
 		return
 	case cause == worker.ErrShutdown || cause == errRequestTimeout:
@@ -486,18 +500,19 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, b Backend, j *
 		// drawn as it was cancelled, never delivered.
 		u.CompletionTokens = completed
 		u.TotalTokens = u.PromptTokens + completed
-		s.cutShort(w, sse, j, cause, u, time.Since(start))
+		reason = s.cutShort(rctx, w, sse, j, cause, u, time.Since(start))
 		return
 	case !ok && ctx.Err() != nil:
-		s.log.Info("request cancelled: the client went away", "id", j.id, "after", time.Since(start).Round(time.Millisecond))
+		s.log.InfoContext(rctx, "request cancelled: the client went away", "id", j.id, "after", time.Since(start).Round(time.Millisecond))
 		return
 	}
 	if !last.Done && last.Err == nil {
 		last.Err = errors.New("the backend ended the stream without a final event")
 	}
 	if !ok {
+		reason = "error"
 		aerr := endError(last)
-		s.log.Error("generation failed", "id", j.id, "finish_reason", last.FinishReason, "err", last.Err)
+		s.log.ErrorContext(rctx, "generation failed", "id", j.id, "finish_reason", last.FinishReason, "err", last.Err)
 		if sse == nil {
 			worker.WriteError(w, aerr)
 		} else {
@@ -506,6 +521,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, b Backend, j *
 		}
 		return
 	}
+	reason = finish // the answer is whole: a client that stops reading it now has it all but [DONE]
 	if !j.stream {
 		rc.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
 		worker.WriteJSON(w, http.StatusOK, j.format.whole(text.String(), finish, u))
@@ -527,7 +543,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, b Backend, j *
 			attrs = append(attrs, "tokens_per_s", fmt.Sprintf("%.1f", float64(u.CompletionTokens-1)/(took-firstAt).Seconds()))
 		}
 	}
-	s.log.Info("generation done", attrs...)
+	s.log.InfoContext(rctx, "generation done", attrs...)
 }
 
 // cutShort answers a generation the worker cut (the shutdown, the
@@ -536,8 +552,8 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, b Backend, j *
 // a client that reads errors stops at the first, one that reads only
 // finish_reason still sees that the answer is not whole. A request that
 // has no stream open gets the error with its status: 503 for the
-// shutdown, 504 for the deadline.
-func (s *Server) cutShort(w http.ResponseWriter, sse *worker.SSE, j *job, cause error, u usage, after time.Duration) {
+// shutdown, 504 for the deadline. It returns the finish reason.
+func (s *Server) cutShort(ctx context.Context, w http.ResponseWriter, sse *worker.SSE, j *job, cause error, u usage, after time.Duration) string {
 	finish := finishTimeout
 	aerr := &worker.Error{Status: http.StatusGatewayTimeout, Type: "server_error", Code: worker.Str("request_timeout"),
 		Message: fmt.Sprintf("the generation was cut after %v (the worker's -request-timeout): ask for fewer tokens", s.cfg.RequestTimeout)}
@@ -547,18 +563,16 @@ func (s *Server) cutShort(w http.ResponseWriter, sse *worker.SSE, j *job, cause 
 		aerr = &worker.Error{Status: http.StatusServiceUnavailable, Type: "server_error", Code: worker.Str("shutdown"),
 			Message: "the generation was cut: the worker shut down before it ended; send the request to another worker"}
 	}
-	s.log.Warn("request cut", "id", j.id, "finish_reason", finish, "completion_tokens", u.CompletionTokens, "after", after.Round(time.Millisecond))
+	s.log.WarnContext(ctx, "request cut", "id", j.id, "finish_reason", finish, "completion_tokens", u.CompletionTokens, "after", after.Round(time.Millisecond))
 	if sse == nil {
 		worker.WriteError(w, aerr)
-		return
+		return finish
 	}
-	if sse.Send(map[string]*worker.Error{"error": aerr}) != nil || sse.Send(j.format.final(finish, u)) != nil {
-		return
+	if sse.Send(map[string]*worker.Error{"error": aerr}) == nil && sse.Send(j.format.final(finish, u)) == nil &&
+		(!j.includeUsage || sse.Send(j.format.usageOnly(u)) == nil) {
+		sse.Done()
 	}
-	if j.includeUsage && sse.Send(j.format.usageOnly(u)) != nil {
-		return
-	}
-	sse.Done()
+	return finish
 }
 
 // completionFormat makes /v1/completions' objects.

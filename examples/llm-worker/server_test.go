@@ -505,7 +505,7 @@ func TestBadRequests(t *testing.T) {
 func TestAuth(t *testing.T) {
 	fake := newFake()
 	ts := startServer(t, fake, func(c *ServerConfig) { c.APIToken = "s3cret-token" })
-	for _, path := range []string{"/health", "/ready", "/live"} {
+	for _, path := range []string{"/health", "/ready", "/live", "/metrics"} {
 		code, _, _ := ts.do(t, "GET", path, nil)
 		assert.Equal(t, http.StatusOK, code, "GET %s wants no token", path)
 	}
@@ -701,6 +701,9 @@ func TestRequestTimeout(t *testing.T) {
 	assert.Equal(t, int32(2), fake.cancelled.Load())
 	assert.Zero(t, ts.api.Gate().Cut(), "a deadline is no shutdown")
 	assert.Contains(t, ts.log.String(), "finish_reason=timeout")
+	m := ts.scrape(t)
+	assert.Equal(t, 2.0, m[`rocm_go:request_success_total{finished_reason="timeout"}`])
+	assert.Equal(t, 1.0, m[`rocm_go:http_requests_total{endpoint="/v1/completions",status="504"}`])
 }
 
 // TestQueueTimeout: a request that waits past -queue-timeout for a slot
@@ -742,6 +745,10 @@ func TestQueueTimeout(t *testing.T) {
 	assert.Equal(t, [2]int{0, 1}, [2]int{w, r})
 	assert.Equal(t, 3, ts.api.load.Recorded(), "a request that never began is no duration")
 	assert.Contains(t, ts.log.String(), "waited too long for a slot")
+	m := ts.scrape(t)
+	assert.Equal(t, 2.0, m[`rocm_go:request_success_total{finished_reason="timeout"}`])
+	assert.Equal(t, 1.0, m["rocm_go:time_to_first_token_seconds_count"], "the first has its first token; the two that waited had none")
+	assert.Equal(t, 1.0, m["rocm_go:num_requests_running"])
 }
 
 // TestReadTimeout: a body that stops arriving gets a 408 at -read-timeout

@@ -36,7 +36,8 @@ type job struct {
 	ctx      context.Context
 	cancel   context.CancelCauseFunc
 	created  time.Time
-	done     chan struct{} // closed when the job has ended
+	done     chan struct{}                                     // closed when the job has ended
+	record   func(st jobState, images int, took time.Duration) // the metrics, before done closes
 
 	mu       sync.Mutex
 	state    jobState
@@ -148,6 +149,9 @@ func (j *job) end(images []*image.RGBA, err error) {
 			j.state = jobFailed
 		}
 		j.changed()
+		if j.record != nil { // before the client hears: its next scrape counts it
+			j.record(j.state, len(images), j.finished.Sub(j.created))
+		}
 		close(j.done)
 	}
 	j.mu.Unlock()
@@ -170,6 +174,7 @@ type runner struct {
 	maxBatch int // images in one UNet batch; 1: no batching
 	maxQueue int // jobs waiting, beyond which a submission gets 429
 	log      *slog.Logger
+	metrics  *metrics
 	onEnd    func(*job) // after each job ends (the callback)
 
 	mu      sync.Mutex
@@ -179,7 +184,6 @@ type runner struct {
 	ended   []*job          // finished, oldest first, kept for GET
 	wake    chan struct{}
 	load    worker.QueueLoad
-	images  atomic.Int64 // made, for the heartbeats' rate
 	rate    worker.RateMeter
 	perStep atomic.Int64 // the last batch's nanoseconds per step, for the memory check
 }
@@ -187,8 +191,8 @@ type runner struct {
 // keepEnded is how many finished jobs GET /v1/jobs/{id} still knows.
 const keepEnded = 256
 
-func newRunner(b Backend, maxBatch, maxQueue int, log *slog.Logger) *runner {
-	return &runner{b: b, maxBatch: max(maxBatch, 1), maxQueue: maxQueue, log: log, jobs: map[string]*job{}, wake: make(chan struct{}, 1)}
+func newRunner(b Backend, maxBatch, maxQueue int, log *slog.Logger, m *metrics) *runner {
+	return &runner{b: b, maxBatch: max(maxBatch, 1), maxQueue: maxQueue, log: log, metrics: m, jobs: map[string]*job{}, wake: make(chan struct{}, 1)}
 }
 
 // submit queues j, or says why not (429 when the queue is full, 409 for
@@ -206,6 +210,7 @@ func (r *runner) submit(j *job) *worker.Error {
 		return &worker.Error{Status: http.StatusTooManyRequests, Type: "server_error", Code: worker.Str("queue_full"), RetryAfter: r.load.RetryAfter(),
 			Message: "the worker's queue is full: retry after Retry-After seconds, or on another worker"}
 	}
+	j.record = r.recordEnd
 	r.queue = append(r.queue, j)
 	r.jobs[j.id] = j
 	r.load.Submitted()
@@ -333,9 +338,14 @@ func (r *runner) runBatch(jobs []*job) {
 	var live atomic.Int32
 	live.Store(int32(len(jobs)))
 	reqs := make([]sd.Request, len(jobs))
+	steps := &stepCounter{m: r.metrics}
+	r.metrics.batchSize.Observe(float64(len(jobs)))
+	ids := make([]string, len(jobs))
 	for i, j := range jobs {
 		r.load.Started()
 		j.begin(len(jobs))
+		r.metrics.queued.Observe(time.Since(j.created).Seconds())
+		ids[i] = j.id
 		stop := context.AfterFunc(j.ctx, func() {
 			j.end(nil, context.Cause(j.ctx))
 			if live.Add(-1) == 0 {
@@ -344,7 +354,10 @@ func (r *runner) runBatch(jobs []*job) {
 		})
 		defer stop()
 		reqs[i] = j.req
-		reqs[i].Progress = j.progress
+		reqs[i].Progress = func(p sd.Progress) {
+			steps.heard(p)
+			j.progress(p)
+		}
 	}
 	start := time.Now()
 	out, err := r.b.Generate(ctx, reqs)
@@ -365,11 +378,20 @@ func (r *runner) runBatch(jobs []*job) {
 		r.finish(j, out[i], nil, true)
 	}
 	if err == nil {
-		r.log.Debug("batch done", "requests", len(jobs), "took", took.Round(time.Millisecond))
+		r.log.Debug("batch done", "requests", len(jobs), "jobs", ids, "took", took.Round(time.Millisecond))
 	}
 	r.mu.Lock()
 	r.running = nil
 	r.mu.Unlock()
+}
+
+// recordEnd counts a job's end in the metrics.
+func (r *runner) recordEnd(st jobState, images int, took time.Duration) {
+	r.metrics.jobs.With(string(st)).Inc()
+	if st == jobDone {
+		r.metrics.images.Add(float64(images))
+		r.metrics.latency.Observe(took.Seconds())
+	}
 }
 
 // finish ends a job and files it among the ended ones.
@@ -379,7 +401,6 @@ func (r *runner) finish(j *job, images []*image.RGBA, err error, started bool) {
 	var took time.Duration
 	if st == jobDone {
 		took = time.Since(j.created)
-		r.images.Add(int64(len(images)))
 	}
 	r.load.Ended(started, took)
 	r.mu.Lock()
@@ -392,7 +413,7 @@ func (r *runner) finish(j *job, images []*image.RGBA, err error, started bool) {
 	}
 	r.mu.Unlock()
 	if jerr != nil && st == jobFailed {
-		r.log.Error("generation failed", "job", j.id, "err", jerr)
+		r.log.ErrorContext(j.ctx, "generation failed", "job", j.id, "err", jerr)
 	}
 	if r.onEnd != nil {
 		r.onEnd(j)

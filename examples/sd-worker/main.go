@@ -56,6 +56,7 @@ type app struct {
 type config struct {
 	workerID, modelPath, modelRef, tokenizer, sdVersion string
 	host, hiveURL, callbackURL, device, dtype           string
+	logFormat                                           string
 	port                                                int
 	loras                                               []sd.LoRA
 	maxSize, maxSteps, maxImages, maxBatch, maxQueue    int
@@ -113,11 +114,12 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 60*time.Second, "on SIGINT/SIGTERM, how long the jobs under way may take to finish before they are cut (exit status 3)")
 	fs.DurationVar(&c.readTimeout, "read-timeout", 30*time.Second, "how long a request's body may take to arrive before a 408 (0: no limit)")
 	fs.BoolVar(&c.graphs, "graphs", false, "capture the UNet's forward pass as a graph and replay it (a GPU; one generation at a time)")
-	fs.BoolVar(&c.verbose, "v", false, "log debug messages too")
+	fs.StringVar(&c.logFormat, "log-format", "text", "the log's format: text (key=value) or json (one object a line)")
+	fs.BoolVar(&c.verbose, "v", false, "log debug messages too (among them a line for each probe and scrape that succeeds)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: sd-worker -model-path DIR|FILE.safetensors [flags]\n\n"+
 			"Serves a Stable Diffusion model over HTTP: OpenAI's images API and AUTOMATIC1111's (see README.md).\n"+
-			"LLORCH_API_TOKEN, when set, is the bearer token every endpoint but GET /health, /ready and /live wants.\n"+
+			"LLORCH_API_TOKEN, when set, is the bearer token every endpoint but GET /health, /ready, /live and /metrics wants.\n"+
 			"Exit status: 0 after a clean shutdown, 1 on a failure, 2 for bad flags, 3 when the shutdown cut jobs.\n\n")
 		fs.PrintDefaults()
 	}
@@ -141,6 +143,9 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 		c.dtype = "f16"
 	case c.dtype != "auto" && c.dtype != "f16" && c.dtype != "bf16" && c.dtype != "f32":
 		return nil, fmt.Errorf("-dtype %q: want auto, f16, bf16 or f32", c.dtype)
+	}
+	if err := worker.CheckLogFormat(c.logFormat); err != nil {
+		return nil, err
 	}
 	if c.sdVersion != "" && !containsString(versions, c.sdVersion) {
 		return nil, fmt.Errorf("-sd-version %q: want one of %s", c.sdVersion, strings.Join(versions, ", "))
@@ -205,11 +210,11 @@ func (a *app) run(ctx context.Context, args []string) int {
 		fmt.Fprintln(a.stderr, "sd-worker:", err)
 		return 2
 	}
-	level := slog.LevelInfo
-	if cfg.verbose {
-		level = slog.LevelDebug
+	logHandler, err := worker.NewLogHandler(a.stderr, cfg.logFormat, cfg.verbose)
+	if err != nil {
+		fmt.Fprintln(a.stderr, "sd-worker:", err)
+		return 2
 	}
-	logHandler := slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level})
 	log := slog.New(logHandler)
 	ver := worker.Version()
 	token := strings.TrimSpace(a.getenv("LLORCH_API_TOKEN"))

@@ -30,12 +30,13 @@ func TestFlags(t *testing.T) {
 	assert.Equal(t, 8081, c.port)
 	assert.Equal(t, filepath.Base(dir), c.modelRef)
 	assert.Equal(t, 8, c.maxBatch)
+	assert.Equal(t, "text", c.logFormat)
 
 	lora := filepath.Join(dir, "style.safetensors")
 	require.NoError(t, os.WriteFile(lora, nil, 0o644))
 	c, err = parseFlags([]string{"-model-path", dir, "-worker-id", "w2", "-rocm-device", "1", "-use-f16", "-sd-version", "xl", "-port", "0",
 		"-hive-url", "http://hive:7833", "-callback-url", "http://cb:9/done", "-lora", lora + ":0.7", "-lora", lora, "-max-batch", "1",
-		"-heartbeat-interval", "5s", "-graphs"}, io.Discard)
+		"-heartbeat-interval", "5s", "-graphs", "-log-format", "json"}, io.Discard)
 	require.NoError(t, err)
 	assert.Equal(t, "hip:1", c.device)
 	assert.Equal(t, "f16", c.dtype)
@@ -45,6 +46,7 @@ func TestFlags(t *testing.T) {
 	assert.Equal(t, 1, c.maxBatch)
 	assert.Equal(t, 5*time.Second, c.heartbeatEvery)
 	assert.True(t, c.graphs)
+	assert.Equal(t, "json", c.logFormat)
 
 	for _, bad := range []struct {
 		args []string
@@ -59,6 +61,7 @@ func TestFlags(t *testing.T) {
 		{[]string{"-model-path", dir, "-max-batch", "0"}, "-max-batch 0"},
 		{[]string{"-model-path", dir, "-max-batch", "6"}, "want a power of two"},
 		{[]string{"-model-path", dir, "-port", "70000"}, "-port 70000"},
+		{[]string{"-model-path", dir, "-log-format", "yaml"}, `-log-format "yaml": want text or json`},
 		{[]string{"-model-path", dir, "-callback-url", "ftp://x"}, "-callback-url"},
 		{[]string{"-model-path", dir, "-hive-url", "hive"}, "-hive-url"},
 		{[]string{"-model-path", dir, "-lora", filepath.Join(dir, "missing.safetensors")}, "not a LoRA file"},
@@ -94,6 +97,19 @@ func runWorker(t *testing.T, open OpenFunc, env map[string]string, args ...strin
 	return "", nil, nil, nil
 }
 
+// waitReady waits for the worker's /ready to answer 200.
+func waitReady(t *testing.T, url string, lb *workertest.LogBuffer) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		resp, err := http.Get(url + "/ready")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, 2*time.Minute, 5*time.Millisecond, "ready:\n%s", lb)
+}
+
 func waitExit(t *testing.T, code chan int, lb *workertest.LogBuffer) int {
 	t.Helper()
 	select {
@@ -111,14 +127,7 @@ func TestWorkerLifecycle(t *testing.T) {
 	h := workertest.NewHive(t)
 	url, lb, stop, code := runWorker(t, openBackend, map[string]string{"LLORCH_API_TOKEN": "secret\n"}, "-model-path", tinyModel(t),
 		"-device", "cpu", "-worker-id", "sd1", "-hive-url", h.URL, "-sd-version", "v1-5", "-max-batch", "2")
-	require.Eventually(t, func() bool {
-		resp, err := http.Get(url + "/ready")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	}, 2*time.Minute, 10*time.Millisecond, "ready:\n%s", lb)
+	waitReady(t, url, lb)
 	resp, err := http.Post(url+"/v1/images/generations", "application/json", strings.NewReader(`{"prompt": "x", "steps": 2, "size": "8x8"}`))
 	require.NoError(t, err)
 	resp.Body.Close()
@@ -176,14 +185,7 @@ func TestWorkerFailures(t *testing.T) {
 	url, lb, stop, code := runWorker(t, func(LoadOptions) (Backend, error) { return fake, nil }, nil, "-model-path", t.TempDir(),
 		"-shutdown-timeout", "50ms", "-max-batch", "1")
 	<-fake.started // the warm-up
-	require.Eventually(t, func() bool {
-		resp, err := http.Get(url + "/ready")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	}, 10*time.Second, 5*time.Millisecond)
+	waitReady(t, url, lb)
 	fake.hold.Store(true)
 	result := make(chan int, 1)
 	go func() {
@@ -200,4 +202,35 @@ func TestWorkerFailures(t *testing.T) {
 	assert.Equal(t, worker.ExitCut, waitExit(t, code, lb))
 	assert.Equal(t, http.StatusServiceUnavailable, <-result, "the cut job's client is told")
 	assert.Contains(t, lb.String(), "cut=1")
+}
+
+// TestWorkerJSONLogs: with -log-format json everything the worker writes
+// is JSON lines; a request's line has its id, and /metrics answers
+// without the token.
+func TestWorkerJSONLogs(t *testing.T) {
+	fake := newFake()
+	url, lb, stop, code := runWorker(t, func(LoadOptions) (Backend, error) { return fake, nil }, map[string]string{"LLORCH_API_TOKEN": "tok"},
+		"-model-path", t.TempDir(), "-log-format", "json")
+	waitReady(t, url, lb)
+	req, _ := http.NewRequest("POST", url+"/v1/images/generations", strings.NewReader(`{"prompt": "x", "steps": 2}`))
+	req.Header.Set("Authorization", "Bearer tok")
+	req.Header.Set("X-Request-Id", "trace-7")
+	status, hdr, _ := send(t, req)
+	require.Equal(t, http.StatusOK, status)
+	assert.Equal(t, "trace-7", hdr.Get("X-Request-Id"))
+	assert.Equal(t, 1.0, workertest.Scrape(t, url)["rocm_go:images_generated_total"], "no token needed")
+	stop()
+	assert.Equal(t, 0, waitExit(t, code, lb))
+	var msgs []string
+	for line := range strings.Lines(lb.String()) {
+		var rec map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &rec), "a JSON line: %q", line)
+		msgs = append(msgs, rec["msg"].(string))
+		if rec["request_id"] == "trace-7" {
+			assert.Contains(t, []string{"job done", "request"}, rec["msg"])
+		}
+	}
+	for _, m := range []string{"listening", "model loaded", "warm-up done", "ready", "job done", "request", "stopped"} {
+		assert.Contains(t, msgs, m)
+	}
 }

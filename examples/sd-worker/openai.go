@@ -285,7 +285,7 @@ func (s *Server) streamJob(w http.ResponseWriter, r *http.Request, run *runner, 
 
 // reject answers a request refused before it became a job, and logs it.
 func (s *Server) reject(w http.ResponseWriter, r *http.Request, aerr *worker.Error) {
-	s.log.Info("request refused", "method", r.Method, "path", r.URL.Path, "status", aerr.Status, "err", aerr.Message)
+	s.log.InfoContext(r.Context(), "request refused", "method", r.Method, "path", r.URL.Path, "status", aerr.Status, "err", aerr.Message)
 	worker.WriteError(w, aerr)
 }
 
@@ -299,13 +299,13 @@ func (s *Server) fail(w http.ResponseWriter, j *job, aerr *worker.Error) {
 }
 
 func (s *Server) logFailure(j *job, aerr *worker.Error) {
-	s.log.Warn("job ended without images", "job", j.id, "status", aerr.Status, "err", aerr.Message)
+	s.log.WarnContext(j.ctx, "job ended without images", "job", j.id, "status", aerr.Status, "err", aerr.Message)
 }
 
 // done logs a finished job.
 func (s *Server) done(j *job) {
 	t := jobTimings(j)
-	s.log.Info("job done", "job", j.id, "images", len(j.images), "size", fmt.Sprintf("%dx%d", j.req.Width, j.req.Height), "steps", j.req.Steps,
+	s.log.InfoContext(j.ctx, "job done", "job", j.id, "images", len(j.images), "size", fmt.Sprintf("%dx%d", j.req.Width, j.req.Height), "steps", j.req.Steps,
 		"batched", t.Batched, "queued", time.Duration(t.Queued*1e9).Round(time.Millisecond), "took", time.Duration(t.Total*1e9).Round(time.Millisecond),
 		"it_per_s", fmt.Sprintf("%.2f", t.ItPerS))
 }

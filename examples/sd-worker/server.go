@@ -22,7 +22,7 @@ type ServerConfig struct {
 	ModelID      string        // the name clients use and /v1/models lists
 	ModelPath    string        // the folder or file, for /sdapi/v1/sd-models
 	Version      string        // the worker's version
-	APIToken     string        // when set, every endpoint but the probes wants it as a bearer token
+	APIToken     string        // when set, every endpoint but the probes and /metrics wants it as a bearer token
 	MaxBodyBytes int64         // the largest request body (init images and masks come in it)
 	MaxSize      int           // the largest width or height, in pixels
 	MaxSteps     int           // the most steps a request may ask
@@ -49,6 +49,7 @@ type Server struct {
 	stopRun context.CancelFunc
 	runDone chan struct{}
 	onEnd   func(*job)
+	metrics *metrics
 }
 
 // NewServer makes the API in the loading state.
@@ -77,11 +78,14 @@ func NewServer(cfg ServerConfig) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, gate: worker.NewGate(cfg.Logger), created: time.Now().Unix()}
+	log := slog.New(worker.RequestIDs(cfg.Logger.Handler()))
+	s := &Server{cfg: cfg, log: log, gate: worker.NewGate(cfg.Logger), created: time.Now().Unix()}
+	s.metrics = newMetrics(s)
 	mux := http.NewServeMux()
 	mux.HandleFunc("/health", s.health)
 	mux.HandleFunc("/ready", s.gate.ReadyHandler)
 	mux.HandleFunc("/live", s.gate.LiveHandler)
+	mux.Handle("/metrics", s.metrics.reg)
 	mux.HandleFunc("/v1/models", s.models)
 	mux.HandleFunc("/v1/images/generations", s.serving("POST", s.openAIGenerations))
 	mux.HandleFunc("/v1/images/edits", s.serving("POST", s.openAIEdits))
@@ -95,9 +99,10 @@ func NewServer(cfg ServerConfig) *Server {
 	mux.HandleFunc("/sdapi/v1/interrupt", s.serving("POST", s.a1111Interrupt))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		worker.WriteError(w, &worker.Error{Status: http.StatusNotFound, Type: "invalid_request_error",
-			Message: fmt.Sprintf("no endpoint %s %s: this worker serves /v1/images/generations, /v1/images/edits, /v1/jobs/{id}, /sdapi/v1/txt2img, /sdapi/v1/img2img, /sdapi/v1/samplers, /sdapi/v1/sd-models, /sdapi/v1/progress, /sdapi/v1/interrupt, /v1/models and the probes /health, /ready, /live", r.Method, r.URL.Path)})
+			Message: fmt.Sprintf("no endpoint %s %s: this worker serves /v1/images/generations, /v1/images/edits, /v1/jobs/{id}, /sdapi/v1/txt2img, /sdapi/v1/img2img, /sdapi/v1/samplers, /sdapi/v1/sd-models, /sdapi/v1/progress, /sdapi/v1/interrupt, /v1/models, /metrics and the probes /health, /ready, /live", r.Method, r.URL.Path)})
 	})
-	s.handler = worker.Recoverer(s.log, worker.ReadDeadline(cfg.ReadTimeout, worker.Auth(cfg.APIToken, "sd-worker", mux)))
+	s.handler = worker.Observe(s.log, s.metrics.reg, mux,
+		worker.Recoverer(s.log, worker.ReadDeadline(cfg.ReadTimeout, worker.Auth(cfg.APIToken, "sd-worker", mux))))
 	return s
 }
 
@@ -113,7 +118,7 @@ func (s *Server) OnJobEnd(f func(*job)) { s.onEnd = f }
 
 // SetReady serves b: the runner starts and generation opens.
 func (s *Server) SetReady(b Backend) {
-	run := newRunner(b, s.cfg.MaxBatch, s.cfg.MaxQueue, s.log)
+	run := newRunner(b, s.cfg.MaxBatch, s.cfg.MaxQueue, s.log, s.metrics)
 	run.onEnd = s.onEnd
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -139,14 +144,29 @@ func (s *Server) StopRunner() {
 // Load is the heartbeats' figures: jobs running and waiting, and images
 // made per minute since the last beat.
 func (s *Server) Load() worker.Load {
-	s.mu.RLock()
-	run := s.run
-	s.mu.RUnlock()
+	_, run := s.loaded()
 	if run == nil {
 		return worker.Load{Unit: "images/min"}
 	}
 	w, r := run.counts()
-	return worker.Load{Running: r, Waiting: w, Rate: 60 * run.rate.Rate(run.images.Load()), Unit: "images/min"}
+	return worker.Load{Running: r, Waiting: w, Rate: 60 * run.rate.Rate(int64(s.metrics.images.Value())), Unit: "images/min"}
+}
+
+// loaded is the backend and its runner once the model has loaded, nils
+// before.
+func (s *Server) loaded() (Backend, *runner) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.backend, s.run
+}
+
+// counts is the jobs waiting and running, none before the model has
+// loaded.
+func (s *Server) counts() (waiting, running int) {
+	if _, run := s.loaded(); run != nil {
+		return run.counts()
+	}
+	return 0, 0
 }
 
 // serving is an endpoint of the methods allow names ("GET, DELETE") that
@@ -184,10 +204,7 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	status, body := s.gate.Health(s.cfg.ModelID, s.cfg.Version)
-	s.mu.RLock()
-	b, run := s.backend, s.run
-	s.mu.RUnlock()
-	if b != nil {
+	if b, run := s.loaded(); b != nil {
 		info := b.Info()
 		body["device"], body["dtype"], body["sd_version"], body["default_size"] = info.Device, info.DType, info.Version, info.DefaultSize
 		wait, running := run.counts()

@@ -68,7 +68,9 @@ type testServer struct {
 
 func newTestServer(t *testing.T, b Backend, cfg ServerConfig) *testServer {
 	lb := &workertest.LogBuffer{}
-	cfg.Logger = slog.New(slog.NewTextHandler(lb, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(lb, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
 	if cfg.ModelID == "" {
 		cfg.ModelID = "tiny-sd"
 	}
@@ -377,10 +379,17 @@ func pngHeader(w, h int) []byte {
 }
 
 // post runs a request in the background; its status comes on the channel.
-func post(ts *testServer, path, body string) chan int {
+// post sends a JSON body with the header's name and value pairs, and
+// sends the status on the channel it returns (0 when no answer came).
+func post(ts *testServer, path, body string, header ...string) chan int {
 	ch := make(chan int, 1)
 	go func() {
-		resp, err := http.Post(ts.URL+path, "application/json", strings.NewReader(body))
+		req, _ := http.NewRequest("POST", ts.URL+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		for i := 0; i+1 < len(header); i += 2 {
+			req.Header.Set(header[i], header[i+1])
+		}
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			ch <- 0
 			return
@@ -407,7 +416,7 @@ func TestBatching(t *testing.T) {
 		`{"prompt": "b", "steps": 2, "seed": 20, "job_id": "b"}`,
 		`{"prompt": "c", "steps": 3, "seed": 30, "job_id": "c"}`, // other steps: alone
 		`{"prompt": "d", "steps": 2, "seed": 40, "n": 2, "job_id": "d"}`,
-		`{"prompt": "e", "steps": 2, "seed": 50, "job_id": "e"}`, // would make 5 images: the next batch
+		`{"prompt": "e", "steps": 2, "seed": 50, "job_id": "e"}`,         // would make 5 images: the next batch
 		`{"prompt": "f", "steps": 2, "seed": 60, "n": 2, "job_id": "f"}`, // with e, 3 images: not a power of two, so e alone
 	} {
 		waiting = append(waiting, post(ts, "/v1/images/generations", body))

@@ -11,9 +11,11 @@ import (
 	"time"
 )
 
-// Probes are the endpoints load balancers, orchestrators and the hive
-// call without credentials.
-var Probes = map[string]bool{"/health": true, "/ready": true, "/live": true}
+// Probes are the endpoints load balancers, orchestrators, the hive and
+// Prometheus call without credentials. /metrics is among them as vLLM
+// serves it: its figures hold no prompt, image or id, and a scraper
+// seldom has the workers' token.
+var Probes = map[string]bool{"/health": true, "/ready": true, "/live": true, "/metrics": true}
 
 // Auth wants "Authorization: Bearer <token>" on every endpoint but GET
 // and HEAD of the Probes; an empty token lets every request through.
@@ -59,28 +61,15 @@ func ReadDeadline(d time.Duration, next http.Handler) http.Handler {
 	})
 }
 
-// trackingWriter remembers whether a response has begun, for Recoverer.
-type trackingWriter struct {
-	http.ResponseWriter
-	wrote bool
-}
-
-func (t *trackingWriter) WriteHeader(code int) { t.wrote = true; t.ResponseWriter.WriteHeader(code) }
-func (t *trackingWriter) Write(b []byte) (int, error) {
-	t.wrote = true
-	return t.ResponseWriter.Write(b)
-}
-
-// Unwrap lets http.ResponseController reach the connection (flushes,
-// write deadlines).
-func (t *trackingWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter }
-
 // Recoverer is the last line of defence: a handler that panics is a bug,
 // logged with its stack, and the client gets a 500 instead of a dropped
 // connection; the worker goes on.
 func Recoverer(log *slog.Logger, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tw := &trackingWriter{ResponseWriter: w}
+		rw, ok := w.(*responseWriter) // Observe's
+		if !ok {
+			rw = &responseWriter{ResponseWriter: w}
+		}
 		defer func() {
 			v := recover()
 			if v == nil {
@@ -89,11 +78,11 @@ func Recoverer(log *slog.Logger, next http.Handler) http.Handler {
 			if v == http.ErrAbortHandler { // net/http's own way to abort a response: let it through
 				panic(v)
 			}
-			log.Error("handler panicked: this is a bug", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
-			if !tw.wrote {
-				WriteError(tw, &Error{Status: http.StatusInternalServerError, Type: "server_error", Message: "internal error"})
+			log.ErrorContext(r.Context(), "handler panicked: this is a bug", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			if rw.status == 0 {
+				WriteError(rw, &Error{Status: http.StatusInternalServerError, Type: "server_error", Message: "internal error"})
 			}
 		}()
-		next.ServeHTTP(tw, r)
+		next.ServeHTTP(rw, r)
 	})
 }

@@ -3,6 +3,7 @@ package worker
 import (
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 	"sync"
@@ -14,10 +15,13 @@ import (
 // ProgressBar draws the progress of a load that reports itself through
 // Update, the loader's hook func(done, total int64). On a terminal it
 // redraws one line in place at most every Every; elsewhere (a log file, a
-// pipe) it writes a line at each further tenth, so that logs stay short.
+// pipe) it writes a line at each further tenth, so that logs stay short;
+// with Log set, each tenth is a log record instead (JSON logs stay JSON
+// lines).
 type ProgressBar struct {
 	W     io.Writer
 	Label string
+	Log   *slog.Logger  // when set, W and TTY are not used
 	TTY   bool          // redraw in place
 	Every time.Duration // the least time between redraws on a terminal
 	Width int           // of the bar, in cells
@@ -70,7 +74,7 @@ func (p *ProgressBar) Update(done, total int64) {
 	}
 	p.total = total
 	p.done = min(max(p.done, done), total)
-	if p.TTY {
+	if p.TTY && p.Log == nil {
 		if p.done < total && now.Sub(p.last) < p.Every {
 			return
 		}
@@ -81,6 +85,11 @@ func (p *ProgressBar) Update(done, total int64) {
 	}
 	if t := p.done * 10 / total; t > p.tenth {
 		p.tenth = t
+		if p.Log != nil {
+			p.Log.Info(p.Label, "percent", t*10, "done", humanize.IBytes(uint64(p.done)), "total", humanize.IBytes(uint64(p.total)),
+				"rate", p.rate(now))
+			return
+		}
 		fmt.Fprintln(p.W, p.line(now))
 	}
 }
@@ -93,7 +102,7 @@ func (p *ProgressBar) Finish() {
 		return
 	}
 	p.stopped = true
-	if p.TTY && p.drawn {
+	if p.TTY && p.drawn && p.Log == nil {
 		fmt.Fprintf(p.W, "\r%s\n", p.line(p.now()))
 	}
 }
@@ -105,8 +114,16 @@ func (p *ProgressBar) line(now time.Time) string {
 	full := min(int(frac*float64(width)), width)
 	bar := strings.Repeat("█", full) + strings.Repeat("░", width-full)
 	s := fmt.Sprintf("%s %s %3.0f%% %s / %s", p.Label, bar, frac*100, humanize.IBytes(uint64(p.done)), humanize.IBytes(uint64(p.total)))
-	if el := now.Sub(p.start).Seconds(); el > 0 {
-		s += fmt.Sprintf(" (%s/s)", humanize.IBytes(uint64(float64(p.done)/el)))
+	if r := p.rate(now); r != "" {
+		s += fmt.Sprintf(" (%s)", r)
 	}
 	return s
+}
+
+// rate is the bytes per second so far, "" before any time has passed.
+func (p *ProgressBar) rate(now time.Time) string {
+	if el := now.Sub(p.start).Seconds(); el > 0 {
+		return humanize.IBytes(uint64(float64(p.done)/el)) + "/s"
+	}
+	return ""
 }

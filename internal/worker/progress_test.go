@@ -2,12 +2,14 @@ package worker
 
 import (
 	"bytes"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // clock is a fake time for the bar.
@@ -38,6 +40,30 @@ func TestProgressBarLog(t *testing.T) {
 	assert.Equal(t, "loading weights █░░░░░░░░░  10% 160 MiB / 1.6 GiB (1.6 GiB/s)", lines[0])
 	assert.Equal(t, "loading weights ██████████ 100% 1.6 GiB / 1.6 GiB (1.6 GiB/s)", lines[9])
 	assert.NotContains(t, out.String(), "\r")
+}
+
+// TestProgressBarRecords: with Log set, each tenth is a log record, even
+// on a terminal, so that JSON logs stay JSON lines.
+func TestProgressBarRecords(t *testing.T) {
+	var out, logs bytes.Buffer
+	c := newClock()
+	p := bar(&out, true, c)
+	p.Log = slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+		if a.Key == slog.TimeKey {
+			return slog.Attr{}
+		}
+		return a
+	}}))
+	for i := int64(0); i <= 20; i++ {
+		c.advance(50 * time.Millisecond)
+		p.Update(i*50, 1000)
+	}
+	p.Finish()
+	assert.Empty(t, out.String())
+	lines := strings.Split(strings.TrimSuffix(logs.String(), "\n"), "\n")
+	require.Len(t, lines, 10)
+	assert.Equal(t, `{"level":"INFO","msg":"loading weights","percent":10,"done":"100 B","total":"1000 B","rate":"1000 B/s"}`, lines[0])
+	assert.Equal(t, `{"level":"INFO","msg":"loading weights","percent":100,"done":"1000 B","total":"1000 B","rate":"1000 B/s"}`, lines[9])
 }
 
 func TestProgressBarTTY(t *testing.T) {

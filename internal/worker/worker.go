@@ -4,7 +4,9 @@
 // draining, failed) that counts the requests under way and cuts them at
 // shutdown, the probes, heartbeats to a hive, queue-wait estimates,
 // server-sent events, a load progress bar, and the host that listens,
-// beats and drains.
+// beats and drains; and what shows a worker at work: Prometheus metrics
+// (Registry, GET /metrics), request ids, and one log line per request
+// (Observe), in text or JSON (NewLogHandler).
 package worker
 
 import (
