@@ -276,12 +276,11 @@ func GroupStart() error {
 // are on their streams (not yet done). It unlocks the goroutine from its
 // thread.
 func GroupEnd() error {
+	defer runtime.UnlockOSThread()
 	if err := ensure(); err != nil {
 		return err
 	}
-	err := check("ncclGroupEnd", C.rg_ncclGroupEnd())
-	runtime.UnlockOSThread()
-	return err
+	return check("ncclGroupEnd", C.rg_ncclGroupEnd())
 }
 
 // Group runs f inside a group: GroupStart, f, then GroupEnd whatever f
