@@ -70,9 +70,10 @@ type Communicator interface {
 	Close() error
 }
 
-// Grouped is a Communicator whose ranks one goroutine may drive: Group
-// runs the calls of every rank inside one call of it, one rank after
-// another (NCCL's group, which queues them together at its end).
+// Grouped is a Communicator whose ranks one goroutine may drive: when
+// every rank's communicator is one, Group runs the calls of every rank
+// inside one call of the first's Grouped, one rank after another (NCCL's
+// group, which queues them together at its end).
 type Grouped interface {
 	Communicator
 	Grouped(calls func() error) error
@@ -116,10 +117,19 @@ func NewGroup(comms ...Communicator) (*Group, error) {
 		devs[c.Device()] = r
 	}
 	g := &Group{comms: comms}
-	if gc, ok := comms[0].(Grouped); ok {
+	if gc, ok := comms[0].(Grouped); ok && allGrouped(comms) {
 		g.grouped = gc.Grouped
 	}
 	return g, nil
+}
+
+func allGrouped(comms []Communicator) bool {
+	for _, c := range comms {
+		if _, ok := c.(Grouped); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // Size is the number of ranks.

@@ -181,6 +181,81 @@ func cpuGroup(t *testing.T, n int) (*Group, *fakeClique) {
 	return g, q
 }
 
+// groupedComm is a fakeComm that one goroutine may drive inside Grouped,
+// as NCCL's ranks in a group: the calls made inside are recorded, and run
+// together (one goroutine per rank) when it ends.
+type groupedComm struct {
+	*fakeComm
+	g *fakeGrouping
+}
+
+// fakeGrouping is what a grouped clique's ranks share.
+type fakeGrouping struct {
+	open    bool
+	pending []func() error
+	groups  int // Grouped calls that ran calls
+}
+
+func (c *groupedComm) Grouped(calls func() error) error {
+	c.g.open, c.g.pending = true, nil
+	err := calls()
+	c.g.open = false
+	if err != nil {
+		return err
+	}
+	c.g.groups++
+	errs := make([]error, len(c.g.pending))
+	var wg sync.WaitGroup
+	for i, f := range c.g.pending {
+		wg.Go(func() { errs[i] = f() })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// later runs f now outside a group, at the group's end inside one.
+func (c *groupedComm) later(f func() error) error {
+	if !c.g.open {
+		return f()
+	}
+	c.g.pending = append(c.g.pending, f)
+	return nil
+}
+
+func (c *groupedComm) AllReduce(src, dst *Tensor, op ReduceOp) error {
+	return c.later(func() error { return c.fakeComm.AllReduce(src, dst, op) })
+}
+
+func (c *groupedComm) AllGather(src, dst *Tensor) error {
+	return c.later(func() error { return c.fakeComm.AllGather(src, dst) })
+}
+
+func (c *groupedComm) ReduceScatter(src, dst *Tensor, op ReduceOp) error {
+	return c.later(func() error { return c.fakeComm.ReduceScatter(src, dst, op) })
+}
+
+func (c *groupedComm) Broadcast(src, dst *Tensor, root int) error {
+	return c.later(func() error { return c.fakeComm.Broadcast(src, dst, root) })
+}
+
+// TestCollectivesGrouped: a group whose communicators are Grouped drives
+// every rank from one goroutine, inside one group per collective (an
+// in-process communicator that blocks each call until all ranks are in
+// would hang otherwise).
+func TestCollectivesGrouped(t *testing.T) {
+	g, _ := cpuGroup(t, 3)
+	grouping := &fakeGrouping{}
+	comms := make([]Communicator, len(g.comms))
+	for r, c := range g.comms {
+		comms[r] = &groupedComm{fakeComm: c.(*fakeComm), g: grouping}
+	}
+	gg, err := NewGroup(comms...)
+	require.NoError(t, err)
+	require.NotNil(t, gg.grouped)
+	runGroupSuite(t, gg, rand.New(rand.NewPCG(7, 7)))
+	assert.Positive(t, grouping.groups)
+}
+
 func TestCollectivesCPU(t *testing.T) {
 	for _, n := range []int{1, 2, 3, 4} {
 		t.Run(fmt.Sprintf("%d ranks", n), func(t *testing.T) {
