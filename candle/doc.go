@@ -82,6 +82,23 @@
 // replay; the graph's activations come from private memory that it keeps
 // until Close (MemoryStats.Graphs), so a replay allocates nothing.
 //
+// # Several GPUs
+//
+// A Group is a set of devices with one rank each, and the collectives on
+// their tensors: AllReduce (sum, prod, max, min, avg), AllGather and
+// ReduceScatter along a dim, and Broadcast, each given one tensor per
+// rank, of one shape and dtype, each on its rank's device. NewHIPGroup
+// makes one over GPUs, with RCCL (NCCL on NVIDIA) queuing on each
+// device's stream; one goroutine drives every GPU, or each goroutine its
+// Member:
+//
+//	g, err := candle.NewHIPGroup(gpu0, gpu1)
+//	sums, err := g.AllReduce([]*candle.Tensor{x0, x1}, candle.ReduceSum)
+//	parts, err := g.ReduceScatter([]*candle.Tensor{y0, y1}, -1, candle.ReduceSum)
+//
+// NewGroup takes any Communicator: an in-process one runs the collectives
+// on the CPU in tests.
+//
 // # Kernels
 //
 // The GPU ops are HIP C++ kernels embedded in the package, one module per

@@ -115,19 +115,7 @@ func useFake(t *testing.T, which string) *env {
 
 // callLog makes the fakes log their calls to a file and returns a function
 // that reads the lines logged since the last read.
-func callLog(t *testing.T) func() []string {
-	path := filepath.Join(t.TempDir(), "calls.log")
-	t.Setenv("ROCM_GO_FAKE_BLAS_LOG", path)
-	return func() []string {
-		b, err := os.ReadFile(path)
-		if errors.Is(err, os.ErrNotExist) {
-			return nil
-		}
-		require.NoError(t, err)
-		require.NoError(t, os.Remove(path))
-		return strings.Split(strings.TrimSpace(string(b)), "\n")
-	}
-}
+func callLog(t *testing.T) func() []string { return testenv.FakeLog(t, "ROCM_GO_FAKE_BLAS_LOG") }
 
 // names is the first word of each line.
 func names(lines []string) []string {

@@ -6,7 +6,7 @@
 # compiles of rocm-go's kernels include (cuda_fp16.h, cuda_bf16.h and theirs,
 # in /usr/local/cuda/include, taken from nvidia-cuda-dev, whose 0.9 GB
 # download is not kept), so that tier 1 compiles every kernel for NVIDIA
-# too. Idempotent: an
+# too; and RCCL (below). Idempotent: an
 # existing, complete root is kept; a half-built one from an interrupted run is
 # removed and built again. Needs root (debootstrap, chroot).
 #
@@ -19,8 +19,19 @@ packages="libamdhip64-dev libhiprtc6 librocblas-dev libmiopen-dev g++ hipcc pyth
 # NVRTC's headers: what cuda_fp16.h and cuda_bf16.h include, NVRTC having
 # the rest built in.
 cuda_headers="cuda_fp16.h cuda_fp16.hpp cuda_bf16.h cuda_bf16.hpp vector_types.h vector_functions.h vector_functions.hpp"
+# RCCL. Debian carries two: sid's rccl 5.4.3 (NCCL 2.13.4's API) is built
+# for ROCm 5.7's HIP (libamdhip64-5), which sid can no longer install, and
+# experimental's 7.2.4 (NCCL 2.27.7's API) for ROCm 7.2's, whose install
+# would upgrade the root's ROCm 6.4. So experimental's packages are
+# unpacked, not installed: rccl.h into /usr/include/rccl, where librccl-dev
+# puts it (it needs only HIP's headers), and librccl.so.1 with the HIP and
+# HSA runtimes and the ROCm SMI library it links to into $rccl_dir, which
+# no search path names: package rccl's tier-1 tests load HIP and RCCL from
+# there. A 0.38 GB download (librccl1 is 0.37 GB), about 40 s.
+rccl_packages="librccl1 librccl-dev libamdhip64-7 libhsa-runtime64-1 librocm-smi64-7"
+rccl_dir=/opt/rocm-go-rccl/lib
 # The stamp names what the root holds: change the recipe, rebuild the root.
-stamp="recipe 3: sid minbase + $packages + non-free libnvrtc12 + $cuda_headers"
+stamp="recipe 4: sid minbase + $packages + non-free libnvrtc12 + $cuda_headers + experimental $rccl_packages unpacked"
 apt_opts=(-o Acquire::Check-Valid-Until=false -o Acquire::Retries=3)
 
 if [ -f "$env_dir/.rocm-go-ready" ] && [ "$(cat "$env_dir/.rocm-go-ready")" = "$stamp" ]; then
@@ -68,6 +79,30 @@ rm -rf "$partial/var/cache/rocm-go-cuda"
 for h in $cuda_headers; do
 	[ -f "$partial/usr/local/cuda/include/$h" ] || {
 		echo "rocm-env: nvidia-cuda-dev has no usr/include/$h" >&2
+		exit 1
+	}
+done
+echo "rocm-env: unpacking RCCL 7.2.4 from experimental (a 0.38 GB download, about 40 s)"
+echo "deb $mirror experimental main" >"$partial/etc/apt/sources.list.d/experimental.list"
+mkdir -p "$partial/var/cache/rocm-go-rccl"
+chroot "$partial" /bin/sh -c "apt-get ${apt_opts[*]} update -qq &&
+	cd /var/cache/rocm-go-rccl && apt-get ${apt_opts[*]} download -qq $(printf '%s/experimental ' $rccl_packages)" >>"$partial.log" 2>&1 || {
+	tail -20 "$partial.log" >&2
+	exit 1
+}
+rm "$partial/etc/apt/sources.list.d/experimental.list"
+chroot "$partial" apt-get "${apt_opts[@]}" update -qq >>"$partial.log" 2>&1
+unpacked="$partial/var/cache/rocm-go-rccl/root"
+for deb in "$partial"/var/cache/rocm-go-rccl/*.deb; do
+	dpkg-deb -x "$deb" "$unpacked"
+done
+mkdir -p "$partial$rccl_dir" "$partial/usr/include/rccl"
+cp -a "$unpacked"/usr/lib/x86_64-linux-gnu/lib{rccl,amdhip64,hsa-runtime64,rocm_smi64}.so* "$partial$rccl_dir"/
+cp -a "$unpacked"/usr/include/rccl/rccl.h "$partial/usr/include/rccl/"
+rm -rf "$partial/var/cache/rocm-go-rccl"
+for f in librccl.so.1 libamdhip64.so.7 libhsa-runtime64.so.1 librocm_smi64.so.7; do
+	[ -e "$partial$rccl_dir/$f" ] || {
+		echo "rocm-env: the RCCL packages have no $f" >&2
 		exit 1
 	}
 done

@@ -327,6 +327,35 @@ func TestConstsExclude(t *testing.T) {
 	assert.Equal(t, []string{"fixHostMallocDefault", "fixHostMallocPortable"}, names)
 }
 
+// TestEnumExclude: excluded enumerators keep their C side (the ABI check
+// asserts them) and get no Go constant, name or sentinel.
+func TestEnumExclude(t *testing.T) {
+	spec, err := ParseSpec(strings.NewReader("package fix\nheader fix/fix_api.h\ndefine FIX_PLATFORM\nenum fix_mode Mode trim=fix_mode_ exclude=fix_mode_log\n"))
+	require.NoError(t, err)
+	m, err := Parse(spec, fixtureInclude)
+	require.NoError(t, err)
+	var names []string
+	for _, v := range m.GoEnums[0].GoValues() {
+		names = append(names, v.GoName)
+	}
+	assert.Equal(t, []string{"ModeFast", "ModeAccurate"}, names)
+	assert.Len(t, m.GoEnums[0].Values, 3, "the C side keeps every enumerator")
+	files, err := Generate(spec, "fix/cgen.spec", fixtureInclude)
+	require.NoError(t, err)
+	goSrc := string(files["zfix.go"])
+	assert.NotContains(t, goSrc, "ModeLog")
+	assert.Contains(t, string(files["zfix.h"]), "fix_mode_log = 2")
+
+	spec, err = ParseSpec(strings.NewReader("package fix\nheader fix/fix_api.h\ndefine FIX_PLATFORM\nenum fix_mode Mode exclude=fix_mode_none\n"))
+	require.NoError(t, err)
+	_, err = Parse(spec, fixtureInclude)
+	assert.ErrorContains(t, err, "exclude=fix_mode_none is not one of its enumerators")
+	spec, err = ParseSpec(strings.NewReader("package fix\nheader fix/fix_api.h\ndefine FIX_PLATFORM\nstatus fixStatus_t fixSuccess\nenum fixStatus_t Status exclude=fixSuccess\n"))
+	require.NoError(t, err)
+	_, err = Parse(spec, fixtureInclude)
+	assert.ErrorContains(t, err, "leaves out the success status")
+}
+
 func TestCamel(t *testing.T) {
 	for in, want := range map[string]string{
 		"MAX_THREADS_PER_BLOCK": "MaxThreadsPerBlock", "SUCCESS": "Success", "invalid_handle": "InvalidHandle",

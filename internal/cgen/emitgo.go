@@ -15,11 +15,12 @@ func (e *emitter) goFile() ([]byte, error) {
 	fmt.Fprintf(&b, "\npackage %s\n\nimport \"strconv\"\n\n", e.lib)
 	for _, en := range e.m.GoEnums {
 		fmt.Fprintf(&b, "// %s is the C enum %s.\ntype %s %s\n\n", en.GoName, en.CName, en.GoName, en.GoType)
-		goConsts(&b, en.CName, en.GoName, en.Values)
-		e.goString(&b, en.GoName, "the C name of", en.Values, func(v EnumValue) string { return v.CName })
-		e.goValues(&b, en.GoName, en.Values)
+		vals := en.GoValues()
+		goConsts(&b, en.CName, en.GoName, vals)
+		e.goString(&b, en.GoName, "the C name of", vals, func(v EnumValue) string { return v.CName })
+		e.goValues(&b, en.GoName, vals)
 		if en.Status {
-			e.goString(&b, en.GoName, "the header's description of", en.Values, func(v EnumValue) string { return v.Doc })
+			e.goString(&b, en.GoName, "the header's description of", vals, func(v EnumValue) string { return v.Doc })
 		}
 	}
 	for _, g := range e.m.Consts {
@@ -104,7 +105,7 @@ func (e *emitter) statusEnum() *Enum {
 // statusValue finds a status by its Go name without the type's prefix.
 func (e *emitter) statusValue(short string) (EnumValue, error) {
 	en := e.statusEnum()
-	for _, v := range en.Values {
+	for _, v := range en.GoValues() {
 		if v.GoName == en.GoName+short {
 			return v, nil
 		}
@@ -119,7 +120,7 @@ func (e *emitter) sentinels() ([][2]string, []EnumValue, error) {
 	var vals []EnumValue
 	if e.m.Spec.AllSentinels {
 		seen := map[int64]bool{}
-		for _, v := range en.Values {
+		for _, v := range en.GoValues() {
 			if v.CName == e.m.Spec.Status.Success || seen[v.Value] {
 				continue
 			}
@@ -320,7 +321,7 @@ func withDetail(err error, detail string) error {
 }
 
 func (e *emitter) statusByC(cname string) (EnumValue, error) {
-	for _, v := range e.statusEnum().Values {
+	for _, v := range e.statusEnum().GoValues() {
 		if v.CName == cname {
 			return v, nil
 		}

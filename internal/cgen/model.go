@@ -31,6 +31,18 @@ type EnumValue struct {
 	GoName string
 	Value  int64
 	Doc    string // the header's comment for it, if any
+	NoGo   bool   // excluded from the Go side (EnumSpec.Exclude)
+}
+
+// GoValues are the values the Go side names: all but the excluded ones.
+func (e *Enum) GoValues() []EnumValue {
+	var out []EnumValue
+	for _, v := range e.Values {
+		if !v.NoGo {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // ConstGroup is a set of macro constants mapped to one Go type.

@@ -190,6 +190,20 @@ func (p *parser) model() (*Model, error) {
 		}
 		e.GoName = es.GoType
 		p.goNames(es.CType, es.Prefix, es.Trim, e.Values)
+		for _, x := range es.Exclude {
+			found := false
+			for i := range e.Values {
+				if e.Values[i].CName == x {
+					e.Values[i].NoGo, found = true, true
+				}
+			}
+			if !found {
+				p.fail("enum %s: exclude=%s is not one of its enumerators", es.CType, x)
+			}
+			if e.Status && x == p.spec.Status.Success {
+				p.fail("enum %s: exclude=%s leaves out the success status", es.CType, x)
+			}
+		}
 		m.GoEnums = append(m.GoEnums, e)
 	}
 	if st := p.spec.Status; st != nil {

@@ -64,6 +64,10 @@ import (
 //	                                    cublas, ...), with their C type: a lazily
 //	                                    resolved, thread-safe table in zN.{h,c}
 //	enum hipError_t Status trim=hipError,hip    Go enum from a C enum
+//	enum ncclRedOp_t Op trim=nccl exclude=ncclNumOps,ncclMaxRedOp
+//	                                    exclude= leaves enumerators (counts,
+//	                                    bounds) out of the Go side; the C
+//	                                    side and the ABI check keep them
 //	consts EventFlags hipEvent exclude=hipEventRecord prefix=Event
 //	                                    Go constants from macros; prefix= sets
 //	                                    the Go names' prefix (default: the type)
@@ -135,11 +139,13 @@ type StatusSpec struct {
 
 // EnumSpec maps a C enum typedef to a Go type. Enumerator names lose the
 // first matching Trim prefix and gain Prefix (by default the Go type name).
+// Exclude lists enumerators (by C name) that get no Go constant.
 type EnumSpec struct {
-	CType  string
-	GoType string
-	Trim   []string
-	Prefix string
+	CType   string
+	GoType  string
+	Trim    []string
+	Prefix  string
+	Exclude []string
 }
 
 // ConstsSpec collects the integer object-like macros whose names start with
@@ -287,7 +293,7 @@ func ParseSpec(r io.Reader) (*Spec, error) {
 			s.CUDA = append(s.CUDA, f...)
 		case "enum":
 			if len(args) < 2 {
-				return nil, bad("enum takes CTYPE GOTYPE [trim=a,b] [prefix=GoPrefix]")
+				return nil, bad("enum takes CTYPE GOTYPE [trim=a,b] [prefix=GoPrefix] [exclude=c,d]")
 			}
 			e := EnumSpec{CType: args[0], GoType: args[1], Prefix: args[1]}
 			for _, o := range args[2:] {
@@ -295,6 +301,8 @@ func ParseSpec(r io.Reader) (*Spec, error) {
 					e.Trim = strings.Split(v, ",")
 				} else if v, ok := strings.CutPrefix(o, "prefix="); ok {
 					e.Prefix = v
+				} else if v, ok := strings.CutPrefix(o, "exclude="); ok {
+					e.Exclude = strings.Split(v, ",")
 				} else {
 					return nil, bad("unknown enum option %q", o)
 				}

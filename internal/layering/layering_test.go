@@ -38,7 +38,7 @@ var layers = [][]string{
 	{"internal/cmd/*"},
 	// The bindings, and the pure-Go tokenizer beside them.
 	{"hip", "tokenizer"},
-	{"hiprtc", "rocblas"},
+	{"hiprtc", "rocblas", "rccl"},
 	{"miopen"},
 	// flashattn sits beside the bindings and never imports candle.
 	{"flashattn"},

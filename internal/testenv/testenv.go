@@ -13,6 +13,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -48,6 +49,27 @@ func FakeBuildFailed(t testing.TB, what string, err error) {
 		t.Skipf("tier 0: needs a C compiler (cc) to build %s", what)
 	} else {
 		t.Fatalf("building %s: %v", what, err)
+	}
+}
+
+// FakeLog points a fake library's log, the file the environment variable
+// env names, at a fresh file for the test, and returns a function that
+// reads the lines logged since its last call (nil for none).
+func FakeLog(t testing.TB, env string) func() []string {
+	path := filepath.Join(t.TempDir(), "calls.log")
+	t.Setenv(env, path)
+	return func() []string {
+		b, err := os.ReadFile(path)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		if err == nil {
+			err = os.Remove(path)
+		}
+		if err != nil {
+			t.Fatalf("the fake library's log: %v", err)
+		}
+		return strings.Split(strings.TrimSpace(string(b)), "\n")
 	}
 }
 

@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"errors"
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -48,4 +49,13 @@ func TestLogged(t *testing.T) {
 	assert.Equal(t, []string{"miopenFindSolutions tensors=4", "miopenFind x"}, Logged(log, "miopenFind"))
 	assert.Empty(t, Logged(log, "hipMalloc"))
 	assert.Empty(t, Logged(nil, "x"))
+}
+
+func TestFakeLog(t *testing.T) {
+	read := FakeLog(t, "ROCM_GO_TESTENV_FAKE_LOG")
+	assert.Nil(t, read(), "nothing logged yet")
+	path := os.Getenv("ROCM_GO_TESTENV_FAKE_LOG")
+	assert.NoError(t, os.WriteFile(path, []byte("a 1\nb 2\n"), 0o644))
+	assert.Equal(t, []string{"a 1", "b 2"}, read())
+	assert.Nil(t, read(), "each read takes what was logged since the last")
 }

@@ -1,5 +1,6 @@
 // The log of the fake libraries: each call that matters appends a line to
-// the file named by $ROCM_GO_FAKE_LOG, which package miopen's tests read.
+// the file named by $ROCM_GO_FAKE_LOG, which the tests read (package
+// miopen's, and package rccl's fake RCCL).
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
