@@ -268,6 +268,7 @@ func GroupStart() error {
 		runtime.UnlockOSThread()
 		return err
 	}
+	openGroup()
 	return nil
 }
 
@@ -280,7 +281,7 @@ func GroupEnd() error {
 	if err := ensure(); err != nil {
 		return err
 	}
-	return check("ncclGroupEnd", C.rg_ncclGroupEnd())
+	return closeGroup(check("ncclGroupEnd", C.rg_ncclGroupEnd()))
 }
 
 // Group runs f inside a group: GroupStart, f, then GroupEnd whatever f

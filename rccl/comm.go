@@ -12,6 +12,7 @@ import (
 	"math"
 	"runtime"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/rocm-go/rocm/hip"
 	"github.com/rocm-go/rocm/internal/bind"
@@ -38,6 +39,9 @@ type Comm struct {
 	// communicator split inside a group has them only once the group
 	// ends); -1 until then.
 	count, rank atomic.Int64
+	// pending: made in a group that has not ended (see group.go); c is
+	// NULL until it does.
+	pending bool
 }
 
 func newComm(c C.ncclComm_t, dev *hip.Device) *Comm {
@@ -74,11 +78,14 @@ func CommInitRank(dev *hip.Device, nranks int, id UniqueID, rank int) (*Comm, er
 	if rank < 0 || rank >= nranks {
 		return nil, invalid(op, "rank %d of %d: ranks are 0 to %d", rank, nranks, nranks-1)
 	}
-	c, err := initRank(dev.Ordinal(), nranks, id, rank)
+	slot, err := initRank(dev.Ordinal(), nranks, id, rank)
 	if err != nil {
 		return nil, err
 	}
-	m := newComm(c, dev)
+	m := takeSlot(slot, newComm(nil, dev))
+	if m == nil {
+		return nil, invalid(op, "the library gave no communicator for rank %d of %d on device %d", rank, nranks, dev.Ordinal())
+	}
 	m.count.Store(int64(nranks))
 	m.rank.Store(int64(rank))
 	return m, nil
@@ -122,12 +129,15 @@ func CommInitAll(devs ...*hip.Device) ([]*Comm, error) {
 
 // initRank calls ncclCommInitRank on device ord, made current in the same
 // C call.
-func initRank(ord, nranks int, id UniqueID, rank int) (C.ncclComm_t, error) {
-	var c C.ncclComm_t
-	if err := check("ncclCommInitRank", C.rg_ncclCommInitRank_on(C.int(ord), &c, C.int(nranks), id.c(), C.int(rank))); err != nil {
+// initRank calls ncclCommInitRank on device ord; the handle comes in the
+// returned slot (C memory: see group.go).
+func initRank(ord, nranks int, id UniqueID, rank int) (*C.ncclComm_t, error) {
+	slot := newSlot()
+	if err := check("ncclCommInitRank", C.rg_ncclCommInitRank_on(C.int(ord), slot, C.int(nranks), id.c(), C.int(rank))); err != nil {
+		C.free(unsafe.Pointer(slot))
 		return nil, withDetail(err, fmt.Sprintf("rank %d of %d on device %d", rank, nranks, ord))
 	}
-	return c, nil
+	return slot, nil
 }
 
 // initAll calls ncclCommInitAll over the device ordinals.
@@ -150,6 +160,8 @@ func (m *Comm) alive(op string) error {
 		return invalid(op, "nil communicator, or one not made by this package")
 	case m.life.Closed():
 		return closedError(op)
+	case m.pending:
+		return errPending(op)
 	}
 	return nil
 }
@@ -264,13 +276,18 @@ func (m *Comm) Split(color, key int) (*Comm, error) {
 	if key < math.MinInt32 || key > math.MaxInt32 {
 		return nil, invalid(op, "key %d does not fit in 32 bits", key)
 	}
-	var c C.ncclComm_t
-	err := check("ncclCommSplit", C.rg_ncclCommSplit_on(m.ord, m.c, C.int(color), C.int(key), &c, nil))
+	slot := newSlot()
+	err := check("ncclCommSplit", C.rg_ncclCommSplit_on(m.ord, m.c, C.int(color), C.int(key), slot, nil))
 	runtime.KeepAlive(m)
-	if err != nil || c == nil {
+	if err != nil {
+		C.free(unsafe.Pointer(slot))
 		return nil, err
 	}
-	return newComm(c, m.dev), nil
+	var nm *Comm
+	if color != NoColor {
+		nm = newComm(nil, m.dev)
+	}
+	return takeSlot(slot, nm), nil
 }
 
 // Finalize flushes the communicator's queued work and frees what it
@@ -290,7 +307,7 @@ func (m *Comm) Finalize() error {
 // queued on it, finalizing it first if Finalize was not called. Closing
 // twice, or after Abort, does nothing.
 func (m *Comm) Close() error {
-	if m == nil || m.dev == nil || !m.life.End() {
+	if m == nil || m.dev == nil || !m.life.End() || m.c == nil {
 		return nil
 	}
 	return check("ncclCommDestroy", C.rg_ncclCommDestroy_on(m.ord, m.c))

@@ -381,8 +381,14 @@ func runSuite(t *testing.T, e *env) {
 		split := make([]*Comm, n)
 		e.each(t, func(r int, c *Comm, s *hip.Stream) error {
 			var err error
-			split[r], err = c.Split(r%2, -r)
-			return err
+			if split[r], err = c.Split(r%2, -r); err != nil {
+				return err
+			}
+			// NCCL gives the handle at the group's end: until then the
+			// communicator says so instead of passing NULL on.
+			_, err = split[r].Count()
+			assert.ErrorContains(t, err, "made in a group that has not ended")
+			return nil
 		})
 		defer func() { require.NoError(t, CloseAll(split...)) }()
 		for r, c := range split {

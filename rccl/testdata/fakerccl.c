@@ -86,6 +86,11 @@ struct fcomm {
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t changed = PTHREAD_COND_INITIALIZER;
 static __thread int depth;
+// Inside a group NCCL writes a split's new handle at the outermost
+// ncclGroupEnd (2.28 does): the fake too, so that a binding that reads it
+// before then sees NULL.
+static __thread struct { struct fcomm** out; struct fcomm* value; } deferred[64];
+static __thread int ndeferred;
 static char lastError[256];
 static struct clique* byID[16];
 static int nIDs;
@@ -454,7 +459,14 @@ ncclResult_t ncclCommSplit(struct fcomm* c, int color, int key, struct fcomm** o
 		nc->dev = c->dev;
 	}
 	q->splitOut[c->rank] = nc;
-	*out = nc;
+	if (depth > 0 && ndeferred < 64) {
+		*out = NULL;
+		deferred[ndeferred].out = out;
+		deferred[ndeferred].value = nc;
+		ndeferred++;
+	} else {
+		*out = nc;
+	}
 	if (++q->splitArrived == q->n) {
 		q->splitArrived = 0;
 		for (int r = 0; r < q->n; r++) {
@@ -621,6 +633,10 @@ ncclResult_t ncclGroupStart(void) {
 ncclResult_t ncclGroupEnd(void) {
 	if (depth == 0) return fail(badUse, "ncclGroupEnd without ncclGroupStart on this thread");
 	depth--;
+	if (depth == 0) {
+		for (int i = 0; i < ndeferred; i++) *deferred[i].out = deferred[i].value;
+		ndeferred = 0;
+	}
 	logf_("ncclGroupEnd depth=%d", depth);
 	return ok;
 }
