@@ -26,6 +26,7 @@ echo "== starting the worker on 127.0.0.1:$port"
 "$bin/llm-worker" -worker-id demo -model "$model" -model-ref demo -device auto -host 127.0.0.1 -port "$port" &
 worker=$!
 trap 'kill $worker 2>/dev/null || true' EXIT
+[ -n "${ROCM_GO_DEMO_MODEL:-}" ] || echo "== the model's weights are random: its words are nonsense, and the byte tokens it draws that make no UTF-8 show as �"
 "$bin/llm-chat" -url "http://127.0.0.1:$port" -wait 5m -max-tokens 64 "Tell me about GPUs in one paragraph."
 echo "== stopping the worker"
 kill -TERM $worker

@@ -2,13 +2,14 @@
 // runtime and driver versions, and every GPU with its architecture, memory
 // and key properties.
 //
-//	go run ./examples/devinfo [-platform amd|nvidia]
+//	go run ./examples/devinfo [-platform amd|nvidia] [-v]
 package main
 
 import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -19,19 +20,20 @@ import (
 
 func main() {
 	platform := flag.String("platform", "", "HIP platform to load: amd or nvidia (default: $HIP_PLATFORM, else whichever loads)")
+	verbose := flag.Bool("v", false, "on a machine with no GPU runtime, list every library path tried")
 	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "usage: devinfo [-platform amd|nvidia]\n\n"+
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: devinfo [-platform amd|nvidia] [-v]\n\n"+
 			"Reports the HIP platform, runtime and driver versions, and every GPU.\n\n")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
-	if err := run(*platform); err != nil {
+	if err := run(os.Stdout, *platform, *verbose); err != nil {
 		fmt.Fprintln(os.Stderr, "devinfo:", err)
 		os.Exit(1)
 	}
 }
 
-func run(platformName string) error {
+func run(w io.Writer, platformName string, verbose bool) error {
 	var opts []hip.LoadOption
 	if platformName != "" {
 		p, err := hip.ParsePlatform(platformName)
@@ -41,9 +43,16 @@ func run(platformName string) error {
 		opts = append(opts, hip.WithPlatform(p))
 	}
 	if err := hip.Load(opts...); err != nil {
-		fmt.Println("platform: none")
-		fmt.Println(err)
-		return nil // reporting that nothing loads is this command's job
+		// Reporting that nothing loads is this command's job. A machine
+		// with no GPU runtime at all gets one line (the paths tried with
+		// -v); a runtime that is there but fails gets the whole story.
+		if errors.Is(err, hip.ErrLibraryNotFound) && platformName == "" && !verbose {
+			fmt.Fprintln(w, "platform: none: neither ROCm's HIP runtime nor NVIDIA's CUDA runtime is installed, so programs run on the CPU (-v lists the paths tried)")
+			return nil
+		}
+		fmt.Fprintln(w, "platform: none")
+		fmt.Fprintln(w, err)
+		return nil
 	}
 	defer hip.Unload()
 
@@ -55,27 +64,27 @@ func run(platformName string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("platform: %s (runtime %s, driver %s)\n", hip.LoadedPlatform(), rt, drv)
-	fmt.Printf("loaded:   %s\n", strings.Join(hip.LibraryPaths(), ", "))
+	fmt.Fprintf(w, "platform: %s (runtime %s, driver %s)\n", hip.LoadedPlatform(), rt, drv)
+	fmt.Fprintf(w, "loaded:   %s\n", strings.Join(hip.LibraryPaths(), ", "))
 
 	devices, err := hip.Devices()
 	if errors.Is(err, hip.ErrNoDevice) {
-		fmt.Println("devices:  none: the runtime loaded, but this machine has no GPU it can use")
+		fmt.Fprintln(w, "devices:  none: the runtime loaded, but this machine has no GPU it can use")
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	fmt.Printf("devices:  %d\n", len(devices))
+	fmt.Fprintf(w, "devices:  %d\n", len(devices))
 	for _, d := range devices {
-		if err := describe(d); err != nil {
+		if err := describe(w, d); err != nil {
 			return fmt.Errorf("device %d: %w", d.Ordinal(), err)
 		}
 	}
 	return nil
 }
 
-func describe(d *hip.Device) error {
+func describe(w io.Writer, d *hip.Device) error {
 	p, err := d.Properties()
 	if err != nil {
 		return err
@@ -88,8 +97,8 @@ func describe(d *hip.Device) error {
 	if err != nil {
 		bus = "unknown"
 	}
-	fmt.Printf("\n[%d] %s\n", d.Ordinal(), p.Name)
-	row := func(k, format string, args ...any) { fmt.Printf("    %-22s %s\n", k, fmt.Sprintf(format, args...)) }
+	fmt.Fprintf(w, "\n[%d] %s\n", d.Ordinal(), p.Name)
+	row := func(k, format string, args ...any) { fmt.Fprintf(w, "    %-22s %s\n", k, fmt.Sprintf(format, args...)) }
 	row("arch", "%s (compute %d.%d)", p.ArchName, p.Major, p.Minor)
 	row("memory", "%s total, %s free", humanize.IBytes(uint64(total)), humanize.IBytes(uint64(free)))
 	row("compute units", "%d, %d threads each at most", p.MultiProcessorCount, p.MaxThreadsPerMultiProcessor)

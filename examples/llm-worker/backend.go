@@ -40,10 +40,7 @@ func openBackend(o LoadOptions) (Backend, error) {
 		return nil, err
 	}
 	b := &modelBackend{tok: tok, model: m, engine: eng, dev: dev, info: BackendInfo{
-		Device: deviceName(dev), DType: dt.String(), CacheTokens: m.CacheTokensFree()}}
-	if d, ok := dev.(*candle.HIPDevice); ok {
-		b.info.DeviceMemory = d.MemoryStats().InUse
-	}
+		Device: deviceName(dev), DType: dt.String(), CacheTokens: m.CacheTokensFree(), DeviceMemory: dev.MemoryStats().InUse}}
 	return b, nil
 }
 

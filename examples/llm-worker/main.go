@@ -241,8 +241,9 @@ func (a *app) run(ctx context.Context, args []string) int {
 		Loaded: func(b Backend, took time.Duration) {
 			info := b.Info()
 			host.SetDevice(info.Device)
+			// No rate here: the time covers the tokenizer and the KV cache
+			// too, and the progress bar gave the weights'.
 			log.Info("model loaded", "took", took.Round(time.Millisecond), "device", info.Device, "dtype", info.DType,
-				"rate", humanize.IBytes(uint64(float64(cfg.weightBytes)/max(took.Seconds(), 1e-9)))+"/s",
 				"device_memory", humanize.IBytes(uint64(info.DeviceMemory)), "kv_cache", fmt.Sprintf("%s tokens", humanize.Comma(int64(info.CacheTokens))),
 				"context", b.ContextLength(), "vocab", b.VocabSize())
 		},

@@ -54,7 +54,7 @@ type BackendInfo struct {
 	Device       string // as candle names it: "cpu", "hip:0"
 	DType        string // the weights' dtype: "bf16", "f16", "f32"
 	CacheTokens  int    // KV cache capacity in tokens (free at start)
-	DeviceMemory int64  // bytes of device memory in use after loading
+	DeviceMemory int64  // bytes the device's tensors hold after loading (host memory on the CPU device)
 }
 
 // BackendStats is a loaded model's use of its device at one moment.
