@@ -1,6 +1,7 @@
 package models
 
 import (
+	"fmt"
 	"sync"
 
 	"github.com/rocm-go/rocm/candle"
@@ -11,10 +12,25 @@ import (
 // choose.
 type Options struct {
 	// CacheTokens is how many tokens the KV cache holds over all
-	// sequences. Zero: the context length × MaxBatch, bounded by 80% of
-	// the device memory free after the weights are loaded (on a HIP
-	// device), or by 1 GiB of cache (on the CPU).
+	// sequences. Zero: CacheBytes' worth when it is set; else on a HIP
+	// device the context length × MaxBatch, bounded by MemoryFraction of
+	// the device's memory less what is in use once the weights are loaded
+	// (by default 80% of the memory then free); on the CPU the context
+	// length × 4 sequences, bounded by 1 GiB of cache.
 	CacheTokens int
+	// CacheBytes is the KV cache's size in bytes, when CacheTokens is not
+	// set (vLLM's kv_cache_memory).
+	CacheBytes int64
+	// MemoryFraction, in (0, 1], is how much of a HIP device's memory the
+	// process may hold once the cache is made, weights and everything
+	// else in use included (vLLM's gpu_memory_utilization): the default
+	// cache takes what is left of it. Zero: 80% of the memory free after
+	// the weights.
+	MemoryFraction float64
+	// MaxModelLen caps a sequence's tokens below the architecture's
+	// context (Shape.MaxPositions), which also sizes the default cache.
+	// Zero: the architecture's.
+	MaxModelLen int
 	// PageSize is the tokens per cache page (default 16).
 	PageSize int
 	// MaxBatch is the most sequences one Forward takes (default 64).
@@ -37,8 +53,10 @@ const (
 	DefaultPageSize  = 16
 	DefaultMaxBatch  = 64
 	DefaultMaxGraphs = 16
-	// cpuCacheBytes bounds the default cache on the CPU device.
+	// cpuCacheBytes bounds the default cache on the CPU device, and
+	// cpuSequences is how many full contexts it holds at most.
 	cpuCacheBytes = 1 << 30
+	cpuSequences  = 4
 	// gpuCacheFraction of the free device memory is the default cache's
 	// bound on a HIP device; the rest is for activations.
 	gpuCacheFraction = 0.8
@@ -50,6 +68,12 @@ func (o Options) Check() error {
 	const op = "Options.Check"
 	if o.CacheTokens < 0 || o.PageSize < 0 || o.MaxBatch < 0 {
 		return pkg.Errorf(op, candle.ErrArgument, "CacheTokens %d, PageSize %d, MaxBatch %d: none may be negative", o.CacheTokens, o.PageSize, o.MaxBatch)
+	}
+	if o.CacheBytes < 0 || o.MaxModelLen < 0 {
+		return pkg.Errorf(op, candle.ErrArgument, "CacheBytes %d, MaxModelLen %d: neither may be negative", o.CacheBytes, o.MaxModelLen)
+	}
+	if o.MemoryFraction < 0 || o.MemoryFraction > 1 {
+		return pkg.Errorf(op, candle.ErrArgument, "MemoryFraction %g: want a fraction in (0, 1], or 0 for the default", o.MemoryFraction)
 	}
 	if o.MaxGraphs < 0 {
 		return pkg.Errorf(op, candle.ErrArgument, "Options.MaxGraphs %d: want 0 (default %d) or more", o.MaxGraphs, DefaultMaxGraphs)
@@ -140,23 +164,13 @@ func NewRunner(dev candle.Device, dtype candle.DType, shape Shape, opts Options,
 	if opts.MaxGraphs == 0 {
 		opts.MaxGraphs = DefaultMaxGraphs
 	}
-	tokens := opts.CacheTokens
-	if tokens == 0 {
-		perToken := nn.PagedKVBytesPerToken(dtype, shape.Layers, shape.KVHeads, shape.HeadDim)
-		tokens = shape.MaxPositions * opts.MaxBatch
-		budget := int64(cpuCacheBytes)
-		if d, ok := dev.(*candle.HIPDevice); ok {
-			free, _, err := d.HIP().MemInfo()
-			if err != nil {
-				return nil, pkg.Wrapf(op, err, "sizing the KV cache")
-			}
-			// Memory the device's pool keeps is free for the cache too.
-			budget = int64(gpuCacheFraction * float64(free+d.MemoryStats().Cached))
-		}
-		tokens = int(min(int64(tokens), budget/int64(perToken)))
-		if tokens < opts.PageSize {
-			return nil, pkg.Errorf(op, candle.ErrOutOfMemory, "the device has room for %d tokens of KV cache (%d bytes each): free memory, or set Options.CacheTokens", tokens, perToken)
-		}
+	context := shape.MaxPositions
+	if opts.MaxModelLen > 0 {
+		context = min(context, opts.MaxModelLen)
+	}
+	tokens, err := cacheTokens(dev, dtype, shape, opts, context)
+	if err != nil {
+		return nil, pkg.Wrap(op, err)
 	}
 	pages := (tokens + opts.PageSize - 1) / opts.PageSize
 	cache, err := nn.NewPagedKVCache(dev, dtype, nn.PagedKVConfig{Layers: shape.Layers, Pages: pages, PageSize: opts.PageSize, KVHeads: shape.KVHeads, HeadDim: shape.HeadDim})
@@ -165,9 +179,54 @@ func NewRunner(dev candle.Device, dtype candle.DType, shape Shape, opts Options,
 	}
 	return &Runner{
 		dev: dev, dtype: dtype, vocab: shape.VocabSize, pass: pass, cache: cache,
-		ctx: min(shape.MaxPositions, pages*opts.PageSize), maxBatch: opts.MaxBatch,
+		ctx: min(context, pages*opts.PageSize), maxBatch: opts.MaxBatch,
 		graphsOn: !opts.NoGraphs, maxGraphs: opts.MaxGraphs, graphs: map[int]*decodeGraph{},
 	}, nil
+}
+
+// cacheTokens sizes the KV cache as Options says.
+func cacheTokens(dev candle.Device, dtype candle.DType, shape Shape, opts Options, context int) (int, error) {
+	const op = "NewRunner"
+	if opts.CacheTokens > 0 {
+		return opts.CacheTokens, nil
+	}
+	perToken := int64(nn.PagedKVBytesPerToken(dtype, shape.Layers, shape.KVHeads, shape.HeadDim))
+	tooSmall := func(tokens int64, what string) error {
+		return pkg.Errorf(op, candle.ErrOutOfMemory, "%s holds %d tokens of KV cache (%d bytes each), less than a page of %d: give the cache more memory, or set Options.CacheTokens", what, tokens, perToken, opts.PageSize)
+	}
+	page := int64(opts.PageSize)
+	if opts.CacheBytes > 0 { // whole pages, within the bytes
+		tokens := opts.CacheBytes / perToken / page * page
+		if tokens < page {
+			return 0, tooSmall(opts.CacheBytes/perToken, fmt.Sprintf("Options.CacheBytes %d", opts.CacheBytes))
+		}
+		return int(tokens), nil
+	}
+	want := int64(context) * int64(opts.MaxBatch)
+	budget := int64(cpuCacheBytes)
+	what := "the CPU's 1 GiB of default cache"
+	d, ok := dev.(*candle.HIPDevice)
+	if !ok {
+		want = int64(context) * int64(min(opts.MaxBatch, cpuSequences))
+	} else {
+		free, total, err := d.HIP().MemInfo()
+		if err != nil {
+			return 0, pkg.Wrapf(op, err, "sizing the KV cache")
+		}
+		// Memory the device's pool keeps is free for the cache too.
+		free += d.MemoryStats().Cached
+		budget = int64(gpuCacheFraction * float64(free))
+		what = "80% of the device's free memory"
+		if opts.MemoryFraction > 0 {
+			budget = int64(opts.MemoryFraction*float64(total)) - (total - free)
+			what = fmt.Sprintf("%.0f%% of the device's memory, less the %d bytes in use", 100*opts.MemoryFraction, total-free)
+		}
+	}
+	tokens := min(want, budget/perToken)
+	if tokens < int64(opts.PageSize) {
+		return 0, tooSmall(max(tokens, 0), what)
+	}
+	return int(tokens), nil
 }
 
 // Device is where the runner's passes run.

@@ -197,10 +197,10 @@ func TestNewRunnerErrors(t *testing.T) {
 }
 
 func TestRunnerDefaultCache(t *testing.T) {
-	// 40 positions × 64 sequences of 2 layers × 1 head × 8 × 2 × 4 bytes:
-	// far below the CPU's 1 GiB bound.
+	// On the CPU, four contexts of 40 positions of 2 layers × 1 head × 8 ×
+	// 2 × 4 bytes: far below the CPU's 1 GiB bound.
 	r, _ := newRunner(t, candle.CPU(), Options{})
-	assert.Equal(t, 40*DefaultMaxBatch, r.CacheTokensFree())
+	assert.Equal(t, 40*4, r.CacheTokensFree())
 	assert.Equal(t, DefaultPageSize, r.CachePageSize())
 	assert.Equal(t, 40, r.ContextLength())
 	// A longer context than a small cache holds: the cache bounds it.
@@ -292,4 +292,31 @@ func TestGPURunnerGraphs(t *testing.T) {
 	step(2, 7)
 	require.NoError(t, r.Close())
 	assert.Zero(t, dev.MemoryStats().Graphs, "Close frees the graphs' private memory")
+}
+
+// TestCacheSizing: what each option makes of the KV cache on the CPU, and
+// the options refused.
+func TestCacheSizing(t *testing.T) {
+	perToken := nn.PagedKVBytesPerToken(candle.F32, toyShape.Layers, toyShape.KVHeads, toyShape.HeadDim)
+	for _, c := range []struct {
+		name            string
+		opts            Options
+		tokens, context int
+	}{
+		{"the default: four contexts", Options{PageSize: 4, MaxBatch: 64}, 4 * toyShape.MaxPositions, toyShape.MaxPositions},
+		{"fewer sequences than four", Options{PageSize: 4, MaxBatch: 2}, 2 * toyShape.MaxPositions, toyShape.MaxPositions},
+		{"MaxModelLen caps the context and the cache", Options{PageSize: 4, MaxBatch: 64, MaxModelLen: 12}, 4 * 12, 12},
+		{"CacheBytes: whole pages within them", Options{PageSize: 4, CacheBytes: int64(30 * perToken)}, 28, 28},
+		{"CacheTokens over CacheBytes", Options{PageSize: 4, CacheTokens: 8, CacheBytes: 1 << 30}, 8, 8},
+	} {
+		r, _ := newRunner(t, candle.CPU(), c.opts)
+		assert.Equal(t, c.tokens, r.CacheTokensFree(), c.name)
+		assert.Equal(t, c.context, r.ContextLength(), c.name)
+	}
+	for _, bad := range []Options{{CacheBytes: -1}, {MaxModelLen: -1}, {MemoryFraction: 1.5}, {MemoryFraction: -0.1}} {
+		assert.ErrorIs(t, bad.Check(), candle.ErrArgument, "%+v", bad)
+	}
+	_, err := NewRunner(candle.CPU(), candle.F32, toyShape, Options{PageSize: 16, CacheBytes: int64(perToken)}, newToy(t, candle.CPU()).pass)
+	assert.ErrorIs(t, err, candle.ErrOutOfMemory)
+	assert.ErrorContains(t, err, "Options.CacheBytes")
 }

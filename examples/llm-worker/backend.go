@@ -79,7 +79,8 @@ func loadModel(o LoadOptions, dev candle.Device) (*tokenizer.Tokenizer, *llama.M
 		return nil, nil, 0, err
 	}
 	<-reserved
-	m, err := llama.New(c, dev, dt, llama.Options{MaxBatch: o.MaxBatch, Progress: o.Progress})
+	m, err := llama.New(c, dev, dt, llama.Options{MaxBatch: o.MaxBatch, Progress: o.Progress,
+		MaxModelLen: o.MaxModelLen, CacheBytes: o.CacheBytes, MemoryFraction: o.MemoryFraction})
 	return tok, m, dt, err
 }
 

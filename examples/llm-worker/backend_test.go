@@ -127,3 +127,21 @@ func TestGGUFBackendOnCPU(t *testing.T) {
 	_, err = parseFlags([]string{"-model", filepath.Join(dir, "config.json")}, io.Discard)
 	assert.ErrorContains(t, err, "not a .gguf")
 }
+
+// TestBackendMemoryOptions: -max-model-len and -kv-cache-memory reach the
+// model: the context and the KV cache they ask for.
+func TestBackendMemoryOptions(t *testing.T) {
+	dir := t.TempDir()
+	spec := mkmodel.Tiny() // 4 layers × 2 KV heads × 32 × 2 × 4 bytes: 2 KiB a token in F32
+	require.NoError(t, mkmodel.Write(dir, spec, nil))
+	b, err := openBackend(LoadOptions{Dir: dir, Device: "cpu", DType: "f32", MaxModelLen: 256})
+	require.NoError(t, err)
+	assert.Equal(t, 256, b.ContextLength())
+	assert.Equal(t, 4*256, b.Info().CacheTokens, "four contexts of -max-model-len on the CPU")
+	require.NoError(t, b.Close())
+	b, err = openBackend(LoadOptions{Dir: dir, Device: "cpu", DType: "f32", CacheBytes: 1 << 20})
+	require.NoError(t, err)
+	assert.Equal(t, 512, b.Info().CacheTokens, "1 MiB of 2 KiB tokens")
+	assert.Equal(t, 512, b.ContextLength(), "the cache bounds the context")
+	require.NoError(t, b.Close())
+}

@@ -55,6 +55,9 @@ type config struct {
 	port                                        int
 	device, dtype                               string
 	maxBatch, maxQueue, maxTokensDefault        int
+	maxModelLen                                 int
+	kvCacheBytes                                int64
+	memoryFraction                              float64
 	shutdownTimeout, heartbeatEvery             time.Duration
 	readTimeout, requestTimeout, queueTimeout   time.Duration
 	logFormat                                   string
@@ -81,6 +84,9 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.StringVar(&c.dtype, "dtype", "auto", "the weights' dtype: auto (the model's own on a GPU), bf16, f16 or f32")
 	fs.IntVar(&c.maxBatch, "max-batch", 0, "the most sequences decoded together (0: the engine chooses)")
 	fs.IntVar(&c.maxQueue, "max-queue", 0, "the most requests waiting for a slot before 429 (0: the engine chooses)")
+	fs.IntVar(&c.maxModelLen, "max-model-len", 0, "the most tokens of a sequence, prompt and answer (0: the model's context); it also sizes the default KV cache")
+	kvCache := fs.String("kv-cache-memory", "", "the KV cache's size, such as 4GiB (default: see -gpu-memory-utilization; on the CPU, four contexts within 1 GiB)")
+	fs.Float64Var(&c.memoryFraction, "gpu-memory-utilization", 0, "the share of the GPU's memory the worker may hold, weights and KV cache together, in (0, 1] (0: the cache takes 80% of the memory the weights leave free)")
 	fs.IntVar(&c.maxTokensDefault, "max-tokens-default", 512, "max_tokens of a request that gives none")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long the requests under way may take to finish before they are cut (exit status 3)")
 	fs.DurationVar(&c.readTimeout, "read-timeout", 30*time.Second, "how long a request's body may take to arrive before a 408 (0: no limit)")
@@ -105,6 +111,13 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	var err error
+	if *kvCache != "" {
+		n, perr := humanize.ParseBytes(*kvCache)
+		if perr != nil || n == 0 || n > 1<<50 {
+			return nil, fmt.Errorf("-kv-cache-memory %q: want a size such as 512MiB or 4GiB", *kvCache)
+		}
+		c.kvCacheBytes = int64(n)
+	}
 	if c.device, err = worker.ResolveDevice(c.device, set["device"], *rocmDevice, set["rocm-device"]); err != nil {
 		return nil, err
 	}
@@ -121,6 +134,10 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 		return nil, fmt.Errorf("-max-batch %d: want 0 (the engine chooses) or more", c.maxBatch)
 	case c.maxQueue < 0:
 		return nil, fmt.Errorf("-max-queue %d: want 0 (the engine chooses) or more", c.maxQueue)
+	case c.maxModelLen < 0:
+		return nil, fmt.Errorf("-max-model-len %d: want 0 (the model's context) or more", c.maxModelLen)
+	case c.memoryFraction < 0 || c.memoryFraction > 1:
+		return nil, fmt.Errorf("-gpu-memory-utilization %g: want a share in (0, 1], or 0 for the default", c.memoryFraction)
 	case c.heartbeatEvery <= 0:
 		return nil, fmt.Errorf("-heartbeat-interval %v: want more than 0", c.heartbeatEvery)
 	case c.maxTokensDefault < 1:
@@ -235,7 +252,8 @@ func (a *app) run(ctx context.Context, args []string) int {
 	return worker.Life[Backend]{Host: host, Gate: srv.Gate(),
 		Load: func() (Backend, error) {
 			return a.open(LoadOptions{Dir: cfg.modelDir, Device: cfg.device, DType: cfg.dtype, MaxBatch: cfg.maxBatch,
-				MaxQueue: cfg.maxQueue, Progress: bar.Update})
+				MaxQueue: cfg.maxQueue, MaxModelLen: cfg.maxModelLen, CacheBytes: cfg.kvCacheBytes, MemoryFraction: cfg.memoryFraction,
+				Progress: bar.Update})
 		},
 		LoadDone: bar.Finish,
 		Loaded: func(b Backend, took time.Duration) {

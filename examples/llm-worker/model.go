@@ -71,6 +71,13 @@ type LoadOptions struct {
 	DType    string // "auto", "f32", "f16" or "bf16"
 	MaxBatch int    // sequences per decode step; 0: the engine chooses
 	MaxQueue int    // requests waiting for a slot; 0: the engine chooses
+	// MaxModelLen caps a sequence's tokens (0: the model's context);
+	// CacheBytes sizes the KV cache (0: chosen); MemoryFraction is the
+	// share of a GPU's memory the worker may hold, weights and cache
+	// together (0: the cache takes 80% of what the weights left free).
+	MaxModelLen    int
+	CacheBytes     int64
+	MemoryFraction float64
 	// Progress is called as weights load with the bytes done so far and
 	// the total; it is safe to call from several goroutines.
 	Progress func(done, total int64)

@@ -348,9 +348,9 @@ func TestDTypesOnCPU(t *testing.T) {
 func TestDefaultCacheSize(t *testing.T) {
 	s := tinySpecs["qwen2 biases mqa tied"]
 	m := load(t, writeModel(t, s), candle.CPU(), candle.F32, Options{})
-	// 256 positions × 64 sequences: 16384 tokens of 3 layers × 1 head ×
-	// 16 × 2 × 4 bytes, far below the CPU's 1 GiB bound.
-	assert.Equal(t, 256*models.DefaultMaxBatch, m.CacheTokensFree())
+	// On the CPU, four contexts of 256 positions: 1024 tokens of 3 layers ×
+	// 1 head × 16 × 2 × 4 bytes, far below the CPU's 1 GiB bound.
+	assert.Equal(t, 256*4, m.CacheTokensFree())
 	assert.Equal(t, 256, m.ContextLength())
 	assert.Equal(t, s.Vocab, m.VocabSize())
 	assert.Equal(t, candle.CPU(), m.Device())
