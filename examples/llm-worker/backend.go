@@ -1,9 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/rocm-go/rocm/candle"
 	"github.com/rocm-go/rocm/candle/models"
@@ -29,7 +33,7 @@ func openBackend(o LoadOptions) (Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	tok, m, dt, err := loadModel(o, dev)
+	tok, m, dt, weights, err := loadModel(o, dev)
 	if err != nil {
 		return nil, err
 	}
@@ -40,13 +44,13 @@ func openBackend(o LoadOptions) (Backend, error) {
 		return nil, err
 	}
 	b := &modelBackend{tok: tok, model: m, engine: eng, dev: dev, info: BackendInfo{
-		Device: deviceName(dev), DType: dt.String(), CacheTokens: m.CacheTokensFree(), DeviceMemory: dev.MemoryStats().InUse}}
+		Device: deviceName(dev), DType: dt.String(), Weights: weights, CacheTokens: m.CacheTokensFree(), DeviceMemory: dev.MemoryStats().InUse}}
 	return b, nil
 }
 
 // loadModel opens the model path once (a Hugging Face folder or a GGUF
 // file, through candle/models) and loads its tokenizer and its model.
-func loadModel(o LoadOptions, dev candle.Device) (*tokenizer.Tokenizer, *llama.Model, candle.DType, error) {
+func loadModel(o LoadOptions, dev candle.Device) (*tokenizer.Tokenizer, *llama.Model, candle.DType, string, error) {
 	// Loading's pinned buffers are allocated while the tokenizer loads,
 	// so that the weights do not wait for them (ReservePinnedBuffers).
 	// Without them the load allocates its own, more slowly.
@@ -60,28 +64,43 @@ func loadModel(o LoadOptions, dev candle.Device) (*tokenizer.Tokenizer, *llama.M
 	defer func() { <-reserved }() // an early return waits for it too
 	c, err := models.Open(o.Dir)
 	if err != nil {
-		return nil, nil, 0, err
+		return nil, nil, 0, "", err
 	}
 	defer c.Close() // the weights are on the device once New returns
 	cfg, err := llama.ConfigOf(c)
 	if err != nil {
-		return nil, nil, 0, err
+		return nil, nil, 0, "", err
 	}
 	tok, err := c.Tokenizer()
 	if err != nil {
-		return nil, nil, 0, err
+		return nil, nil, 0, "", err
 	}
 	if tok == nil {
-		return nil, nil, 0, fmt.Errorf("%s holds no tokenizer (tokenizer.json, or a GGUF file's vocabulary): the worker needs one", o.Dir)
+		return nil, nil, 0, "", fmt.Errorf("%s holds no tokenizer (tokenizer.json, or a GGUF file's vocabulary): the worker needs one", o.Dir)
 	}
 	dt, err := chooseDType(o.DType, dev, cfg)
 	if err != nil {
-		return nil, nil, 0, err
+		return nil, nil, 0, "", err
 	}
 	<-reserved
 	m, err := llama.New(c, dev, dt, llama.Options{MaxBatch: o.MaxBatch, Progress: o.Progress,
 		MaxModelLen: o.MaxModelLen, CacheBytes: o.CacheBytes, MemoryFraction: o.MemoryFraction})
-	return tok, m, dt, err
+	return tok, m, dt, weightTypes(c.Weights), err
+}
+
+// weightTypes names the types of a checkpoint's matrices as its files
+// hold them, the most elements first ("Q4_K, Q6_K", "BF16"): a quantized
+// model runs in f32, f16 or bf16, and that alone would hide its weights'.
+func weightTypes(w candle.Weights) string {
+	elems := map[string]int64{}
+	for _, name := range w.Names() {
+		if info, ok := w.Info(name); ok && len(info.Shape) == 2 {
+			elems[info.Type] += int64(info.Shape.Elems())
+		}
+	}
+	types := slices.Collect(maps.Keys(elems))
+	slices.SortFunc(types, func(a, b string) int { return cmp.Or(cmp.Compare(elems[b], elems[a]), strings.Compare(a, b)) })
+	return strings.Join(types, ", ")
 }
 
 // chooseDType resolves -dtype: "auto" is the checkpoint's own dtype on a

@@ -47,6 +47,7 @@ func testRealBackend(t *testing.T, device, wantDType string) {
 	info := b.Info()
 	assert.Equal(t, device, info.Device)
 	assert.Equal(t, wantDType, info.DType)
+	assert.Equal(t, "F32", info.Weights, "mkmodel's tiny model is F32 in its files")
 	assert.Positive(t, info.CacheTokens)
 	assert.NotEmpty(t, b.EOS())
 	st := b.Stats()
@@ -126,6 +127,17 @@ func TestGGUFBackendOnCPU(t *testing.T) {
 	assert.Equal(t, greedy(dir), greedy(path))
 	_, err = parseFlags([]string{"-model", filepath.Join(dir, "config.json")}, io.Discard)
 	assert.ErrorContains(t, err, "not a .gguf")
+
+	// A quantized file runs in f32 on the CPU, and says what its weights
+	// are (the tiny model's rows of 128 are too short for Q4_K's blocks of
+	// 256: mkmodel writes them in Q8_0).
+	q := filepath.Join(dir, "tiny-q4_k.gguf")
+	require.NoError(t, mkmodel.WriteGGUF(q, mkmodel.Tiny(), candle.GGMLQ4_K, nil))
+	b, err := openBackend(LoadOptions{Dir: q, Device: "cpu", DType: "auto"})
+	require.NoError(t, err)
+	defer b.Close()
+	assert.Equal(t, "f32", b.Info().DType)
+	assert.Equal(t, "Q8_0", b.Info().Weights)
 }
 
 // TestBackendMemoryOptions: -max-model-len and -kv-cache-memory reach the

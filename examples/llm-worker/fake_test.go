@@ -86,7 +86,7 @@ func (f *fakeBackend) ApplyChatTemplate(msgs []tokenizer.Message, addGenerationP
 }
 
 func (f *fakeBackend) Info() BackendInfo {
-	return BackendInfo{Device: "hip:0", DType: "bf16", CacheTokens: 4096, DeviceMemory: 3 << 30}
+	return BackendInfo{Device: "hip:0", DType: "bf16", Weights: "BF16", CacheTokens: 4096, DeviceMemory: 3 << 30}
 }
 
 // Stats says a quarter of the cache per generation under way.

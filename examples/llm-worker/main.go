@@ -261,7 +261,7 @@ func (a *app) run(ctx context.Context, args []string) int {
 			host.SetDevice(info.Device)
 			// No rate here: the time covers the tokenizer and the KV cache
 			// too, and the progress bar gave the weights'.
-			log.Info("model loaded", "took", took.Round(time.Millisecond), "device", info.Device, "dtype", info.DType,
+			log.Info("model loaded", "took", took.Round(time.Millisecond), "device", info.Device, "dtype", info.DType, "weights", info.Weights,
 				"device_memory", humanize.IBytes(uint64(info.DeviceMemory)), "kv_cache", fmt.Sprintf("%s tokens", humanize.Comma(int64(info.CacheTokens))),
 				"context", b.ContextLength(), "vocab", b.VocabSize())
 		},

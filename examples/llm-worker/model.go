@@ -53,6 +53,7 @@ type Backend interface {
 type BackendInfo struct {
 	Device       string // as candle names it: "cpu", "hip:0"
 	DType        string // the weights' dtype: "bf16", "f16", "f32"
+	Weights      string // the matrices' types in the files, most bytes first: "BF16", "Q4_K, Q6_K"
 	CacheTokens  int    // KV cache capacity in tokens (free at start)
 	DeviceMemory int64  // bytes the device's tensors hold after loading (host memory on the CPU device)
 }

@@ -145,6 +145,7 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	if b := s.loaded(); b != nil { // nil when a shutdown came during loading
 		info := b.Info()
 		body["device"], body["dtype"], body["context_length"] = info.Device, info.DType, b.ContextLength()
+		body["weights"] = info.Weights
 		body["in_flight"] = s.gate.InFlight()
 	}
 	worker.WriteJSON(w, status, body)

@@ -151,7 +151,7 @@ func TestHealthAndModels(t *testing.T) {
 	code, _, body = ts.do(t, "GET", "/health", nil)
 	assert.Equal(t, http.StatusOK, code)
 	assert.JSONEq(t, `{"status":"ready","model":"llama-test","implementation":"rocm-go","version":"v0.test",
-		"device":"hip:0","dtype":"bf16","context_length":64,"in_flight":0}`, string(body))
+		"device":"hip:0","dtype":"bf16","weights":"BF16","context_length":64,"in_flight":0}`, string(body))
 	code, _, _ = ts.do(t, "HEAD", "/health", nil)
 	assert.Equal(t, http.StatusOK, code)
 	probes(http.StatusOK, "ready")
