@@ -35,7 +35,7 @@ type callbacks struct {
 	backoff  []time.Duration // between tries
 
 	mu      sync.Mutex
-	pending []callbackPayload
+	pending []*job // ended, their posts not yet made
 	wake    chan struct{}
 	done    chan struct{}
 	ctx     context.Context // run's; finish cancels it
@@ -65,8 +65,25 @@ func newCallbacks(url, workerID string, log *slog.Logger) *callbacks {
 		wake:    make(chan struct{}, 1), done: make(chan struct{})}
 }
 
-// add queues the post of a job's end.
+// add queues the post of a job's end; its PNGs are encoded on the
+// callbacks' goroutine, off the runner's.
 func (c *callbacks) add(j *job) {
+	c.mu.Lock()
+	if len(c.pending) >= maxPendingCallbacks {
+		c.log.Warn("callback dropped: the receiver falls behind", "job", c.pending[0].id)
+		c.pending = c.pending[1:]
+		c.dropped++
+	}
+	c.pending = append(c.pending, j)
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// payload is the post of an ended job.
+func (c *callbacks) payload(j *job) callbackPayload {
 	p := callbackPayload{JobID: j.id, WorkerID: c.workerID, Images: []string{}, Seed: j.req.Seed, Timings: jobTimings(j)}
 	_, err, st := j.result()
 	p.Status = st
@@ -82,18 +99,7 @@ func (c *callbacks) add(j *job) {
 			p.Images = append(p.Images, b64(b))
 		}
 	}
-	c.mu.Lock()
-	if len(c.pending) >= maxPendingCallbacks {
-		c.log.Warn("callback dropped: the receiver falls behind", "job", c.pending[0].JobID)
-		c.pending = c.pending[1:]
-		c.dropped++
-	}
-	c.pending = append(c.pending, p)
-	c.mu.Unlock()
-	select {
-	case c.wake <- struct{}{}:
-	default:
-	}
+	return p
 }
 
 // finish lets the pending posts go out for at most grace, then stops
@@ -119,12 +125,13 @@ func (c *callbacks) run() {
 	defer close(c.done)
 	for {
 		c.mu.Lock()
-		var p *callbackPayload
+		var j *job
 		if len(c.pending) > 0 {
-			p = &c.pending[0]
+			j = c.pending[0]
+			c.pending = c.pending[1:]
 		}
 		c.mu.Unlock()
-		if p == nil {
+		if j == nil {
 			select {
 			case <-ctx.Done():
 				return
@@ -132,10 +139,7 @@ func (c *callbacks) run() {
 			}
 			continue
 		}
-		c.post(ctx, *p)
-		c.mu.Lock()
-		c.pending = c.pending[1:]
-		c.mu.Unlock()
+		c.post(ctx, c.payload(j))
 	}
 }
 
