@@ -30,6 +30,9 @@ type Backend interface {
 	Info() ModelInfo
 	// Memory is the device memory the pipeline's tensors use now.
 	Memory() candle.MemoryStats
+	// ReleaseCache gives the memory the device's pool keeps back to the
+	// device, and says how much (0 on the CPU).
+	ReleaseCache() int64
 	Close() error
 }
 
@@ -204,7 +207,14 @@ func gib(n int64) string { return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30)) }
 
 func (b *pipelineBackend) Info() ModelInfo            { return b.info }
 func (b *pipelineBackend) Memory() candle.MemoryStats { return b.dev.MemoryStats() }
-func (b *pipelineBackend) Close() error               { return b.p.Close() }
+
+func (b *pipelineBackend) ReleaseCache() int64 {
+	if d, ok := b.dev.(*candle.HIPDevice); ok {
+		return d.ReleaseCache()
+	}
+	return 0
+}
+func (b *pipelineBackend) Close() error { return b.p.Close() }
 
 // samplers maps A1111's sampler names to ours; the first name of each
 // is the one the worker reports.

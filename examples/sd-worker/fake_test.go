@@ -25,6 +25,7 @@ type fakeBackend struct {
 	fits     error
 	fail     error
 	canceled atomic.Int32
+	released atomic.Int32 // ReleaseCache calls
 
 	mu      sync.Mutex
 	batches [][]sd.Request
@@ -114,3 +115,5 @@ func contextWithCancel() (context.Context, context.CancelFunc) {
 func (f *fakeBackend) Memory() candle.MemoryStats {
 	return candle.MemoryStats{InUse: 1 << 20, Cached: 2 << 20, Peak: 3 << 20}
 }
+
+func (f *fakeBackend) ReleaseCache() int64 { f.released.Add(1); return 0 }

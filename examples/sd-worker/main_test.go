@@ -186,6 +186,7 @@ func TestWorkerFailures(t *testing.T) {
 		"-shutdown-timeout", "50ms", "-max-batch", "1")
 	<-fake.started // the warm-up
 	waitReady(t, url, lb)
+	assert.Equal(t, int32(1), fake.released.Load(), "the warm-up gives its memory back")
 	fake.hold.Store(true)
 	result := make(chan int, 1)
 	go func() {
