@@ -23,7 +23,8 @@ import (
 // mux with a few routes, on loopback, logging JSON.
 type observed struct {
 	*httptest.Server
-	log *workertest.LogBuffer
+	log     *workertest.LogBuffer
+	waiting chan struct{} // a request reached /v1/wait
 }
 
 func newObserved(t *testing.T, verbose bool) *observed {
@@ -46,9 +47,14 @@ func newObserved(t *testing.T, verbose bool) *observed {
 		worker.WriteError(w, worker.BadRequest("x", "x is wrong"))
 	})
 	mux.HandleFunc("/v1/panic", func(w http.ResponseWriter, r *http.Request) { panic("a bug") })
-	mux.HandleFunc("/v1/wait", func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
+	waiting := make(chan struct{}, 1)
+	mux.HandleFunc("/v1/wait", func(w http.ResponseWriter, r *http.Request) {
+		waiting <- struct{}{}
+		<-r.Context().Done()
+	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) })
-	o := &observed{Server: httptest.NewServer(worker.Observe(log, reg, mux, worker.Recoverer(log, worker.Auth("tok", "test", mux)))), log: lb}
+	o := &observed{Server: httptest.NewServer(worker.Observe(log, reg, mux, worker.Recoverer(log, worker.Auth("tok", "test", mux)))), log: lb,
+		waiting: waiting}
 	t.Cleanup(o.Close)
 	return o
 }
@@ -164,7 +170,7 @@ func TestObserveMetrics(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, "GET", o.URL+"/v1/wait", nil)
 	req.Header.Set("Authorization", "Bearer tok")
-	time.AfterFunc(50*time.Millisecond, cancel)
+	go func() { <-o.waiting; cancel() }() // the client leaves once its request is in
 	_, err := http.DefaultClient.Do(req)
 	require.Error(t, err)
 	var m workertest.Metrics
