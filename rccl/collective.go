@@ -44,8 +44,10 @@ type call struct {
 }
 
 // begin checks the communicator, data type and stream of a call.
-func (m *Comm) begin(op string, t DataType, s *hip.Stream) *call {
-	a := &call{op: op, m: m}
+// It returns the call by value: a collective allocates nothing (decode's
+// all-reduces run one a layer).
+func (m *Comm) begin(op string, t DataType, s *hip.Stream) call {
+	a := call{op: op, m: m}
 	if a.err = m.alive(op); a.err != nil {
 		return a
 	}
@@ -139,11 +141,14 @@ func bufDevice(b *hip.Buffer) int {
 	return b.Device().Ordinal()
 }
 
-// done turns the call's status into its error and keeps its operands alive
-// until the C call has returned.
-func (a *call) done(name string, st C.ncclResult_t, keep ...any) error {
+// done turns the call's status into its error and keeps its operands
+// alive until the C call has returned (recv nil for Send and Recv's one
+// buffer).
+func (a *call) done(name string, st C.ncclResult_t, send, recv *hip.Buffer, s *hip.Stream) error {
 	runtime.KeepAlive(a.m)
-	runtime.KeepAlive(keep)
+	runtime.KeepAlive(send)
+	runtime.KeepAlive(recv)
+	runtime.KeepAlive(s)
 	return check(name, st)
 }
 
@@ -246,9 +251,9 @@ func (m *Comm) p2p(op string, buf *hip.Buffer, count int, t DataType, peer int, 
 		return a.err
 	}
 	if send {
-		return a.done("ncclSend", C.rg_ncclSend_on(m.ord, ptr(p), C.size_t(count), C.ncclDataType_t(t), C.int(peer), m.c, a.stream), buf, s)
+		return a.done("ncclSend", C.rg_ncclSend_on(m.ord, ptr(p), C.size_t(count), C.ncclDataType_t(t), C.int(peer), m.c, a.stream), buf, nil, s)
 	}
-	return a.done("ncclRecv", C.rg_ncclRecv_on(m.ord, ptr(p), C.size_t(count), C.ncclDataType_t(t), C.int(peer), m.c, a.stream), buf, s)
+	return a.done("ncclRecv", C.rg_ncclRecv_on(m.ord, ptr(p), C.size_t(count), C.ncclDataType_t(t), C.int(peer), m.c, a.stream), buf, nil, s)
 }
 
 // GroupStart opens a group (ncclGroupStart): the calls until the matching

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/dustin/go-humanize"
 	"github.com/rocm-go/rocm/candle"
 	"github.com/rocm-go/rocm/candle/models/sd"
 	"github.com/rocm-go/rocm/candle/models/sd/scheduler"
@@ -181,7 +182,8 @@ func (b *pipelineBackend) Fits(r sd.Request) error {
 	free += d.MemoryStats().Cached
 	need := estimateBytes(r, b.p)
 	if need > free {
-		return fmt.Errorf("%d×%d with %d image(s) needs about %s of device memory, and %s is free", r.Width, r.Height, r.Batch, gib(need), gib(free))
+		return fmt.Errorf("%d×%d with %d image(s) needs about %s of device memory, and %s is free", r.Width, r.Height, r.Batch,
+			humanize.IBytes(uint64(need)), humanize.IBytes(uint64(free)))
 	}
 	return nil
 }
@@ -195,15 +197,12 @@ func estimateBytes(r sd.Request, p *sd.Pipeline) int64 {
 	rows := int64(max(r.Batch, 1)) * 2
 	size := int64(p.DType().Size())
 	unet := 3 * rows * int64(uc.BlockOutChannels[0]) * h * w * size
-	scores := rows * int64(8) * h * w * h * w * size / 8 // heads × positions², flash attention keeps far less
-	if scores > 4*unet {
-		scores = 4 * unet
-	}
+	// The attention scores over the latent pixels, bounded: flash
+	// attention keeps far less of them.
+	scores := min(rows*h*w*h*w*size, 4*unet)
 	vae := int64(max(r.Batch, 1)) * 4 * int64(vc.BlockOutChannels[0]) * int64(r.Height) * int64(r.Width) * size
 	return max(unet+scores, vae)
 }
-
-func gib(n int64) string { return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30)) }
 
 func (b *pipelineBackend) Info() ModelInfo            { return b.info }
 func (b *pipelineBackend) Memory() candle.MemoryStats { return b.dev.MemoryStats() }

@@ -41,7 +41,6 @@ type callbacks struct {
 	ctx     context.Context // run's; finish cancels it
 	stop    context.CancelFunc
 	sent    int
-	dropped int
 }
 
 // maxPendingCallbacks bounds the posts waiting: each holds its images.
@@ -72,7 +71,6 @@ func (c *callbacks) add(j *job) {
 	if len(c.pending) >= maxPendingCallbacks {
 		c.log.Warn("callback dropped: the receiver falls behind", "job", c.pending[0].id)
 		c.pending = c.pending[1:]
-		c.dropped++
 	}
 	c.pending = append(c.pending, j)
 	c.mu.Unlock()
@@ -152,9 +150,6 @@ func (c *callbacks) post(ctx context.Context, p callbackPayload) {
 		var status int
 		status, err = c.once(body)
 		if err == nil {
-			c.mu.Lock()
-			c.sent++
-			c.mu.Unlock()
 			return
 		}
 		if status/100 == 4 && status != http.StatusRequestTimeout && status != http.StatusTooManyRequests || try == len(c.backoff) {

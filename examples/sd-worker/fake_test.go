@@ -8,6 +8,7 @@ import (
 	"image/color"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/rocm-go/rocm/candle"
 	"github.com/rocm-go/rocm/candle/models/sd"
@@ -25,7 +26,8 @@ type fakeBackend struct {
 	fits     error
 	fail     error
 	canceled atomic.Int32
-	released atomic.Int32 // ReleaseCache calls
+	released atomic.Int32  // ReleaseCache calls
+	stepTime time.Duration // each step takes this long (0: none)
 
 	mu      sync.Mutex
 	batches [][]sd.Request
@@ -55,6 +57,7 @@ func (f *fakeBackend) Generate(ctx context.Context, rs []sd.Request) ([][]*image
 	out := make([][]*image.RGBA, len(rs))
 	for i, r := range rs {
 		for step := 1; step <= r.Steps; step++ {
+			time.Sleep(f.stepTime)
 			if ctx.Err() != nil {
 				f.canceled.Add(1)
 				return nil, fmt.Errorf("after %d steps: %w", step-1, errs.ErrCanceled)

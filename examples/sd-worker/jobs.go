@@ -185,7 +185,6 @@ type runner struct {
 	wake    chan struct{}
 	load    worker.QueueLoad
 	rate    worker.RateMeter
-	perStep atomic.Int64 // the last batch's nanoseconds per step, for the memory check
 }
 
 // keepEnded is how many finished jobs GET /v1/jobs/{id} still knows.
@@ -362,9 +361,6 @@ func (r *runner) runBatch(jobs []*job) {
 	start := time.Now()
 	out, err := r.b.Generate(ctx, reqs)
 	took := time.Since(start)
-	if err == nil && len(jobs) > 0 && jobs[0].req.Steps > 0 {
-		r.perStep.Store(int64(took) / int64(jobs[0].req.Steps))
-	}
 	for i, j := range jobs {
 		if err != nil {
 			r.finish(j, nil, err, true)

@@ -25,6 +25,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -147,7 +148,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	if err := worker.CheckLogFormat(c.logFormat); err != nil {
 		return nil, err
 	}
-	if c.sdVersion != "" && !containsString(versions, c.sdVersion) {
+	if c.sdVersion != "" && !slices.Contains(versions, c.sdVersion) {
 		return nil, fmt.Errorf("-sd-version %q: want one of %s", c.sdVersion, strings.Join(versions, ", "))
 	}
 	if c.maxBatch&(c.maxBatch-1) != 0 {
@@ -189,15 +190,6 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	}
 	c.loras = loras
 	return c, nil
-}
-
-func containsString(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // run is the worker's life: flags, listen, load, warm up, serve, drain.

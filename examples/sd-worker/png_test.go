@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
 	"image"
 	"image/color"
 	"image/png"
@@ -32,4 +35,43 @@ func TestEncodePNG(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, text, chunks["parameters"])
 	}
+}
+
+// pngText reads the text chunks of a PNG: keyword to text.
+func pngText(b []byte) (map[string]string, error) {
+	if len(b) < 8 || !bytes.Equal(b[:8], []byte("\x89PNG\r\n\x1a\n")) {
+		return nil, fmt.Errorf("not a PNG")
+	}
+	out := map[string]string{}
+	for p := 8; p+12 <= len(b); {
+		n := int(binary.BigEndian.Uint32(b[p:]))
+		if p+12+n > len(b) {
+			return nil, fmt.Errorf("a chunk runs past the end")
+		}
+		typ, data := string(b[p+4:p+8]), b[p+8:p+8+n]
+		if crc32.ChecksumIEEE(b[p+4:p+8+n]) != binary.BigEndian.Uint32(b[p+8+n:]) {
+			return nil, fmt.Errorf("chunk %s: bad CRC", typ)
+		}
+		switch typ {
+		case "tEXt":
+			if k, v, ok := bytes.Cut(data, []byte{0}); ok {
+				r := make([]rune, len(v))
+				for i, c := range v {
+					r[i] = rune(c)
+				}
+				out[string(k)] = string(r)
+			}
+		case "iTXt":
+			if k, rest, ok := bytes.Cut(data, []byte{0}); ok && len(rest) >= 2 && rest[0] == 0 {
+				rest = rest[2:]
+				if _, rest, ok = bytes.Cut(rest, []byte{0}); ok { // language tag
+					if _, v, ok := bytes.Cut(rest, []byte{0}); ok { // translated keyword
+						out[string(k)] = string(v)
+					}
+				}
+			}
+		}
+		p += 12 + n
+	}
+	return out, nil
 }
