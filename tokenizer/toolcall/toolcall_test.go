@@ -2,6 +2,7 @@ package toolcall
 
 import (
 	"encoding/json"
+	"math/rand/v2"
 	"regexp"
 	"strings"
 	"testing"
@@ -211,4 +212,54 @@ func TestSchema(t *testing.T) {
 	assert.ErrorContains(t, err, "no tools")
 	_, err = Schema(Hermes, []tokenizer.Tool{{Name: "f", Parameters: json.RawMessage(`[1]`)}}, "")
 	assert.ErrorContains(t, err, `the parameters of tools[0] ("f") are not a JSON schema object`)
+}
+
+// Random outputs, well-formed ones with random bytes cut out and random
+// pieces of the formats put in, read whole and in random pieces: never a
+// panic, the same result either way, the deltas adding up to it, and
+// every case (text, calls, malformed calls) met many times.
+func TestRandomOutputs(t *testing.T) {
+	atoms := []string{"<tool_call>", "</tool_call>", "<|python_tag|>", "{", "}", "[", "]", `"name"`, `"arguments"`, `"parameters"`,
+		`"f"`, `"g"`, ": ", ", ", ";", " ", "\n", "1", "true", `"x\"}"`, `\`, "text", "<tool_", "é"}
+	wellFormed := map[Format][]string{
+		Hermes: {"Sure. <tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": [1, \"}\"], \"b\": {\"c\": null}}}\n</tool_call>\n<tool_call>\n{\"name\": \"g\", \"arguments\": {}}\n</tool_call>"},
+		Llama3JSON: {"<|python_tag|>{\"name\": \"f\", \"parameters\": {\"a\": [1, \"}\"], \"b\": {\"c\": null}}}; {\"name\": \"g\", \"parameters\": {}}"},
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	stats := map[string]int{}
+	for range 2000 {
+		for _, f := range []Format{Hermes, Llama3JSON} {
+			text := wellFormed[f][0]
+			for range rng.IntN(3) {
+				at := rng.IntN(len(text) + 1)
+				if rng.IntN(2) == 0 && at < len(text) {
+					text = text[:at] + text[at+1+rng.IntN(min(3, len(text)-at)):]
+				} else {
+					text = text[:at] + atoms[rng.IntN(len(atoms))] + text[at:]
+				}
+			}
+			want, werr := Parse(f, text, nil)
+			got, err := streamed(t, f, text, 1+rng.IntN(6), nil, false)
+			require.Equal(t, werr != nil, err != nil, "%s %q: %v / %v", f, text, werr, err)
+			switch {
+			case werr != nil:
+				stats["malformed"]++
+				continue
+			case len(want.Calls) > 0:
+				stats["calls"]++
+			default:
+				stats["text"]++
+			}
+			assert.Equal(t, want.Content, got.Content, "%s %q", f, text)
+			require.Len(t, got.Calls, len(want.Calls), "%s %q", f, text)
+			for j := range want.Calls {
+				assert.Equal(t, want.Calls[j].Name, got.Calls[j].Name)
+				assert.Equal(t, want.Calls[j].Arguments, got.Calls[j].Arguments)
+				assert.True(t, json.Valid([]byte(got.Calls[j].Arguments)), "%q", got.Calls[j].Arguments)
+			}
+		}
+	}
+	for _, k := range []string{"malformed", "calls", "text"} {
+		assert.Greater(t, stats[k], 100, "%s: %v", k, stats)
+	}
 }
