@@ -222,7 +222,7 @@ func TestRandomOutputs(t *testing.T) {
 	atoms := []string{"<tool_call>", "</tool_call>", "<|python_tag|>", "{", "}", "[", "]", `"name"`, `"arguments"`, `"parameters"`,
 		`"f"`, `"g"`, ": ", ", ", ";", " ", "\n", "1", "true", `"x\"}"`, `\`, "text", "<tool_", "é"}
 	wellFormed := map[Format][]string{
-		Hermes: {"Sure. <tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": [1, \"}\"], \"b\": {\"c\": null}}}\n</tool_call>\n<tool_call>\n{\"name\": \"g\", \"arguments\": {}}\n</tool_call>"},
+		Hermes:     {"Sure. <tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": [1, \"}\"], \"b\": {\"c\": null}}}\n</tool_call>\n<tool_call>\n{\"name\": \"g\", \"arguments\": {}}\n</tool_call>"},
 		Llama3JSON: {"<|python_tag|>{\"name\": \"f\", \"parameters\": {\"a\": [1, \"}\"], \"b\": {\"c\": null}}}; {\"name\": \"g\", \"parameters\": {}}"},
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
