@@ -47,6 +47,7 @@ type toolSpec struct {
 	name     string // choiceNamed's function
 	parallel bool   // false: only the first call counts
 	format   toolcall.Format
+	strict   map[string]bool // the tools whose calls must satisfy their parameters schema
 }
 
 type toolIn struct {
@@ -81,7 +82,7 @@ func parseTools(b Backend, req *chatRequest) (*toolSpec, *worker.Error) {
 	if len(in) > maxTools {
 		return nil, worker.BadRequest("tools", "tools: %d tools, at most %d", len(in), maxTools)
 	}
-	ts := &toolSpec{choice: choiceAuto, parallel: req.ParallelToolCalls == nil || *req.ParallelToolCalls}
+	ts := &toolSpec{choice: choiceAuto, parallel: req.ParallelToolCalls == nil || *req.ParallelToolCalls, strict: map[string]bool{}}
 	seen := map[string]bool{}
 	for i, t := range in {
 		param := fmt.Sprintf("tools[%d]", i)
@@ -107,6 +108,7 @@ func parseTools(b Backend, req *chatRequest) (*toolSpec, *worker.Error) {
 			params = fn.Parameters
 		}
 		ts.tools = append(ts.tools, tokenizer.Tool{Name: fn.Name, Description: fn.Description, Parameters: params})
+		ts.strict[fn.Name] = fn.Strict != nil && *fn.Strict
 	}
 	if aerr := ts.parseChoice(req.ToolChoice); aerr != nil {
 		return nil, aerr
@@ -536,19 +538,43 @@ func (f *toolFormat) settle(text, finish string) (string, *worker.Error) {
 		}
 		return "", invalidToolCall("the request's tool_choice requires %s, and the model wrote none", what)
 	}
+	if !cut {
+		if aerr := f.spec.checkCalls(f.calls); aerr != nil {
+			return "", aerr
+		}
+	}
 	if f.spec.forced() {
 		f.tail.Content = f.held + f.tail.Content
 		if len(f.calls) == 0 { // cut before its call read as one: the prefill's text is no content
 			f.tail.Content, res.Content = "", ""
 		}
 	}
-	if res.Content != "" {
+	if res.Content != "" || len(f.calls) == 0 { // null only beside calls
 		f.text = &res.Content
 	}
 	if len(f.calls) > 0 && !cut {
 		return "tool_calls", nil
 	}
 	return finish, nil
+}
+
+// checkCalls checks the calls' arguments against their tools' parameters
+// where the request asks for it: a strict tool, or a forced call.
+func (ts *toolSpec) checkCalls(calls []tokenizer.ToolCall) *worker.Error {
+	for i, c := range calls {
+		if !ts.forced() && !ts.strict[c.Name] {
+			continue
+		}
+		for _, t := range ts.tools {
+			if t.Name != c.Name {
+				continue
+			}
+			if err := toolcall.CheckArguments(c.Arguments, t.Parameters); err != nil {
+				return invalidToolCall("the model's call %d (%s) does not fit the tool: %v", i, c.Name, err)
+			}
+		}
+	}
+	return nil
 }
 
 // invalidToolCall is the error of an output that is not the call it

@@ -348,22 +348,24 @@ func TestForcedToolChoice(t *testing.T) {
 // status; one under way an error event and finish_reason "error".
 func TestInvalidToolCall(t *testing.T) {
 	for _, c := range []struct {
-		name, tmpl, script, extra, msg string
-		underway                       bool
+		name, tmpl, script, tools, extra, msg string
+		underway                              bool
 	}{
-		{"required, no call", "qwen2.5", "I would rather not.", `, "tool_choice": "required"`, "requires a call of one of its tools, and the model wrote none", false},
-		{"named, another function", "llama3.1", `get_time", "parameters": {}}`, `, "tool_choice": {"type": "function", "function": {"name": "get_weather"}}`, "requires a call of get_weather", false},
-		{"malformed", "qwen2.5", "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"]}}\n</tool_call>", "", "malformed tool call: toolcall: call 0 (get_weather) of the output is malformed: its arguments are not valid JSON", true},
+		{"required, no call", "qwen2.5", "I would rather not.", twoTools, `, "tool_choice": "required"`, "requires a call of one of its tools, and the model wrote none", false},
+		{"named, another function", "llama3.1", `get_time", "parameters": {}}`, twoTools, `, "tool_choice": {"type": "function", "function": {"name": "get_weather"}}`, "requires a call of get_weather", false},
+		{"strict, bad arguments", "qwen2.5", "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"unit\": \"kelvin\"}}\n</tool_call>", `[{"type": "function", "function": {"name": "get_weather", "strict": true, "parameters": {"type": "object", "properties": {"unit": {"enum": ["celsius"]}}}}}]`, "", "the model's call 0 (get_weather) does not fit the tool: toolcall: the arguments do not satisfy the parameters schema: /unit: not one of the enum's values", true},
+		{"forced, missing argument", "llama3.1", `{"unit": "celsius"}}`, twoTools, `, "tool_choice": {"type": "function", "function": {"name": "get_weather"}}`, `/: the required property "city" is missing`, true},
+		{"malformed", "qwen2.5", "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"]}}\n</tool_call>", twoTools, "", "malformed tool call: toolcall: call 0 (get_weather) of the output is malformed: its arguments are not valid JSON", true},
 	} {
 		fake := toolFake(t, c.tmpl, c.script)
 		ts := startServer(t, fake, nil)
-		code, _, body := ts.do(t, "POST", "/v1/chat/completions", toolRequest(false, twoTools, c.extra))
+		code, _, body := ts.do(t, "POST", "/v1/chat/completions", toolRequest(false, c.tools, c.extra))
 		require.Equal(t, http.StatusInternalServerError, code, "%s: %s", c.name, body)
 		e := decodeError(t, body)
 		assert.Equal(t, "invalid_tool_call", *e.Error.Code, c.name)
 		assert.Contains(t, e.Error.Message, c.msg, c.name)
 
-		code, _, body = ts.do(t, "POST", "/v1/chat/completions", toolRequest(true, twoTools, c.extra))
+		code, _, body = ts.do(t, "POST", "/v1/chat/completions", toolRequest(true, c.tools, c.extra))
 		if !c.underway {
 			require.Equal(t, http.StatusInternalServerError, code, "%s: %s", c.name, body)
 			assert.Contains(t, decodeError(t, body).Error.Message, c.msg, c.name)
