@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rocm-go/rocm/internal/mkmodel"
 	"github.com/rocm-go/rocm/tokenizer"
 )
 
@@ -441,4 +443,48 @@ func TestToolBadRequests(t *testing.T) {
 		assert.Equal(t, "tools", *e.Error.Param)
 		assert.Contains(t, e.Error.Message, msg, tmpl)
 	}
+}
+
+// TestToolsRealBackend serves mkmodel's tiny model on the CPU, first with
+// its own template (which renders no tools: the request is refused), then
+// with Llama 3.1's: the tools go through the real tokenizer's template
+// and the model runs on the prompt.
+func TestToolsRealBackend(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, mkmodel.Write(dir, mkmodel.Tiny(), nil))
+	serve := func() (*testServer, Backend) {
+		b, err := openBackend(LoadOptions{Dir: dir, Device: "cpu", DType: "auto", MaxBatch: 2, MaxQueue: 2})
+		require.NoError(t, err)
+		t.Cleanup(func() { b.Close() })
+		api := NewServer(ServerConfig{ModelID: "tiny"})
+		api.SetReady(b)
+		srv := httptest.NewServer(api.Handler())
+		t.Cleanup(srv.Close)
+		return &testServer{Server: srv, api: api}, b
+	}
+	req := `{"temperature": 0, "max_tokens": 4, "messages": [{"role": "user", "content": "Weather in Paris?"}], "tools": [` + weatherJSON + `]}`
+
+	ts, _ := serve()
+	code, _, body := ts.do(t, "POST", "/v1/chat/completions", req)
+	require.Equal(t, http.StatusBadRequest, code, "%s", body)
+	assert.Contains(t, decodeError(t, body).Error.Message, "does not take tools")
+
+	src, err := os.ReadFile(filepath.Join("..", "..", "tokenizer", "testdata", "chat", "llama3.1.jinja"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "chat_template.jinja"), src, 0o644))
+	ts, b := serve()
+	code, _, body = ts.do(t, "POST", "/v1/chat/completions", req)
+	require.Equal(t, http.StatusOK, code, "%s", body)
+	var resp struct{ Usage usage }
+	require.NoError(t, json.Unmarshal(body, &resp))
+	tmpl, err := b.ChatTemplate()
+	require.NoError(t, err)
+	text, err := tmpl.Render([]tokenizer.Message{{Role: "user", Content: "Weather in Paris?"}}, tokenizer.ChatOptions{AddGenerationPrompt: true,
+		Tools: []tokenizer.Tool{{Name: "get_weather", Description: "Get the weather in a city.", Parameters: json.RawMessage(`{"type": "object", "properties": {"city": {"type": "string", "description": "The city"}, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}}, "required": ["city"]}`)}}})
+	require.NoError(t, err)
+	assert.Contains(t, text, "Given the following functions")
+	ids, err := b.Encode(text, false)
+	require.NoError(t, err)
+	assert.Equal(t, len(ids), resp.Usage.PromptTokens, "the prompt is the template's, tools and all")
+	assert.Equal(t, 4, resp.Usage.CompletionTokens)
 }
