@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -16,11 +15,8 @@ import (
 // model's own chat template, and the calls read back out of the output
 // (package toolcall) into tool_calls, whole or streamed as deltas.
 
-// Limits on a request's tools.
-const (
-	maxTools       = 128
-	maxSchemaDepth = 32
-)
+// maxTools bounds a request's tools.
+const maxTools = 128
 
 // toolFields are the chat request's tool fields besides tools (which
 // samplingParams holds, for the completions endpoint to refuse).
@@ -102,7 +98,7 @@ func parseTools(b Backend, req *chatRequest) (*toolSpec, *worker.Error) {
 		seen[fn.Name] = true
 		params := json.RawMessage(nil)
 		if !rawIsNull(fn.Parameters) {
-			if err := checkSchema(fn.Parameters); err != nil {
+			if err := toolcall.CheckSchema(fn.Parameters); err != nil {
 				return nil, worker.BadRequest(param+".function.parameters", "%s.function.parameters is not a valid JSON schema: %v", param, err)
 			}
 			params = fn.Parameters
@@ -261,127 +257,6 @@ func parseToolMessage(param string, in chatMessageIn, m *tokenizer.Message) *wor
 		m.ToolCalls = append(m.ToolCalls, tokenizer.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: args})
 	}
 	return nil
-}
-
-// checkSchema checks that a tool's parameters are a JSON schema of an
-// object: a JSON object whose keywords have the types JSON Schema gives
-// them, all the way down.
-func checkSchema(raw json.RawMessage) error {
-	var v any
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if err := dec.Decode(&v); err != nil {
-		return fmt.Errorf("not JSON: %v", err)
-	}
-	root, ok := v.(map[string]any)
-	if !ok {
-		return fmt.Errorf("a %s, not an object", jsonKind(v))
-	}
-	if t, ok := root["type"].(string); ok && t != "object" {
-		return fmt.Errorf("type %q: a function's parameters are an object", t)
-	}
-	return checkSchemaAt(root, "", 0)
-}
-
-var schemaTypes = map[string]bool{"object": true, "array": true, "string": true, "number": true, "integer": true, "boolean": true, "null": true}
-
-func checkSchemaAt(v any, path string, depth int) error {
-	if depth > maxSchemaDepth {
-		return fmt.Errorf("%s: nested more than %d deep", pathOr(path), maxSchemaDepth)
-	}
-	if _, ok := v.(bool); ok {
-		return nil // true and false are schemas
-	}
-	s, ok := v.(map[string]any)
-	if !ok {
-		return fmt.Errorf("%s: a %s, not a schema (an object or a boolean)", pathOr(path), jsonKind(v))
-	}
-	for k, x := range s {
-		at := path + "/" + k
-		switch k {
-		case "type":
-			types, ok := x.([]any)
-			if !ok {
-				types = []any{x}
-			}
-			for _, t := range types {
-				if name, ok := t.(string); !ok || !schemaTypes[name] {
-					return fmt.Errorf("%s: %v is not a JSON Schema type", at, t)
-				}
-			}
-		case "properties", "$defs", "definitions", "patternProperties":
-			m, ok := x.(map[string]any)
-			if !ok {
-				return fmt.Errorf("%s: a %s, not an object of schemas", at, jsonKind(x))
-			}
-			for name, sub := range m {
-				if err := checkSchemaAt(sub, at+"/"+name, depth+1); err != nil {
-					return err
-				}
-			}
-		case "items", "additionalProperties", "not", "contains", "propertyNames", "if", "then", "else", "additionalItems", "unevaluatedProperties":
-			if err := checkSchemaAt(x, at, depth+1); err != nil {
-				return err
-			}
-		case "anyOf", "oneOf", "allOf", "prefixItems":
-			l, ok := x.([]any)
-			if !ok || len(l) == 0 {
-				return fmt.Errorf("%s: want a non-empty list of schemas", at)
-			}
-			for i, sub := range l {
-				if err := checkSchemaAt(sub, fmt.Sprintf("%s/%d", at, i), depth+1); err != nil {
-					return err
-				}
-			}
-		case "required":
-			l, ok := x.([]any)
-			if !ok {
-				return fmt.Errorf("%s: want a list of property names", at)
-			}
-			for _, n := range l {
-				if _, ok := n.(string); !ok {
-					return fmt.Errorf("%s: %v is not a property name", at, n)
-				}
-			}
-		case "enum":
-			if _, ok := x.([]any); !ok {
-				return fmt.Errorf("%s: want a list of values", at)
-			}
-		case "description", "title", "pattern", "format", "$ref":
-			if _, ok := x.(string); !ok {
-				return fmt.Errorf("%s: want a string", at)
-			}
-		case "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength", "maxLength", "minItems", "maxItems", "multipleOf":
-			if _, ok := x.(json.Number); !ok {
-				return fmt.Errorf("%s: want a number", at)
-			}
-		}
-	}
-	return nil
-}
-
-func pathOr(p string) string {
-	if p == "" {
-		return "the schema"
-	}
-	return p
-}
-
-// jsonKind names a decoded JSON value's kind.
-func jsonKind(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "boolean"
-	case json.Number:
-		return "number"
-	case string:
-		return "string"
-	case []any:
-		return "list"
-	}
-	return "object"
 }
 
 // toolCallDelta is a piece of a call in a stream chunk's delta: the

@@ -407,7 +407,7 @@ func TestToolBadRequests(t *testing.T) {
 		{"no function", `{` + msgs + `, "tools": [{"type": "function"}]}`, "tools[0].function", "is missing"},
 		{"name", `{` + msgs + `, "tools": [{"type": "function", "function": {"name": "get weather"}}]}`, "tools[0].function.name", "letters, digits"},
 		{"twice", `{` + msgs + `, "tools": [` + timeJSON + `, ` + timeJSON + `]}`, "tools[1].function.name", "two tools of that name"},
-		{"schema not object", `{` + msgs + `, "tools": [{"type": "function", "function": {"name": "f", "parameters": [1]}}]}`, "tools[0].function.parameters", "a list, not an object"},
+		{"schema not object", `{` + msgs + `, "tools": [{"type": "function", "function": {"name": "f", "parameters": [1]}}]}`, "tools[0].function.parameters", "an array, not an object"},
 		{"schema type", `{` + msgs + `, "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"a": {"type": "strin"}}}}}]}`, "tools[0].function.parameters", `/properties/a/type: strin is not a JSON Schema type`},
 		{"schema required", `{` + msgs + `, "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "required": "a"}}}]}`, "tools[0].function.parameters", "/required: want a list of property names"},
 		{"schema root", `{` + msgs + `, "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "string"}}}]}`, "tools[0].function.parameters", "a function's parameters are an object"},

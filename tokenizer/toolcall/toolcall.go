@@ -14,7 +14,8 @@
 // reads the text as it is generated and says what may be streamed, while
 // text that may still turn out to be a call is held back; Parse reads a
 // whole output. Prefill and Schema steer a model to a call when one is
-// required.
+// required; CheckArguments checks a call's arguments against its tool's
+// parameters schema.
 package toolcall
 
 import (

@@ -18,7 +18,7 @@ import (
 // maximum, exclusiveMinimum, exclusiveMaximum, multipleOf, minLength,
 // maxLength, minItems, maxItems, minProperties, maxProperties; others
 // (pattern, format, $ref) are not checked. Nil parameters take any object.
-// The error names the first place that fails, as a JSON pointer.
+// The error names a place that fails, as a JSON pointer.
 func CheckArguments(args string, params json.RawMessage) error {
 	v, err := decodeJSON([]byte(args))
 	if err != nil {
@@ -319,4 +319,100 @@ func sameValue(a, b any) bool {
 		return true
 	}
 	return a == b
+}
+
+// CheckSchema checks that a tool's parameters are a JSON schema of an
+// object: a JSON object whose keywords have the types JSON Schema gives
+// them, all the way down, as a server checks a request's tools before it
+// renders them. The error names a place that fails, as a JSON pointer.
+func CheckSchema(raw json.RawMessage) error {
+	v, err := decodeJSON(raw)
+	if err != nil {
+		return fmt.Errorf("not JSON: %v", err)
+	}
+	root, ok := v.(map[string]any)
+	if !ok {
+		return fmt.Errorf("%s, not an object", aKind(v))
+	}
+	if t, ok := root["type"].(string); ok && t != "object" {
+		return fmt.Errorf("type %q: a function's parameters are an object", t)
+	}
+	return checkSchemaAt(root, "", 0)
+}
+
+var schemaTypeNames = map[string]bool{"object": true, "array": true, "string": true, "number": true, "integer": true, "boolean": true, "null": true}
+
+func checkSchemaAt(v any, path string, depth int) error {
+	if depth > maxValidateDepth {
+		return fmt.Errorf("%s: nested more than %d deep", at(path), maxValidateDepth)
+	}
+	if _, ok := v.(bool); ok {
+		return nil // true and false are schemas
+	}
+	s, ok := v.(map[string]any)
+	if !ok {
+		return fmt.Errorf("%s: %s, not a schema (an object or a boolean)", at(path), aKind(v))
+	}
+	for k, x := range s {
+		where := path + "/" + k
+		switch k {
+		case "type":
+			types, ok := x.([]any)
+			if !ok {
+				types = []any{x}
+			}
+			for _, t := range types {
+				if name, ok := t.(string); !ok || !schemaTypeNames[name] {
+					return fmt.Errorf("%s: %v is not a JSON Schema type", where, t)
+				}
+			}
+		case "properties", "$defs", "definitions", "patternProperties":
+			m, ok := x.(map[string]any)
+			if !ok {
+				return fmt.Errorf("%s: %s, not an object of schemas", where, aKind(x))
+			}
+			for name, sub := range m {
+				if err := checkSchemaAt(sub, where+"/"+name, depth+1); err != nil {
+					return err
+				}
+			}
+		case "items", "additionalProperties", "not", "contains", "propertyNames", "if", "then", "else", "additionalItems", "unevaluatedProperties":
+			if err := checkSchemaAt(x, where, depth+1); err != nil {
+				return err
+			}
+		case "anyOf", "oneOf", "allOf", "prefixItems":
+			l, ok := x.([]any)
+			if !ok || len(l) == 0 {
+				return fmt.Errorf("%s: want a non-empty list of schemas", where)
+			}
+			for i, sub := range l {
+				if err := checkSchemaAt(sub, fmt.Sprintf("%s/%d", where, i), depth+1); err != nil {
+					return err
+				}
+			}
+		case "required":
+			l, ok := x.([]any)
+			if !ok {
+				return fmt.Errorf("%s: want a list of property names", where)
+			}
+			for _, n := range l {
+				if _, ok := n.(string); !ok {
+					return fmt.Errorf("%s: %v is not a property name", where, n)
+				}
+			}
+		case "enum":
+			if _, ok := x.([]any); !ok {
+				return fmt.Errorf("%s: want a list of values", where)
+			}
+		case "description", "title", "pattern", "format", "$ref":
+			if _, ok := x.(string); !ok {
+				return fmt.Errorf("%s: want a string", where)
+			}
+		case "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength", "maxLength", "minItems", "maxItems", "multipleOf":
+			if _, ok := x.(json.Number); !ok {
+				return fmt.Errorf("%s: want a number", where)
+			}
+		}
+	}
+	return nil
 }

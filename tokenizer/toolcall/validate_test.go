@@ -2,6 +2,7 @@ package toolcall
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -59,4 +60,30 @@ func TestCheckArguments(t *testing.T) {
 	assert.ErrorContains(t, CheckArguments(`{}`, json.RawMessage(`{"type": `)), "the parameters schema is not JSON")
 	assert.ErrorContains(t, CheckArguments(`{"a": 1}`, json.RawMessage(`{"properties": {"a": false}}`)), "/a: the schema allows nothing here")
 	assert.ErrorContains(t, CheckArguments(`{"a/b": 1}`, json.RawMessage(`{"additionalProperties": false}`)), "/a~1b: a property")
+}
+
+func TestCheckSchema(t *testing.T) {
+	assert.NoError(t, CheckSchema(json.RawMessage(`{"type": "object", "properties": {"a": {"type": ["string", "null"], "maxLength": 3},
+		"b": {"type": "array", "items": {"anyOf": [{"type": "integer", "minimum": 0}, true]}}, "c": {"enum": [1, "x"], "description": "c"}},
+		"required": ["a"], "additionalProperties": false, "$defs": {"d": {"type": "string"}}}`)))
+	assert.NoError(t, CheckSchema(json.RawMessage(`{}`)), "any object")
+	for schema, why := range map[string]string{
+		`[1]`:                "an array, not an object",
+		`{"type": `:          "not JSON",
+		`{"type": "string"}`: `type "string": a function's parameters are an object`,
+		`{"properties": {"a": {"type": "strin"}}}`:       "/properties/a/type: strin is not a JSON Schema type",
+		`{"properties": {"a": {"type": ["string", 1]}}}`: "/properties/a/type: 1 is not a JSON Schema type",
+		`{"properties": []}`:                             "/properties: an array, not an object of schemas",
+		`{"properties": {"a": 5}}`:                       "/properties/a: an integer, not a schema (an object or a boolean)",
+		`{"required": "a"}`:                              "/required: want a list of property names",
+		`{"required": [1]}`:                              "/required: 1 is not a property name",
+		`{"properties": {"a": {"anyOf": []}}}`:           "/properties/a/anyOf: want a non-empty list of schemas",
+		`{"properties": {"a": {"items": {"enum": 3}}}}`:  "/properties/a/items/enum: want a list of values",
+		`{"description": 3}`:                             "/description: want a string",
+		`{"properties": {"a": {"maxLength": "3"}}}`:      "/properties/a/maxLength: want a number",
+	} {
+		assert.ErrorContains(t, CheckSchema(json.RawMessage(schema)), why, schema)
+	}
+	deep := strings.Repeat(`{"items": `, 80) + `{}` + strings.Repeat(`}`, 80)
+	assert.ErrorContains(t, CheckSchema(json.RawMessage(deep)), "nested more than 64 deep")
 }
