@@ -158,7 +158,8 @@ func (ts *toolSpec) parseChoice(m json.RawMessage) *worker.Error {
 	}
 	for _, t := range ts.tools {
 		if t.Name == named.Function.Name {
-			ts.choice, ts.name = choiceNamed, t.Name
+			// One call of it, as OpenAI answers a named choice.
+			ts.choice, ts.name, ts.parallel = choiceNamed, t.Name, false
 			return nil
 		}
 	}

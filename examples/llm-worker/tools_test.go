@@ -330,13 +330,13 @@ func TestForcedToolChoice(t *testing.T) {
 	ids, _ := fake.Encode(text+"<tool_call>\n{\"name\": \"", false)
 	assert.Equal(t, ids, fake.requests()[0].Prompt, "the prompt ends inside a call")
 
-	named := toolFake(t, "llama3.1", `{"city": "Oslo"}}`)
+	named := toolFake(t, "llama3.1", `{"city": "Oslo"}}; {"name": "get_weather", "parameters": {"city": "Rome"}}`)
 	tsn := startServer(t, named, nil)
 	for _, stream := range []bool{false, true} {
 		code, _, body := tsn.do(t, "POST", "/v1/chat/completions", toolRequest(stream, twoTools, `, "tool_choice": {"type": "function", "function": {"name": "get_weather"}}`))
 		require.Equal(t, http.StatusOK, code, "%s", body)
 		calls, finish := answer(t, stream, body)
-		assert.Equal(t, []gotCall{{Name: "get_weather", Args: `{"city": "Oslo"}`}}, names(calls))
+		assert.Equal(t, []gotCall{{Name: "get_weather", Args: `{"city": "Oslo"}`}}, names(calls), "one call of the named function")
 		assert.Equal(t, "tool_calls", finish)
 	}
 	prompt := named.requests()[0].Prompt
