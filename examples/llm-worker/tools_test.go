@@ -14,7 +14,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rocm-go/rocm/candle"
+	"github.com/rocm-go/rocm/hip"
 	"github.com/rocm-go/rocm/internal/mkmodel"
+	"github.com/rocm-go/rocm/internal/testenv"
 	"github.com/rocm-go/rocm/tokenizer"
 )
 
@@ -449,11 +452,23 @@ func TestToolBadRequests(t *testing.T) {
 // its own template (which renders no tools: the request is refused), then
 // with Llama 3.1's: the tools go through the real tokenizer's template
 // and the model runs on the prompt.
-func TestToolsRealBackend(t *testing.T) {
+func TestToolsRealBackend(t *testing.T) { testToolsRealBackend(t, "cpu") }
+
+// TestGPUToolsRealBackend is the same on the GPU.
+func TestGPUToolsRealBackend(t *testing.T) {
+	n, err := hip.DeviceCount()
+	if err == nil && n == 0 {
+		err = candle.ErrDevice
+	}
+	testenv.Need(t, 2, "a GPU", err)
+	testToolsRealBackend(t, "hip:0")
+}
+
+func testToolsRealBackend(t *testing.T, device string) {
 	dir := t.TempDir()
 	require.NoError(t, mkmodel.Write(dir, mkmodel.Tiny(), nil))
 	serve := func() (*testServer, Backend) {
-		b, err := openBackend(LoadOptions{Dir: dir, Device: "cpu", DType: "auto", MaxBatch: 2, MaxQueue: 2})
+		b, err := openBackend(LoadOptions{Dir: dir, Device: device, DType: "auto", MaxBatch: 2, MaxQueue: 2})
 		require.NoError(t, err)
 		t.Cleanup(func() { b.Close() })
 		api := NewServer(ServerConfig{ModelID: "tiny"})
