@@ -14,8 +14,11 @@ import (
 
 // Sampling: one token id per row of a language model's logits, on the
 // device, so that only the ids come back to the host. The processors run
-// in the order of Hugging Face transformers' logits processors:
+// in the order of Hugging Face transformers' logits processors, after an
+// additive bias:
 //
+//  0. bias (SampleOptions.Bias): a term added to a token's logit (OpenAI's
+//     logit_bias, presence and frequency penalties);
 //  1. repetition penalty (CTRL): a previous token's logit is divided by
 //     the penalty when positive, multiplied by it when negative;
 //  2. temperature: the logits are divided by it (0 is greedy: the
@@ -83,6 +86,10 @@ type SampleOptions struct {
 	// call sees it. The rows of one call name distinct slots.
 	History     *TokenHistory
 	HistorySlot int
+	// Bias are terms added to the logits of their tokens before the other
+	// processors (terms for one token add up); they apply to this call
+	// only. A row with a bias draws from an F32 copy of its logits.
+	Bias []TokenBias
 	// Seed keys the row's random numbers and Step counts its draws: the
 	// same seed, step, settings and logits draw the same token.
 	Seed, Step uint64
@@ -120,39 +127,31 @@ const sampleMaxCols = 1 << 24
 // the random numbers.
 func (t *Tensor) Sample(opts []SampleOptions) (*Tensor, error) {
 	const op = "Tensor.Sample"
-	if err := t.alive(op); err != nil {
-		return nil, err
-	}
-	if dt := t.DType(); dt != F32 && dt != F16 && dt != BF16 {
-		return nil, pkg.Errorf(op, ErrDType, "%s logits: Sample takes f32, f16 or bf16 (convert with ToDType)", dt)
-	}
-	if len(t.layout.Shape) != 2 {
-		return nil, pkg.Errorf(op, ErrShape, "logits of shape %v: want (rows, vocab)", t.layout.Shape)
-	}
-	rows, cols := t.layout.Shape[0], t.layout.Shape[1]
-	if len(opts) != rows {
-		return nil, pkg.Errorf(op, ErrArgument, "%d options for %d rows of logits: want one per row", len(opts), rows)
-	}
-	if rows > 0 && (cols < 1 || cols > sampleMaxCols) {
-		return nil, pkg.Errorf(op, ErrShape, "a vocabulary of %d: want 1 to %d", cols, sampleMaxCols)
-	}
-	ps, prev, hist, err := sampleParams(op, t.st.dev, opts, cols)
+	in, err := t.logitsInput(op, opts)
 	if err != nil {
 		return nil, err
 	}
+	rows, cols := in.rows, in.cols
 	out, err := newOutput(op, t.st.dev, U32, Shape{rows}, t)
 	if err != nil || rows == 0 {
 		return out, err
 	}
 	x := t
-	if !t.layout.IsContiguous() {
-		if x, err = t.Copy(); err != nil {
-			out.Close()
-			return nil, pkg.Wrap(op, err)
-		}
+	switch {
+	case len(in.at) > 0:
+		// The biased logits are a copy: the caller's stay as they are.
+		x, err = t.logitsF32(op, in.at, in.add)
+	case !t.layout.IsContiguous():
+		x, err = t.Copy()
+	}
+	if err != nil {
+		out.Close()
+		return nil, pkg.Wrap(op, err)
+	}
+	if x != t {
 		defer x.Close()
 	}
-	if err := t.st.dev.backend().sample(x.v(), out.st, rows, cols, ps, prev, hist); err != nil {
+	if err := t.st.dev.backend().sample(x.v(), out.st, rows, cols, in.ps, in.prev, in.hist); err != nil {
 		out.Close()
 		return nil, pkg.Wrap(op, err)
 	}
@@ -491,14 +490,11 @@ func (b *hipBackend) sample(x view, dst *Storage, rows, cols int, ps []sampleRow
 	buf := make([]byte, pb+sb+4*len(prev))
 	copy(buf, unsafe.Slice((*byte)(unsafe.Pointer(&ps[0])), pb))
 	copy(buf[pb+sb:], hip.AsBytes(prev))
-	blk, err := b.pool.get(len(buf))
+	blk, err := b.upload(buf)
 	if err != nil {
 		return err
 	}
 	defer blk.release()
-	if err := b.staging.write(blk.buf, 0, buf); err != nil {
-		return err
-	}
 	params := blk.buf.Ptr()
 	state, prevPtr := params.Add(pb), params.Add(pb+sb)
 	var hist0, cand hip.DevicePtr
