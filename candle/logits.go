@@ -290,27 +290,12 @@ func (b *hipBackend) addBias(x *Storage, at []uint64, add []float32) error {
 }
 
 func (b *hipBackend) scaleLogits(x *Storage, rows, cols int, ps []sampleRow, prev []int32, hist []sampleHist) error {
-	words := historyWords(cols)
-	var bitmaps hip.DevicePtr
-	if len(prev) > 0 {
-		bm, err := b.pool.get(rows * words * 4)
-		if err != nil {
-			return err
-		}
-		defer bm.release()
-		bitmaps = bm.buf.Ptr()
+	bm, err := b.penaltyBits(cols, ps, prev, hist, false) // nothing is drawn: the histories stay as they are
+	if err != nil {
+		return err
 	}
-	for i := range ps {
-		p := &ps[i]
-		p.Record = 0 // nothing is drawn: the histories stay as they are
-		if p.Penalty == 1 {
-			continue
-		}
-		if hist != nil && hist[i].st != nil {
-			p.Bits = uint64(storagePtr(hist[i].st).Add(4 * hist[i].word))
-		} else if p.PrevCount > 0 {
-			p.Bits = uint64(bitmaps.Add(4 * i * words))
-		}
+	if bm != nil {
+		defer bm.release()
 	}
 	pb := len(ps) * int(unsafe.Sizeof(sampleRow{}))
 	buf := make([]byte, pb+4*len(prev))
@@ -322,18 +307,12 @@ func (b *hipBackend) scaleLogits(x *Storage, rows, cols int, ps []sampleRow, pre
 	}
 	defer blk.release()
 	params := blk.buf.Ptr()
-	block := hip.Dim3{X: sampleBlock}
-	if len(prev) > 0 {
-		err := b.launch(kernelNames.samplePrev, hip.Dim3{X: uint32(min(rows, sampleMaxGrid))}, block, func(a *hip.Args) {
-			a.Uint64(uint64(rows)).Uint64(uint64(words)).Ptr(params).Ptr(params.Add(pb))
-		})
-		if err != nil {
-			return err
-		}
+	if err := b.fillPrev(rows, cols, prev, params, params.Add(pb)); err != nil {
+		return err
 	}
 	n := rows * cols
 	grid := hip.Dim3{X: uint32(min((n+sampleBlock-1)/sampleBlock, sampleMaxGrid))}
-	return b.launch(kernelNames.sampleScale, grid, block, func(a *hip.Args) {
+	return b.launch(kernelNames.sampleScale, grid, hip.Dim3{X: sampleBlock}, func(a *hip.Args) {
 		a.Uint64(uint64(rows)).Uint64(uint64(cols)).Ptr(params).Ptr(storagePtr(x))
 	})
 }

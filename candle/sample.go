@@ -451,8 +451,7 @@ func (b *hipBackend) sample(x view, dst *Storage, rows, cols int, ps []sampleRow
 			draws = draws || p.TopK > 0 || p.TopP > 0 || p.MinP > 0
 		}
 	}
-	words := historyWords(cols)
-	var scratch, bitmaps hip.DevicePtr
+	var scratch hip.DevicePtr
 	if hists {
 		// Each row's histogram and candidates.
 		sc, err := b.pool.get(rows * (sampleBins + sampleCand) * 8)
@@ -462,27 +461,12 @@ func (b *hipBackend) sample(x view, dst *Storage, rows, cols int, ps []sampleRow
 		defer sc.release()
 		scratch = sc.buf.Ptr()
 	}
-	if len(prev) > 0 {
-		// The bitmaps of the rows with a list of previous tokens, which
-		// sample_prev clears and fills.
-		bm, err := b.pool.get(rows * words * 4)
-		if err != nil {
-			return err
-		}
-		defer bm.release()
-		bitmaps = bm.buf.Ptr()
+	bm, err := b.penaltyBits(cols, ps, prev, hist, true)
+	if err != nil {
+		return err
 	}
-	for i := range ps {
-		p := &ps[i]
-		if hist != nil && hist[i].st != nil {
-			slot := uint64(storagePtr(hist[i].st).Add(4 * hist[i].word))
-			p.Record = slot
-			if p.Penalty != 1 {
-				p.Bits = slot
-			}
-		} else if p.PrevCount > 0 {
-			p.Bits = uint64(bitmaps.Add(4 * i * words))
-		}
+	if bm != nil {
+		defer bm.release()
 	}
 	// One copy to the device: the settings, the rows' states (zeros) and
 	// the previous tokens.
@@ -502,13 +486,8 @@ func (b *hipBackend) sample(x view, dst *Storage, rows, cols int, ps []sampleRow
 		hist0, cand = scratch, scratch.Add(rows*sampleBins*8)
 	}
 	blockDim := hip.Dim3{X: sampleBlock}
-	if len(prev) > 0 {
-		err := b.launch(kernelNames.samplePrev, hip.Dim3{X: uint32(min(rows, sampleMaxGrid))}, blockDim, func(a *hip.Args) {
-			a.Uint64(uint64(rows)).Uint64(uint64(words)).Ptr(params).Ptr(prevPtr)
-		})
-		if err != nil {
-			return err
-		}
+	if err := b.fillPrev(rows, cols, prev, params, prevPtr); err != nil {
+		return err
 	}
 	span, parts := b.sampleSpan(rows, cols)
 	grid := hip.Dim3{X: uint32(min(rows*parts, sampleMaxGrid))}
@@ -530,6 +509,48 @@ func (b *hipBackend) sample(x view, dst *Storage, rows, cols int, ps []sampleRow
 		return b.launch(kernelNames.sampleDraw[dt], grid, blockDim, args)
 	}
 	return nil
+}
+
+// penaltyBits points each row at the bitmap of its penalised tokens: its
+// history slot, or a bitmap of the returned block (nil when no row has a
+// list of previous tokens), which sample_prev fills from the list. With
+// record, a row with a history also records its draw in the slot. The
+// caller releases the block after the launches that read it.
+func (b *hipBackend) penaltyBits(cols int, ps []sampleRow, prev []int32, hist []sampleHist, record bool) (*block, error) {
+	words := historyWords(cols)
+	var bm *block
+	if len(prev) > 0 {
+		var err error
+		if bm, err = b.pool.get(len(ps) * words * 4); err != nil {
+			return nil, err
+		}
+	}
+	for i := range ps {
+		p := &ps[i]
+		if hist != nil && hist[i].st != nil {
+			slot := uint64(storagePtr(hist[i].st).Add(4 * hist[i].word))
+			if record {
+				p.Record = slot
+			}
+			if p.Penalty != 1 {
+				p.Bits = slot
+			}
+		} else if p.PrevCount > 0 {
+			p.Bits = uint64(bm.buf.Ptr().Add(4 * i * words))
+		}
+	}
+	return bm, nil
+}
+
+// fillPrev launches sample_prev, which fills the bitmaps of the rows with
+// a list of previous tokens, when any has one.
+func (b *hipBackend) fillPrev(rows, cols int, prev []int32, params, prevPtr hip.DevicePtr) error {
+	if len(prev) == 0 {
+		return nil
+	}
+	return b.launch(kernelNames.samplePrev, hip.Dim3{X: uint32(min(rows, sampleMaxGrid))}, hip.Dim3{X: sampleBlock}, func(a *hip.Args) {
+		a.Uint64(uint64(rows)).Uint64(uint64(historyWords(cols))).Ptr(params).Ptr(prevPtr)
+	})
 }
 
 // sampleSpan chooses the logits a block takes (a multiple of four) and so
