@@ -12,7 +12,12 @@
 // long prompt holds the decoders up for at most Config.PrefillChunk tokens
 // a step — draws the next token of every sequence that has read its whole
 // prompt in one batched Sample, and streams what it drew. Requests join
-// and leave the batch between steps.
+// and leave the batch between steps. The rows of the step that ask for
+// log-probabilities (Request.LogProbs) get them from the same logits on
+// the device, batched: candle's ProcessLogits and TokenLogProbs, k+1
+// values a row read back. Requests that want several completions of one
+// prompt submit it once each: with the same prompt tokens, a KV cache that
+// shares prefixes serves them from one prefill.
 //
 // Events reach a request's channel without ever blocking the scheduler:
 // the channel is buffered, and when a consumer falls behind, the events
