@@ -15,9 +15,9 @@
 // and leave the batch between steps. The rows of the step that ask for
 // log-probabilities (Request.LogProbs) get them from the same logits on
 // the device, batched: candle's ProcessLogits and TokenLogProbs, k+1
-// values a row read back. Requests that want several completions of one
-// prompt submit it once each: with the same prompt tokens, a KV cache that
-// shares prefixes serves them from one prefill.
+// values a row read back. Several completions of one prompt are several
+// requests of the same prompt tokens, whose KV blocks a model that caches
+// prefixes can share.
 //
 // Events reach a request's channel without ever blocking the scheduler:
 // the channel is buffered, and when a consumer falls behind, the events
