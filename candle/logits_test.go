@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -326,5 +327,89 @@ func TestGPUProcessLogits(t *testing.T) {
 			}
 			assert.Equal(t, sampleIDs(t, CPU(), dt, logits, opts), sampleIDs(t, d, dt, logits, opts), name, "biased draws")
 		}
+	}
+}
+
+// TestGPULogProbsSpeed logs what a step of a generation loop pays on a
+// GPU for a bias (OpenAI's logit_bias and penalties: the draw reads a
+// biased copy) and for log-probabilities (the processors once more, a
+// log-softmax and a top-k, k+1 values a row read back), against a plain
+// draw, at Llama 3's vocabulary.
+func TestGPULogProbsSpeed(t *testing.T) {
+	d := gpu(t)
+	poisonAllocs.Store(false)
+	const cols = 128256
+	r := rand.New(rand.NewPCG(49, 50))
+	for _, rows := range []int{1, 8, 64} {
+		vals := make([]float32, rows*cols)
+		for i := range vals {
+			vals[i] = float32(3 * r.NormFloat64())
+		}
+		x, err := FromSlice(d, vals, rows, cols)
+		require.NoError(t, err)
+		var bias []TokenBias
+		for range 256 {
+			bias = append(bias, TokenBias{int32(r.IntN(cols)), float32(-r.Float64())})
+		}
+		for _, c := range []struct {
+			name string
+			bias bool
+			k    int // -1: no log-probabilities
+		}{
+			{"draw", false, -1},
+			{"draw, 256 biased tokens", true, -1},
+			{"draw, logprobs", false, 0},
+			{"draw, logprobs, top 5", false, 5},
+			{"draw, bias, logprobs, top 20", true, 20},
+		} {
+			opts := make([]SampleOptions, rows)
+			for i := range opts {
+				opts[i] = SampleOptions{Temperature: 0.8, TopP: 0.9, Seed: uint64(i)}
+				if c.bias {
+					opts[i].Bias = bias
+				}
+			}
+			step := func(s int) {
+				for i := range opts {
+					opts[i].Step = uint64(s)
+				}
+				var p *Tensor
+				if c.k >= 0 {
+					p, err = x.ProcessLogits(opts)
+					require.NoError(t, err)
+					defer p.Close()
+				}
+				ids, err := x.Sample(opts)
+				require.NoError(t, err)
+				defer ids.Close()
+				if _, err = ToSlice[uint32](ids); err != nil || p == nil {
+					require.NoError(t, err)
+					return
+				}
+				chosen, top, topIDs, err := p.TokenLogProbs(ids, c.k)
+				require.NoError(t, err)
+				defer chosen.Close()
+				_, err = ToSlice[float32](chosen)
+				require.NoError(t, err)
+				if top != nil {
+					defer top.Close()
+					defer topIDs.Close()
+					_, err = ToSlice[float32](top)
+					require.NoError(t, err)
+					_, err = ToSlice[uint32](topIDs)
+					require.NoError(t, err)
+				}
+			}
+			const steps = 100
+			for s := range 5 {
+				step(s)
+			}
+			start := time.Now()
+			for s := range steps {
+				step(s)
+			}
+			t.Logf("%2d × %d, %-30s %7.1f µs a step", rows, cols, c.name, float64(time.Since(start).Microseconds())/steps)
+		}
+		x.Close()
 	}
 }
