@@ -29,29 +29,29 @@ const (
 
 // samplingParams are the fields both endpoints share.
 type samplingParams struct {
-	Model               *string         `json:"model"`
-	MaxTokens           *int            `json:"max_tokens"`
-	MaxCompletionTokens *int            `json:"max_completion_tokens"`
-	Temperature         *float64        `json:"temperature"`
-	TopP                *float64        `json:"top_p"`
-	TopK                *int            `json:"top_k"`
-	MinP                *float64        `json:"min_p"`
-	RepetitionPenalty   *float64        `json:"repetition_penalty"`
-	PresencePenalty     *float64        `json:"presence_penalty"`
-	FrequencyPenalty    *float64        `json:"frequency_penalty"`
-	Seed                *int64          `json:"seed"`
-	Stop                json.RawMessage `json:"stop"`
-	Stream              bool            `json:"stream"`
-	StreamOptions       *streamOptions  `json:"stream_options"`
-	N                   *int            `json:"n"`
-	BestOf              *int            `json:"best_of"`
-	Logprobs            json.RawMessage `json:"logprobs"`
-	TopLogprobs         *int            `json:"top_logprobs"`
-	Echo                bool            `json:"echo"`
-	Suffix              *string         `json:"suffix"`
-	Tools               json.RawMessage `json:"tools"`
-	ResponseFormat      *responseFormat `json:"response_format"`
-	LogitBias           json.RawMessage `json:"logit_bias"`
+	Model               *string          `json:"model"`
+	MaxTokens           *int             `json:"max_tokens"`
+	MaxCompletionTokens *int             `json:"max_completion_tokens"`
+	Temperature         *float64         `json:"temperature"`
+	TopP                *float64         `json:"top_p"`
+	TopK                *int             `json:"top_k"`
+	MinP                *float64         `json:"min_p"`
+	RepetitionPenalty   *float64         `json:"repetition_penalty"`
+	PresencePenalty     *float64         `json:"presence_penalty"`
+	FrequencyPenalty    *float64         `json:"frequency_penalty"`
+	Seed                *int64           `json:"seed"`
+	Stop                json.RawMessage  `json:"stop"`
+	Stream              bool             `json:"stream"`
+	StreamOptions       *streamOptions   `json:"stream_options"`
+	N                   *int             `json:"n"`
+	BestOf              *int             `json:"best_of"`
+	Logprobs            json.RawMessage  `json:"logprobs"`
+	TopLogprobs         *int             `json:"top_logprobs"`
+	Echo                bool             `json:"echo"`
+	Suffix              *string          `json:"suffix"`
+	Tools               json.RawMessage  `json:"tools"`
+	ResponseFormat      *responseFormat  `json:"response_format"`
+	LogitBias           *json.RawMessage `json:"logit_bias"`
 }
 
 type streamOptions struct {
@@ -293,7 +293,11 @@ func (p *samplingParams) sampling() (generate.Sampling, *worker.Error) {
 	if p.FrequencyPenalty != nil {
 		s.FrequencyPenalty = float32(*p.FrequencyPenalty)
 	}
-	bias, aerr := parseLogitBias(p.LogitBias)
+	var rawBias json.RawMessage
+	if p.LogitBias != nil {
+		rawBias = *p.LogitBias
+	}
+	bias, aerr := parseLogitBias(rawBias)
 	if aerr != nil {
 		return s, aerr
 	}
