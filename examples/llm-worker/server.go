@@ -46,11 +46,11 @@ const (
 // and chat completions, plain and streamed. It serves from the start: while
 // the model loads, /health says so and generation answers 503.
 type Server struct {
-	cfg         ServerConfig
-	log         *slog.Logger
-	created     int64
-	fingerprint string // system_fingerprint: the worker's version and model
-	gate        *worker.Gate
+	cfg     ServerConfig
+	log     *slog.Logger
+	created int64
+	fp      string // system_fingerprint: the worker's version and model
+	gate    *worker.Gate
 
 	mu      sync.RWMutex
 	backend Backend
@@ -76,7 +76,7 @@ func NewServer(cfg ServerConfig) *Server {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	log := slog.New(worker.RequestIDs(cfg.Logger.Handler()))
-	s := &Server{cfg: cfg, log: log, created: time.Now().Unix(), fingerprint: fingerprint(cfg.Version, cfg.ModelID), gate: worker.NewGate(cfg.Logger)}
+	s := &Server{cfg: cfg, log: log, created: time.Now().Unix(), fp: fingerprint(cfg.Version, cfg.ModelID), gate: worker.NewGate(cfg.Logger)}
 	s.metrics = newMetrics(s)
 	mux := http.NewServeMux()
 	mux.HandleFunc("/health", s.health)
@@ -691,7 +691,7 @@ type responseMeta struct {
 
 // responseMeta is a job's, once its id is set.
 func (s *Server) responseMeta(j *job, b Backend) responseMeta {
-	return responseMeta{id: j.id, model: s.cfg.ModelID, fingerprint: s.fingerprint, created: time.Now().Unix(),
+	return responseMeta{id: j.id, model: s.cfg.ModelID, fingerprint: s.fp, created: time.Now().Unix(),
 		lp: newLogprobs(j.req.LogProbs, j.req.TopLogProbs, j.n, b.TokenBytes)}
 }
 
