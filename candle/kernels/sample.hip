@@ -577,7 +577,7 @@ SAMPLE_KERNEL sample_prev(u64 rows, u64 words, const SampleRow* params, const in
 // on an F32 copy of the logits (the host sums a row's terms for one token,
 // so that no two threads write one value).
 SAMPLE_KERNEL sample_bias(u64 n, const u64* at, const float* add, float* x) { RG_GRID_WAIT();
-	for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) x[at[i]] += add[i];
+	for (u64 i = gstart(); i < n; i += gstep()) x[at[i]] += add[i];
 }
 
 // sample_scale applies each row's repetition penalty (its bit set in bits)
@@ -585,7 +585,7 @@ SAMPLE_KERNEL sample_bias(u64 n, const u64* at, const float* add, float* x) { RG
 // draws read them (SRow::adjust): package candle's ProcessLogits.
 SAMPLE_KERNEL sample_scale(u64 rows, u64 cols, const SampleRow* params, float* x) { RG_GRID_WAIT();
 	const u64 n = rows * cols;
-	for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
+	for (u64 i = gstart(); i < n; i += gstep()) {
 		const u64 r = i / cols, c = i - r * cols;
 		const SampleRow& p = params[r];
 		float v = x[i];
