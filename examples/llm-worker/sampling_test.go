@@ -327,6 +327,15 @@ func TestSmallEndpoints(t *testing.T) {
 	assert.Contains(t, e.Error.Message, `"gpt-4" is not served here`)
 	assert.NotEmpty(t, hdr.Get("X-Request-Id"), "an error has its id")
 
+	// A model id with a slash, as Hugging Face names them.
+	slashed := startServer(t, newFake(), func(c *ServerConfig) { c.ModelID = "meta-llama/Llama-3.2-1B" })
+	code, _, body = slashed.do(t, "GET", "/v1/models/meta-llama/Llama-3.2-1B", nil)
+	require.Equal(t, http.StatusOK, code, "%s", body)
+	strict(t, body, &card)
+	assert.Equal(t, "meta-llama/Llama-3.2-1B", card.ID)
+	code, _, _ = slashed.do(t, "GET", "/v1/models/meta-llama", nil)
+	assert.Equal(t, http.StatusNotFound, code)
+
 	// Every response has an id: a 404, a 405, a 400, a 401, a stream.
 	for _, c := range []struct {
 		method, path, body string
