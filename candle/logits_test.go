@@ -416,3 +416,19 @@ func TestGPULogProbsSpeed(t *testing.T) {
 		x.Close()
 	}
 }
+
+func TestLogitsEmptyOnCPU(t *testing.T) {
+	x := keep(t)(Zeros(CPU(), BF16, 0, 5))
+	p := keep(t)(x.ProcessLogits(nil))
+	assert.Equal(t, Shape{0, 5}, p.Shape())
+	assert.Equal(t, F32, p.DType())
+	ids := keep(t)(Zeros(CPU(), U32, 0))
+	chosen, top, topIDs, err := p.TokenLogProbs(ids, 2)
+	require.NoError(t, err)
+	defer chosen.Close()
+	defer top.Close()
+	defer topIDs.Close()
+	assert.Equal(t, Shape{0}, chosen.Shape())
+	assert.Equal(t, Shape{0, 2}, top.Shape())
+	assert.Equal(t, Shape{0, 2}, topIDs.Shape())
+}
