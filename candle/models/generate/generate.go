@@ -273,16 +273,18 @@ type sequence struct {
 	opts      candle.SampleOptions // the step and the history slot change
 	need      int                  // KV-cache tokens reserved: prompt + completion bound
 	maxTokens int
-	fed       int                // prompt tokens fed to the model
-	last      int32              // the token to feed next, once the prompt is fed
-	drawn     int                // completion tokens drawn
-	penalty   bool               // the draws are penalised: the sequence has a history slot
-	bias      []candle.TokenBias // LogitBias, by token id
-	counts    map[int32]int      // the completion's tokens, when presence or frequency penalties apply
-	slot      int                // its slot in Engine.hist, once it draws (-1 before)
-	stop      []int32            // sorted copy of StopTokens
+	fed       int     // prompt tokens fed to the model
+	last      int32   // the token to feed next, once the prompt is fed
+	drawn     int     // completion tokens drawn
+	penalty   bool    // the draws are penalised: the sequence has a history slot
+	slot      int     // its slot in Engine.hist, once it draws (-1 before)
+	stop      []int32 // sorted copy of StopTokens
 	dec       StreamDecoder
 	held      string // text held back: it may start a stop string
+
+	// The terms added to its logits each step (sampleOptions).
+	bias   []candle.TokenBias // LogitBias, by token id
+	counts map[int32]int      // the completion's tokens, when presence or frequency penalties apply
 
 	out      chan Event
 	pending  Event // merged events the consumer has not had room for
