@@ -155,6 +155,12 @@ func (b *modelBackend) Encode(text string, addSpecial bool) ([]int32, error) {
 	return b.tok.Encode(text, addSpecial)
 }
 
+func (b *modelBackend) Decode(ids []int32, skipSpecial bool) string {
+	return b.tok.Decode(ids, skipSpecial)
+}
+
+func (b *modelBackend) TokenBytes(id int32) []byte { return b.tok.TokenBytes(id) }
+
 func (b *modelBackend) ApplyChatTemplate(msgs []tokenizer.Message, addGenerationPrompt bool) (string, error) {
 	return b.tok.ApplyChatTemplate(msgs, addGenerationPrompt)
 }

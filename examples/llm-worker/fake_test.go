@@ -79,6 +79,31 @@ func (f *fakeBackend) ChatTemplate() (*tokenizer.ChatTemplate, error) {
 	return f.tmpl, nil
 }
 
+// TokenBytes is a generated piece's text, "<s>" for BOS, "<id>" for the
+// other ids.
+func (f *fakeBackend) TokenBytes(id int32) []byte {
+	for _, p := range f.pieces {
+		if f.word(p) == id {
+			return []byte(p)
+		}
+	}
+	if id == 1 {
+		return []byte("<s>")
+	}
+	return fmt.Appendf(nil, "<%d>", id)
+}
+
+// Decode joins the tokens' bytes; the ids below 10 are special.
+func (f *fakeBackend) Decode(ids []int32, skipSpecial bool) string {
+	var b strings.Builder
+	for _, id := range ids {
+		if !skipSpecial || id >= 10 {
+			b.Write(f.TokenBytes(id))
+		}
+	}
+	return b.String()
+}
+
 func (f *fakeBackend) ApplyChatTemplate(msgs []tokenizer.Message, addGenerationPrompt bool) (string, error) {
 	if f.tmpl != nil {
 		return f.tmpl.Render(msgs, tokenizer.ChatOptions{AddGenerationPrompt: addGenerationPrompt})
@@ -180,8 +205,12 @@ func (f *fakeBackend) Generate(ctx context.Context, r generate.Request) (<-chan 
 				return
 			}
 			n++
+			ev := generate.Event{Text: piece, Tokens: []int32{f.word(piece)}}
+			if r.LogProbs {
+				ev.LogProbs = []generate.TokenLogProb{fakeLogProb(ev.Tokens[0], n, r.TopLogProbs)}
+			}
 			select {
-			case ch <- generate.Event{Text: piece, Tokens: []int32{f.word(piece)}}:
+			case ch <- ev:
 			case <-ctx.Done():
 				f.cancelled.Add(1)
 				end("cancelled", nil)
@@ -191,4 +220,14 @@ func (f *fakeBackend) Generate(ctx context.Context, r generate.Request) (<-chan 
 		end("length", nil)
 	}()
 	return ch, nil
+}
+
+// fakeLogProb is the fake's log-probability of its nth token id: -n/10,
+// and top ids 100, 101, ... at -0.01, -1.01, ...
+func fakeLogProb(id int32, n, top int) generate.TokenLogProb {
+	lp := generate.TokenLogProb{ID: id, LogProb: -float32(n) / 10}
+	for k := range top {
+		lp.Top = append(lp.Top, generate.TokenLogProb{ID: int32(100 + k), LogProb: -float32(k) - 0.01})
+	}
+	return lp
 }

@@ -24,6 +24,12 @@ type Backend interface {
 	EOS() []int32
 	// Encode tokenizes text, adding the BOS token when addSpecial is set.
 	Encode(text string, addSpecial bool) ([]int32, error)
+	// Decode is the text of token ids (special tokens left out when
+	// skipSpecial is set; ids that are no token left out).
+	Decode(ids []int32, skipSpecial bool) string
+	// TokenBytes are the bytes of one token decoded on its own, for
+	// log-probabilities: part of a character only, for some tokens.
+	TokenBytes(id int32) []byte
 	// ApplyChatTemplate renders a conversation with the model's chat
 	// template, ending with the assistant's header when
 	// addGenerationPrompt is set. The text already holds the special

@@ -12,7 +12,12 @@
 // long prompt holds the decoders up for at most Config.PrefillChunk tokens
 // a step — draws the next token of every sequence that has read its whole
 // prompt in one batched Sample, and streams what it drew. Requests join
-// and leave the batch between steps.
+// and leave the batch between steps. The rows of the step that ask for
+// log-probabilities (Request.LogProbs) get them from the same logits on
+// the device, batched: candle's ProcessLogits and TokenLogProbs, k+1
+// values a row read back. Several completions of one prompt are several
+// requests of the same prompt tokens, whose KV blocks a model that caches
+// prefixes can share.
 //
 // Events reach a request's channel without ever blocking the scheduler:
 // the channel is buffered, and when a consumer falls behind, the events
@@ -29,11 +34,13 @@
 package generate
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -81,9 +88,10 @@ type StreamDecoder interface{ Add(id int32) string }
 type flusher interface{ Flush() string }
 
 // Sampling are a request's sampling settings; the zero value is greedy
-// decoding. They apply as Hugging Face transformers applies them:
-// repetition penalty, temperature, top-k, top-p, min-p (candle's
-// Tensor.Sample).
+// decoding. They apply in candle's Tensor.Sample's order: the additive
+// terms (LogitBias, PresencePenalty, FrequencyPenalty), then as Hugging
+// Face transformers applies them: repetition penalty, temperature, top-k,
+// top-p, min-p.
 type Sampling struct {
 	// Temperature divides the logits; 0 is greedy.
 	Temperature float32
@@ -98,10 +106,39 @@ type Sampling struct {
 	// RepetitionPenalty (> 1 discourages) applies to every token of the
 	// prompt and of the completion so far; 0 and 1 are off.
 	RepetitionPenalty float32
+	// PresencePenalty and FrequencyPenalty are OpenAI's, in [-2, 2]: each
+	// token the completion holds so far has PresencePenalty plus
+	// FrequencyPenalty times its count subtracted from its logit (the
+	// prompt's tokens are not counted). 0 is off.
+	PresencePenalty, FrequencyPenalty float32
+	// LogitBias adds to the logits of its tokens (OpenAI's logit_bias),
+	// each in [-100, 100]: -100 bans a token in effect, 100 all but forces
+	// it.
+	LogitBias map[int32]float32
 	// Seed makes the draws reproducible: the same request with the same
 	// seed generates the same text, alone or batched with others. 0 is a
 	// random seed.
 	Seed uint64
+}
+
+// The bounds of Sampling's OpenAI fields and of Request.TopLogProbs.
+const (
+	MaxPenalty     = 2
+	MaxLogitBias   = 100
+	MaxTopLogProbs = 20
+)
+
+// TokenLogProb is a token and its log-probability under the distribution
+// it was drawn from: the model's, after the request's bias, penalties and
+// temperature (a greedy request's taken as 1), before top-k, top-p and
+// min-p cut it (candle's Tensor.ProcessLogits; vLLM's processed logprobs
+// less the truncation).
+type TokenLogProb struct {
+	ID      int32
+	LogProb float32
+	// Top are the Request.TopLogProbs most likely tokens of the step, most
+	// likely first (nil in Top's own entries).
+	Top []TokenLogProb
 }
 
 // Request is a prompt to complete.
@@ -116,6 +153,11 @@ type Request struct {
 	MaxTokens int
 	// Sampling are the sampling settings.
 	Sampling Sampling
+	// LogProbs asks for the log-probability of each token drawn
+	// (Event.LogProbs), and TopLogProbs (0 to MaxTopLogProbs) for that
+	// many of the most likely tokens of each step with theirs.
+	LogProbs    bool
+	TopLogProbs int
 	// StopTokens end the completion (finish "stop") without being part of
 	// it (the model's end-of-sequence ids belong here).
 	StopTokens []int32
@@ -135,6 +177,9 @@ type Event struct {
 	// possible stop string).
 	Text   string
 	Tokens []int32
+	// LogProbs are the log-probabilities of Tokens, one each, when the
+	// request asked for them (Request.LogProbs).
+	LogProbs []TokenLogProb
 	// Done marks the last event, with the reason: "stop", "length",
 	// "cancelled" or "error".
 	Done         bool
@@ -237,6 +282,10 @@ type sequence struct {
 	dec       StreamDecoder
 	held      string // text held back: it may start a stop string
 
+	// The terms added to its logits each step (sampleOptions).
+	bias   []candle.TokenBias // LogitBias, by token id
+	counts map[int32]int      // the completion's tokens, when presence or frequency penalties apply
+
 	out      chan Event
 	pending  Event // merged events the consumer has not had room for
 	has      bool  // pending holds something
@@ -268,6 +317,13 @@ func (e *Engine) Submit(ctx context.Context, r Request) (<-chan Event, error) {
 		s.opts.Seed = rand.Uint64()
 	}
 	s.penalty, s.slot = sp.RepetitionPenalty != 0 && sp.RepetitionPenalty != 1, -1
+	for id, v := range sp.LogitBias {
+		s.bias = append(s.bias, candle.TokenBias{ID: id, Add: v})
+	}
+	slices.SortFunc(s.bias, func(a, b candle.TokenBias) int { return cmp.Compare(a.ID, b.ID) })
+	if sp.PresencePenalty != 0 || sp.FrequencyPenalty != 0 {
+		s.counts = map[int32]int{}
+	}
 	s.stop = append([]int32(nil), r.StopTokens...)
 	if e.cfg.Decoder != nil {
 		s.dec = e.cfg.Decoder()
@@ -339,6 +395,22 @@ func Check(r Request, vocab, contextLength int) error {
 		return bad("Sampling.MinP", errs.ErrArgument, "min-p %v: want 0 to 1", sp.MinP)
 	case !finite(sp.RepetitionPenalty) || sp.RepetitionPenalty < 0:
 		return bad("Sampling.RepetitionPenalty", errs.ErrArgument, "repetition penalty %v: want a finite value > 0", sp.RepetitionPenalty)
+	case !(sp.PresencePenalty >= -MaxPenalty && sp.PresencePenalty <= MaxPenalty):
+		return bad("Sampling.PresencePenalty", errs.ErrArgument, "presence penalty %v: want -%d to %d", sp.PresencePenalty, MaxPenalty, MaxPenalty)
+	case !(sp.FrequencyPenalty >= -MaxPenalty && sp.FrequencyPenalty <= MaxPenalty):
+		return bad("Sampling.FrequencyPenalty", errs.ErrArgument, "frequency penalty %v: want -%d to %d", sp.FrequencyPenalty, MaxPenalty, MaxPenalty)
+	case r.TopLogProbs < 0 || r.TopLogProbs > MaxTopLogProbs:
+		return bad("TopLogProbs", errs.ErrArgument, "%d top log-probabilities: want 0 to %d", r.TopLogProbs, MaxTopLogProbs)
+	case r.TopLogProbs > 0 && !r.LogProbs:
+		return bad("TopLogProbs", errs.ErrArgument, "top log-probabilities need LogProbs")
+	}
+	for id, v := range sp.LogitBias {
+		if id < 0 || int(id) >= vocab {
+			return bad("Sampling.LogitBias", errs.ErrArgument, "a bias for token id %d: want 0 to %d, below the vocabulary size %d", id, vocab-1, vocab)
+		}
+		if !(v >= -MaxLogitBias && v <= MaxLogitBias) {
+			return bad("Sampling.LogitBias", errs.ErrArgument, "a bias of %v for token id %d: want -%d to %d", v, id, MaxLogitBias, MaxLogitBias)
+		}
 	}
 	for _, s := range r.StopStrings {
 		if s == "" || !utf8.ValidString(s) {
@@ -384,6 +456,9 @@ func (s *sequence) send(ev Event) {
 	if s.has {
 		ev.Text = s.pending.Text + ev.Text
 		ev.Tokens = append(s.pending.Tokens, ev.Tokens...)
+		if s.pending.LogProbs != nil {
+			ev.LogProbs = append(s.pending.LogProbs, ev.LogProbs...)
+		}
 		s.pending, s.has = Event{}, false
 	}
 	if ev.Done {
@@ -413,13 +488,13 @@ func (s *sequence) flush() {
 
 // finish ends a request with its final event; the caller releases its
 // cache.
-func (s *sequence) finish(reason string, err error, tokens []int32) {
+func (s *sequence) finish(reason string, err error, tokens []int32, lps []TokenLogProb) {
 	if _, ok := err.(*errs.Error); err != nil && !ok {
 		err = pkg.Wrap("request", err) // a context's error: ErrCanceled
 	}
 	text := s.held
 	s.held = ""
-	s.send(Event{Text: text, Tokens: tokens, Done: true, FinishReason: reason, Err: err,
+	s.send(Event{Text: text, Tokens: tokens, LogProbs: lps, Done: true, FinishReason: reason, Err: err,
 		PromptTokens: len(s.req.Prompt), CompletionTokens: s.drawn})
 }
 
@@ -438,7 +513,7 @@ func (e *Engine) run() {
 			e.mu.Unlock()
 			for _, s := range append(active, waiting...) {
 				e.m.Release(s.id)
-				s.finish("cancelled", pkg.Errorf("Engine.Close", errs.ErrClosed, "the engine closed before the request ended"), nil)
+				s.finish("cancelled", pkg.Errorf("Engine.Close", errs.ErrClosed, "the engine closed before the request ended"), nil, nil)
 			}
 			return
 		}
@@ -475,7 +550,7 @@ func (e *Engine) admit(active []*sequence) []*sequence {
 	kept := e.waiting[:0]
 	for _, s := range e.waiting {
 		if err := s.ctx.Err(); err != nil {
-			s.finish("cancelled", err, nil)
+			s.finish("cancelled", err, nil, nil)
 			continue
 		}
 		kept = append(kept, s)
@@ -501,7 +576,7 @@ func (e *Engine) admit(active []*sequence) []*sequence {
 				break
 			}
 			e.waiting = e.waiting[1:]
-			s.finish("error", pkg.Errorf("Engine.Submit", errs.ErrArgument, "the request needs %d KV-cache tokens (prompt and max tokens); the model has %d free", s.need, free), nil)
+			s.finish("error", pkg.Errorf("Engine.Submit", errs.ErrArgument, "the request needs %d KV-cache tokens (prompt and max tokens); the model has %d free", s.need, free), nil, nil)
 			continue
 		}
 		e.waiting = e.waiting[1:]
@@ -516,7 +591,7 @@ func (e *Engine) dropCancelled(active []*sequence) []*sequence {
 	for _, s := range active {
 		if err := s.ctx.Err(); err != nil {
 			e.m.Release(s.id)
-			s.finish("cancelled", err, nil)
+			s.finish("cancelled", err, nil, nil)
 			continue
 		}
 		kept = append(kept, s)
@@ -561,7 +636,7 @@ func (e *Engine) step(b *batch) {
 	if len(b.seqs) == 0 {
 		return
 	}
-	ids, fed, err := e.forward(b.ids, b.tokens, b.seqs)
+	d, fed, err := e.forward(b.ids, b.tokens, b.seqs)
 	if err != nil && !fed && len(b.seqs) > 1 {
 		for i, s := range b.seqs {
 			one, _, err := e.forward(b.ids[i:i+1], b.tokens[i:i+1], b.seqs[i:i+1])
@@ -569,7 +644,7 @@ func (e *Engine) step(b *batch) {
 				e.fail(s, err)
 				continue
 			}
-			e.advance(s, len(b.tokens[i]), one[0])
+			e.advance(s, len(b.tokens[i]), one.ids[0], one.logProb(0, s.req.TopLogProbs))
 		}
 		return
 	}
@@ -582,41 +657,130 @@ func (e *Engine) step(b *batch) {
 		return
 	}
 	for i, s := range b.seqs {
-		e.advance(s, len(b.tokens[i]), ids[i])
+		e.advance(s, len(b.tokens[i]), d.ids[i], d.logProb(i, s.req.TopLogProbs))
 	}
 }
 
-// forward runs the model on sequences and draws their next tokens; fed
-// reports whether the model took the tokens (the draw may fail after).
-func (e *Engine) forward(ids []uint64, tokens [][]int32, seqs []*sequence) (_ []uint32, fed bool, _ error) {
+// draws are a step's tokens, and their log-probabilities when a sequence
+// of the step asked for them: chosen[i], and top k a row in top and
+// topIDs.
+type draws struct {
+	ids         []uint32
+	want        []bool // the rows whose sequence asked
+	chosen, top []float32
+	topIDs      []uint32
+	k           int
+}
+
+// logProb is row i's log-probabilities with the top n of its step (the
+// step computed the most any of its rows asked for), nil when its
+// sequence asked for none.
+func (d *draws) logProb(i, n int) *TokenLogProb {
+	if d.want == nil || !d.want[i] {
+		return nil
+	}
+	lp := &TokenLogProb{ID: int32(d.ids[i]), LogProb: d.chosen[i]}
+	for j := range min(n, d.k) {
+		lp.Top = append(lp.Top, TokenLogProb{ID: int32(d.topIDs[i*d.k+j]), LogProb: d.top[i*d.k+j]})
+	}
+	return lp
+}
+
+// forward runs the model on sequences and draws their next tokens, with
+// the log-probabilities of the rows that ask, all on the model's device:
+// the logits' processors once more on a copy, a log-softmax and a top-k
+// selection, batched over the step's rows. fed reports whether the model
+// took the tokens (the draw may fail after).
+func (e *Engine) forward(ids []uint64, tokens [][]int32, seqs []*sequence) (_ *draws, fed bool, _ error) {
 	logits, err := e.m.Forward(ids, tokens)
 	if err != nil {
 		return nil, false, err
 	}
 	defer logits.Close()
 	opts := make([]candle.SampleOptions, len(seqs))
+	d := &draws{}
 	for i, s := range seqs {
 		if s.fed+len(tokens[i]) == len(s.req.Prompt) || s.fed == len(s.req.Prompt) {
-			opts[i] = s.opts
-			opts[i].Step = uint64(s.drawn)
-			if s.penalty {
-				if err := e.historySlot(s); err != nil {
-					return nil, true, pkg.Wrapf("Engine", err, "sampling")
+			if err := e.sampleOptions(s, &opts[i]); err != nil {
+				return nil, true, pkg.Wrapf("Engine", err, "sampling")
+			}
+			if s.req.LogProbs {
+				if d.want == nil {
+					d.want = make([]bool, len(seqs))
 				}
-				opts[i].History, opts[i].HistorySlot = e.hist, s.slot
+				d.want[i], d.k = true, max(d.k, s.req.TopLogProbs)
 			}
 		} // else mid-prompt: a greedy row, its token unused
+	}
+	var processed *candle.Tensor
+	if d.want != nil {
+		// Before the draw, which extends the rows' histories.
+		if processed, err = logits.ProcessLogits(opts); err != nil {
+			return nil, true, pkg.Wrapf("Engine", err, "log-probabilities")
+		}
+		defer processed.Close()
 	}
 	out, err := logits.Sample(opts)
 	if err != nil {
 		return nil, true, pkg.Wrapf("Engine", err, "sampling")
 	}
 	defer out.Close()
-	drawn, err := candle.ToSlice[uint32](out)
-	if err != nil {
+	if d.ids, err = candle.ToSlice[uint32](out); err != nil {
 		return nil, true, pkg.Wrapf("Engine", err, "sampling")
 	}
-	return drawn, true, nil
+	if processed != nil {
+		if err := d.readLogProbs(processed, out); err != nil {
+			return nil, true, pkg.Wrapf("Engine", err, "log-probabilities")
+		}
+	}
+	return d, true, nil
+}
+
+// readLogProbs computes the log-probabilities of the drawn ids from the
+// processed logits and reads them back: k+1 values a row.
+func (d *draws) readLogProbs(processed, ids *candle.Tensor) error {
+	chosen, top, topIDs, err := processed.TokenLogProbs(ids, d.k)
+	if err != nil {
+		return err
+	}
+	defer chosen.Close()
+	if d.chosen, err = candle.ToSlice[float32](chosen); err != nil || top == nil {
+		return err
+	}
+	defer top.Close()
+	defer topIDs.Close()
+	if d.top, err = candle.ToSlice[float32](top); err != nil {
+		return err
+	}
+	d.topIDs, err = candle.ToSlice[uint32](topIDs)
+	return err
+}
+
+// sampleOptions sets a drawing sequence's options for this step: its
+// settings, its draw count, its history slot, and the terms that change
+// from step to step (the bias of its logit_bias and of its presence and
+// frequency penalties, from the completion's counts so far). A per-step
+// constraint on the draw (a token mask) belongs here too.
+func (e *Engine) sampleOptions(s *sequence, o *candle.SampleOptions) error {
+	*o = s.opts
+	o.Step = uint64(s.drawn)
+	if s.penalty {
+		if err := e.historySlot(s); err != nil {
+			return err
+		}
+		o.History, o.HistorySlot = e.hist, s.slot
+	}
+	if len(s.counts) == 0 {
+		o.Bias = s.bias
+		return nil
+	}
+	sp := &s.req.Sampling
+	o.Bias = make([]candle.TokenBias, 0, len(s.bias)+len(s.counts))
+	o.Bias = append(o.Bias, s.bias...)
+	for id, n := range s.counts {
+		o.Bias = append(o.Bias, candle.TokenBias{ID: id, Add: -(sp.PresencePenalty + sp.FrequencyPenalty*float32(n))})
+	}
+	return nil
 }
 
 // historySlot gives a penalised sequence its history slot before its
@@ -648,12 +812,12 @@ func (e *Engine) historySlot(s *sequence) error {
 // fail ends a sequence with an error.
 func (e *Engine) fail(s *sequence, err error) {
 	e.m.Release(s.id)
-	s.finish("error", err, nil)
+	s.finish("error", err, nil, nil)
 }
 
 // advance accounts for n tokens fed to a sequence and, once its prompt is
 // fed, for the token drawn.
-func (e *Engine) advance(s *sequence, n int, id uint32) {
+func (e *Engine) advance(s *sequence, n int, id uint32, lp *TokenLogProb) {
 	if s.fed < len(s.req.Prompt) {
 		s.fed += n
 		if s.fed < len(s.req.Prompt) {
@@ -665,31 +829,38 @@ func (e *Engine) advance(s *sequence, n int, id uint32) {
 	for _, st := range s.stop {
 		if st == t {
 			s.flushDecoder()
-			e.end(s, "stop", nil)
+			e.end(s, "stop", nil, nil)
 			return
 		}
 	}
 	s.last = t
+	if s.counts != nil {
+		s.counts[t]++
+	}
 	tokens := []int32{t}
+	var lps []TokenLogProb
+	if lp != nil {
+		lps = []TokenLogProb{*lp}
+	}
 	if s.dec != nil {
 		s.held += s.dec.Add(t)
 		if cut, hit := s.stopAt(); hit {
 			s.held = s.held[:cut]
-			e.end(s, "stop", tokens)
+			e.end(s, "stop", tokens, lps)
 			return
 		}
 		text := s.releasable()
 		if s.drawn < s.maxTokens {
-			s.send(Event{Text: text, Tokens: tokens})
+			s.send(Event{Text: text, Tokens: tokens, LogProbs: lps})
 			return
 		}
 		s.held = text + s.held
 		s.flushDecoder()
 	} else if s.drawn < s.maxTokens {
-		s.send(Event{Tokens: tokens})
+		s.send(Event{Tokens: tokens, LogProbs: lps})
 		return
 	}
-	e.end(s, "length", tokens)
+	e.end(s, "length", tokens, lps)
 }
 
 // flushDecoder adds to the held text what the decoder still holds (the
@@ -701,9 +872,9 @@ func (s *sequence) flushDecoder() {
 }
 
 // end finishes a sequence normally.
-func (e *Engine) end(s *sequence, reason string, tokens []int32) {
+func (e *Engine) end(s *sequence, reason string, tokens []int32, lps []TokenLogProb) {
 	e.m.Release(s.id)
-	s.finish(reason, nil, tokens)
+	s.finish(reason, nil, tokens, lps)
 }
 
 // stopAt finds the first stop string in the held text: the text before it.
