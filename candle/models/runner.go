@@ -46,6 +46,12 @@ type Options struct {
 	// size (default 16); a new batch size beyond it replaces the least
 	// recently used.
 	MaxGraphs int
+	// NoPrefixCaching turns off automatic prefix caching: by default the
+	// KV cache keeps its full pages after their sequences end, keyed by
+	// their tokens and all those before them, and a new sequence whose
+	// prompt begins with cached pages shares them instead of computing
+	// them again (Runner.AttachPrefix).
+	NoPrefixCaching bool
 }
 
 // Defaults of Options.
@@ -120,6 +126,14 @@ type PassFunc func(step *nn.PagedStep, all bool) (*candle.Tensor, error)
 // the runner closes or a newer batch size replaces it (Options.MaxGraphs).
 // Prefills and mixed batches run op by op; so does everything on the CPU
 // device.
+//
+// With prefix caching (on unless Options.NoPrefixCaching) the cache keeps
+// each full page keyed by its tokens and all before them, shares it
+// read-only with the sequences whose prompts begin the same way
+// (AttachPrefix), and keeps it after its sequences end until a step needs
+// the room, least recently used first (nn.PagedKVCache). A decode graph
+// reads the block table from its inputs, so shared pages are only entries
+// of the table there.
 type Runner struct {
 	mu       sync.Mutex
 	dev      candle.Device
@@ -173,7 +187,8 @@ func NewRunner(dev candle.Device, dtype candle.DType, shape Shape, opts Options,
 		return nil, pkg.Wrap(op, err)
 	}
 	pages := (tokens + opts.PageSize - 1) / opts.PageSize
-	cache, err := nn.NewPagedKVCache(dev, dtype, nn.PagedKVConfig{Layers: shape.Layers, Pages: pages, PageSize: opts.PageSize, KVHeads: shape.KVHeads, HeadDim: shape.HeadDim})
+	cache, err := nn.NewPagedKVCache(dev, dtype, nn.PagedKVConfig{Layers: shape.Layers, Pages: pages, PageSize: opts.PageSize, KVHeads: shape.KVHeads, HeadDim: shape.HeadDim,
+		PrefixCaching: !opts.NoPrefixCaching})
 	if err != nil {
 		return nil, pkg.Wrap(op, err)
 	}
@@ -248,7 +263,9 @@ func (r *Runner) ContextLength() int { return r.ctx }
 func (r *Runner) CachePageSize() int { return r.cache.Config().PageSize }
 
 // CacheTokensFree is how many more tokens the KV cache's free pages hold
-// (the unused rows of sequences' last pages not counted).
+// (the unused rows of sequences' last pages not counted). Pages kept for
+// prefix caching that no sequence holds count as free: a step takes them
+// back when it needs them.
 func (r *Runner) CacheTokensFree() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -269,7 +286,38 @@ func (r *Runner) SequenceLen(seq uint64) (int, bool) {
 	return r.cache.Len(seq)
 }
 
-// Release forgets a sequence and frees its KV pages; an unknown id is a
+// AttachPrefix starts sequence seq with the KV pages cached for the
+// longest run of whole pages that prompt begins with (Options'
+// NoPrefixCaching), and returns how many of prompt's tokens the sequence
+// holds: a multiple of CachePageSize, always less than len(prompt). The
+// caller then forwards prompt from there, and the positions continue from
+// it. With nothing cached it returns 0 and the sequence is not created.
+// The pages are shared read-only: a sequence writes only past its length,
+// in pages of its own. seq must be a sequence the cache does not hold.
+func (r *Runner) AttachPrefix(seq uint64, prompt []int32) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return 0, pkg.Errorf("AttachPrefix", candle.ErrClosed, "the model is closed")
+	}
+	n, err := r.cache.AttachPrefix(seq, prompt)
+	return n, pkg.Wrap("AttachPrefix", err)
+}
+
+// PrefixCacheStats are AttachPrefix's counts since the runner was made:
+// the prompt tokens looked up and those found cached (their ratio is the
+// prefix cache's hit rate).
+func (r *Runner) PrefixCacheStats() (queried, hit int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return 0, 0
+	}
+	return r.cache.PrefixStats()
+}
+
+// Release forgets a sequence and frees its KV pages (those kept for
+// prefix caching stay cached until a step needs them); an unknown id is a
 // no-op.
 func (r *Runner) Release(seq uint64) {
 	r.mu.Lock()

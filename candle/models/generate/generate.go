@@ -12,7 +12,10 @@
 // long prompt holds the decoders up for at most Config.PrefillChunk tokens
 // a step — draws the next token of every sequence that has read its whole
 // prompt in one batched Sample, and streams what it drew. Requests join
-// and leave the batch between steps.
+// and leave the batch between steps. On a PrefixModel a request starts
+// with the KV pages the model has cached for the start of its prompt (a
+// shared system prompt, the earlier turns of a chat), and only the rest
+// of the prompt is fed.
 //
 // Events reach a request's channel without ever blocking the scheduler:
 // the channel is buffered, and when a consumer falls behind, the events
@@ -68,6 +71,19 @@ type Model interface {
 type PagedModel interface {
 	Model
 	CachePageSize() int
+}
+
+// PrefixModel is a PagedModel with automatic prefix caching (*llama.Model,
+// through its models.Runner): the engine starts each request with the KV
+// pages the model has cached for the start of its prompt, and feeds only
+// the rest.
+type PrefixModel interface {
+	PagedModel
+	// AttachPrefix starts sequence seq with the cached pages that prompt
+	// begins with and returns how many of its tokens the sequence holds
+	// (whole pages, fewer than len(prompt)); 0, and no sequence, when none
+	// is cached.
+	AttachPrefix(seq uint64, prompt []int32) (int, error)
 }
 
 // StreamDecoder turns token ids into text as they come: Add returns the
@@ -142,6 +158,10 @@ type Event struct {
 	// PromptTokens and CompletionTokens are the usage, in the final event:
 	// the prompt's length and the tokens drawn (a stop token included).
 	PromptTokens, CompletionTokens int
+	// CachedTokens, in the final event, are the prompt's tokens whose keys
+	// and values came from the model's prefix cache (PrefixModel) instead
+	// of a forward pass.
+	CachedTokens int
 	// Err is why a request failed ("error"), or was cancelled (the
 	// context's error, of kind errs.ErrCanceled, or errs.ErrClosed).
 	Err error
@@ -228,7 +248,8 @@ type sequence struct {
 	opts      candle.SampleOptions // the step and the history slot change
 	need      int                  // KV-cache tokens reserved: prompt + completion bound
 	maxTokens int
-	fed       int     // prompt tokens fed to the model
+	fed       int     // prompt tokens fed to the model (or found in its prefix cache)
+	cached    int     // prompt tokens found in the prefix cache
 	last      int32   // the token to feed next, once the prompt is fed
 	drawn     int     // completion tokens drawn
 	penalty   bool    // the draws are penalised: the sequence has a history slot
@@ -420,7 +441,7 @@ func (s *sequence) finish(reason string, err error, tokens []int32) {
 	text := s.held
 	s.held = ""
 	s.send(Event{Text: text, Tokens: tokens, Done: true, FinishReason: reason, Err: err,
-		PromptTokens: len(s.req.Prompt), CompletionTokens: s.drawn})
+		PromptTokens: len(s.req.Prompt), CompletionTokens: s.drawn, CachedTokens: s.cached})
 }
 
 // run is the scheduler.
@@ -469,8 +490,11 @@ func (e *Engine) run() {
 
 // admit moves waiting requests into the batch, in order, while there is
 // room in it and in the KV cache (what the running sequences have
-// reserved and not yet used counts as taken). A request that cannot fit
-// even in an empty cache fails. The caller holds e.mu.
+// reserved and not yet used counts as taken). A request starts with the
+// pages a PrefixModel has cached for its prompt: they are the model's
+// already (shared, or taken from the free count when no sequence held
+// them), so it reserves only the rest. A request that cannot fit even in
+// an empty cache fails. The caller holds e.mu.
 func (e *Engine) admit(active []*sequence) []*sequence {
 	kept := e.waiting[:0]
 	for _, s := range e.waiting {
@@ -486,9 +510,19 @@ func (e *Engine) admit(active []*sequence) []*sequence {
 	if pm, ok := e.m.(PagedModel); ok {
 		page = max(pm.CachePageSize(), 1)
 	}
+	prefix, _ := e.m.(PrefixModel)
 	pages := func(tokens int) int { return (max(tokens, 0) + page - 1) / page }
 	for len(e.waiting) > 0 && len(active) < e.cfg.MaxBatch {
 		s := e.waiting[0]
+		cached := 0
+		if prefix != nil {
+			var err error
+			if cached, err = prefix.AttachPrefix(s.id, s.req.Prompt); err != nil {
+				e.waiting = e.waiting[1:]
+				s.finish("error", pkg.Wrapf("Engine", err, "looking up the prompt's cached prefix"), nil)
+				continue
+			}
+		}
 		// What each running sequence may still take: the pages of its bound
 		// beyond those of what it has fed (its last draw not fed yet).
 		reserved := 0
@@ -496,7 +530,10 @@ func (e *Engine) admit(active []*sequence) []*sequence {
 			reserved += pages(a.need) - pages(a.fed+max(a.drawn-1, 0))
 		}
 		free := (e.m.CacheTokensFree()/page - reserved) * page
-		if pages(s.need)*page > free {
+		if (pages(s.need)-pages(cached))*page > free {
+			if cached > 0 { // tried again at the next step
+				e.m.Release(s.id)
+			}
 			if len(active) > 0 {
 				break
 			}
@@ -505,6 +542,7 @@ func (e *Engine) admit(active []*sequence) []*sequence {
 			continue
 		}
 		e.waiting = e.waiting[1:]
+		s.fed, s.cached = cached, cached
 		active = append(active, s)
 	}
 	return active
