@@ -84,7 +84,7 @@ func loadModel(o LoadOptions, dev candle.Device) (*tokenizer.Tokenizer, *llama.M
 	}
 	<-reserved
 	m, err := llama.New(c, dev, dt, llama.Options{MaxBatch: o.MaxBatch, Progress: o.Progress,
-		MaxModelLen: o.MaxModelLen, CacheBytes: o.CacheBytes, MemoryFraction: o.MemoryFraction})
+		MaxModelLen: o.MaxModelLen, CacheBytes: o.CacheBytes, MemoryFraction: o.MemoryFraction, NoPrefixCaching: o.NoPrefixCaching})
 	return tok, m, dt, weightTypes(c.Weights), err
 }
 

@@ -83,6 +83,9 @@ type LoadOptions struct {
 	MaxModelLen    int
 	CacheBytes     int64
 	MemoryFraction float64
+	// NoPrefixCaching turns off the KV cache's automatic prefix caching
+	// (-prefix-caching=false): every prompt is prefilled whole.
+	NoPrefixCaching bool
 	// Progress is called as weights load with the bytes done so far and
 	// the total; it is safe to call from several goroutines.
 	Progress func(done, total int64)

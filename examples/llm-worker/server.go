@@ -487,6 +487,9 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, b Backend, j *
 		}
 	}
 	u := usage{PromptTokens: last.PromptTokens, CompletionTokens: last.CompletionTokens}
+	if tm.cached = last.CachedTokens; tm.cached > 0 {
+		u.PromptTokensDetails = &promptTokensDetails{CachedTokens: tm.cached}
+	}
 	if u.PromptTokens == 0 {
 		u.PromptTokens = len(j.req.Prompt)
 	}
