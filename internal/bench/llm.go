@@ -695,6 +695,9 @@ type LLMBench struct {
 	// written nor run, and transformers does not run (a quick run of the
 	// quantized kernels).
 	QuantOnly bool
+	// Prefix, when its Prefix is set, measures prefix caching on the BF16
+	// model too (RunLLMPrefix): one more row.
+	Prefix LLMPrefixSettings
 }
 
 // LLMReport is a run's result, as cmd/llmbench writes it with -json.
@@ -713,6 +716,8 @@ type LLMReport struct {
 	// Quant: the GGUF models' figures, and their rows.
 	Quant     []*LLMQuantFigures `json:"quant,omitempty"`
 	QuantRows []Row              `json:"quant_rows,omitempty"`
+	// Prefix: the prefix cache's time to first token (LLMBench.Prefix).
+	Prefix *LLMPrefixFigures `json:"prefix,omitempty"`
 }
 
 // lastChars keeps the end of a long message (a Python traceback's end
@@ -762,6 +767,12 @@ func RunLLMBench(c LLMBench, w io.Writer) (*LLMReport, error) {
 			rep.CopyGBps, humanize.IBytes(uint64(weights)), rep.RooflineTokS)
 		if rep.Ours, err = RunLLMOurs(b.Dev, c.Model, c.Settings, w); err != nil {
 			return nil, err
+		}
+		if c.Prefix.Prefix > 0 {
+			b.Dev.ReleaseCache()
+			if rep.Prefix, err = RunLLMPrefix(b.Dev, candle.BF16, c.Model, c.Prefix, w); err != nil {
+				return nil, err
+			}
 		}
 	}
 	for _, typ := range c.Quant {
@@ -815,6 +826,9 @@ func RunLLMBench(c LLMBench, w io.Writer) (*LLMReport, error) {
 	}
 	if rep.Ours != nil {
 		rep.Rows = LLMRows(c.Settings, rep.Ours, rep.Transformers, ref, rep.RooflineTokS)
+		if rep.Prefix != nil {
+			rep.Rows = append(rep.Rows, rep.Prefix.Row())
+		}
 		PrintTable(w, "transformers ("+ref+" attention)", rep.Rows)
 		if rep.CompiledRows = CompiledRows(c.Settings, rep.Ours, rep.Transformers, rep.RooflineTokS); rep.CompiledRows != nil {
 			PrintTable(w, "transformers compiled (static cache, torch.compile)", rep.CompiledRows)
