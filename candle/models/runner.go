@@ -371,6 +371,32 @@ func (r *Runner) Forward(seqs []uint64, tokens [][]int32) (*candle.Tensor, error
 	return r.forward(op, seqs, tokens, false, true)
 }
 
+// ForwardAll is Forward returning the logits of every new token: F32
+// (Σ len(tokens[i]), VocabSize()), the rows of seqs[0]'s tokens first,
+// then seqs[1]'s, and so on (to check several drafted tokens at once). It
+// runs op by op, never as a decode graph.
+func (r *Runner) ForwardAll(seqs []uint64, tokens [][]int32) (*candle.Tensor, error) {
+	const op = "ForwardAll"
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.check(op, seqs, tokens); err != nil {
+		return nil, err
+	}
+	return r.forward(op, seqs, tokens, true, true)
+}
+
+// Truncate keeps the first n of sequence seq's tokens, 1 ≤ n ≤ its
+// length, and frees the cache past them (the drafted tokens a check
+// rejected): the next Forward continues from position n.
+func (r *Runner) Truncate(seq uint64, n int) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return pkg.Errorf("Truncate", candle.ErrClosed, "the model is closed")
+	}
+	return pkg.Wrap("Truncate", r.cache.Truncate(seq, n))
+}
+
 // Logits returns the logits of every position of one fresh sequence of
 // tokens, F32 (len(tokens), VocabSize()): the whole forward pass at once,
 // for comparisons with other implementations. It leaves nothing in the
@@ -430,9 +456,9 @@ func (r *Runner) check(op string, seqs []uint64, tokens [][]int32) error {
 	return nil
 }
 
-// forward runs one pass op by op; all: the logits of every new token (one
-// sequence), else of each sequence's last; commit: keep the tokens in the
-// cache.
+// forward runs one pass op by op; all: the logits of every new token, in
+// the order of seqs, else of each sequence's last; commit: keep the
+// tokens in the cache.
 func (r *Runner) forward(op string, seqs []uint64, tokens [][]int32, all, commit bool) (*candle.Tensor, error) {
 	step, err := r.cache.Begin(seqs, tokens)
 	if err != nil {
@@ -443,8 +469,37 @@ func (r *Runner) forward(op string, seqs []uint64, tokens [][]int32, all, commit
 	if err != nil {
 		return nil, pkg.Wrap(op, err)
 	}
+	if all {
+		if logits, err = inputOrder(step, logits); err != nil {
+			return nil, pkg.Wrap(op, err)
+		}
+	}
 	if commit {
 		step.Commit()
 	}
 	return logits, nil
+}
+
+// inputOrder puts a step's rows of logits (the step's packed order) in
+// the order of its sequences, each one's tokens in turn; it takes x.
+func inputOrder(step *nn.PagedStep, x *candle.Tensor) (*candle.Tensor, error) {
+	rows := make([]uint32, 0, step.Len())
+	packed := true
+	for i := range step.Sequences() {
+		start, n := step.Rows(i)
+		for j := range n {
+			packed = packed && start+j == len(rows)
+			rows = append(rows, uint32(start+j))
+		}
+	}
+	if packed {
+		return x, nil
+	}
+	defer x.Close()
+	idx, err := candle.FromSlice(x.Device(), rows)
+	if err != nil {
+		return nil, err
+	}
+	defer idx.Close()
+	return x.IndexSelect(idx, 0)
 }

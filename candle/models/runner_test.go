@@ -361,3 +361,24 @@ func TestRunnerAttachPrefix(t *testing.T) {
 	q, h = off.PrefixCacheStats()
 	assert.Zero(t, q+h)
 }
+
+func TestRunnerForwardAllAndTruncate(t *testing.T) {
+	r, _ := newRunner(t, candle.CPU(), Options{CacheTokens: 64, PageSize: 4, MaxBatch: 3})
+	x, err := r.Forward([]uint64{1}, [][]int32{{1, 2, 3}})
+	require.NoError(t, err)
+	x.Close()
+	// Packed, 2 (fresh) comes before 1: the rows come back in seqs' order.
+	x, err = r.ForwardAll([]uint64{1, 2}, [][]int32{{4, 5, 6}, {7, 8}})
+	require.NoError(t, err)
+	assert.Equal(t, [][]float32{wantRow(4, 3), wantRow(5, 4), wantRow(6, 5), wantRow(7, 0), wantRow(8, 1)}, logitRows(t, x))
+	// Two of 1's new tokens rejected: it goes on from position 4.
+	require.NoError(t, r.Truncate(1, 4))
+	x, err = r.Forward([]uint64{1}, [][]int32{{9}})
+	require.NoError(t, err)
+	assert.Equal(t, [][]float32{wantRow(9, 4)}, logitRows(t, x))
+	assert.ErrorIs(t, r.Truncate(1, 0), candle.ErrArgument)
+	_, err = r.ForwardAll([]uint64{1}, [][]int32{{toyVocab}})
+	assert.ErrorIs(t, err, candle.ErrArgument)
+	require.NoError(t, r.Close())
+	assert.ErrorIs(t, r.Truncate(1, 1), candle.ErrClosed)
+}

@@ -59,10 +59,9 @@ type PagedKVCache struct {
 type pagedSeq struct {
 	pages []int32
 	n     int // tokens held
-	// With prefix caching: the key of the last full page, and the tokens
-	// after it (those of the partial last page).
-	chain pageKey
-	tail  []int32
+	// With prefix caching: the tokens held, and the key of each full page.
+	toks []int32
+	keys []pageKey
 }
 
 // NewPagedKVCache allocates the pools of a cache on dev, zeroed: 2 ×
@@ -401,6 +400,9 @@ func (s *PagedStep) gatherRows() error {
 
 // Len is the number of new tokens, the packed rows.
 func (s *PagedStep) Len() int { return s.total }
+
+// Sequences is the number of sequences of the step (Begin's seqs).
+func (s *PagedStep) Sequences() int { return len(s.seqs) }
 
 // Rows are the packed rows of seqs[i]'s new tokens: count rows from start.
 func (s *PagedStep) Rows(i int) (start, count int) { return s.row[i], s.count[i] }

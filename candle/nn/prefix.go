@@ -135,18 +135,25 @@ func (c *PagedKVCache) giveBack(pages []int32) {
 func (c *PagedKVCache) keyFull(q *pagedSeq, tokens []int32) {
 	ps := &c.prefix
 	P := c.cfg.PageSize
-	q.tail = append(q.tail, tokens...)
-	for len(q.tail) >= P {
-		k := (q.n - len(q.tail)) / P // the page q.tail's first token is in
-		key := chainKey(q.chain, q.tail[:P])
+	q.toks = append(q.toks, tokens...)
+	for k := len(q.keys); k < q.n/P; k++ {
+		key := chainKey(lastKey(q.keys), q.toks[k*P:(k+1)*P])
 		if _, dup := ps.cached[key]; !dup {
 			p := q.pages[k]
 			ps.keys[p], ps.keyed[p] = key, true
 			ps.cached[key] = p
 		}
-		q.chain = key
-		q.tail = append(q.tail[:0], q.tail[P:]...)
+		q.keys = append(q.keys, key)
 	}
+}
+
+// lastKey is the key of the last of a sequence's full pages, the zero key
+// before the first.
+func lastKey(keys []pageKey) pageKey {
+	if len(keys) == 0 {
+		return pageKey{}
+	}
+	return keys[len(keys)-1]
 }
 
 // AttachPrefix starts sequence seq with the cached pages that tokens (the
@@ -175,12 +182,12 @@ func (c *PagedKVCache) AttachPrefix(seq uint64, tokens []int32) (int, error) {
 	q := &pagedSeq{}
 	for (len(q.pages)+1)*P < len(tokens) {
 		k := len(q.pages)
-		key := chainKey(q.chain, tokens[k*P:(k+1)*P])
+		key := chainKey(lastKey(q.keys), tokens[k*P:(k+1)*P])
 		p, ok := ps.cached[key]
 		if !ok {
 			break
 		}
-		q.pages, q.chain = append(q.pages, p), key
+		q.pages, q.keys = append(q.pages, p), append(q.keys, key)
 	}
 	ps.queried += int64(len(tokens))
 	if len(q.pages) == 0 {
@@ -193,6 +200,7 @@ func (c *PagedKVCache) AttachPrefix(seq uint64, tokens []int32) (int, error) {
 		ps.ref[p]++
 	}
 	q.n = len(q.pages) * P
+	q.toks = append([]int32(nil), tokens[:q.n]...)
 	ps.hit += int64(q.n)
 	c.seqs[seq] = q
 	return q.n, nil
@@ -216,3 +224,43 @@ func (c *PagedKVCache) SharedPages() int {
 // PrefixStats are AttachPrefix's counts since the cache was made: the
 // prompt tokens it looked up, and those it found cached.
 func (c *PagedKVCache) PrefixStats() (queried, hit int64) { return c.prefix.queried, c.prefix.hit }
+
+// Truncate keeps the first n tokens of sequence seq, 1 ≤ n ≤ its length,
+// and gives back the pages past them (a speculative step's rejected
+// tokens): the next step writes from position n. A page that the kept
+// tokens end inside of is written again, so it loses its key; it must not
+// be shared (ErrArgument). A full page given back keeps its key: its keys
+// and values are those of its tokens, whichever were kept.
+func (c *PagedKVCache) Truncate(seq uint64, n int) error {
+	const op = "PagedKVCache.Truncate"
+	if c.closed {
+		return pkg.Errorf(op, candle.ErrClosed, "the cache is closed")
+	}
+	if c.step != nil {
+		return pkg.Errorf(op, candle.ErrArgument, "a step is in flight: Close it first")
+	}
+	q, ok := c.seqs[seq]
+	if !ok {
+		return pkg.Errorf(op, candle.ErrArgument, "sequence %d is not in the cache", seq)
+	}
+	if n < 1 || n > q.n {
+		return pkg.Errorf(op, candle.ErrArgument, "keeping %d tokens of sequence %d's %d: want 1 to %d (Release forgets a sequence)", n, seq, q.n, q.n)
+	}
+	P := c.cfg.PageSize
+	keep := (n + P - 1) / P
+	last := q.pages[keep-1]
+	ps := &c.prefix
+	if n%P != 0 && ps.ref[last] > 1 {
+		return pkg.Errorf(op, candle.ErrArgument, "sequence %d's page %d is shared: its first %d tokens end inside it, and it is read-only", seq, keep-1, n)
+	}
+	c.giveBack(q.pages[keep:])
+	q.pages, q.n = q.pages[:keep], n
+	if ps.on {
+		if n%P != 0 && ps.keyed[last] {
+			delete(ps.cached, ps.keys[last])
+			ps.keyed[last] = false
+		}
+		q.keys, q.toks = q.keys[:n/P], q.toks[:n]
+	}
+	return nil
+}

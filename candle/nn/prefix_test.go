@@ -214,3 +214,49 @@ func TestAttachPrefixErrors(t *testing.T) {
 	require.ErrorIs(t, err, candle.ErrClosed)
 	c.Release(1) // a closed cache: a no-op
 }
+
+func TestTruncate(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		c := prefixCache(t, on)
+		feed(t, c, []uint64{1}, span(0, 14)) // 4 pages, 3 full
+		require.NoError(t, c.Truncate(1, 14), "its length: nothing to do")
+		require.NoError(t, c.Truncate(1, 6))
+		n, _ := c.Len(1)
+		assert.Equal(t, 6, n)
+		assert.Len(t, c.seqs[1].pages, 2)
+		assert.Equal(t, 6, c.FreePages(), "two pages back")
+		// The next tokens go on from position 6, into the kept page.
+		feed(t, c, []uint64{1}, []int32{50, 51, 52})
+		assert.Len(t, c.seqs[1].pages, 3)
+		if on {
+			// Kept: page 0's key; page 1 was rewritten (6, 7 → 50, 51)
+			// and keyed anew; the pages given back keep theirs.
+			assert.Equal(t, []int32{0, 1, 2, 3, 4, 5, 50, 51, 52}, c.seqs[1].toks)
+			got, err := c.AttachPrefix(2, append(span(0, 6), 50, 51, 52))
+			require.NoError(t, err)
+			assert.Equal(t, 8, got)
+			got, err = c.AttachPrefix(3, span(0, 14))
+			require.NoError(t, err)
+			assert.Equal(t, 4, got, "the old page 1 was written again: the old page 2 after it is unreachable")
+			// A shared page is read-only: no truncation inside it.
+			err = c.Truncate(1, 7)
+			require.ErrorIs(t, err, candle.ErrArgument)
+			assert.ErrorContains(t, err, "is shared")
+			require.NoError(t, c.Truncate(1, 8), "at its end: nothing of it is written again")
+			c.Release(2)
+			c.Release(3)
+		}
+		c.Release(1)
+		refsZero(t, c)
+		for _, bad := range []int{0, 20} {
+			feed(t, c, []uint64{4}, span(0, 3))
+			err := c.Truncate(4, bad)
+			require.ErrorIs(t, err, candle.ErrArgument)
+			assert.ErrorContains(t, err, "want 1 to 3")
+			c.Release(4)
+		}
+		assert.ErrorContains(t, c.Truncate(9, 1), "not in the cache")
+		require.NoError(t, c.Close())
+		assert.ErrorIs(t, c.Truncate(1, 1), candle.ErrClosed)
+	}
+}
