@@ -15,7 +15,9 @@
 // and leave the batch between steps. On a PrefixModel a request starts
 // with the KV pages the model has cached for the start of its prompt (a
 // shared system prompt, the earlier turns of a chat), and only the rest
-// of the prompt is fed.
+// of the prompt is fed. With Config.SpeculativeTokens, greedy requests on
+// a SpeculativeModel draft tokens from their own context and check them
+// in the step (prompt-lookup decoding, speculative.go).
 //
 // Events reach a request's channel without ever blocking the scheduler:
 // the channel is buffered, and when a consumer falls behind, the events
@@ -39,6 +41,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/rocm-go/rocm/candle"
@@ -180,6 +183,13 @@ type Config struct {
 	// Decoder makes a request's text decoder; nil gives events without
 	// text (and requests cannot have stop strings).
 	Decoder func() StreamDecoder
+	// SpeculativeTokens turns on prompt-lookup speculative decoding on a
+	// SpeculativeModel: each step, a greedy request whose last tokens
+	// occurred before in its prompt or completion gets up to this many
+	// drafted tokens, those that followed them there, and one forward
+	// pass checks them all (see SpeculativeModel). The outputs are those
+	// of plain greedy decoding. 0 is off.
+	SpeculativeTokens int
 }
 
 // pkg makes this package's errors.
@@ -213,6 +223,9 @@ type Engine struct {
 	// slots on the device. Only the scheduler touches them.
 	hist   *candle.TokenHistory
 	owners []*sequence
+
+	spec              SpeculativeModel // the model, when drafting is on
+	drafted, accepted atomic.Int64     // drafted tokens, and those the checks kept
 }
 
 // NewEngine starts an engine on m.
@@ -220,8 +233,9 @@ func NewEngine(m Model, cfg Config) (*Engine, error) {
 	if m == nil {
 		return nil, pkg.Errorf("NewEngine", errs.ErrArgument, "nil model")
 	}
-	if cfg.MaxBatch < 0 || cfg.MaxQueue < 0 || cfg.PrefillChunk < 0 {
-		return nil, pkg.Errorf("NewEngine", errs.ErrArgument, "MaxBatch %d, MaxQueue %d, PrefillChunk %d: want ≥ 0 (0 chooses)", cfg.MaxBatch, cfg.MaxQueue, cfg.PrefillChunk)
+	if cfg.MaxBatch < 0 || cfg.MaxQueue < 0 || cfg.PrefillChunk < 0 || cfg.SpeculativeTokens < 0 {
+		return nil, pkg.Errorf("NewEngine", errs.ErrArgument, "MaxBatch %d, MaxQueue %d, PrefillChunk %d, SpeculativeTokens %d: want ≥ 0 (0 chooses, or is off)",
+			cfg.MaxBatch, cfg.MaxQueue, cfg.PrefillChunk, cfg.SpeculativeTokens)
 	}
 	if m.VocabSize() < 1 || m.ContextLength() < 2 {
 		return nil, pkg.Errorf("NewEngine", errs.ErrArgument, "a model of %d tokens and a context of %d: want ≥ 1 and ≥ 2", m.VocabSize(), m.ContextLength())
@@ -236,6 +250,9 @@ func NewEngine(m Model, cfg Config) (*Engine, error) {
 		cfg.PrefillChunk = 512
 	}
 	e := &Engine{m: m, cfg: cfg, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	if sm, ok := m.(SpeculativeModel); ok && cfg.SpeculativeTokens > 0 {
+		e.spec = sm
+	}
 	go e.run()
 	return e, nil
 }
@@ -256,7 +273,9 @@ type sequence struct {
 	slot      int     // its slot in Engine.hist, once it draws (-1 before)
 	stop      []int32 // sorted copy of StopTokens
 	dec       StreamDecoder
-	held      string // text held back: it may start a stop string
+	held      string  // text held back: it may start a stop string
+	spec      bool    // drafts tokens (speculative.go)
+	gen       []int32 // the tokens drawn, when it drafts
 
 	out      chan Event
 	pending  Event // merged events the consumer has not had room for
@@ -289,6 +308,7 @@ func (e *Engine) Submit(ctx context.Context, r Request) (<-chan Event, error) {
 		s.opts.Seed = rand.Uint64()
 	}
 	s.penalty, s.slot = sp.RepetitionPenalty != 0 && sp.RepetitionPenalty != 1, -1
+	s.spec = e.spec != nil && s.greedy()
 	s.stop = append([]int32(nil), r.StopTokens...)
 	if e.cfg.Decoder != nil {
 		s.dec = e.cfg.Decoder()
@@ -475,6 +495,9 @@ func (e *Engine) run() {
 			continue
 		}
 		b.plan(active, e.cfg.PrefillChunk)
+		if e.spec != nil {
+			b.draft(e.cfg.SpeculativeTokens)
+		}
 		e.step(&b)
 		kept := active[:0]
 		for _, s := range active {
@@ -565,15 +588,16 @@ func (e *Engine) dropCancelled(active []*sequence) []*sequence {
 
 // batch is a step's work, its slices reused from step to step.
 type batch struct {
-	seqs   []*sequence
-	ids    []uint64
-	tokens [][]int32
+	seqs    []*sequence
+	ids     []uint64
+	tokens  [][]int32
+	drafted bool // some sequence has drafted tokens after its last (draft)
 }
 
 // plan chooses a step's sequences: every decoding one, and prompt chunks
 // up to the step's prefill budget.
 func (b *batch) plan(active []*sequence, budget int) {
-	b.seqs, b.ids, b.tokens = b.seqs[:0], b.ids[:0], b.tokens[:0]
+	b.seqs, b.ids, b.tokens, b.drafted = b.seqs[:0], b.ids[:0], b.tokens[:0], false
 	for _, s := range active {
 		var toks []int32
 		if rest := len(s.req.Prompt) - s.fed; rest > 0 {
@@ -599,10 +623,15 @@ func (e *Engine) step(b *batch) {
 	if len(b.seqs) == 0 {
 		return
 	}
-	ids, fed, err := e.forward(b.ids, b.tokens, b.seqs)
+	ids, fed, err := e.forward(b.ids, b.tokens, b.seqs, b.drafted)
+	if err != nil && !fed && b.drafted {
+		b.undraft() // and again without the drafts, which the model did not take
+		e.step(b)
+		return
+	}
 	if err != nil && !fed && len(b.seqs) > 1 {
 		for i, s := range b.seqs {
-			one, _, err := e.forward(b.ids[i:i+1], b.tokens[i:i+1], b.seqs[i:i+1])
+			one, _, err := e.forward(b.ids[i:i+1], b.tokens[i:i+1], b.seqs[i:i+1], false)
 			if err != nil {
 				e.fail(s, err)
 				continue
@@ -619,6 +648,10 @@ func (e *Engine) step(b *batch) {
 		}
 		return
 	}
+	if b.drafted {
+		e.accept(b, ids)
+		return
+	}
 	for i, s := range b.seqs {
 		e.advance(s, len(b.tokens[i]), ids[i])
 	}
@@ -626,24 +659,39 @@ func (e *Engine) step(b *batch) {
 
 // forward runs the model on sequences and draws their next tokens; fed
 // reports whether the model took the tokens (the draw may fail after).
-func (e *Engine) forward(ids []uint64, tokens [][]int32, seqs []*sequence) (_ []uint32, fed bool, _ error) {
-	logits, err := e.m.Forward(ids, tokens)
+// With all (drafted tokens to check), it draws a token after each of
+// their new tokens, sequence by sequence (SpeculativeModel.ForwardAll).
+func (e *Engine) forward(ids []uint64, tokens [][]int32, seqs []*sequence, all bool) (_ []uint32, fed bool, _ error) {
+	var logits *candle.Tensor
+	var err error
+	if all {
+		logits, err = e.spec.ForwardAll(ids, tokens)
+	} else {
+		logits, err = e.m.Forward(ids, tokens)
+	}
 	if err != nil {
 		return nil, false, err
 	}
 	defer logits.Close()
-	opts := make([]candle.SampleOptions, len(seqs))
+	opts := make([]candle.SampleOptions, 0, logits.Dim(0))
 	for i, s := range seqs {
+		var o candle.SampleOptions // mid-prompt: a greedy row, its token unused
 		if s.fed+len(tokens[i]) == len(s.req.Prompt) || s.fed == len(s.req.Prompt) {
-			opts[i] = s.opts
-			opts[i].Step = uint64(s.drawn)
+			o = s.opts
+			o.Step = uint64(s.drawn)
 			if s.penalty {
 				if err := e.historySlot(s); err != nil {
 					return nil, true, pkg.Wrapf("Engine", err, "sampling")
 				}
-				opts[i].History, opts[i].HistorySlot = e.hist, s.slot
+				o.History, o.HistorySlot = e.hist, s.slot
 			}
-		} // else mid-prompt: a greedy row, its token unused
+		}
+		opts = append(opts, o)
+		if all { // a drafting sequence's other rows: greedy, as it is
+			for range tokens[i][1:] {
+				opts = append(opts, o)
+			}
+		}
 	}
 	out, err := logits.Sample(opts)
 	if err != nil {
@@ -700,6 +748,9 @@ func (e *Engine) advance(s *sequence, n int, id uint32) {
 	}
 	t := int32(id)
 	s.drawn++
+	if s.spec {
+		s.gen = append(s.gen, t)
+	}
 	for _, st := range s.stop {
 		if st == t {
 			s.flushDecoder()

@@ -2,6 +2,7 @@ package generate_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -305,4 +306,102 @@ func TestGPUPrefixCaching(t *testing.T) {
 	}
 	assert.NotEmpty(t, p.cached.DecodeGraphs(), "decode steps replayed graphs")
 	p.idle(t)
+}
+
+// repetitive is a prompt that says the same thing three times, with a
+// token of its own after each.
+func repetitive(seed int) []int32 {
+	block := tokenRun(seed, 12)
+	return cat(block, []int32{1}, block, []int32{2}, block, []int32{3}, block[:4])
+}
+
+func TestSpeculativeGreedyIdentical(t *testing.T) {
+	dir := tinyLlamaDir(t)
+	for _, noPrefix := range []bool{false, true} {
+		plain := tinyLlama(t, candle.CPU(), dir, 512, noPrefix)
+		spec := tinyLlama(t, candle.CPU(), dir, 512, noPrefix)
+		ePlain, err := generate.NewEngine(plain, generate.Config{MaxBatch: 8})
+		require.NoError(t, err)
+		defer ePlain.Close()
+		eSpec, err := generate.NewEngine(spec, generate.Config{MaxBatch: 8, SpeculativeTokens: 4})
+		require.NoError(t, err)
+		defer eSpec.Close()
+		// One at a time, then four at once (a batched check), with a stop
+		// token in one and a sampled request among them.
+		for i := range 3 {
+			want, _ := complete(t, ePlain, repetitive(i), 40)
+			got, end := complete(t, eSpec, repetitive(i), 40)
+			assert.Equal(t, want, got, "prompt %d", i)
+			assert.Equal(t, 40, end.CompletionTokens)
+		}
+		reqs := []generate.Request{{Prompt: repetitive(3), MaxTokens: 33}, {Prompt: repetitive(4), MaxTokens: 7},
+			{Prompt: repetitive(5), MaxTokens: 30, Sampling: generate.Sampling{Temperature: 0.8, Seed: 5}}, {Prompt: repetitive(6), MaxTokens: 40}}
+		want := make([][]int32, len(reqs))
+		for i, r := range reqs {
+			ch, err := ePlain.Submit(context.Background(), r)
+			require.NoError(t, err)
+			want[i], _ = drain(t, ch)
+		}
+		// A stop token that greedy decoding draws partway.
+		reqs[3].StopTokens = []int32{want[3][20]}
+		cut := slices.Index(want[3], want[3][20])
+		var chans []<-chan generate.Event
+		for _, r := range reqs {
+			ch, err := eSpec.Submit(context.Background(), r)
+			require.NoError(t, err)
+			chans = append(chans, ch)
+		}
+		for i, ch := range chans {
+			got, end := drain(t, ch)
+			if i == 3 {
+				assert.Equal(t, want[3][:cut], got)
+				assert.Equal(t, "stop", end.FinishReason)
+				continue
+			}
+			assert.Equal(t, want[i], got, "request %d", i)
+		}
+		drafted, accepted := eSpec.SpeculativeStats()
+		t.Logf("prefix caching off %v: %d drafted, %d accepted", noPrefix, drafted, accepted)
+		assert.Positive(t, accepted, "the repetitive prompts' drafts are taken")
+		assert.Less(t, accepted, drafted, "and some are not")
+		d, a := ePlain.SpeculativeStats()
+		assert.Zero(t, d+a, "off by default")
+		assert.Equal(t, 512, spec.CacheTokensFree(), "every page back")
+	}
+}
+
+// TestGPUSpeculative checks drafted tokens on a HIP device, where the
+// checks run op by op between decode steps replayed as graphs: the
+// tokens of plain greedy decoding, one request and four at once.
+func TestGPUSpeculative(t *testing.T) {
+	dev, err := candle.HIP(0)
+	testenv.Need(t, 2, "a GPU", err)
+	dir := tinyLlamaDir(t)
+	ePlain, err := generate.NewEngine(tinyLlama(t, dev, dir, 1024, false), generate.Config{MaxBatch: 8})
+	require.NoError(t, err)
+	defer ePlain.Close()
+	spec := tinyLlama(t, dev, dir, 1024, false)
+	eSpec, err := generate.NewEngine(spec, generate.Config{MaxBatch: 8, SpeculativeTokens: 5})
+	require.NoError(t, err)
+	defer eSpec.Close()
+	want := make([][]int32, 4)
+	for i := range want {
+		want[i], _ = complete(t, ePlain, repetitive(i), 48)
+		got, _ := complete(t, eSpec, repetitive(i), 48)
+		assert.Equal(t, want[i], got, "prompt %d", i)
+	}
+	var chans []<-chan generate.Event
+	for i := range want {
+		ch, err := eSpec.Submit(context.Background(), generate.Request{Prompt: repetitive(i), MaxTokens: 48})
+		require.NoError(t, err)
+		chans = append(chans, ch)
+	}
+	for i, ch := range chans {
+		got, _ := drain(t, ch)
+		assert.Equal(t, want[i], got, "prompt %d at once", i)
+	}
+	drafted, accepted := eSpec.SpeculativeStats()
+	t.Logf("%d drafted, %d accepted", drafted, accepted)
+	assert.Positive(t, accepted)
+	assert.Equal(t, 1024, spec.CacheTokensFree())
 }
