@@ -37,7 +37,7 @@ func openBackend(o LoadOptions) (Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	eng, err := generate.NewEngine(m, generate.Config{MaxBatch: o.MaxBatch, MaxQueue: o.MaxQueue,
+	eng, err := generate.NewEngine(m, generate.Config{MaxBatch: o.MaxBatch, MaxQueue: o.MaxQueue, SpeculativeTokens: o.SpeculativeTokens,
 		Decoder: func() generate.StreamDecoder { return tok.NewStreamDecoder(true) }})
 	if err != nil {
 		m.Close()

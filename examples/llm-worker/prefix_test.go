@@ -109,3 +109,40 @@ func TestRealBackendPrefixCaching(t *testing.T) {
 	}
 	assert.Equal(t, answers[0], answers[1])
 }
+
+func TestSpeculativeFlag(t *testing.T) {
+	dir := modelDir(t)
+	c, err := parseFlags([]string{"-model", dir}, io.Discard)
+	require.NoError(t, err)
+	assert.Zero(t, c.speculativeTokens, "off by default")
+	c, err = parseFlags([]string{"-model", dir, "-speculative-tokens", "5"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, 5, c.speculativeTokens)
+	_, err = parseFlags([]string{"-model", dir, "-speculative-tokens", "-1"}, io.Discard)
+	assert.ErrorContains(t, err, "-speculative-tokens -1: want 0 (off) or more")
+}
+
+// TestRealBackendSpeculative: on a small random model on the CPU, greedy
+// answers with drafted tokens are those without.
+func TestRealBackendSpeculative(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, mkmodel.Write(dir, mkmodel.Tiny(), nil))
+	var answers [][]int32
+	for _, k := range []int{0, 4} {
+		b, err := openBackend(LoadOptions{Dir: dir, Device: "cpu", DType: "f32", SpeculativeTokens: k})
+		require.NoError(t, err)
+		prompt, err := b.Encode("one two three four one two three four one two three", true)
+		require.NoError(t, err)
+		ch, err := b.Generate(context.Background(), generate.Request{Prompt: prompt, MaxTokens: 24})
+		require.NoError(t, err)
+		var toks []int32
+		for ev := range ch {
+			require.NoError(t, ev.Err)
+			toks = append(toks, ev.Tokens...)
+		}
+		assert.Len(t, toks, 24)
+		answers = append(answers, toks)
+		require.NoError(t, b.Close())
+	}
+	assert.Equal(t, answers[0], answers[1])
+}
