@@ -306,7 +306,9 @@ func (r *Runner) AttachPrefix(seq uint64, prompt []int32) (int, error) {
 
 // PrefixCacheStats are AttachPrefix's counts since the runner was made:
 // the prompt tokens looked up and those found cached (their ratio is the
-// prefix cache's hit rate).
+// prefix cache's hit rate). Every call counts: generate.Engine looks a
+// waiting request's prompt up again at each step until the request fits
+// the cache, so its Event.CachedTokens are the per-request figure.
 func (r *Runner) PrefixCacheStats() (queried, hit int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

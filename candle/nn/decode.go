@@ -126,6 +126,9 @@ func (c *PagedKVCache) BeginDecode(seqs []uint64, tokens []int32, in *DecodeInpu
 		if !ok {
 			return nil, pkg.Errorf(op, candle.ErrArgument, "sequence %d (entry %d) is not in the cache: a decode step continues a sequence; run its prompt through Begin", id, i)
 		}
+		if err := c.writable(op, id, q); err != nil {
+			return nil, err
+		}
 		if q.n+1 > in.maxLen {
 			return nil, pkg.Errorf(op, candle.ErrArgument, "sequence %d (entry %d) would hold %d tokens; the inputs take up to %d", id, i, q.n+1, in.maxLen)
 		}

@@ -244,6 +244,9 @@ func (c *PagedKVCache) Begin(seqs []uint64, tokens [][]int32) (*PagedStep, error
 		}
 		held := 0
 		if q, ok := c.seqs[id]; ok {
+			if err := c.writable(op, id, q); err != nil {
+				return nil, err
+			}
 			s.start[i], held = q.n, len(q.pages)
 		} else {
 			s.newSeq[i] = true

@@ -156,6 +156,22 @@ func lastKey(keys []pageKey) pageKey {
 	return keys[len(keys)-1]
 }
 
+// writable checks that the page a sequence's next token goes into, when
+// it is one the sequence holds (its length is not a whole number of
+// pages), is the sequence's alone: only full pages are shared, so this
+// always holds; the check keeps a broken invariant from corrupting the
+// pages of other sequences.
+func (c *PagedKVCache) writable(op string, id uint64, q *pagedSeq) error {
+	P := c.cfg.PageSize
+	if q.n%P == 0 {
+		return nil
+	}
+	if p := q.pages[q.n/P]; c.prefix.ref[p] > 1 || (c.prefix.on && c.prefix.keyed[p]) {
+		return pkg.Errorf(op, candle.ErrArgument, "sequence %d would write into page %d, which other sequences may read (%d hold it)", id, p, c.prefix.ref[p])
+	}
+	return nil
+}
+
 // AttachPrefix starts sequence seq with the cached pages that tokens (the
 // sequence's prompt) begins with: the longest run of whole pages whose
 // keys are cached, always leaving at least one token of tokens uncached
@@ -222,7 +238,8 @@ func (c *PagedKVCache) SharedPages() int {
 }
 
 // PrefixStats are AttachPrefix's counts since the cache was made: the
-// prompt tokens it looked up, and those it found cached.
+// prompt tokens it looked up, and those it found cached (every call
+// counts: a prompt looked up again counts again).
 func (c *PagedKVCache) PrefixStats() (queried, hit int64) { return c.prefix.queried, c.prefix.hit }
 
 // Truncate keeps the first n tokens of sequence seq, 1 ≤ n ≤ its length,

@@ -260,3 +260,23 @@ func TestTruncate(t *testing.T) {
 		assert.ErrorIs(t, c.Truncate(1, 1), candle.ErrClosed)
 	}
 }
+
+func TestWritableGuard(t *testing.T) {
+	// Only whole pages are ever shared; were a sequence's partial last
+	// page shared, its next step would be refused rather than write into
+	// another sequence's keys and values.
+	c := prefixCache(t, true)
+	feed(t, c, []uint64{1}, span(0, 6))
+	last := c.seqs[1].pages[1]
+	c.prefix.ref[last]++ // as if another sequence held it
+	_, err := c.Begin([]uint64{1}, [][]int32{{7}})
+	require.ErrorIs(t, err, candle.ErrArgument)
+	assert.ErrorContains(t, err, "which other sequences may read")
+	in, err := c.NewDecodeInputs(1, 16)
+	require.NoError(t, err)
+	defer in.Close()
+	_, err = c.BeginDecode([]uint64{1}, []int32{7}, in)
+	assert.ErrorContains(t, err, "which other sequences may read")
+	c.prefix.ref[last]--
+	feed(t, c, []uint64{1}, []int32{7})
+}
