@@ -37,7 +37,7 @@ func openBackend(o LoadOptions) (Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	eng, err := generate.NewEngine(m, generate.Config{MaxBatch: o.MaxBatch, MaxQueue: o.MaxQueue,
+	eng, err := generate.NewEngine(m, generate.Config{MaxBatch: o.MaxBatch, MaxQueue: o.MaxQueue, SpeculativeTokens: o.SpeculativeTokens,
 		Decoder: func() generate.StreamDecoder { return tok.NewStreamDecoder(true) }})
 	if err != nil {
 		m.Close()
@@ -84,7 +84,7 @@ func loadModel(o LoadOptions, dev candle.Device) (*tokenizer.Tokenizer, *llama.M
 	}
 	<-reserved
 	m, err := llama.New(c, dev, dt, llama.Options{MaxBatch: o.MaxBatch, Progress: o.Progress,
-		MaxModelLen: o.MaxModelLen, CacheBytes: o.CacheBytes, MemoryFraction: o.MemoryFraction})
+		MaxModelLen: o.MaxModelLen, CacheBytes: o.CacheBytes, MemoryFraction: o.MemoryFraction, NoPrefixCaching: o.NoPrefixCaching})
 	return tok, m, dt, weightTypes(c.Weights), err
 }
 

@@ -28,6 +28,7 @@ type fakeBackend struct {
 	failAt        int                     // > 0: the token at which the generation fails
 	script        bool                    // the pieces once, then the end of the sequence (finish "stop"), rather than cycled
 	tmpl          *tokenizer.ChatTemplate // a real chat template to render chats with; nil: the fake's own
+	cached        int                     // the prompt tokens each generation says the prefix cache held
 	closed        atomic.Bool
 
 	mu         sync.Mutex
@@ -170,7 +171,8 @@ func (f *fakeBackend) Generate(ctx context.Context, r generate.Request) (<-chan 
 		}
 		n := 0
 		end := func(reason string, err error) {
-			ch <- generate.Event{Done: true, FinishReason: reason, Err: err, PromptTokens: len(r.Prompt), CompletionTokens: n}
+			ch <- generate.Event{Done: true, FinishReason: reason, Err: err, PromptTokens: len(r.Prompt), CompletionTokens: n,
+				CachedTokens: min(f.cached, len(r.Prompt)-1)}
 		}
 		if f.running != nil {
 			select {

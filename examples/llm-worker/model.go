@@ -89,6 +89,13 @@ type LoadOptions struct {
 	MaxModelLen    int
 	CacheBytes     int64
 	MemoryFraction float64
+	// NoPrefixCaching turns off the KV cache's automatic prefix caching
+	// (-prefix-caching=false): every prompt is prefilled whole.
+	NoPrefixCaching bool
+	// SpeculativeTokens turns on prompt-lookup speculative decoding of
+	// greedy requests, up to this many drafted tokens a step
+	// (-speculative-tokens; generate.Config.SpeculativeTokens); 0 is off.
+	SpeculativeTokens int
 	// Progress is called as weights load with the bytes done so far and
 	// the total; it is safe to call from several goroutines.
 	Progress func(done, total int64)

@@ -435,6 +435,14 @@ type usage struct {
 	PromptTokens     int `json:"prompt_tokens"`
 	CompletionTokens int `json:"completion_tokens"`
 	TotalTokens      int `json:"total_tokens"`
+	// PromptTokensDetails is there when part of the prompt came from the
+	// prefix cache.
+	PromptTokensDetails *promptTokensDetails `json:"prompt_tokens_details,omitempty"`
+}
+
+// promptTokensDetails is OpenAI's breakdown of the prompt tokens.
+type promptTokensDetails struct {
+	CachedTokens int `json:"cached_tokens"` // not prefilled again: their KV cache was kept
 }
 
 // completionChoice is a choice of /v1/completions, whole or a chunk.

@@ -529,6 +529,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, b Backend, j *
 		u         = usage{PromptTokens: len(j.req.Prompt)} // counted once, whatever n
 		last      generate.Event                           // the event that ended the loop
 		settled   string                                   // the finish reason of the last choice to end, settled
+		cached    int                                      // the prompt's tokens read from the prefix cache
 		cause     error                                    // why the worker cut the generation
 	)
 	rc := http.NewResponseController(w)
@@ -595,12 +596,16 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, b Backend, j *
 		}
 		c.finish, settled = fin, fin
 		u.CompletionTokens += ev.CompletionTokens
+		cached = max(cached, ev.CachedTokens) // of the one prompt: the choices' best
 		if j.stream && stream().Send(j.format.final(ce.index, fin)) != nil {
 			return
 		}
 		if open--; open == 0 {
 			break
 		}
+	}
+	if tm.cached = cached; cached > 0 {
+		u.PromptTokensDetails = &promptTokensDetails{CachedTokens: cached}
 	}
 	if u.CompletionTokens == 0 {
 		u.CompletionTokens = completed

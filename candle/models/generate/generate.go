@@ -18,6 +18,12 @@
 // values a row read back. Several completions of one prompt are several
 // requests of the same prompt tokens, whose KV blocks a model that caches
 // prefixes can share.
+// On a PrefixModel a request starts
+// with the KV pages the model has cached for the start of its prompt (a
+// shared system prompt, the earlier turns of a chat), and only the rest
+// of the prompt is fed. With Config.SpeculativeTokens, greedy requests on
+// a SpeculativeModel draft tokens from their own context and check them
+// in the step (prompt-lookup decoding, speculative.go).
 //
 // Events reach a request's channel without ever blocking the scheduler:
 // the channel is buffered, and when a consumer falls behind, the events
@@ -43,6 +49,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/rocm-go/rocm/candle"
@@ -75,6 +82,19 @@ type Model interface {
 type PagedModel interface {
 	Model
 	CachePageSize() int
+}
+
+// PrefixModel is a PagedModel with automatic prefix caching (*llama.Model,
+// through its models.Runner): the engine starts each request with the KV
+// pages the model has cached for the start of its prompt, and feeds only
+// the rest.
+type PrefixModel interface {
+	PagedModel
+	// AttachPrefix starts sequence seq with the cached pages that prompt
+	// begins with and returns how many of its tokens the sequence holds
+	// (whole pages, fewer than len(prompt)); 0, and no sequence, when none
+	// is cached.
+	AttachPrefix(seq uint64, prompt []int32) (int, error)
 }
 
 // StreamDecoder turns token ids into text as they come: Add returns the
@@ -187,6 +207,10 @@ type Event struct {
 	// PromptTokens and CompletionTokens are the usage, in the final event:
 	// the prompt's length and the tokens drawn (a stop token included).
 	PromptTokens, CompletionTokens int
+	// CachedTokens, in the final event, are the prompt's tokens whose keys
+	// and values came from the model's prefix cache (PrefixModel) instead
+	// of a forward pass.
+	CachedTokens int
 	// Err is why a request failed ("error"), or was cancelled (the
 	// context's error, of kind errs.ErrCanceled, or errs.ErrClosed).
 	Err error
@@ -205,6 +229,13 @@ type Config struct {
 	// Decoder makes a request's text decoder; nil gives events without
 	// text (and requests cannot have stop strings).
 	Decoder func() StreamDecoder
+	// SpeculativeTokens turns on prompt-lookup speculative decoding on a
+	// SpeculativeModel: each step, a greedy request whose last tokens
+	// occurred before in its prompt or completion gets up to this many
+	// drafted tokens, those that followed them there, and one forward
+	// pass checks them all (see SpeculativeModel). The outputs are those
+	// of plain greedy decoding. 0 is off.
+	SpeculativeTokens int
 }
 
 // pkg makes this package's errors.
@@ -238,6 +269,9 @@ type Engine struct {
 	// slots on the device. Only the scheduler touches them.
 	hist   *candle.TokenHistory
 	owners []*sequence
+
+	spec              SpeculativeModel // the model, when drafting is on
+	drafted, accepted atomic.Int64     // drafted tokens, and those the checks kept
 }
 
 // NewEngine starts an engine on m.
@@ -245,8 +279,9 @@ func NewEngine(m Model, cfg Config) (*Engine, error) {
 	if m == nil {
 		return nil, pkg.Errorf("NewEngine", errs.ErrArgument, "nil model")
 	}
-	if cfg.MaxBatch < 0 || cfg.MaxQueue < 0 || cfg.PrefillChunk < 0 {
-		return nil, pkg.Errorf("NewEngine", errs.ErrArgument, "MaxBatch %d, MaxQueue %d, PrefillChunk %d: want ≥ 0 (0 chooses)", cfg.MaxBatch, cfg.MaxQueue, cfg.PrefillChunk)
+	if cfg.MaxBatch < 0 || cfg.MaxQueue < 0 || cfg.PrefillChunk < 0 || cfg.SpeculativeTokens < 0 {
+		return nil, pkg.Errorf("NewEngine", errs.ErrArgument, "MaxBatch %d, MaxQueue %d, PrefillChunk %d, SpeculativeTokens %d: want ≥ 0 (0 chooses, or is off)",
+			cfg.MaxBatch, cfg.MaxQueue, cfg.PrefillChunk, cfg.SpeculativeTokens)
 	}
 	if m.VocabSize() < 1 || m.ContextLength() < 2 {
 		return nil, pkg.Errorf("NewEngine", errs.ErrArgument, "a model of %d tokens and a context of %d: want ≥ 1 and ≥ 2", m.VocabSize(), m.ContextLength())
@@ -261,6 +296,9 @@ func NewEngine(m Model, cfg Config) (*Engine, error) {
 		cfg.PrefillChunk = 512
 	}
 	e := &Engine{m: m, cfg: cfg, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	if sm, ok := m.(SpeculativeModel); ok && cfg.SpeculativeTokens > 0 {
+		e.spec = sm
+	}
 	go e.run()
 	return e, nil
 }
@@ -273,14 +311,17 @@ type sequence struct {
 	opts      candle.SampleOptions // the step and the history slot change
 	need      int                  // KV-cache tokens reserved: prompt + completion bound
 	maxTokens int
-	fed       int     // prompt tokens fed to the model
+	fed       int     // prompt tokens fed to the model (or found in its prefix cache)
+	cached    int     // prompt tokens found in the prefix cache
 	last      int32   // the token to feed next, once the prompt is fed
 	drawn     int     // completion tokens drawn
 	penalty   bool    // the draws are penalised: the sequence has a history slot
 	slot      int     // its slot in Engine.hist, once it draws (-1 before)
 	stop      []int32 // sorted copy of StopTokens
 	dec       StreamDecoder
-	held      string // text held back: it may start a stop string
+	held      string  // text held back: it may start a stop string
+	spec      bool    // drafts tokens (speculative.go)
+	gen       []int32 // the tokens drawn, when it drafts
 
 	// The terms added to its logits each step (sampleOptions).
 	bias   []candle.TokenBias // LogitBias, by token id
@@ -324,6 +365,7 @@ func (e *Engine) Submit(ctx context.Context, r Request) (<-chan Event, error) {
 	if sp.PresencePenalty != 0 || sp.FrequencyPenalty != 0 {
 		s.counts = map[int32]int{}
 	}
+	s.spec = e.spec != nil && s.greedy()
 	s.stop = append([]int32(nil), r.StopTokens...)
 	if e.cfg.Decoder != nil {
 		s.dec = e.cfg.Decoder()
@@ -495,7 +537,7 @@ func (s *sequence) finish(reason string, err error, tokens []int32, lps []TokenL
 	text := s.held
 	s.held = ""
 	s.send(Event{Text: text, Tokens: tokens, LogProbs: lps, Done: true, FinishReason: reason, Err: err,
-		PromptTokens: len(s.req.Prompt), CompletionTokens: s.drawn})
+		PromptTokens: len(s.req.Prompt), CompletionTokens: s.drawn, CachedTokens: s.cached})
 }
 
 // run is the scheduler.
@@ -529,6 +571,9 @@ func (e *Engine) run() {
 			continue
 		}
 		b.plan(active, e.cfg.PrefillChunk)
+		if e.spec != nil {
+			b.draft(e.cfg.SpeculativeTokens)
+		}
 		e.step(&b)
 		kept := active[:0]
 		for _, s := range active {
@@ -544,8 +589,11 @@ func (e *Engine) run() {
 
 // admit moves waiting requests into the batch, in order, while there is
 // room in it and in the KV cache (what the running sequences have
-// reserved and not yet used counts as taken). A request that cannot fit
-// even in an empty cache fails. The caller holds e.mu.
+// reserved and not yet used counts as taken). A request starts with the
+// pages a PrefixModel has cached for its prompt: they are the model's
+// already (shared, or taken from the free count when no sequence held
+// them), so it reserves only the rest. A request that cannot fit even in
+// an empty cache fails. The caller holds e.mu.
 func (e *Engine) admit(active []*sequence) []*sequence {
 	kept := e.waiting[:0]
 	for _, s := range e.waiting {
@@ -561,9 +609,19 @@ func (e *Engine) admit(active []*sequence) []*sequence {
 	if pm, ok := e.m.(PagedModel); ok {
 		page = max(pm.CachePageSize(), 1)
 	}
+	prefix, _ := e.m.(PrefixModel)
 	pages := func(tokens int) int { return (max(tokens, 0) + page - 1) / page }
 	for len(e.waiting) > 0 && len(active) < e.cfg.MaxBatch {
 		s := e.waiting[0]
+		cached := 0
+		if prefix != nil {
+			var err error
+			if cached, err = prefix.AttachPrefix(s.id, s.req.Prompt); err != nil {
+				e.waiting = e.waiting[1:]
+				s.finish("error", pkg.Wrapf("Engine", err, "looking up the prompt's cached prefix"), nil, nil)
+				continue
+			}
+		}
 		// What each running sequence may still take: the pages of its bound
 		// beyond those of what it has fed (its last draw not fed yet).
 		reserved := 0
@@ -571,7 +629,10 @@ func (e *Engine) admit(active []*sequence) []*sequence {
 			reserved += pages(a.need) - pages(a.fed+max(a.drawn-1, 0))
 		}
 		free := (e.m.CacheTokensFree()/page - reserved) * page
-		if pages(s.need)*page > free {
+		if (pages(s.need)-pages(cached))*page > free {
+			if cached > 0 { // tried again at the next step
+				e.m.Release(s.id)
+			}
 			if len(active) > 0 {
 				break
 			}
@@ -580,6 +641,7 @@ func (e *Engine) admit(active []*sequence) []*sequence {
 			continue
 		}
 		e.waiting = e.waiting[1:]
+		s.fed, s.cached = cached, cached
 		active = append(active, s)
 	}
 	return active
@@ -602,15 +664,16 @@ func (e *Engine) dropCancelled(active []*sequence) []*sequence {
 
 // batch is a step's work, its slices reused from step to step.
 type batch struct {
-	seqs   []*sequence
-	ids    []uint64
-	tokens [][]int32
+	seqs    []*sequence
+	ids     []uint64
+	tokens  [][]int32
+	drafted bool // some sequence has drafted tokens after its last (draft)
 }
 
 // plan chooses a step's sequences: every decoding one, and prompt chunks
 // up to the step's prefill budget.
 func (b *batch) plan(active []*sequence, budget int) {
-	b.seqs, b.ids, b.tokens = b.seqs[:0], b.ids[:0], b.tokens[:0]
+	b.seqs, b.ids, b.tokens, b.drafted = b.seqs[:0], b.ids[:0], b.tokens[:0], false
 	for _, s := range active {
 		var toks []int32
 		if rest := len(s.req.Prompt) - s.fed; rest > 0 {
@@ -636,10 +699,15 @@ func (e *Engine) step(b *batch) {
 	if len(b.seqs) == 0 {
 		return
 	}
-	d, fed, err := e.forward(b.ids, b.tokens, b.seqs)
+	d, fed, err := e.forward(b.ids, b.tokens, b.seqs, b.drafted)
+	if err != nil && !fed && b.drafted {
+		b.undraft() // and again without the drafts, which the model did not take
+		e.step(b)
+		return
+	}
 	if err != nil && !fed && len(b.seqs) > 1 {
 		for i, s := range b.seqs {
-			one, _, err := e.forward(b.ids[i:i+1], b.tokens[i:i+1], b.seqs[i:i+1])
+			one, _, err := e.forward(b.ids[i:i+1], b.tokens[i:i+1], b.seqs[i:i+1], false)
 			if err != nil {
 				e.fail(s, err)
 				continue
@@ -654,6 +722,10 @@ func (e *Engine) step(b *batch) {
 		for _, s := range b.seqs {
 			e.fail(s, err)
 		}
+		return
+	}
+	if b.drafted {
+		e.accept(b, d)
 		return
 	}
 	for i, s := range b.seqs {
@@ -690,27 +762,43 @@ func (d *draws) logProb(i, n int) *TokenLogProb {
 // the log-probabilities of the rows that ask, all on the model's device:
 // the logits' processors once more on a copy, a log-softmax and a top-k
 // selection, batched over the step's rows. fed reports whether the model
-// took the tokens (the draw may fail after).
-func (e *Engine) forward(ids []uint64, tokens [][]int32, seqs []*sequence) (_ *draws, fed bool, _ error) {
-	logits, err := e.m.Forward(ids, tokens)
+// took the tokens (the draw may fail after). With all (drafted tokens to
+// check), it draws a token after each of their new tokens, sequence by
+// sequence (SpeculativeModel.ForwardAll): the draws' rows are then the
+// tokens', not the sequences'.
+func (e *Engine) forward(ids []uint64, tokens [][]int32, seqs []*sequence, all bool) (_ *draws, fed bool, _ error) {
+	var logits *candle.Tensor
+	var err error
+	if all {
+		logits, err = e.spec.ForwardAll(ids, tokens)
+	} else {
+		logits, err = e.m.Forward(ids, tokens)
+	}
 	if err != nil {
 		return nil, false, err
 	}
 	defer logits.Close()
-	opts := make([]candle.SampleOptions, len(seqs))
+	opts := make([]candle.SampleOptions, 0, logits.Dim(0))
 	d := &draws{}
 	for i, s := range seqs {
+		var o candle.SampleOptions // mid-prompt: a greedy row, its token unused
 		if s.fed+len(tokens[i]) == len(s.req.Prompt) || s.fed == len(s.req.Prompt) {
-			if err := e.sampleOptions(s, &opts[i]); err != nil {
+			if err := e.sampleOptions(s, &o); err != nil {
 				return nil, true, pkg.Wrapf("Engine", err, "sampling")
 			}
-			if s.req.LogProbs {
+			if s.req.LogProbs { // never a drafting sequence (greedy): one row
 				if d.want == nil {
-					d.want = make([]bool, len(seqs))
+					d.want = make([]bool, logits.Dim(0))
 				}
-				d.want[i], d.k = true, max(d.k, s.req.TopLogProbs)
+				d.want[len(opts)], d.k = true, max(d.k, s.req.TopLogProbs)
 			}
-		} // else mid-prompt: a greedy row, its token unused
+		}
+		opts = append(opts, o)
+		if all { // a drafting sequence's other rows: greedy, as it is
+			for range tokens[i][1:] {
+				opts = append(opts, o)
+			}
+		}
 	}
 	var processed *candle.Tensor
 	if d.want != nil {
@@ -826,6 +914,9 @@ func (e *Engine) advance(s *sequence, n int, id uint32, lp *TokenLogProb) {
 	}
 	t := int32(id)
 	s.drawn++
+	if s.spec {
+		s.gen = append(s.gen, t)
+	}
 	for _, st := range s.stop {
 		if st == t {
 			s.flushDecoder()
