@@ -14,8 +14,8 @@ type shard struct {
 	rank, size int
 	member     *candle.Member // nil on one device
 
-	heads, headStart int // query heads [headStart, headStart+heads)
-	kvHeads, kvStart int // KV heads [kvStart, kvStart+kvHeads): replicated when fewer than the ranks
+	heads, headStart  int // query heads [headStart, headStart+heads)
+	kvHeads, kvStart  int // KV heads [kvStart, kvStart+kvHeads): replicated when fewer than the ranks
 	inter, interStart int
 	// vocab rows of the embedding and the LM head from vocabStart; the
 	// last ranks' rows past the vocabulary are zeros (vocabReal real
