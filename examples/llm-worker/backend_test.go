@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -156,4 +158,58 @@ func TestBackendMemoryOptions(t *testing.T) {
 	assert.Equal(t, 512, b.Info().CacheTokens, "1 MiB of 2 KiB tokens")
 	assert.Equal(t, 512, b.ContextLength(), "the cache bounds the context")
 	require.NoError(t, b.Close())
+}
+
+// TestTensorParallelBackendOnCPU: -tensor-parallel 2 and 4 on the CPU
+// serve the model split over CPU ranks, greedy text token for token as
+// on one device, and say how many devices.
+func TestTensorParallelBackendOnCPU(t *testing.T) { testTensorParallelBackend(t, "cpu", []int{2, 4}) }
+
+// TestGPUTensorParallelBackend is the same over the first two GPUs (and
+// four where the machine has them).
+func TestGPUTensorParallelBackend(t *testing.T) {
+	n, err := hip.DeviceCount()
+	if err == nil && n < 2 {
+		err = fmt.Errorf("%d GPU(s): a model split over GPUs needs two", n)
+	}
+	testenv.Need(t, 2, "two GPUs", err)
+	ranks := []int{2}
+	if n >= 4 {
+		ranks = append(ranks, 4)
+	}
+	testTensorParallelBackend(t, "hip:0", ranks)
+}
+
+func testTensorParallelBackend(t *testing.T, device string, ranks []int) {
+	dir := t.TempDir()
+	require.NoError(t, mkmodel.Write(dir, mkmodel.Tiny(), nil))
+	greedy := func(n int) ([]int32, BackendInfo) {
+		b, err := openBackend(LoadOptions{Dir: dir, Device: device, TensorParallel: n, DType: "f32", MaxBatch: 2, MaxQueue: 2})
+		require.NoError(t, err)
+		defer func() { assert.NoError(t, b.Close()) }()
+		ids, err := b.Encode("Hello, GPUs!", true)
+		require.NoError(t, err)
+		ch, err := b.Generate(context.Background(), generate.Request{Prompt: ids, MaxTokens: 10})
+		require.NoError(t, err)
+		var toks []int32
+		for ev := range ch {
+			require.NoError(t, ev.Err)
+			toks = append(toks, ev.Tokens...)
+		}
+		assert.Positive(t, b.Stats().DeviceMemoryInUse)
+		return toks, b.Info()
+	}
+	want, info := greedy(1)
+	require.NotEmpty(t, want)
+	assert.Equal(t, 1, info.Devices)
+	for _, n := range ranks {
+		got, info := greedy(n)
+		assert.Equal(t, want, got, "greedy at %d devices", n)
+		assert.Equal(t, n, info.Devices)
+		if device == "cpu" {
+			assert.Equal(t, "cpu/rank0,cpu/rank1", strings.Join(strings.Split(info.Device, ",")[:2], ","))
+		}
+	}
+	_, err := openBackend(LoadOptions{Dir: dir, Device: device, TensorParallel: 3, DType: "f32"})
+	assert.ErrorContains(t, err, "4 attention heads over 3 devices")
 }
