@@ -28,7 +28,11 @@ type TPRunner struct {
 
 	mu     sync.Mutex // one step at a time
 	broken error
-	gate   *passGate // the step under way's
+	// The step under way's rendezvous of the ranks' passes: at the start
+	// of each, and at its end, so that no rank runs its pass eagerly
+	// while another captures its own into a decode graph (a capture in
+	// HIP's global mode forbids other threads' unsafe calls).
+	start, end *passGate
 }
 
 // NewTPRunner makes one Runner per rank of g, running passes[r] on rank
@@ -89,22 +93,28 @@ func cmpOr(v, def int) int {
 	return v
 }
 
-// gated is rank r's pass behind the step's gate: a rank's pass starts
+// gated is rank r's pass between the step's gates: a rank's pass starts
 // once every rank has reached its own, or returns at once when a rank
 // failed before it (its peers would wait in the first collective for
-// it); and a pass that fails aborts the group.
+// it), and returns once every rank's has; a pass that fails aborts the
+// group.
 func (t *TPRunner) gated(r int, pass PassFunc) PassFunc {
 	return func(step *nn.PagedStep, all bool) (*candle.Tensor, error) {
-		if err := t.gate.enter(); err != nil {
+		if err := t.start.enter(); err != nil {
 			return nil, err
 		}
 		logits, err := pass(step, all)
 		if err != nil {
-			t.gate.passFailed()
+			t.start.passFailed()
+			t.end.passFailed()
 			if aerr := t.g.Abort(); aerr != nil {
 				err = errors.Join(err, aerr)
 			}
 			return nil, pkg.Wrapf("Forward", err, "rank %d", r)
+		}
+		if err := t.end.enter(); err != nil {
+			logits.Close()
+			return nil, err
 		}
 		return logits, nil
 	}
@@ -191,15 +201,16 @@ func (t *TPRunner) fan(op string, call func(*Runner) (*candle.Tensor, error)) (*
 	if t.broken != nil {
 		return nil, t.broken
 	}
-	t.gate = newPassGate(len(t.ranks))
+	t.start, t.end = newPassGate(len(t.ranks)), newPassGate(len(t.ranks))
 	outs := make([]*candle.Tensor, len(t.ranks))
 	errs := make([]error, len(t.ranks))
 	var wg sync.WaitGroup
 	for i, r := range t.ranks {
 		wg.Go(func() {
 			outs[i], errs[i] = call(r)
-			if errs[i] != nil {
-				t.gate.failed() // before its pass, or in it: the others go no further
+			if errs[i] != nil { // before its pass, or in it: the others go no further
+				t.start.failed()
+				t.end.failed()
 			}
 		})
 	}
@@ -207,7 +218,7 @@ func (t *TPRunner) fan(op string, call func(*Runner) (*candle.Tensor, error)) (*
 	for _, o := range outs[1:] {
 		o.Close()
 	}
-	if t.gate.passFail {
+	if t.start.passFail {
 		for _, o := range outs[:1] {
 			o.Close()
 		}
@@ -262,7 +273,7 @@ func (g *passGate) enter() error {
 		g.cond.Wait()
 	}
 	if g.gen == gen {
-		return pkg.Errorf("Forward", candle.ErrArgument, "another rank failed before its pass")
+		return pkg.Errorf("Forward", candle.ErrArgument, "another rank failed")
 	}
 	return nil
 }
