@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 
@@ -109,6 +110,11 @@ func openDevices(dev candle.Device, n int) ([]candle.Device, *candle.Group, erro
 				return nil, nil, fmt.Errorf("%s cannot reach %s's memory (no peer access): a model split over GPUs needs GPUs that reach each other", a, b)
 			}
 		}
+	}
+	// NVLink multicast stays off unless the environment says otherwise:
+	// on shared machines it can take GPUs out of service.
+	if _, ok := os.LookupEnv("NCCL_NVLS_ENABLE"); !ok {
+		os.Setenv("NCCL_NVLS_ENABLE", "0")
 	}
 	g, err := candle.NewHIPGroup(gpus...)
 	if err != nil {
