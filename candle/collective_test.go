@@ -499,3 +499,19 @@ func TestGroupAbort(t *testing.T) {
 
 // plainComm hides a communicator's Abort.
 type plainComm struct{ Communicator }
+
+// TestCPUGroupDevices: a CPU group's ranks are devices of their own that
+// every op takes, random numbers included, and tensors move between them.
+func TestCPUGroupDevices(t *testing.T) {
+	g, _ := cpuGroup(t, 2)
+	devs := g.Devices()
+	assert.Equal(t, []string{"cpu/rank0", "cpu/rank1"}, []string{devs[0].String(), devs[1].String()})
+	x, err := RandNormal(devs[0], F32, 0, 1, 3, 4)
+	require.NoError(t, err)
+	defer x.Close()
+	y, err := x.ToDevice(devs[1])
+	require.NoError(t, err)
+	defer y.Close()
+	assert.Equal(t, devs[1], y.Device())
+	assert.Equal(t, values(t, x), values(t, y))
+}

@@ -18,6 +18,7 @@ func TestCommandRefuses(t *testing.T) {
 		{[]string{"-nope"}, "flag provided but not defined"},
 		{[]string{"-quick", "-gguf", "q4_k,q9"}, "-gguf:"},
 		{[]string{"-quick", "-bf16=false"}, "-bf16=false measures only the -gguf models"},
+		{[]string{"-tensor-parallel", "1,x"}, "-tensor-parallel"},
 	} {
 		var out, errs strings.Builder
 		assert.Equal(t, 2, run(c.args, &out, &errs), c.args)
