@@ -9,6 +9,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/rocm-go/rocm/candle"
 	"github.com/rocm-go/rocm/candle/models"
@@ -21,9 +23,10 @@ import (
 // modelBackend adapts the tokenizer, a llama.Model (or a llama.TPModel
 // over several devices) and its generate.Engine to Backend.
 type modelBackend struct {
-	tok    *tokenizer.Tokenizer
-	model  servedModel
-	engine *generate.Engine
+	tok     *tokenizer.Tokenizer
+	model   servedModel
+	watched *watchedModel // model, as the engine runs it
+	engine  *generate.Engine
 	devs   []candle.Device // the model's, one per rank
 	group  *candle.Group   // of a split model, closed after it; nil on one device
 	info   BackendInfo
@@ -52,14 +55,15 @@ func openBackend(o LoadOptions) (Backend, error) {
 		group.Close()
 		return nil, err
 	}
-	eng, err := generate.NewEngine(m, generate.Config{MaxBatch: o.MaxBatch, MaxQueue: o.MaxQueue,
+	watched := &watchedModel{servedModel: m}
+	eng, err := generate.NewEngine(watched, generate.Config{MaxBatch: o.MaxBatch, MaxQueue: o.MaxQueue,
 		Decoder: func() generate.StreamDecoder { return tok.NewStreamDecoder(true) }})
 	if err != nil {
 		m.Close()
 		group.Close()
 		return nil, err
 	}
-	b := &modelBackend{tok: tok, model: m, engine: eng, devs: devs, group: group}
+	b := &modelBackend{tok: tok, model: m, watched: watched, engine: eng, devs: devs, group: group}
 	names := make([]string, len(devs))
 	for i, d := range devs {
 		names[i] = deviceName(d)
@@ -68,6 +72,37 @@ func openBackend(o LoadOptions) (Backend, error) {
 		CacheTokens: m.CacheTokensFree(), DeviceMemory: b.memory().InUse}
 	return b, nil
 }
+
+// watchedModel is the model as the engine runs it: a Forward that fails
+// because the model broke (a rank of a split model failed: its Err is
+// set) is reported once to the function OnBroken gave, so that the worker
+// reports itself failed rather than keep taking requests it cannot serve.
+type watchedModel struct {
+	servedModel
+	broken atomic.Pointer[func(error)]
+	once   sync.Once
+}
+
+func (w *watchedModel) Forward(seqs []uint64, tokens [][]int32) (*candle.Tensor, error) {
+	x, err := w.servedModel.Forward(seqs, tokens)
+	if err == nil {
+		return x, nil
+	}
+	if b, ok := w.servedModel.(interface{ Err() error }); ok {
+		if cause := b.Err(); cause != nil {
+			w.once.Do(func() {
+				if f := w.broken.Load(); f != nil {
+					(*f)(cause)
+				}
+			})
+		}
+	}
+	return x, err
+}
+
+// OnBroken sets what hears, once, that the model broke (a device of a
+// split model failed): from then on every generation fails.
+func (b *modelBackend) OnBroken(f func(error)) { b.watched.broken.Store(&f) }
 
 // openDevices is the devices of a model split over n (n ≤ 1: dev alone,
 // no group): n CPU ranks when dev is the CPU, else the GPUs from dev's

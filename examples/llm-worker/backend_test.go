@@ -212,3 +212,70 @@ func testTensorParallelBackend(t *testing.T, device string, ranks []int) {
 	_, err := openBackend(LoadOptions{Dir: dir, Device: device, TensorParallel: 3, DType: "f32"})
 	assert.ErrorContains(t, err, "4 attention heads over 3 devices")
 }
+
+// brokenModel is a split model whose rank has failed: Forward fails, and
+// Err says why once it has broken.
+type brokenModel struct {
+	servedModel
+	err    error
+	broken bool
+}
+
+func (m *brokenModel) Forward([]uint64, [][]int32) (*candle.Tensor, error) { return nil, m.err }
+
+func (m *brokenModel) Err() error {
+	if m.broken {
+		return m.err
+	}
+	return nil
+}
+
+// TestWatchedModel: a Forward that fails because the model broke is
+// reported once; one that fails otherwise (a refused batch) is not.
+func TestWatchedModel(t *testing.T) {
+	m := &brokenModel{err: errs.ErrArgument}
+	w := &watchedModel{servedModel: m}
+	var heard []error
+	(&modelBackend{watched: w}).OnBroken(func(err error) { heard = append(heard, err) })
+	_, err := w.Forward([]uint64{1}, [][]int32{{1}})
+	assert.ErrorIs(t, err, errs.ErrArgument)
+	assert.Empty(t, heard, "a refused batch breaks nothing")
+	m.err, m.broken = errs.ErrClosed, true
+	for range 2 {
+		_, err = w.Forward([]uint64{1}, [][]int32{{1}})
+		assert.ErrorIs(t, err, errs.ErrClosed)
+	}
+	assert.Equal(t, []error{errs.ErrClosed}, heard, "reported once")
+}
+
+// TestTensorParallelBackendBreaks: when the devices' group fails under a
+// split model (aborted here, as a failing rank aborts it), the request
+// under way ends with an error, the worker hears that the model broke,
+// and nothing hangs.
+func TestTensorParallelBackendBreaks(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, mkmodel.Write(dir, mkmodel.Tiny(), nil))
+	b, err := openBackend(LoadOptions{Dir: dir, Device: "cpu", TensorParallel: 2, DType: "f32", MaxBatch: 2, MaxQueue: 2})
+	require.NoError(t, err)
+	defer b.Close()
+	broke := make(chan error, 1)
+	b.(*modelBackend).OnBroken(func(err error) { broke <- err })
+	require.NoError(t, b.(*modelBackend).group.Abort())
+	ids, err := b.Encode("Hello", true)
+	require.NoError(t, err)
+	ch, err := b.Generate(context.Background(), generate.Request{Prompt: ids, MaxTokens: 4})
+	require.NoError(t, err)
+	var last generate.Event
+	for ev := range ch {
+		last = ev
+	}
+	assert.True(t, last.Done)
+	assert.Error(t, last.Err)
+	select {
+	case err := <-broke:
+		assert.ErrorIs(t, err, errs.ErrClosed)
+		assert.ErrorContains(t, err, "a rank failed, and the group was aborted")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the worker did not hear that the model broke")
+	}
+}

@@ -268,6 +268,13 @@ func (a *app) run(ctx context.Context, args []string) int {
 			log.Info("model loaded", "took", took.Round(time.Millisecond), "device", info.Device, "devices", max(info.Devices, 1), "dtype", info.DType, "weights", info.Weights,
 				"device_memory", humanize.IBytes(uint64(info.DeviceMemory)), "kv_cache", fmt.Sprintf("%s tokens", humanize.Comma(int64(info.CacheTokens))),
 				"context", b.ContextLength(), "vocab", b.VocabSize())
+			if w, ok := b.(interface{ OnBroken(func(error)) }); ok {
+				w.OnBroken(func(err error) {
+					log.Error("the model broke: the worker takes no more requests", "err", err)
+					srv.Gate().SetFailed("a device of the model failed: " + err.Error())
+					host.Changed()
+				})
+			}
 		},
 		WarmUp: func(ctx context.Context, b Backend) error { return warmUp(ctx, b, log) },
 		Ready:  srv.SetReady,
