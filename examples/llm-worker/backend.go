@@ -27,9 +27,9 @@ type modelBackend struct {
 	model   servedModel
 	watched *watchedModel // model, as the engine runs it
 	engine  *generate.Engine
-	devs   []candle.Device // the model's, one per rank
-	group  *candle.Group   // of a split model, closed after it; nil on one device
-	info   BackendInfo
+	devs    []candle.Device // the model's, one per rank
+	group   *candle.Group   // of a split model, closed after it; nil on one device
+	info    BackendInfo
 }
 
 // servedModel is what the worker serves: a model on one device or split
