@@ -296,6 +296,11 @@ func (m *Model) loadWeights(vb *nn.VarBuilder, progress func(done, total int64))
 			return l.err
 		}
 	}
+	if l.err == nil && l.progress != nil && l.done != l.total {
+		// A rank's parts (replicated norms and KV heads, a padded
+		// vocabulary) are not exactly its share of the parameters.
+		l.progress(l.total, l.total)
+	}
 	return l.err
 }
 

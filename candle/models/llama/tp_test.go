@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rocm-go/rocm/candle"
+	"github.com/rocm-go/rocm/candle/models"
 	"github.com/rocm-go/rocm/errs"
 	"github.com/rocm-go/rocm/internal/mkmodel"
 )
@@ -156,4 +157,39 @@ func TestTensorParallelErrors(t *testing.T) {
 	assert.ErrorContains(t, err, "the devices must divide the heads")
 	_, err = LoadTP(dir, nil, candle.F32, Options{})
 	assert.ErrorContains(t, err, "no device group")
+}
+
+// TestGGUFQuantizedSlices: a rank's rows and columns of a Q8_0 matrix,
+// read from the file as blocks, dequantize to the same part of the whole
+// matrix; columns that cut a block are refused.
+func TestGGUFQuantizedSlices(t *testing.T) {
+	c, err := models.Open(writeGGUF(t, ggufSpec(), candle.GGMLQ8_0))
+	require.NoError(t, err)
+	defer c.Close()
+	w := c.Weights.(candle.SlicedWeights)
+	const name = "blk.0.ffn_down.weight" // (256, 512)
+	whole, err := w.LoadQ(name, candle.CPU())
+	require.NoError(t, err)
+	defer whole.Close()
+	all, err := whole.Dequantize(candle.F32)
+	require.NoError(t, err)
+	defer all.Close()
+	for _, k := range []cut{{0, 64, 128}, {1, 256, 256}, {1, 32, 64}} {
+		q, err := w.LoadQSlice(name, candle.CPU(), k.d, k.start, k.n)
+		require.NoError(t, err, k)
+		got, err := q.Dequantize(candle.F32)
+		require.NoError(t, err)
+		v, err := all.Narrow(k.d, k.start, k.n)
+		require.NoError(t, err)
+		want, err := v.Contiguous()
+		require.NoError(t, err)
+		assert.Equal(t, rows(t, want), rows(t, got), k)
+		closeAll(got, v, want)
+		q.Close()
+	}
+	_, err = w.LoadQSlice(name, candle.CPU(), 1, 16, 32)
+	assert.ErrorIs(t, err, errs.ErrShape)
+	assert.ErrorContains(t, err, "whole blocks of 32")
+	_, err = w.LoadSlice(name, candle.CPU(), 0, 0, 1)
+	assert.ErrorIs(t, err, errs.ErrDType, "a quantized tensor is LoadQSlice's")
 }
