@@ -262,7 +262,13 @@ func (a *app) run(ctx context.Context, args []string) int {
 		LoadDone: bar.Finish,
 		Loaded: func(b Backend, took time.Duration) {
 			info := b.Info()
-			host.SetDevice(info.Device)
+			// The hive's names of each device: "rocm:0,rocm:1" for a
+			// model split over two GPUs.
+			devs := strings.Split(info.Device, ",")
+			for i, d := range devs {
+				devs[i] = worker.HiveDevice(d)
+			}
+			host.SetDevice(strings.Join(devs, ","))
 			// No rate here: the time covers the tokenizer and the KV cache
 			// too, and the progress bar gave the weights'.
 			log.Info("model loaded", "took", took.Round(time.Millisecond), "device", info.Device, "devices", max(info.Devices, 1), "dtype", info.DType, "weights", info.Weights,
