@@ -72,8 +72,9 @@ func NewTP(c *models.Checkpoint, g *candle.Group, dtype candle.DType, opts Optio
 		if err != nil {
 			return nil, pkg.Wrap(op, err)
 		}
-		m := &Model{cfg: cfg, dev: devs[r], dtype: dtype, mlpRows: mlpRows, sh: shardOf(cfg, r, n, member)}
-		t.ranks[r] = m
+		t.ranks[r] = &Model{cfg: cfg, dev: devs[r], dtype: dtype, mlpRows: mlpRows, sh: shardOf(cfg, r, n, member)}
+	}
+	for r, m := range t.ranks {
 		wg.Go(func() {
 			vb, err := models.VarBuilder(c.Weights, devs[r], dtype)
 			if err != nil {

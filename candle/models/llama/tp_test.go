@@ -10,6 +10,7 @@ import (
 
 	"github.com/rocm-go/rocm/candle"
 	"github.com/rocm-go/rocm/candle/models"
+	"github.com/rocm-go/rocm/candle/nn"
 	"github.com/rocm-go/rocm/errs"
 	"github.com/rocm-go/rocm/internal/mkmodel"
 )
@@ -157,6 +158,14 @@ func TestTensorParallelErrors(t *testing.T) {
 	assert.ErrorContains(t, err, "the devices must divide the heads")
 	_, err = LoadTP(dir, nil, candle.F32, Options{})
 	assert.ErrorContains(t, err, "no device group")
+	// A weight missing on every rank: each rank's error, and nothing kept.
+	c, err := models.Open(dir)
+	require.NoError(t, err)
+	cfg := c.Config
+	require.NoError(t, c.Close())
+	_, err = NewTP(&models.Checkpoint{Path: dir, Format: models.HuggingFace, Config: cfg, Weights: nn.TensorWeights{}}, cpuGroup(t, 2), candle.F32, Options{})
+	assert.ErrorIs(t, err, errs.ErrNotFound)
+	assert.ErrorContains(t, err, "model.embed_tokens.weight")
 }
 
 // TestGGUFQuantizedSlices: a rank's rows and columns of a Q8_0 matrix,
