@@ -202,3 +202,17 @@ func TestGGUFQuantizedSlices(t *testing.T) {
 	_, err = w.LoadSlice(name, candle.CPU(), 0, 0, 1)
 	assert.ErrorIs(t, err, errs.ErrDType, "a quantized tensor is LoadQSlice's")
 }
+
+// TestTensorParallelBF16: in BF16 the split model's logits stay within
+// BF16's noise of one device's (each product's partial sums round before
+// the all-reduce adds them).
+func TestTensorParallelBF16(t *testing.T) {
+	s := tinySpecs["llama gqa llama3 tied"]
+	dir := writeModel(t, s)
+	one := load(t, dir, candle.CPU(), candle.BF16, Options{})
+	m := loadTP(t, dir, cpuGroup(t, 2), candle.BF16, Options{})
+	e := logitsErr(t, one, m, randomTokens(rand.New(rand.NewPCG(8, 9)), 19, s.Vocab))
+	t.Logf("BF16 logits at 2 ranks against one device: %.3g", e)
+	assert.LessOrEqual(t, e, gpuTolerance[candle.BF16])
+	assert.Positive(t, e, "BF16 rounds the partial sums: not bitwise the same")
+}
