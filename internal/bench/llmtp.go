@@ -84,10 +84,11 @@ func runTP(l LLMTP, n int, w io.Writer) (*LLMTPFigures, error) {
 		devs[i] = d
 	}
 	s := l.Settings
-	ckpt, err := mkmodel.OnDevice(l.Spec)
+	cfg, weights, err := mkmodel.OnDevice(l.Spec)
 	if err != nil {
 		return nil, err
 	}
+	ckpt := &models.Checkpoint{Path: "(random weights made on the GPUs)", Format: models.HuggingFace, Config: cfg, Weights: weights}
 	opts := llama.Options{CacheTokens: s.CacheTokens(models.DefaultPageSize), PageSize: models.DefaultPageSize, MaxBatch: s.maxBatch()}
 	start := time.Now()
 	var m interface {

@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	"github.com/rocm-go/rocm/candle"
-	"github.com/rocm-go/rocm/candle/models"
 )
 
 // Llama31_8B is Llama 3.1 8B's shape: hidden 4096, 32 layers, 32 heads,
@@ -18,29 +17,30 @@ func Llama31_8B() Spec {
 		RopeScaling: &RopeScaling{Type: "llama3", Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPositionEmbeddings: 8192}}
 }
 
-// OnDevice is a checkpoint of a spec with no file: its config, and
+// OnDevice is a checkpoint of a spec with no file: its config.json, and
 // weights each made on the device that loads it, as random numbers of the
 // spec's scales (candle.RandNormal), the whole tensor or only the part a
 // rank of a tensor-parallel model loads. It is for benchmarks of models
 // too large to write and read in a run: two loads of a tensor give
 // different numbers, and the spec's Seed is not used. Vocab must be set
-// (there is no tokenizer).
-func OnDevice(s Spec) (*models.Checkpoint, error) {
+// (there is no tokenizer). A models.Checkpoint of Format HuggingFace
+// holding both is what an architecture builds its model from.
+func OnDevice(s Spec) (config []byte, weights candle.SlicedWeights, err error) {
 	if err := s.check(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if s.Vocab < 1 {
-		return nil, fmt.Errorf("mkmodel: OnDevice needs the spec's Vocab: it makes no tokenizer")
+		return nil, nil, fmt.Errorf("mkmodel: OnDevice needs the spec's Vocab: it makes no tokenizer")
 	}
 	cfg, err := json.Marshal(s.config())
 	if err != nil {
-		return nil, fmt.Errorf("mkmodel: %w", err)
+		return nil, nil, fmt.Errorf("mkmodel: %w", err)
 	}
 	w := deviceWeights{dtype: s.DType, specs: map[string]tensorSpec{}}
 	for _, t := range s.tensors() {
 		w.specs[t.name] = t
 	}
-	return &models.Checkpoint{Path: "(random weights on the devices)", Format: models.HuggingFace, Architecture: s.Family, Config: cfg, Weights: w}, nil
+	return cfg, w, nil
 }
 
 // deviceWeights are OnDevice's weights.

@@ -216,3 +216,22 @@ func TestTensorParallelBF16(t *testing.T) {
 	assert.LessOrEqual(t, e, gpuTolerance[candle.BF16])
 	assert.Positive(t, e, "BF16 rounds the partial sums: not bitwise the same")
 }
+
+// TestTensorParallelOnDevice: a model split over two CPU ranks from
+// weights each rank makes itself (mkmodel.OnDevice, as llmbench's
+// tensor-parallel benchmark makes them on GPUs).
+func TestTensorParallelOnDevice(t *testing.T) {
+	s := mkmodel.Tiny()
+	s.Vocab = 300
+	cfg, w, err := mkmodel.OnDevice(s)
+	require.NoError(t, err)
+	c := &models.Checkpoint{Format: models.HuggingFace, Config: cfg, Weights: w}
+	m, err := NewTP(c, cpuGroup(t, 2), candle.F32, Options{CacheTokens: 256})
+	require.NoError(t, err)
+	defer m.Close()
+	assert.Equal(t, 300, m.VocabSize())
+	logits, err := m.Forward([]uint64{1}, [][]int32{{1, 2, 3}})
+	require.NoError(t, err)
+	defer logits.Close()
+	assert.Equal(t, candle.Shape{1, 300}, logits.Shape())
+}
