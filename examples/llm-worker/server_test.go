@@ -466,7 +466,7 @@ func TestBadRequests(t *testing.T) {
 		{"presence_penalty", "/v1/completions", `{"prompt": "x", "presence_penalty": 0.5}`, 400, "presence_penalty", "", "not supported"},
 		{"logprobs", "/v1/chat/completions", chat(`, "logprobs": true`), 400, "logprobs", "", "not supported"},
 		{"echo", "/v1/completions", `{"prompt": "x", "echo": true}`, 400, "echo", "", "not supported"},
-		{"tools", "/v1/chat/completions", chat(`, "tools": [{"type": "function"}]`), 400, "tools", "", "not supported"},
+		{"tools", "/v1/chat/completions", chat(`, "tools": [{"type": "function", "function": {"name": "f"}}]`), 400, "tools", "", "no chat template to render tools"},
 		{"json mode", "/v1/chat/completions", chat(`, "response_format": {"type": "json_object"}`), 400, "response_format", "", "not supported"},
 		{"no messages", "/v1/chat/completions", `{"model": "llama-test"}`, 400, "messages", "", "missing"},
 		{"empty messages", "/v1/chat/completions", `{"messages": []}`, 400, "messages", "", "empty"},

@@ -8,15 +8,6 @@ import (
 	"github.com/rocm-go/rocm/candle"
 )
 
-// Llama31_8B is Llama 3.1 8B's shape: hidden 4096, 32 layers, 32 heads,
-// 8 KV heads, intermediate 14336, vocab 128256, BF16, an untied output,
-// llama3 RoPE scaling.
-func Llama31_8B() Spec {
-	return Spec{Family: "llama", Hidden: 4096, Intermediate: 14336, Layers: 32, Heads: 32, KVHeads: 8, Vocab: 128256,
-		MaxPositions: 131072, RopeTheta: 500000, RMSNormEps: 1e-5, DType: candle.BF16, Seed: 1, SpecialBase: 128000, NoTokenizer: true,
-		RopeScaling: &RopeScaling{Type: "llama3", Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPositionEmbeddings: 8192}}
-}
-
 // OnDevice is a checkpoint of a spec with no file: its config.json, and
 // weights each made on the device that loads it, as random numbers of the
 // spec's scales (candle.RandNormal), the whole tensor or only the part a
