@@ -40,7 +40,12 @@ func testRealBackend(t *testing.T, device, wantDType string) {
 	dir := t.TempDir()
 	require.NoError(t, mkmodel.Write(dir, mkmodel.Tiny(), nil))
 	var done, total int64
-	b, err := openBackend(LoadOptions{Dir: dir, Device: device, DType: "auto", MaxBatch: 4, MaxQueue: 4,
+	// In half precision the second run's cached prompt would leave its last
+	// token to a pass of another shape than the first run's whole prefill,
+	// and a random model's near-ties can turn on that rounding: the runs
+	// compare without the prefix cache there (generate's TestGPUPrefixCaching
+	// checks the cache's identity in F32 on the GPU).
+	b, err := openBackend(LoadOptions{Dir: dir, Device: device, DType: "auto", MaxBatch: 4, MaxQueue: 4, NoPrefixCaching: wantDType != "f32",
 		Progress: func(d, tot int64) { done, total = d, tot }})
 	require.NoError(t, err)
 	assert.Positive(t, total)
