@@ -149,6 +149,9 @@ type backend interface {
 	// previous tokens, hist (nil when no row has one) each row's token
 	// history, which the token drawn joins.
 	sample(x view, dst *Storage, rows, cols int, ps []sampleRow, prev []int32, hist []sampleHist) error
+	// tokenMask writes contiguous logits (rows, cols) with -inf where the
+	// contiguous U32 bitmask (rows, words) has a clear bit (tokenmask.go).
+	tokenMask(x, mask view, dst *Storage, rows, cols, words int) error
 	// The quantized ops (qtensor.go) on the blocks of a QTensor of typ,
 	// a U8 storage of whole rows. dequantize expands its first n elements
 	// into dst (F32, F16 or BF16). qmatmul multiplies the contiguous x
