@@ -14,6 +14,13 @@
 // prompt in one batched Sample, and streams what it drew. Requests join
 // and leave the batch between steps.
 //
+// A request with a Constraint (structured output: package grammar) draws
+// only the tokens it allows: each step the scheduler starts the
+// constrained rows' masks on the CPU, a goroutine each, before the model's
+// Forward, uploads them once it returns, and sets the logits of the
+// tokens left out to -inf on the device (candle's MaskTokens) before the
+// one batched Sample, unconstrained rows unchanged.
+//
 // Events reach a request's channel without ever blocking the scheduler:
 // the channel is buffered, and when a consumer falls behind, the events
 // it has not taken yet are merged into one (their text concatenated,
@@ -34,6 +41,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -124,6 +132,26 @@ type Request struct {
 	// of a stop string is held back until it can no longer be. They need a
 	// Config.Decoder.
 	StopStrings []string
+	// Constraint, when set, restricts the tokens drawn to those it allows
+	// (structured output: package grammar's Matcher, made with the same
+	// stop tokens so that it allows them only where the output may end).
+	// Its mask is computed on the CPU while the model runs the step, and
+	// applied to the logits on the device before the draw; the request
+	// finishes "stop" when the constraint is Done. A Constraint serves
+	// one request.
+	Constraint Constraint
+}
+
+// Constraint restricts a request's tokens, step by step.
+type Constraint interface {
+	// Mask writes the tokens allowed next into words (⌈vocab/32⌉ of
+	// them): bit t%32 of words[t/32] set when token t may come. It
+	// returns how many are allowed; none fails the request.
+	Mask(words []uint32) (int, error)
+	// Accept advances the constraint by the token drawn.
+	Accept(id int32) error
+	// Done reports whether the output is complete and nothing may follow.
+	Done() bool
 }
 
 // Event is a step of a request's stream. Every stream ends with one Done
@@ -193,6 +221,10 @@ type Engine struct {
 	// slots on the device. Only the scheduler touches them.
 	hist   *candle.TokenHistory
 	owners []*sequence
+
+	// The step's token masks, a row each, reused (only the scheduler
+	// touches it).
+	masks []uint32
 }
 
 // NewEngine starts an engine on m.
@@ -236,6 +268,7 @@ type sequence struct {
 	stop      []int32 // sorted copy of StopTokens
 	dec       StreamDecoder
 	held      string // text held back: it may start a stop string
+	maskErr   error  // the constraint's mask failed this step: the draw is void
 
 	out      chan Event
 	pending  Event // merged events the consumer has not had room for
@@ -589,14 +622,31 @@ func (e *Engine) step(b *batch) {
 // forward runs the model on sequences and draws their next tokens; fed
 // reports whether the model took the tokens (the draw may fail after).
 func (e *Engine) forward(ids []uint64, tokens [][]int32, seqs []*sequence) (_ []uint32, fed bool, _ error) {
+	// The constrained rows' masks are computed while the model runs.
+	masked := e.startMasks(tokens, seqs)
 	logits, err := e.m.Forward(ids, tokens)
+	if masked != nil {
+		masked.Wait()
+	}
 	if err != nil {
 		return nil, false, err
 	}
 	defer logits.Close()
+	if masked != nil {
+		words := (e.m.VocabSize() + 31) / 32
+		mask, err := candle.FromSlice(e.m.Device(), e.masks, len(seqs), words)
+		if err != nil {
+			return nil, true, pkg.Wrapf("Engine", err, "the token masks")
+		}
+		defer mask.Close()
+		if logits, err = logits.MaskTokens(mask); err != nil {
+			return nil, true, pkg.Wrapf("Engine", err, "the token masks")
+		}
+		defer logits.Close()
+	}
 	opts := make([]candle.SampleOptions, len(seqs))
 	for i, s := range seqs {
-		if s.fed+len(tokens[i]) == len(s.req.Prompt) || s.fed == len(s.req.Prompt) {
+		if sampling(s, len(tokens[i])) {
 			opts[i] = s.opts
 			opts[i].Step = uint64(s.drawn)
 			if s.penalty {
@@ -617,6 +667,48 @@ func (e *Engine) forward(ids []uint64, tokens [][]int32, seqs []*sequence) (_ []
 		return nil, true, pkg.Wrapf("Engine", err, "sampling")
 	}
 	return drawn, true, nil
+}
+
+// sampling reports whether a sequence fed n tokens this step draws its
+// next token from the step (its prompt is fed by then).
+func sampling(s *sequence, n int) bool {
+	return s.fed+n == len(s.req.Prompt) || s.fed == len(s.req.Prompt)
+}
+
+// startMasks starts computing the token masks of the step's constrained
+// rows, a goroutine each, into e.masks (a row a sequence; the others allow
+// every token), and returns what to wait on: nil when no row is
+// constrained. A row whose mask fails, or allows nothing, allows every
+// token and its sequence fails after the step (maskErr).
+func (e *Engine) startMasks(tokens [][]int32, seqs []*sequence) *sync.WaitGroup {
+	var wg *sync.WaitGroup
+	words := (e.m.VocabSize() + 31) / 32
+	for i, s := range seqs {
+		if s.req.Constraint == nil || !sampling(s, len(tokens[i])) {
+			continue
+		}
+		if wg == nil {
+			wg = &sync.WaitGroup{}
+			e.masks = slices.Grow(e.masks[:0], len(seqs)*words)[:len(seqs)*words]
+			for j := range e.masks {
+				e.masks[j] = ^uint32(0)
+			}
+		}
+		row := e.masks[i*words : (i+1)*words]
+		wg.Go(func() {
+			n, err := s.req.Constraint.Mask(row)
+			if err == nil && n == 0 {
+				err = pkg.Errorf("Engine", errs.ErrArgument, "the constraint allows no token here: the vocabulary cannot continue it")
+			}
+			if err != nil {
+				s.maskErr = pkg.Wrapf("Engine", err, "the token mask")
+				for j := range row {
+					row[j] = ^uint32(0)
+				}
+			}
+		})
+	}
+	return wg
 }
 
 // historySlot gives a penalised sequence its history slot before its
@@ -660,6 +752,10 @@ func (e *Engine) advance(s *sequence, n int, id uint32) {
 			return
 		}
 	}
+	if err := s.maskErr; err != nil {
+		e.fail(s, err)
+		return
+	}
 	t := int32(id)
 	s.drawn++
 	for _, st := range s.stop {
@@ -671,6 +767,17 @@ func (e *Engine) advance(s *sequence, n int, id uint32) {
 	}
 	s.last = t
 	tokens := []int32{t}
+	reason := "length"
+	if c := s.req.Constraint; c != nil {
+		if err := c.Accept(t); err != nil {
+			e.fail(s, pkg.Wrapf("Engine", err, "the constraint"))
+			return
+		}
+		if c.Done() {
+			reason = "stop"
+		}
+	}
+	more := s.drawn < s.maxTokens && reason != "stop"
 	if s.dec != nil {
 		s.held += s.dec.Add(t)
 		if cut, hit := s.stopAt(); hit {
@@ -679,17 +786,17 @@ func (e *Engine) advance(s *sequence, n int, id uint32) {
 			return
 		}
 		text := s.releasable()
-		if s.drawn < s.maxTokens {
+		if more {
 			s.send(Event{Text: text, Tokens: tokens})
 			return
 		}
 		s.held = text + s.held
 		s.flushDecoder()
-	} else if s.drawn < s.maxTokens {
+	} else if more {
 		s.send(Event{Tokens: tokens})
 		return
 	}
-	e.end(s, "length", tokens)
+	e.end(s, reason, tokens)
 }
 
 // flushDecoder adds to the held text what the decoder still holds (the
