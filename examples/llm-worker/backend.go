@@ -8,10 +8,12 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/rocm-go/rocm/candle"
 	"github.com/rocm-go/rocm/candle/models"
 	"github.com/rocm-go/rocm/candle/models/generate"
+	"github.com/rocm-go/rocm/candle/models/generate/grammar"
 	"github.com/rocm-go/rocm/candle/models/llama"
 	"github.com/rocm-go/rocm/tokenizer"
 )
@@ -24,6 +26,10 @@ type modelBackend struct {
 	engine *generate.Engine
 	dev    candle.Device
 	info   BackendInfo
+
+	// vocab is the tokenizer's token trie for constrained decoding, built
+	// on first use.
+	vocab func() (*grammar.Vocab, error)
 }
 
 // openBackend loads the model folder o.Dir on o.Device and starts its
@@ -43,7 +49,7 @@ func openBackend(o LoadOptions) (Backend, error) {
 		m.Close()
 		return nil, err
 	}
-	b := &modelBackend{tok: tok, model: m, engine: eng, dev: dev, info: BackendInfo{
+	b := &modelBackend{tok: tok, model: m, engine: eng, dev: dev, vocab: sync.OnceValues(func() (*grammar.Vocab, error) { return grammar.FromTokenizer(tok) }), info: BackendInfo{
 		Device: deviceName(dev), DType: dt.String(), Weights: weights, CacheTokens: m.CacheTokensFree(), DeviceMemory: dev.MemoryStats().InUse}}
 	return b, nil
 }
@@ -161,6 +167,16 @@ func (b *modelBackend) ApplyChatTemplate(msgs []tokenizer.Message, addGeneration
 
 func (b *modelBackend) Generate(ctx context.Context, r generate.Request) (<-chan generate.Event, error) {
 	return b.engine.Submit(ctx, r)
+}
+
+// Constrain matches g against the tokenizer's vocabulary, whose token
+// trie is built on the first call.
+func (b *modelBackend) Constrain(g *grammar.Grammar, stop []int32) (generate.Constraint, error) {
+	v, err := b.vocab()
+	if err != nil {
+		return nil, err
+	}
+	return grammar.NewMatcher(g, v, stop)
 }
 
 // Close stops the engine (every open request gets its final event), then

@@ -53,10 +53,6 @@ type streamOptions struct {
 	IncludeUsage bool `json:"include_usage"`
 }
 
-type responseFormat struct {
-	Type string `json:"type"`
-}
-
 // completionRequest is POST /v1/completions' body.
 type completionRequest struct {
 	samplingParams
@@ -314,9 +310,6 @@ func (p *samplingParams) unsupported() *worker.Error {
 	}
 	if t := bytes.TrimSpace(p.Tools); len(t) > 0 && !bytes.Equal(t, []byte("null")) && !bytes.Equal(t, []byte("[]")) {
 		return worker.BadRequest("tools", "tools are not supported")
-	}
-	if p.ResponseFormat != nil && p.ResponseFormat.Type != "" && p.ResponseFormat.Type != "text" {
-		return worker.BadRequest("response_format", "response_format %q is not supported (only text)", p.ResponseFormat.Type)
 	}
 	if p.LogitBias != nil && !rawIsNull(*p.LogitBias) && !bytes.Equal(bytes.TrimSpace(*p.LogitBias), []byte("{}")) {
 		return worker.BadRequest("logit_bias", "logit_bias is not supported")

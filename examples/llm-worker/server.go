@@ -56,9 +56,10 @@ type Server struct {
 	backend Backend
 	handler http.Handler
 
-	load    worker.QueueLoad
-	rate    worker.RateMeter
-	metrics *metrics
+	load     worker.QueueLoad
+	rate     worker.RateMeter
+	metrics  *metrics
+	grammars grammars // response_format's compiled schemas
 }
 
 // NewServer makes the API in the loading state.
@@ -200,7 +201,11 @@ func (s *Server) common(b Backend, p *samplingParams, ids []int32) (*job, *worke
 	if aerr != nil {
 		return nil, aerr
 	}
-	return &job{req: generate.Request{Prompt: ids, MaxTokens: maxTok, Sampling: smp, StopTokens: b.EOS(), StopStrings: stop}, maxParam: maxParam}, nil
+	j := &job{req: generate.Request{Prompt: ids, MaxTokens: maxTok, Sampling: smp, StopTokens: b.EOS(), StopStrings: stop}, maxParam: maxParam}
+	if aerr := s.applyResponseFormat(b, p, &j.req); aerr != nil {
+		return nil, aerr
+	}
+	return j, nil
 }
 
 // checkModel wants the request's model, when it names one, to be this

@@ -253,7 +253,9 @@ func (m *Matcher) acceptBytes(p []byte) error {
 func (v *Vocab) piece(id int32) []byte { return v.pieces[id] }
 
 // Mask writes the tokens allowed next as a bitmask into words (at least
-// MaskWords long): bit t%32 of words[t/32] is set when token t may come.
+// MaskWords long; words beyond are cleared, for a model whose vocabulary
+// is larger than its tokenizer's): bit t%32 of words[t/32] is set when
+// token t may come.
 // Nothing is allowed after a stop token; the stop tokens are allowed when
 // the document is complete. It returns how many tokens are allowed.
 func (m *Matcher) Mask(words []uint32) (int, error) {
@@ -261,6 +263,7 @@ func (m *Matcher) Mask(words []uint32) (int, error) {
 	if len(words) < n {
 		return 0, pkg.Errorf("Matcher.Mask", errs.ErrArgument, "a mask of %d words for a vocabulary of %d tokens: want %d", len(words), m.v.size, n)
 	}
+	clear(words[n:])
 	words = words[:n]
 	if m.ended {
 		clear(words)

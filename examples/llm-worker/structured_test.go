@@ -1,0 +1,128 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rocm-go/rocm/internal/mkmodel"
+)
+
+// TestResponseFormat asks a random tiny model on the CPU for JSON through
+// the HTTP API: json_schema on chat (whole and streamed) and json_object
+// on completions, with several seeds. The model draws junk, so the output
+// is what the mask allows: every answer that ends "stop" parses and
+// validates against its schema.
+func TestResponseFormat(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, mkmodel.Write(dir, mkmodel.Tiny(), nil))
+	b, err := openBackend(LoadOptions{Dir: dir, Device: "cpu", DType: "auto", MaxBatch: 8, MaxQueue: 64})
+	require.NoError(t, err)
+	ts := startServer(t, nil, nil)
+	ts.api.SetReady(b)
+	t.Cleanup(func() { b.Close() })
+
+	schema := `{"type":"object","properties":{"name":{"type":"string"},"n":{"type":"integer"},"ok":{"type":"boolean"},` +
+		`"tags":{"type":"array","items":{"enum":["a","b"]},"maxItems":3}},"required":["name","n","ok","tags"],"additionalProperties":false}`
+	compile := func(s string) *jsonschema.Schema {
+		doc, err := jsonschema.UnmarshalJSON(strings.NewReader(s))
+		require.NoError(t, err)
+		c := jsonschema.NewCompiler()
+		require.NoError(t, c.AddResource("s.json", doc))
+		v, err := c.Compile("s.json")
+		require.NoError(t, err)
+		return v
+	}
+	check := func(v *jsonschema.Schema, text, finish, what string) bool {
+		if finish != "stop" {
+			assert.Equal(t, "length", finish, what)
+			return false
+		}
+		require.True(t, json.Valid([]byte(text)), "%s: %q", what, text)
+		inst, err := jsonschema.UnmarshalJSON(strings.NewReader(text))
+		require.NoError(t, err)
+		require.NoError(t, v.Validate(inst), "%s: %q", what, text)
+		return true
+	}
+	withSchema, anyObject := compile(schema), compile(`{"type":"object"}`)
+	stops := 0
+	for seed := 1; seed <= 4; seed++ {
+		what := fmt.Sprintf("chat seed %d", seed)
+		code, _, body := ts.do(t, "POST", "/v1/chat/completions", fmt.Sprintf(`{"messages": [{"role": "user", "content": "JSON please"}],
+			"max_tokens": 300, "seed": %d, "response_format": {"type": "json_schema", "json_schema": {"name": "thing", "strict": true, "schema": %s}}}`, seed, schema))
+		require.Equal(t, 200, code, "%s: %s", what, body)
+		var resp chatResponse
+		require.NoError(t, json.Unmarshal(body, &resp))
+		if check(withSchema, *resp.Choices[0].Message.Content, *resp.Choices[0].FinishReason, what) {
+			stops++
+		}
+
+		what = fmt.Sprintf("completion seed %d", seed)
+		code, _, body = ts.do(t, "POST", "/v1/completions", fmt.Sprintf(`{"prompt": "Say it in JSON:", "max_tokens": 300, "seed": %d,
+			"response_format": {"type": "json_object"}}`, seed))
+		require.Equal(t, 200, code, "%s: %s", what, body)
+		var cresp completionResponse
+		require.NoError(t, json.Unmarshal(body, &cresp))
+		if check(anyObject, cresp.Choices[0].Text, *cresp.Choices[0].FinishReason, what) {
+			stops++
+		}
+	}
+	t.Logf("%d of 8 answers ended", stops)
+	assert.GreaterOrEqual(t, stops, 5, "most answers end")
+
+	// Streamed: the deltas join into the same kind of document.
+	code, _, body := ts.do(t, "POST", "/v1/chat/completions", `{"messages": [{"role": "user", "content": "x"}], "stream": true, "max_tokens": 300, "seed": 3,
+		"response_format": {"type": "json_schema", "json_schema": {"name": "thing", "schema": `+schema+`}}}`)
+	require.Equal(t, 200, code, string(body))
+	var text, finish string
+	for _, ev := range sseEvents(t, body) {
+		for _, c := range ev["choices"].([]any) {
+			ch := c.(map[string]any)
+			if d, ok := ch["delta"].(map[string]any); ok {
+				if s, ok := d["content"].(string); ok {
+					text += s
+				}
+			}
+			if f, ok := ch["finish_reason"].(string); ok {
+				finish = f
+			}
+		}
+	}
+	check(withSchema, text, finish, "stream")
+}
+
+// TestConstrainJSON: the function tool calling constrains a request
+// with, as the worker's requests do (the fake records them).
+func TestConstrainJSON(t *testing.T) {
+	fake := newFake()
+	ts := startServer(t, fake, nil)
+	code, _, body := ts.do(t, "POST", "/v1/completions", `{"prompt": "x", "response_format": {"type": "json_object"}}`)
+	require.Equal(t, 200, code, string(body))
+	fake.mu.Lock()
+	req := fake.reqs[len(fake.reqs)-1]
+	fake.mu.Unlock()
+	require.NotNil(t, req.Constraint, "json_object constrains the request")
+	words := make([]uint32, (fake.vocab+31)/32)
+	n, err := req.Constraint.Mask(words)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n, "an object starts with {")
+	assert.Equal(t, uint32(1), words['{'/32]>>('{'%32)&1)
+
+	r := req
+	r.Constraint = nil
+	require.Nil(t, ts.api.ConstrainJSON(fake, &r, json.RawMessage(`{"type":"array","items":{"type":"integer"}}`), "tools[0].function.parameters"))
+	n, err = r.Constraint.Mask(words)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+	assert.Equal(t, uint32(1), words['['/32]>>('['%32)&1)
+	aerr := ts.api.ConstrainJSON(fake, &r, json.RawMessage(`{"type":"string","format":"date"}`), "tools[0].function.parameters")
+	require.NotNil(t, aerr)
+	assert.Equal(t, 400, aerr.Status)
+	assert.Equal(t, "tools[0].function.parameters", *aerr.Param)
+	assert.Contains(t, aerr.Message, "format")
+}
