@@ -49,6 +49,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	script := fs.String("torch", "", "PyTorch reference script (default: the embedded torch_llm.py)")
 	jsonOut := fs.String("json", "", "also write the report as JSON to this file")
 	quant := fs.String("gguf", "", "GGUF types to measure too, comma-separated (q4_0,q4_k,q8_0): the model written as GGUF files beside -model")
+	constrain := fs.String("constrain", "", "also decode through the engine with every request constrained to JSON: \"schema\" (the benchmark's schema), \"json_object\", or @FILE (a JSON schema); the token trie of a synthetic vocabulary of the model's size")
 	bf16 := fs.Bool("bf16", true, "measure the BF16 model and transformers (false: only the -gguf models, in minutes less)")
 	if code, ok := cli.Parse(args); !ok {
 		return code
@@ -69,6 +70,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if *reps != 0 {
 		c.Settings.Reps = *reps
+	}
+	switch {
+	case *constrain == "schema":
+		c.Settings.Constraint = bench.BenchSchema
+	case *constrain == "json_object", *constrain == "":
+		c.Settings.Constraint = *constrain
+	case strings.HasPrefix(*constrain, "@"):
+		data, err := os.ReadFile((*constrain)[1:])
+		if err != nil {
+			return fail(2, "-constrain: %v", err)
+		}
+		c.Settings.Constraint = string(data)
+	default:
+		return fail(2, "-constrain %q: want schema, json_object or @FILE", *constrain)
 	}
 	var err error
 	if c.Settings.Batches, err = bench.ParseCounts("batches", *batches, 64); err != nil {

@@ -18,6 +18,8 @@ func TestCommandRefuses(t *testing.T) {
 		{[]string{"-nope"}, "flag provided but not defined"},
 		{[]string{"-quick", "-gguf", "q4_k,q9"}, "-gguf:"},
 		{[]string{"-quick", "-bf16=false"}, "-bf16=false measures only the -gguf models"},
+		{[]string{"-quick", "-constrain", "xml"}, "want schema, json_object or @FILE"},
+		{[]string{"-quick", "-constrain", "@/nonexistent/schema.json"}, "-constrain: open /nonexistent/schema.json"},
 	} {
 		var out, errs strings.Builder
 		assert.Equal(t, 2, run(c.args, &out, &errs), c.args)

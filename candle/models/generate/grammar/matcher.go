@@ -1,8 +1,10 @@
 package grammar
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math/bits"
+	"slices"
 	"sync"
 
 	"github.com/rocm-go/rocm/errs"
@@ -36,52 +38,91 @@ func NewVocab(pieces [][]byte) (*Vocab, error) {
 	if len(pieces) == 0 || len(pieces) > 1<<24 {
 		return nil, pkg.Errorf("NewVocab", errs.ErrArgument, "a vocabulary of %d tokens: want 1 to %d", len(pieces), 1<<24)
 	}
-	// A pointer trie first, then flattened in depth-first order so that a
-	// walk reads the arrays forwards.
-	type pnode struct {
-		kids map[byte]*pnode
-		toks []int32
-	}
-	root := &pnode{}
-	for id, p := range pieces {
-		n := root
-		for _, c := range p {
-			k := n.kids[c]
-			if k == nil {
-				if n.kids == nil {
-					n.kids = map[byte]*pnode{}
-				}
-				k = &pnode{}
-				n.kids[c] = k
-			}
-			n = k
-		}
-		if n != root {
-			n.toks = append(n.toks, int32(id))
-		}
-	}
 	v := &Vocab{size: len(pieces), pieces: make([][]byte, len(pieces))}
+	order := make([]int32, 0, len(pieces))
 	for i, p := range pieces {
 		v.pieces[i] = append([]byte(nil), p...)
+		if len(p) > 0 {
+			order = append(order, int32(i))
+		}
 	}
-	var flat func(p *pnode) int32
-	flat = func(p *pnode) int32 {
-		i := int32(len(v.nodes))
-		v.nodes = append(v.nodes, trieNode{tok: int32(len(v.toks)), toks: int32(len(p.toks))})
-		v.toks = append(v.toks, p.toks...)
-		e := int32(len(v.edges))
-		for c := 0; c < 256; c++ {
-			if p.kids[byte(c)] != nil {
-				v.edges = append(v.edges, trieEdge{b: byte(c)})
+	// The tokens in byte order make the trie in one pass: a token shares
+	// the path of its longest common prefix with the one before, and its
+	// new nodes are the last children of their parents (first child,
+	// next sibling links).
+	slices.SortStableFunc(order, func(a, b int32) int { return bytes.Compare(v.pieces[a], v.pieces[b]) })
+	type bnode struct {
+		b                    byte
+		child, sibling, last int32
+	}
+	nodes := []bnode{{child: -1, sibling: -1, last: -1}}
+	end := make([]int32, len(order)) // the node each token ends at
+	path := []int32{0}
+	var prev []byte
+	for k, id := range order {
+		p := v.pieces[id]
+		common := 0
+		for common < len(p) && common < len(prev) && p[common] == prev[common] {
+			common++
+		}
+		path = path[:common+1]
+		for _, c := range p[common:] {
+			parent := path[len(path)-1]
+			n := int32(len(nodes))
+			nodes = append(nodes, bnode{b: c, child: -1, sibling: -1, last: -1})
+			if nodes[parent].last < 0 {
+				nodes[parent].child = n
+			} else {
+				nodes[nodes[parent].last].sibling = n
 			}
+			nodes[parent].last = n
+			path = append(path, n)
+		}
+		end[k], prev = path[len(path)-1], p
+	}
+	// Flattened depth first, each node's children contiguous, so that a
+	// walk reads the arrays forwards.
+	flatID := make([]int32, len(nodes))
+	v.nodes = make([]trieNode, 0, len(nodes))
+	v.edges = make([]trieEdge, 0, len(nodes))
+	var flat func(b int32) int32
+	flat = func(b int32) int32 {
+		i := int32(len(v.nodes))
+		flatID[b] = i
+		v.nodes = append(v.nodes, trieNode{})
+		e := int32(len(v.edges))
+		for c := nodes[b].child; c >= 0; c = nodes[c].sibling {
+			v.edges = append(v.edges, trieEdge{b: nodes[c].b, child: c})
 		}
 		v.nodes[i].edge, v.nodes[i].edges = e, int32(len(v.edges))-e
-		for j := e; j < v.nodes[i].edge+v.nodes[i].edges; j++ {
-			v.edges[j].child = flat(p.kids[v.edges[j].b])
+		for j := e; j < e+v.nodes[i].edges; j++ {
+			v.edges[j].child = flat(v.edges[j].child)
 		}
 		return i
 	}
-	flat(root)
+	flat(0)
+	// Each node's tokens, in id order.
+	count := make([]int32, len(v.nodes)+1)
+	for _, n := range end {
+		count[flatID[n]+1]++
+	}
+	for i := range v.nodes {
+		count[i+1] += count[i]
+		v.nodes[i].tok, v.nodes[i].toks = count[i], count[i+1]-count[i]
+	}
+	v.toks = make([]int32, len(order))
+	fill := count[:len(v.nodes)]
+	byID := slices.Clone(order)
+	slices.Sort(byID)
+	at := make([]int32, len(pieces))
+	for k, id := range order {
+		at[id] = end[k]
+	}
+	for _, id := range byID {
+		n := flatID[at[id]]
+		v.toks[fill[n]] = id
+		fill[n]++
+	}
 	return v, nil
 }
 
