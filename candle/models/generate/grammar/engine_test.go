@@ -12,7 +12,9 @@ import (
 	"github.com/rocm-go/rocm/candle/models/generate"
 	"github.com/rocm-go/rocm/candle/models/generate/grammar"
 	"github.com/rocm-go/rocm/candle/models/llama"
+	"github.com/rocm-go/rocm/hip"
 	"github.com/rocm-go/rocm/internal/mkmodel"
+	"github.com/rocm-go/rocm/internal/testenv"
 )
 
 // TestEngineConstrained generates from a random tiny llama model on the
@@ -21,12 +23,29 @@ import (
 // so every token comes from the mask. Every output that ends "stop"
 // validates against its schema, and every other is a prefix the grammar
 // takes.
-func TestEngineConstrained(t *testing.T) {
+func TestEngineConstrained(t *testing.T) { testEngineConstrained(t, candle.CPU()) }
+
+// TestGPUEngineConstrained is the same on the GPU, where the masks go to
+// the device and MaskTokens runs there before the batched Sample.
+func TestGPUEngineConstrained(t *testing.T) {
+	n, err := hip.DeviceCount()
+	if err == nil && n == 0 {
+		err = candle.ErrDevice
+	}
+	var d *candle.HIPDevice
+	if err == nil {
+		d, err = candle.HIP(0)
+	}
+	testenv.Need(t, 2, "a GPU", err)
+	testEngineConstrained(t, d)
+}
+
+func testEngineConstrained(t *testing.T, dev candle.Device) {
 	pieces := testPieces()
 	dir := t.TempDir()
 	require.NoError(t, mkmodel.Write(dir, mkmodel.Spec{Family: "llama", Hidden: 64, Intermediate: 96, Layers: 2, Heads: 4, KVHeads: 2,
 		Vocab: len(pieces), MaxPositions: 1024, TieEmbeddings: true, Seed: 5, NoTokenizer: true}, nil))
-	m, err := llama.Load(dir, candle.CPU(), candle.F32, llama.Options{CacheTokens: 16 * 1024, PageSize: 16})
+	m, err := llama.Load(dir, dev, candle.F32, llama.Options{CacheTokens: 16 * 1024, PageSize: 16})
 	require.NoError(t, err)
 	defer m.Close()
 	e, err := generate.NewEngine(m, generate.Config{MaxBatch: 16})

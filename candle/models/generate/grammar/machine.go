@@ -406,6 +406,20 @@ func (g *Grammar) feedNumber(f *frame, c byte, integer bool) bool {
 	return true
 }
 
+// plainStringByte reports whether c is a byte a string takes as itself,
+// staying in the same state: printable ASCII but the quote and backslash.
+func plainStringByte(c byte) bool { return c >= 0x20 && c < 0x80 && c != '"' && c != '\\' }
+
+// inString reports whether a state is one stack reading a string's
+// characters (where plainStringByte bytes change nothing).
+func (g *Grammar) inString(st *state) bool {
+	if len(st.ends) != 1 {
+		return false
+	}
+	top := &st.frames[len(st.frames)-1]
+	return g.nodes[top.n].kind == kString && top.st == sIn
+}
+
 // state is a set of stacks: stack i is frames[ends[i-1]:ends[i]].
 type state struct {
 	frames []frame

@@ -25,6 +25,11 @@ type Vocab struct {
 type trieNode struct {
 	edge, edges int32 // the node's children: edges[edge : edge+edges]
 	tok, toks   int32 // the tokens ending here: toks[tok : tok+toks]
+	// The subtree's nodes are the next size ones (depth-first order), its
+	// tokens toks[tok:sub]; plain: every byte below the node is a
+	// plainStringByte, so that a string takes the whole subtree.
+	size, sub int32
+	plain     bool
 }
 
 type trieEdge struct {
@@ -95,9 +100,13 @@ func NewVocab(pieces [][]byte) (*Vocab, error) {
 			v.edges = append(v.edges, trieEdge{b: nodes[c].b, child: c})
 		}
 		v.nodes[i].edge, v.nodes[i].edges = e, int32(len(v.edges))-e
+		plain := true
 		for j := e; j < e+v.nodes[i].edges; j++ {
-			v.edges[j].child = flat(v.edges[j].child)
+			c := flat(v.edges[j].child)
+			v.edges[j].child = c
+			plain = plain && plainStringByte(v.edges[j].b) && v.nodes[c].plain
 		}
+		v.nodes[i].size, v.nodes[i].plain = int32(len(v.nodes))-i, plain
 		return i
 	}
 	flat(0)
@@ -109,6 +118,9 @@ func NewVocab(pieces [][]byte) (*Vocab, error) {
 	for i := range v.nodes {
 		count[i+1] += count[i]
 		v.nodes[i].tok, v.nodes[i].toks = count[i], count[i+1]-count[i]
+	}
+	for i := range v.nodes {
+		v.nodes[i].sub = count[i+int(v.nodes[i].size)]
 	}
 	v.toks = make([]int32, len(order))
 	fill := count[:len(v.nodes)]
@@ -361,18 +373,33 @@ func (m *Matcher) walkFrom(node int32, depth int, words []uint32) {
 	if depth+1 >= len(m.levels) {
 		m.levels = append(m.levels, state{})
 	}
+	// Inside a string an ASCII byte other than a quote or a backslash
+	// leaves the state as it is: such edges share the level, without an
+	// advance (most of the trie, when the state is a string's).
+	inString := m.g.inString(&m.levels[depth])
 	for _, e := range v.edges[nd.edge : nd.edge+nd.edges] {
-		next := &m.levels[depth+1]
-		m.g.advance(&m.levels[depth], next, e.b, &m.scratch)
-		if next.empty() {
+		at := depth
+		if c := &v.nodes[e.child]; inString && plainStringByte(e.b) && c.plain {
+			// The string takes every token of the subtree.
+			for _, t := range v.toks[c.tok:c.sub] {
+				words[t>>5] |= 1 << (t & 31)
+			}
 			continue
+		}
+		if !inString || !plainStringByte(e.b) {
+			next := &m.levels[depth+1]
+			m.g.advance(&m.levels[depth], next, e.b, &m.scratch)
+			if next.empty() {
+				continue
+			}
+			at = depth + 1
 		}
 		c := v.nodes[e.child]
 		for _, t := range v.toks[c.tok : c.tok+c.toks] {
 			words[t>>5] |= 1 << (t & 31)
 		}
 		if c.edges > 0 {
-			m.walkFrom(e.child, depth+1, words)
+			m.walkFrom(e.child, at, words)
 		}
 	}
 }
