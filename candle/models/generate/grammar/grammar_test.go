@@ -51,6 +51,9 @@ var schemas = []struct {
 		[]string{`{"meta":{"k":[1,{"z":null}]},"any":"s","list":[true,false,{}]}`}, []string{`{"meta":[],"any":1,"list":[]}`}},
 	{"scalar", `{"type":"number"}`, []string{`12`, `-0.5e-12`, `0`}, []string{`012`, `1.`, `+1`, `.5`}},
 	{"enum", `{"enum":["x",1,null,{"a":[true]}]}`, []string{`"x"`, `1`, `null`, `{"a":[true]}`}, []string{`"y"`, `2`, `{"a":[]}`}},
+	{"html key", `{"type":"object","properties":{"a<b&c":{"const":"<>"}},"required":["a<b&c"],"additionalProperties":false}`,
+		[]string{`{"a<b&c":"<>"}`}, []string{`{"a\u003cb\u0026c":"<>"}`}},
+	{"cycle", `{"$defs":{"x":{"anyOf":[{"$ref":"#/$defs/x"},{"type":"null"}]}},"$ref":"#/$defs/x"}`, []string{`null`}, []string{`1`}},
 }
 
 func vocab(t testing.TB) *grammar.Vocab {
@@ -99,6 +102,8 @@ func TestCompileErrors(t *testing.T) {
 		{`{"$ref":"#/$defs/missing"}`, errs.ErrArgument, "missing"},
 		{`{"type":"array","minItems":3,"maxItems":2}`, errs.ErrArgument, "maxItems"},
 		{`{"type":"object","properties":{"me":{"$ref":"#"}},"required":["me"]}`, errs.ErrArgument, "finite"},
+		{`{"$defs":{"x":{"anyOf":[{"$ref":"#/$defs/x"}]}},"$ref":"#/$defs/x"}`, errs.ErrArgument, "refers back"},
+		{`{"$ref":"#"}`, errs.ErrArgument, "itself"},
 		{`{"type":`, errs.ErrArgument, "not valid JSON"},
 		{`[]`, errs.ErrArgument, "object"},
 	} {

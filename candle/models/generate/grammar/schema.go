@@ -181,8 +181,7 @@ func (o *ordered) compact(b *bytes.Buffer) {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			k, _ := json.Marshal(m.key)
-			b.Write(k)
+			b.Write(jsonText(m.key))
 			b.WriteByte(':')
 			m.val.compact(b)
 		}
@@ -199,8 +198,7 @@ func (o *ordered) compact(b *bytes.Buffer) {
 			b.WriteByte(']')
 			return
 		}
-		v, _ := json.Marshal(o.v)
-		b.Write(v)
+		b.Write(jsonText(o.v))
 	}
 }
 
@@ -284,7 +282,10 @@ func CompileSchema(schema []byte) (*Grammar, error) {
 	}
 	for _, n := range c.nodes {
 		if n.kind == kAnyOf {
-			n.alts = flatten(n.alts, nil, 0)
+			n.alts = flatten(n.alts, nil, map[*node]bool{n: true})
+			if len(n.alts) == 0 {
+				return nil, pkg.Errorf(op, errs.ErrArgument, "an anyOf whose every alternative refers back to it allows no value")
+			}
 		}
 	}
 	g := c.build(root)
@@ -294,16 +295,32 @@ func CompileSchema(schema []byte) (*Grammar, error) {
 	return g, nil
 }
 
-// flatten replaces nested anyOfs by their alternatives.
-func flatten(alts, dst []*node, depth int) []*node {
+// flatten replaces nested anyOfs by their alternatives; an anyOf met
+// again (a reference cycle) adds nothing.
+func flatten(alts, dst []*node, seen map[*node]bool) []*node {
 	for _, a := range alts {
-		if a.kind == kAnyOf && depth < 64 {
-			dst = flatten(a.alts, dst, depth+1)
+		if a.kind == kAnyOf {
+			if !seen[a] {
+				seen[a] = true
+				dst = flatten(a.alts, dst, seen)
+			}
 			continue
 		}
 		dst = append(dst, a)
 	}
 	return dst
+}
+
+// jsonText is v as compact JSON, without encoding/json's escapes of <, >
+// and & (a model writes them as themselves).
+func jsonText(v any) []byte {
+	var b bytes.Buffer
+	e := json.NewEncoder(&b)
+	e.SetEscapeHTML(false)
+	if err := e.Encode(v); err != nil {
+		return []byte("null") // not reached: v is a decoded JSON value
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }
 
 // checkProductive refuses a schema no finite value satisfies (an object
@@ -573,8 +590,7 @@ func (c *compiler) typed(s *ordered, t, path string, bad func(error, string, ...
 			if err != nil {
 				return nil, err
 			}
-			k, _ := json.Marshal(m.key)
-			n.props = append(n.props, prop{key: string(k), val: v, required: required[m.key]})
+			n.props = append(n.props, prop{key: string(jsonText(m.key)), val: v, required: required[m.key]})
 		}
 		return n, nil
 	}
