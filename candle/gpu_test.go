@@ -703,3 +703,27 @@ func TestGPUEdgeValues(t *testing.T) {
 		}
 	}
 }
+
+// WarmEach reports every module once, in order of readiness, counting up.
+func TestGPUWarmEach(t *testing.T) {
+	d := gpu(t)
+	kc, err := NewKernelCache(d.KernelCache().Dir())
+	require.NoError(t, err)
+	defer kc.Close()
+	var got []ModuleReady
+	require.NoError(t, kc.WarmEach(d, func(m ModuleReady) { got = append(got, m) }))
+	require.Len(t, got, len(kc.Modules()))
+	var names []string
+	for i, m := range got {
+		assert.Equal(t, i+1, m.Done)
+		assert.Equal(t, len(got), m.Total)
+		if i > 0 {
+			assert.GreaterOrEqual(t, m.Took, got[i-1].Took)
+		}
+		names = append(names, m.Name)
+	}
+	assert.ElementsMatch(t, kc.Modules(), names)
+	n := 0
+	require.NoError(t, WarmKernels(d.String(), func(ModuleReady) { n++ }))
+	assert.Equal(t, len(kc.Modules()), n, "WarmKernels readies the device's own cache")
+}

@@ -7,6 +7,7 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/rocm-go/rocm/hip"
 	"github.com/rocm-go/rocm/hiprtc"
@@ -134,10 +135,34 @@ func (k *KernelCache) Modules() []string {
 // device, so that the first ops run at full speed. On NVIDIA the modules
 // compile at once (NVRTC compiles programs in parallel); on AMD one after
 // another (hipRTC compiles one program at a time per process).
-func (k *KernelCache) Warm(d *HIPDevice) error {
+func (k *KernelCache) Warm(d *HIPDevice) error { return k.WarmEach(d, nil) }
+
+// ModuleReady is what WarmEach reports of a module once it is loaded.
+type ModuleReady struct {
+	Name        string        // the module: "quant.hip", ...
+	Took        time.Duration // since the warm-up began
+	Done, Total int           // modules loaded so far, of all
+}
+
+// WarmEach is Warm, calling each (when not nil; one call at a time) as
+// each module is loaded, so that a long first compile can show progress.
+func (k *KernelCache) WarmEach(d *HIPDevice, each func(ModuleReady)) error {
+	start := time.Now()
+	var mu sync.Mutex
+	done := 0
+	load := func(m *hiprtc.Kernels) error {
+		_, err := m.Module(d.dev)
+		if err == nil && each != nil {
+			mu.Lock() // before the clock: Took counts up with Done
+			done++
+			each(ModuleReady{Name: m.Name, Took: time.Since(start), Done: done, Total: len(k.modules)})
+			mu.Unlock()
+		}
+		return err
+	}
 	if hip.LoadedPlatform() != hip.PlatformNVIDIA {
 		for _, m := range k.modules {
-			if _, err := m.Module(d.dev); err != nil {
+			if err := load(m); err != nil {
 				return pkg.Wrap("KernelCache.Warm", err)
 			}
 		}
@@ -146,7 +171,7 @@ func (k *KernelCache) Warm(d *HIPDevice) error {
 	errs := make([]error, len(k.modules))
 	var wg sync.WaitGroup
 	for i, m := range k.modules {
-		wg.Go(func() { _, errs[i] = m.Module(d.dev) })
+		wg.Go(func() { errs[i] = load(m) })
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {

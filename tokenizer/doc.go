@@ -54,7 +54,9 @@
 // subscripts and slices, the common filters (trim, length, tojson,
 // default, join, selectattr, map, items, ...), tests (defined, none,
 // string, mapping, equalto, ...), string and dict methods,
-// raise_exception and strftime_now. Anything else (macros, includes, a
+// raise_exception and strftime_now. A ChatTemplate renders tools and
+// tool calls too, as transformers passes them; package toolcall reads the
+// calls back out of what the model generates. Anything else (macros, includes, a
 // filter it does not know) is an ErrTemplate error naming the construct
 // and its line.
 package tokenizer

@@ -68,3 +68,35 @@ func ExampleStreamDecoder() {
 	// Output:
 	// 104:"h" 105:"i" 32:" " 240:"" 159:"" 152:"" 128:"😀" 33:"!" flush:""
 }
+
+// A conversation with a tool: the model's call and the tool's result,
+// rendered through a template of Qwen2.5's shape.
+func ExampleChatTemplate_Render() {
+	tmpl, err := tokenizer.NewChatTemplate(`
+{%- for t in tools %}{{ "tool: " + t.function.name + "\n" }}{% endfor %}
+{%- for m in messages %}
+	{{- m.role + ":" }}
+	{%- for c in m.tool_calls %}{{ " call " + c.function.name + "(" + c.function.arguments | tojson + ")" }}{% endfor %}
+	{%- if m.content %}{{ " " + m.content }}{% endif %}
+	{{- "\n" }}
+{%- endfor %}`, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	out, err := tmpl.Render([]tokenizer.Message{
+		{Role: "user", Content: "Weather in Paris?"},
+		{Role: "assistant", ToolCalls: []tokenizer.ToolCall{{ID: "call_1", Name: "get_weather", Arguments: `{"city": "Paris"}`}}},
+		{Role: "tool", ToolCallID: "call_1", Content: "22 C"},
+	}, tokenizer.ChatOptions{Tools: []tokenizer.Tool{{Name: "get_weather"}}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Print(out)
+	fmt.Println(tmpl.TakesTools())
+	// Output:
+	// tool: get_weather
+	// user: Weather in Paris?
+	// assistant: call get_weather({"city": "Paris"})
+	// tool: 22 C
+	// true
+}

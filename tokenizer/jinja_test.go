@@ -1,8 +1,6 @@
 package tokenizer
 
 import (
-	"encoding/json"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -13,48 +11,9 @@ import (
 // object keys.
 func jsonToValue(t testing.TB, s string) value {
 	t.Helper()
-	dec := json.NewDecoder(strings.NewReader(s))
-	dec.UseNumber()
-	var read func() value
-	read = func() value {
-		tok, err := dec.Token()
-		require.NoError(t, err)
-		switch x := tok.(type) {
-		case json.Delim:
-			switch x {
-			case '[':
-				out := []value{}
-				for dec.More() {
-					out = append(out, read())
-				}
-				_, err := dec.Token()
-				require.NoError(t, err)
-				return out
-			case '{':
-				d := newDict()
-				for dec.More() {
-					k, err := dec.Token()
-					require.NoError(t, err)
-					d.set(k.(string), read())
-				}
-				_, err := dec.Token()
-				require.NoError(t, err)
-				return d
-			}
-		case json.Number:
-			if n, err := x.Int64(); err == nil {
-				return n
-			}
-			f, err := x.Float64()
-			require.NoError(t, err)
-			return f
-		case string, bool, nil:
-			return x
-		}
-		t.Fatalf("bad JSON token %v", tok)
-		return nil
-	}
-	return read()
+	v, err := jsonValue([]byte(s))
+	require.NoError(t, err)
+	return v
 }
 
 func render(src string, vars map[string]value) (string, error) {

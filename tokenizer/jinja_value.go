@@ -1,7 +1,11 @@
 package tokenizer
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"sort"
 	"strconv"
@@ -437,4 +441,64 @@ func iterate(v value) ([]value, bool) {
 		return nil, true
 	}
 	return nil, false
+}
+
+// jsonValue decodes JSON into template values as Python's json.loads
+// does: objects keep their keys' order, integers stay integers.
+func jsonValue(data []byte) (value, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var read func(depth int) (value, error)
+	read = func(depth int) (value, error) {
+		if depth > maxNesting {
+			return nil, fmt.Errorf("nested more than %d deep", maxNesting)
+		}
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		switch x := tok.(type) {
+		case json.Delim:
+			if x == '[' {
+				out := []value{}
+				for dec.More() {
+					v, err := read(depth + 1)
+					if err != nil {
+						return nil, err
+					}
+					out = append(out, v)
+				}
+				_, err := dec.Token()
+				return out, err
+			}
+			d := newDict() // '{': Token never returns a closing delimiter here
+			for dec.More() {
+				k, err := dec.Token()
+				if err != nil {
+					return nil, err
+				}
+				v, err := read(depth + 1)
+				if err != nil {
+					return nil, err
+				}
+				d.set(k.(string), v)
+			}
+			_, err := dec.Token()
+			return d, err
+		case json.Number:
+			if n, err := x.Int64(); err == nil {
+				return n, nil
+			}
+			return x.Float64()
+		}
+		return tok, nil // string, bool or nil
+	}
+	v, err := read(0)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("more than one JSON value")
+	}
+	return v, nil
 }

@@ -34,7 +34,7 @@ type Tokenizer struct {
 	pad    int32
 	hasPad bool
 
-	chat    *chatTemplate
+	chat    *ChatTemplate
 	chatErr error             // why the tokenizer has no usable chat template
 	chatVar map[string]string // bos_token, eos_token, ... for templates
 }

@@ -336,7 +336,7 @@ func TestLoadDirConfig(t *testing.T) {
 	assert.True(t, ok)
 	assert.Equal(t, int32(274), bos)
 	assert.Empty(t, f.EOS())
-	_, err = f.ApplyChatTemplate([]Message{{"user", "hi"}}, true)
+	_, err = f.ApplyChatTemplate([]Message{{Role: "user", Content: "hi"}}, true)
 	assert.ErrorIs(t, err, ErrNoChatTemplate)
 
 	id, ok := l3.TokenID("<|eot_id|>")
@@ -360,7 +360,7 @@ func TestLoadDirConfig(t *testing.T) {
 }
 
 func TestApplyChatTemplateLoaded(t *testing.T) {
-	msgs := []Message{{"system", "Be brief."}, {"user", "Hi"}}
+	msgs := []Message{{Role: "system", Content: "Be brief."}, {Role: "user", Content: "Hi"}}
 	cases := map[string]string{
 		"llama3": "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\nBe brief.<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n",
 		"qwen2":  "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n",
@@ -377,7 +377,7 @@ func TestApplyChatTemplateLoaded(t *testing.T) {
 	// The rendered prompt encodes to the special tokens, with addSpecial
 	// false (it holds the BOS already).
 	l3 := loadT(t, "llama3")
-	prompt, err := l3.ApplyChatTemplate([]Message{{"user", "hi"}}, true)
+	prompt, err := l3.ApplyChatTemplate([]Message{{Role: "user", Content: "hi"}}, true)
 	require.NoError(t, err)
 	ids := enc(t, l3, prompt, false)
 	assert.Equal(t, int32(274), ids[0])

@@ -165,6 +165,10 @@ func (b *modelBackend) ApplyChatTemplate(msgs []tokenizer.Message, addGeneration
 	return b.tok.ApplyChatTemplate(msgs, addGenerationPrompt)
 }
 
+func (b *modelBackend) ChatTemplate() (*tokenizer.ChatTemplate, error) {
+	return b.tok.ChatTemplate()
+}
+
 func (b *modelBackend) Generate(ctx context.Context, r generate.Request) (<-chan generate.Event, error) {
 	return b.engine.Submit(ctx, r)
 }

@@ -22,11 +22,13 @@ import (
 // channel closed after it, cancellation through ctx, a bounded queue.
 type fakeBackend struct {
 	ctxLen, vocab int
-	pieces        []string      // the generated text, one token each, cycled
-	delay         time.Duration // before each token
-	slots         chan struct{} // requests at once; nil: no limit
-	running       chan struct{} // generations running at once, the others wait as in the engine's queue; nil: no limit
-	failAt        int           // > 0: the token at which the generation fails
+	pieces        []string                // the generated text, one token each, cycled
+	delay         time.Duration           // before each token
+	slots         chan struct{}           // requests at once; nil: no limit
+	running       chan struct{}           // generations running at once, the others wait as in the engine's queue; nil: no limit
+	failAt        int                     // > 0: the token at which the generation fails
+	script        bool                    // the pieces once, then the end of the sequence (finish "stop"), rather than cycled
+	tmpl          *tokenizer.ChatTemplate // a real chat template to render chats with; nil: the fake's own
 	closed        atomic.Bool
 
 	mu         sync.Mutex
@@ -71,7 +73,17 @@ func (f *fakeBackend) Encode(text string, addSpecial bool) ([]int32, error) {
 	return ids, nil
 }
 
+func (f *fakeBackend) ChatTemplate() (*tokenizer.ChatTemplate, error) {
+	if f.tmpl == nil {
+		return nil, errors.New("the fake has no chat template")
+	}
+	return f.tmpl, nil
+}
+
 func (f *fakeBackend) ApplyChatTemplate(msgs []tokenizer.Message, addGenerationPrompt bool) (string, error) {
+	if f.tmpl != nil {
+		return f.tmpl.Render(msgs, tokenizer.ChatOptions{AddGenerationPrompt: addGenerationPrompt})
+	}
 	var b strings.Builder
 	b.WriteString("<s> ")
 	for _, m := range msgs {
@@ -157,6 +169,10 @@ func (f *fakeBackend) Generate(ctx context.Context, r generate.Request) (<-chan 
 			}
 			if f.failAt > 0 && n == f.failAt {
 				end("error", errors.New("device lost"))
+				return
+			}
+			if f.script && n == len(f.pieces) {
+				end("stop", nil)
 				return
 			}
 			piece := f.pieces[n%len(f.pieces)]

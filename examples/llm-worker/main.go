@@ -28,6 +28,7 @@ import (
 
 	"github.com/dustin/go-humanize"
 
+	"github.com/rocm-go/rocm/candle"
 	"github.com/rocm-go/rocm/candle/models"
 	"github.com/rocm-go/rocm/candle/models/generate"
 	"github.com/rocm-go/rocm/internal/worker"
@@ -256,6 +257,9 @@ func (a *app) run(ctx context.Context, args []string) int {
 				Progress: bar.Update})
 		},
 		LoadDone: bar.Finish,
+		Kernels: func(each func(worker.KernelModule)) error {
+			return candle.WarmKernels(cfg.device, func(m candle.ModuleReady) { each(worker.KernelModule(m)) })
+		},
 		Loaded: func(b Backend, took time.Duration) {
 			info := b.Info()
 			host.SetDevice(info.Device)

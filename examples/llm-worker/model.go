@@ -31,6 +31,10 @@ type Backend interface {
 	// tokens the template writes (BOS included): encode it without adding
 	// them again.
 	ApplyChatTemplate(msgs []tokenizer.Message, addGenerationPrompt bool) (string, error)
+	// ChatTemplate is the model's chat template, for requests with tools:
+	// it renders them, and its source says how the model writes its
+	// calls. The error says why there is none.
+	ChatTemplate() (*tokenizer.ChatTemplate, error)
 	// Generate queues a request and returns its events, as
 	// generate.Engine.Submit does: the channel ends with one event whose
 	// Done is set, and is then closed; when ctx is cancelled the

@@ -62,6 +62,7 @@ type completionRequest struct {
 // chatRequest is POST /v1/chat/completions' body.
 type chatRequest struct {
 	samplingParams
+	toolFields
 	Messages json.RawMessage `json:"messages"`
 }
 
@@ -158,8 +159,12 @@ func promptIDs(ids []int64) (prompt, *worker.Error) {
 // chatMessageIn is a message as a client sends it; its content is a
 // string, null, or a list of parts of which only text parts are understood.
 type chatMessageIn struct {
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content"`
+	Role         string          `json:"role"`
+	Content      json.RawMessage `json:"content"`
+	Name         string          `json:"name"`
+	ToolCalls    json.RawMessage `json:"tool_calls"`
+	ToolCallID   string          `json:"tool_call_id"`
+	FunctionCall json.RawMessage `json:"function_call"`
 }
 
 type contentPart struct {
@@ -199,6 +204,9 @@ func parseMessages(m json.RawMessage) ([]tokenizer.Message, *worker.Error) {
 			return nil, worker.BadRequest(param+".content", "%s.content: %s", param, err.Message)
 		}
 		out[i] = tokenizer.Message{Role: msg.Role, Content: text}
+		if aerr := parseToolMessage(param, msg, &out[i]); aerr != nil {
+			return nil, aerr
+		}
 	}
 	return out, nil
 }
@@ -308,9 +316,6 @@ func (p *samplingParams) unsupported() *worker.Error {
 	if p.Suffix != nil && *p.Suffix != "" {
 		return worker.BadRequest("suffix", "suffix is not supported")
 	}
-	if t := bytes.TrimSpace(p.Tools); len(t) > 0 && !bytes.Equal(t, []byte("null")) && !bytes.Equal(t, []byte("[]")) {
-		return worker.BadRequest("tools", "tools are not supported")
-	}
 	if p.LogitBias != nil && !rawIsNull(*p.LogitBias) && !bytes.Equal(bytes.TrimSpace(*p.LogitBias), []byte("{}")) {
 		return worker.BadRequest("logit_bias", "logit_bias is not supported")
 	}
@@ -363,13 +368,14 @@ type completionResponse struct {
 
 // chatMessageOut is the assistant's message, whole or a delta.
 type chatMessageOut struct {
-	Role    string  `json:"role,omitempty"`
-	Content *string `json:"content,omitempty"`
+	Role      string          `json:"role,omitempty"`
+	Content   *string         `json:"content,omitempty"`
+	ToolCalls []toolCallDelta `json:"tool_calls,omitempty"`
 }
 
 type chatChoice struct {
 	Index        int             `json:"index"`
-	Message      *chatMessageOut `json:"message,omitempty"`
+	Message      any             `json:"message,omitempty"` // a *chatMessageOut, or a toolMessage
 	Delta        *chatMessageOut `json:"delta,omitempty"`
 	Logprobs     any             `json:"logprobs"`
 	FinishReason *string         `json:"finish_reason"`

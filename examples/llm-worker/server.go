@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -175,10 +176,16 @@ type job struct {
 	format       formatter
 }
 
+// settler is a formatter that reads the output (its tool calls) and
+// settles it once the generation finished: see toolFormat.settle.
+type settler interface {
+	settle(text, finish string) (string, *worker.Error)
+}
+
 // formatter makes one endpoint's response objects.
 type formatter interface {
 	first() any                             // the stream's opening chunk, or nil
-	chunk(text string) any                  // a stream chunk with new text
+	chunk(text string) any                  // a stream chunk with new text, or nil to send nothing yet
 	final(finish string, u usage) any       // the stream's closing chunk
 	usageOnly(u usage) any                  // the stream_options.include_usage chunk
 	whole(text, finish string, u usage) any // the non-streamed response
@@ -254,6 +261,9 @@ func (s *Server) completionJob(b Backend, req *completionRequest) (*job, *worker
 	if aerr := req.unsupported(); aerr != nil {
 		return nil, aerr
 	}
+	if t := bytes.TrimSpace(req.Tools); !rawIsNull(t) && !bytes.Equal(t, []byte("[]")) {
+		return nil, worker.BadRequest("tools", "tools: the completions endpoint takes no tools: send them to /v1/chat/completions")
+	}
 	p, aerr := parsePrompt(req.Prompt)
 	if aerr != nil {
 		return nil, aerr
@@ -294,9 +304,13 @@ func (s *Server) chatJob(b Backend, req *chatRequest) (*job, *worker.Error) {
 	if aerr != nil {
 		return nil, aerr
 	}
-	text, err := b.ApplyChatTemplate(msgs, true)
-	if err != nil {
-		return nil, worker.BadRequest("messages", "the model's chat template rejects these messages: %v", err)
+	ts, aerr := parseTools(b, req)
+	if aerr != nil {
+		return nil, aerr
+	}
+	text, aerr := chatPrompt(b, msgs, ts)
+	if aerr != nil {
+		return nil, aerr
 	}
 	// The template wrote the special tokens itself.
 	ids, err := b.Encode(text, false)
@@ -312,7 +326,7 @@ func (s *Server) chatJob(b Backend, req *chatRequest) (*job, *worker.Error) {
 	}
 	j.id = worker.NewID("chatcmpl-")
 	j.stream, j.includeUsage = req.Stream, req.StreamOptions != nil && req.StreamOptions.IncludeUsage
-	j.format = chatFormat{id: j.id, model: s.cfg.ModelID, created: time.Now().Unix()}
+	j.format = newToolFormat(chatFormat{id: j.id, model: s.cfg.ModelID, created: time.Now().Unix()}, ts, req.Stream)
 	return j, nil
 }
 
@@ -465,7 +479,9 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, b Backend, j *
 		if ev.Text != "" {
 			if !j.stream {
 				text.WriteString(ev.Text)
-			} else if err := stream().Send(j.format.chunk(ev.Text)); err != nil {
+			} else if c := j.format.chunk(ev.Text); c == nil {
+				// held back: it may be a tool call
+			} else if err := stream().Send(c); err != nil {
 				s.log.InfoContext(rctx, "request cancelled: the client stopped reading", "id", j.id, "err", err)
 				return
 			}
@@ -526,6 +542,19 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, b Backend, j *
 			sse.Done()
 		}
 		return
+	}
+	if st, ok := j.format.(settler); ok {
+		var aerr *worker.Error
+		if finish, aerr = st.settle(text.String(), finish); aerr != nil {
+			reason = "error"
+			s.log.ErrorContext(rctx, "the output is not what the request asked", "id", j.id, "err", aerr.Message)
+			if sse == nil {
+				worker.WriteError(w, aerr)
+			} else if sse.Send(map[string]*worker.Error{"error": aerr}) == nil && sse.Send(j.format.final(finishError, u)) == nil {
+				sse.Done()
+			}
+			return
+		}
 	}
 	reason = finish // the answer is whole: a client that stops reading it now has it all but [DONE]
 	if !j.stream {

@@ -466,7 +466,7 @@ func TestBadRequests(t *testing.T) {
 		{"presence_penalty", "/v1/completions", `{"prompt": "x", "presence_penalty": 0.5}`, 400, "presence_penalty", "", "not supported"},
 		{"logprobs", "/v1/chat/completions", chat(`, "logprobs": true`), 400, "logprobs", "", "not supported"},
 		{"echo", "/v1/completions", `{"prompt": "x", "echo": true}`, 400, "echo", "", "not supported"},
-		{"tools", "/v1/chat/completions", chat(`, "tools": [{"type": "function"}]`), 400, "tools", "", "not supported"},
+		{"tools", "/v1/chat/completions", chat(`, "tools": [{"type": "function", "function": {"name": "f"}}]`), 400, "tools", "", "no chat template to render tools"},
 		{"response_format xml", "/v1/chat/completions", chat(`, "response_format": {"type": "xml"}`), 400, "response_format", "", "json_schema"},
 		{"json_schema missing", "/v1/chat/completions", chat(`, "response_format": {"type": "json_schema"}`), 400, "response_format", "", "json_schema is missing"},
 		{"json_schema pattern", "/v1/chat/completions", chat(`, "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object", "properties": {"a": {"type": "string", "pattern": "^x"}}}}}`), 400, "response_format", "", "pattern"},

@@ -40,7 +40,6 @@ type callbacks struct {
 	done    chan struct{}
 	ctx     context.Context // run's; finish cancels it
 	stop    context.CancelFunc
-	sent    int
 }
 
 // maxPendingCallbacks bounds the posts waiting: each holds its images.

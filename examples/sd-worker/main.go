@@ -33,6 +33,7 @@ import (
 
 	"github.com/dustin/go-humanize"
 
+	"github.com/rocm-go/rocm/candle"
 	"github.com/rocm-go/rocm/candle/models/sd"
 	"github.com/rocm-go/rocm/internal/worker"
 )
@@ -231,6 +232,9 @@ func (a *app) run(ctx context.Context, args []string) int {
 		Load: func() (Backend, error) {
 			return a.open(LoadOptions{Path: cfg.modelPath, Tokenizer: cfg.tokenizer, Version: cfg.sdVersion, Device: cfg.device, DType: cfg.dtype,
 				LoRAs: cfg.loras, Graphs: cfg.graphs})
+		},
+		Kernels: func(each func(worker.KernelModule)) error {
+			return candle.WarmKernels(cfg.device, func(m candle.ModuleReady) { each(worker.KernelModule(m)) })
 		},
 		Loaded: func(b Backend, took time.Duration) {
 			info := b.Info()

@@ -109,10 +109,19 @@ func (e *Env) Close() error {
 	return errors.Join(e.Stream.Close(), e.Module.Close())
 }
 
-// Median runs f reps times after one warm-up run and returns the median.
+// WarmUp is how long Median warms up at least: a GPU that was idle (a
+// model loading) runs its first milliseconds of work at lower clocks, so
+// one warm-up run of a few milliseconds is not enough.
+const WarmUp = 200 * time.Millisecond
+
+// Median runs f reps times after warming up (one run, and more until
+// WarmUp has passed, 50 at most) and returns the median.
 func Median(reps int, f func() (time.Duration, error)) (time.Duration, error) {
-	if _, err := f(); err != nil {
-		return 0, err
+	start := time.Now()
+	for i := 0; i == 0 || (i < 50 && time.Since(start) < WarmUp); i++ {
+		if _, err := f(); err != nil {
+			return 0, err
+		}
 	}
 	ds := make([]time.Duration, reps)
 	for i := range ds {

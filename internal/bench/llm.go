@@ -174,6 +174,9 @@ type LLMFigures struct {
 	KV      int64 `json:"kv_bytes,omitempty"`
 	// Transformers: the attention implementation.
 	Attention string `json:"attention,omitempty"`
+	// Transformers compiled: the seconds each shape's first call took
+	// (compilation), by "prefill/b" and "decode/b"; not in the figures.
+	Compile map[string]float64 `json:"compile_s,omitempty"`
 }
 
 func key(b int) string { return strconv.Itoa(b) }
@@ -507,19 +510,32 @@ type TransformersLLM struct {
 	Torch        string                 `json:"torch"`
 	Transformers string                 `json:"transformers"`
 	GPU          string                 `json:"gpu"`
-	Runs         map[string]*LLMFigures `json:"runs"` // by attention implementation: "eager", "sdpa"
+	Runs         map[string]*LLMFigures `json:"runs"` // by attention implementation: "eager", "sdpa", and "compiled" (sdpa, static cache, torch.compile)
 	Skipped      map[string]string      `json:"skipped,omitempty"`
 }
 
+// Peers are transformers' runs llmbench makes by default: eager and sdpa
+// attention, and sdpa compiled (static cache, torch.compile).
+var Peers = []string{"eager", "sdpa", "compiled"}
+
+func orPeers(p []string) []string {
+	if len(p) == 0 {
+		return Peers
+	}
+	return p
+}
+
 // RunLLMTransformers runs torch_llm.py (script, or the embedded one)
-// with python on the model folder and the settings.
-func RunLLMTransformers(python, script, dir string, s LLMSettings) (*TransformersLLM, error) {
+// with python on the model folder and the settings: the peers' runs
+// (default Peers).
+func RunLLMTransformers(python, script, dir string, s LLMSettings, peers []string) (*TransformersLLM, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
 	var out TransformersLLM
 	err := RunScript(python, script, "torch_llm.py", []string{"--model=" + dir, fmt.Sprint("--prompt=", s.Prompt), fmt.Sprint("--steps=", s.Steps),
-		"--batches=" + joinInts(s.Batches), fmt.Sprint("--reps=", s.Reps), fmt.Sprint("--decode-reps=", s.decodeReps())}, &out)
+		"--batches=" + joinInts(s.Batches), fmt.Sprint("--reps=", s.Reps), fmt.Sprint("--decode-reps=", s.decodeReps()),
+		"--attention=" + strings.Join(orPeers(peers), ",")}, &out)
 	if err != nil {
 		return nil, err
 	}
@@ -535,6 +551,58 @@ var LLMGoals = struct {
 	TTFT                                       time.Duration
 	Memory                                     float64
 }{DecodeB1: 10, DecodeBatched: 5, Prefill: 1, Roofline: 0.7, TTFT: 20 * time.Millisecond, Memory: 1.10}
+
+// CompiledGoals are the targets against transformers compiled (static KV
+// cache and torch.compile, the strongest peer the GPU machine can run):
+// decode at every batch ≥ Decode×, prefill ≥ Prefill×, and batch-1 decode
+// ≥ Roofline of the memory roofline.
+var CompiledGoals = struct{ Decode, Prefill, Roofline float64 }{Decode: 1.2, Prefill: 1.0, Roofline: 0.75}
+
+// CompiledRows makes the table against transformers' "compiled" run: the
+// prefill, time-to-first-token and decode rows with CompiledGoals, and
+// what compiling cost it. Nil when there is no compiled run.
+func CompiledRows(s LLMSettings, ours *LLMFigures, tf *TransformersLLM, roof float64) []Row {
+	if tf == nil || tf.Runs["compiled"] == nil || ours == nil {
+		return nil
+	}
+	c := tf.Runs["compiled"]
+	rate := func(v float64) string { return fmt.Sprintf("%.0f tok/s", v) }
+	row := func(name string, ours, theirs, goal float64) Row {
+		r := Row{Name: name, Ours: rate(ours), Theirs: rate(theirs), Target: fmt.Sprintf("≥ %.2g×", goal)}
+		if ours > 0 && theirs > 0 {
+			r.Ratio = ours / theirs
+			r.Met = Met(r.Ratio >= goal)
+		}
+		return r
+	}
+	var rows []Row
+	for _, b := range s.Batches {
+		rows = append(rows, row(fmt.Sprintf("prefill of %d tokens, batch %d", s.Prompt, b), ours.Prefill[key(b)], c.Prefill[key(b)], CompiledGoals.Prefill))
+	}
+	if ours.TTFT > 0 && c.TTFT > 0 {
+		rows = append(rows, Row{Name: fmt.Sprintf("time to first token, a %d-token prompt (ratio: theirs / ours)", s.Prompt),
+			Ours: fmt.Sprintf("%.1f ms", ours.TTFT*1e3), Theirs: fmt.Sprintf("%.1f ms", c.TTFT*1e3), Ratio: c.TTFT / ours.TTFT, Target: "reported"})
+	}
+	for _, b := range s.Batches {
+		v := ours.Decode[key(b)]
+		r := row(fmt.Sprintf("greedy decode, batch %d (tok/s after the first)", b), v, c.Decode[key(b)], CompiledGoals.Decode)
+		if b == 1 && roof > 0 && v > 0 {
+			r.Ours += fmt.Sprintf(", %.2f of the roofline", v/roof)
+			r.Target += fmt.Sprintf(" and ≥ %.2f of the roofline (%.0f tok/s)", CompiledGoals.Roofline, roof)
+			r.Met = Met(r.Met != nil && *r.Met && v/roof >= CompiledGoals.Roofline)
+		}
+		rows = append(rows, r)
+	}
+	var compile float64
+	for _, v := range c.Compile {
+		compile += v
+	}
+	if compile > 0 {
+		rows = append(rows, Row{Name: "transformers' compilation and CUDA-graph warm-up (all shapes)", Ours: "—",
+			Theirs: fmt.Sprintf("%.1f s", compile), Target: "reported"})
+	}
+	return rows
+}
 
 // LLMRows makes the benchmark's table: ours against transformers' run of
 // the attention ref (eager) where there is one, the other implementations'
@@ -668,7 +736,8 @@ type LLMBench struct {
 	Settings LLMSettings
 	// Python runs torch_llm.py (Script, or the embedded one); an empty Python skips transformers.
 	Python, Script string
-	CopyBytes      int // the device-to-device copy of the roofline (default 1 GiB)
+	Peers          []string // transformers' runs (default Peers)
+	CopyBytes      int      // the device-to-device copy of the roofline (default 1 GiB)
 	// Quant lists GGUF types to measure too: the spec's model written as
 	// GGUF files beside Model (Model-q4_k.gguf, ...), prefill and decode.
 	Quant []candle.GGMLType
@@ -689,6 +758,8 @@ type LLMReport struct {
 	Transformers *TransformersLLM `json:"transformers,omitempty"`
 	NoReference  string           `json:"no_transformers,omitempty"` // why transformers did not run
 	Rows         []Row            `json:"rows"`
+	// CompiledRows: ours against transformers compiled (CompiledGoals).
+	CompiledRows []Row `json:"compiled_rows,omitempty"`
 	// Quant: the GGUF models' figures, and their rows.
 	Quant     []*LLMQuantFigures `json:"quant,omitempty"`
 	QuantRows []Row              `json:"quant_rows,omitempty"`
@@ -770,9 +841,9 @@ func RunLLMBench(c LLMBench, w io.Writer) (*LLMReport, error) {
 			rep.NoReference = err.Error()
 			break
 		}
-		fmt.Fprintln(w, "transformers: running torch_llm.py (eager, then sdpa)…")
+		fmt.Fprintf(w, "transformers: running torch_llm.py (%s; compiled: sdpa, static cache and torch.compile)…\n", strings.Join(orPeers(c.Peers), ", "))
 		start := time.Now()
-		tf, err := RunLLMTransformers(c.Python, c.Script, c.Model, c.Settings)
+		tf, err := RunLLMTransformers(c.Python, c.Script, c.Model, c.Settings, c.Peers)
 		if err != nil {
 			rep.NoReference = lastChars(err.Error(), 3000)
 			break
@@ -795,6 +866,9 @@ func RunLLMBench(c LLMBench, w io.Writer) (*LLMReport, error) {
 	if rep.Ours != nil {
 		rep.Rows = LLMRows(c.Settings, rep.Ours, rep.Transformers, ref, rep.RooflineTokS)
 		PrintTable(w, "transformers ("+ref+" attention)", rep.Rows)
+		if rep.CompiledRows = CompiledRows(c.Settings, rep.Ours, rep.Transformers, rep.RooflineTokS); rep.CompiledRows != nil {
+			PrintTable(w, "transformers compiled (static cache, torch.compile)", rep.CompiledRows)
+		}
 	}
 	if len(rep.QuantRows) > 0 {
 		bf16Ref := "the BF16 model"

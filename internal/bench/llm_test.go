@@ -302,3 +302,31 @@ func TestGPULLMBench(t *testing.T) {
 	}
 	assert.Len(t, rep.QuantRows, 3)
 }
+
+// The table against transformers compiled: ratios, the roofline's share in
+// batch 1's verdict, the compile time reported apart; none without the run.
+func TestCompiledRows(t *testing.T) {
+	s := LLMSettings{Prompt: 512, Steps: 128, Batches: []int{1, 8}, Reps: 2}
+	ours := &LLMFigures{Prefill: map[string]float64{"1": 50000, "8": 90000}, Decode: map[string]float64{"1": 900, "8": 5000}, TTFT: 0.01}
+	tf := &TransformersLLM{Runs: map[string]*LLMFigures{"compiled": {Prefill: map[string]float64{"1": 40000, "8": 100000},
+		Decode: map[string]float64{"1": 700, "8": 5000}, TTFT: 0.02, Compile: map[string]float64{"decode/1": 30, "prefill/1": 12.5}}}}
+	assert.Nil(t, CompiledRows(s, ours, nil, 1000))
+	assert.Nil(t, CompiledRows(s, ours, &TransformersLLM{Runs: map[string]*LLMFigures{"eager": {}}}, 1000))
+
+	rows := CompiledRows(s, ours, tf, 1000)
+	require.Len(t, rows, 6, "two prefills, TTFT, two decodes, the compile time")
+	assert.InDelta(t, 1.25, rows[0].Ratio, 1e-9)
+	assert.True(t, *rows[0].Met)
+	assert.False(t, *rows[1].Met, "0.9× of their prefill")
+	assert.InDelta(t, 2.0, rows[2].Ratio, 1e-9, "TTFT: theirs / ours")
+	assert.Nil(t, rows[2].Met)
+	b1 := rows[3]
+	assert.InDelta(t, 900.0/700, b1.Ratio, 1e-9)
+	assert.Contains(t, b1.Ours, "0.90 of the roofline")
+	assert.True(t, *b1.Met, "1.29× and 0.90 of the roofline")
+	assert.False(t, *rows[4].Met, "1.0× is short of 1.2×")
+	assert.Equal(t, "42.5 s", rows[5].Theirs)
+
+	slow := CompiledRows(s, ours, tf, 2000)
+	assert.False(t, *slow[3].Met, "1.29× but 0.45 of the roofline")
+}

@@ -467,24 +467,28 @@ func (b *Tensors) TinyAdd(n int) (*TensorOp, error) {
 // FirstUse measures a cold compile of the whole kernel set into a fresh
 // cache folder and a warm start from it (a new cache on the same folder,
 // as a new process has): the time to have every module loaded on the
-// device.
-func (b *Tensors) FirstUse() (cold, warm time.Duration, err error) {
+// device, and when each module of the cold compile was ready.
+func (b *Tensors) FirstUse() (cold, warm time.Duration, modules []candle.ModuleReady, err error) {
 	dir, err := os.MkdirTemp("", "rocm-go-bench-kernels")
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, nil, err
 	}
 	defer os.RemoveAll(dir)
 	for i := range 2 {
 		kc, err := candle.NewKernelCache(dir)
 		if err != nil {
-			return 0, 0, err
+			return 0, 0, nil, err
 		}
 		start := time.Now()
-		err = kc.Warm(b.Dev)
+		err = kc.WarmEach(b.Dev, func(m candle.ModuleReady) {
+			if i == 0 {
+				modules = append(modules, m)
+			}
+		})
 		d := time.Since(start)
 		kc.Close()
 		if err != nil {
-			return 0, 0, err
+			return 0, 0, nil, err
 		}
 		if i == 0 {
 			cold = d
@@ -492,7 +496,7 @@ func (b *Tensors) FirstUse() (cold, warm time.Duration, err error) {
 			warm = d
 		}
 	}
-	return cold, warm, nil
+	return cold, warm, modules, nil
 }
 
 // CopyRate is the device's device-to-device copy rate in GB/s (hipMemcpy

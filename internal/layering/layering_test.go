@@ -38,6 +38,8 @@ var layers = [][]string{
 	{"internal/cmd/*"},
 	// The bindings, and the pure-Go tokenizer beside them.
 	{"hip", "tokenizer"},
+	// The tool-call formats of the chat templates, on the tokenizer.
+	{"tokenizer/toolcall"},
 	{"hiprtc", "rocblas", "rccl"},
 	{"miopen"},
 	// flashattn sits beside the bindings and never imports candle.

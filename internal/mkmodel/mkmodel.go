@@ -72,8 +72,17 @@ func Llama32_1B() Spec {
 		RopeScaling: &RopeScaling{Type: "llama3", Factor: 32, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPositionEmbeddings: 8192}}
 }
 
+// Llama31_8B is Llama 3.1 8B's shape: hidden 4096, 32 layers, 32 heads, 8
+// KV heads, intermediate 14336, vocab 128256, BF16, untied embeddings,
+// llama3 RoPE scaling, Llama 3's special token ids.
+func Llama31_8B() Spec {
+	return Spec{Family: "llama", Hidden: 4096, Intermediate: 14336, Layers: 32, Heads: 32, KVHeads: 8, Vocab: 128256,
+		MaxPositions: 131072, RopeTheta: 500000, RMSNormEps: 1e-5, DType: candle.BF16, Seed: 1, SpecialBase: 128000,
+		RopeScaling: &RopeScaling{Type: "llama3", Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPositionEmbeddings: 8192}}
+}
+
 // Presets are the named specs.
-var Presets = map[string]func() Spec{"tiny": Tiny, "llama-3.2-1b": Llama32_1B}
+var Presets = map[string]func() Spec{"tiny": Tiny, "llama-3.2-1b": Llama32_1B, "llama-3.1-8b": Llama31_8B}
 
 // Progress is what Write reports: the stage, and for tensors how many of
 // how many bytes are done.

@@ -116,6 +116,9 @@ func TestSpecs(t *testing.T) {
 	assert.Equal(t, 128256, s.tokenizerSize())
 	assert.Equal(t, "<|eot_id|>", specials(128000, 128256)[9])
 	assert.Len(t, specials(128000, 128256), 256)
+	n, err = Llama31_8B().Bytes()
+	require.NoError(t, err)
+	assert.Equal(t, int64(2*8030261248), n, "Llama 3.1 8B: 8,030,261,248 parameters in BF16")
 
 	for _, bad := range []Spec{
 		{Family: "gpt2", Hidden: 8, Intermediate: 8, Layers: 1, Heads: 1, KVHeads: 1},

@@ -18,6 +18,11 @@ type Life[B io.Closer] struct {
 	// load ends or is abandoned (a progress bar to finish).
 	Load     func() (B, error)
 	LoadDone func()
+	// Kernels, when set, readies the device's kernels in a goroutine of
+	// its own while the model loads (a machine's first start compiles
+	// them), calling each as each module is ready; the warm-up waits for
+	// it. A failure is logged: the warm-up then compiles what it uses.
+	Kernels func(each func(KernelModule)) error
 	// Loaded hears the model and the time its load took (the log line, the
 	// device for heartbeats).
 	Loaded func(b B, took time.Duration)
@@ -53,6 +58,7 @@ func (l Life[B]) Run(ctx context.Context) int {
 	}
 	done := make(chan loaded, 1)
 	start := time.Now()
+	kernels := l.readyKernels()
 	go func() {
 		b, err := l.Load()
 		done <- loaded{b, err}
@@ -81,6 +87,16 @@ func (l Life[B]) Run(ctx context.Context) int {
 	if l.Loaded != nil {
 		l.Loaded(b, time.Since(start))
 	}
+	select {
+	case err := <-kernels:
+		if err != nil { // the warm-up compiles what it needs, and fails if it cannot
+			log.Warn("readying the kernels ahead failed: they compile as first used", "err", err)
+		}
+	case <-ctx.Done():
+		log.Warn("interrupted while readying the kernels")
+		drain(b, true)
+		return 1
+	}
 	if err := l.WarmUp(ctx, b); err != nil {
 		if ctx.Err() != nil {
 			log.Warn("interrupted during the warm-up")
@@ -106,4 +122,44 @@ func (l Life[B]) Run(ctx context.Context) int {
 		code = ExitCut
 	}
 	return code
+}
+
+// KernelModule is what Life.Kernels reports of a kernel module once it is
+// loaded on the device.
+type KernelModule struct {
+	Name        string        // "quant.hip", ...
+	Took        time.Duration // since the kernels began
+	Done, Total int           // modules ready so far, of all
+}
+
+// slowModule is the time past which a module's readiness gets a log line:
+// it was compiled, not read from the disk cache.
+const slowModule = time.Second
+
+// readyKernels runs Kernels, when set, logging the modules that took long
+// (a first start's compile, its progress) and the total; the channel gets
+// its result.
+func (l Life[B]) readyKernels() <-chan error {
+	res := make(chan error, 1)
+	if l.Kernels == nil {
+		res <- nil
+		return res
+	}
+	log := l.Host.cfg.Log
+	go func() {
+		start := time.Now()
+		compiled := 0
+		err := l.Kernels(func(m KernelModule) {
+			if m.Took >= slowModule {
+				compiled++
+				log.Info("kernel module ready", "module", m.Name, "took", m.Took.Round(100*time.Millisecond),
+					"modules", fmt.Sprintf("%d of %d", m.Done, m.Total))
+			}
+		})
+		if err == nil {
+			log.Info("kernels ready", "took", time.Since(start).Round(time.Millisecond), "slow_modules", compiled)
+		}
+		res <- err
+	}()
+	return res
 }

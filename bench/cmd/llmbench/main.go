@@ -1,14 +1,17 @@
 // Command llmbench measures candle/models/llama on a Llama-3.2-1B-shaped
-// model with random BF16 weights (written by mkmodel into -model, or
-// reused from there) and, in the same run, transformers on the same folder
-// (torch_llm.py, eager and sdpa attention): prefill of a 512-token prompt
+// (or -shape llama-3.1-8b) model with random BF16 weights (written by
+// mkmodel into -model, or reused from there) and, in the same run,
+// transformers on the same folder (torch_llm.py: eager and sdpa attention,
+// and compiled: a static KV cache and torch.compile): prefill of a 512-token prompt
 // at batch 1 and 8, time to first token, greedy decode at batch 1 and 8
 // (direct, and through generate.Engine), and peak device memory against
 // the weights and the KV cache. The batch-1 decode roofline is the device's
 // copy bandwidth, measured in the run, over the weights' bytes. It prints
-// one table of the figures, their ratios and the goals.
+// a table of the figures, their ratios and the goals against transformers
+// eager, and one against transformers compiled.
 //
 //	llmbench -model /tmp/llm1b [-steps 128] [-json out.json]
+//	llmbench -model /tmp/llm8b -shape llama-3.1-8b -batches 1,8,32
 //	llmbench -quick            # a tiny model in a temporary folder, in seconds
 //	llmbench -model /tmp/llm1b -gguf q4_k -bf16=false -batches 1
 //	                           # the quantized model alone, no BF16 model or transformers
@@ -22,6 +25,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -40,6 +44,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		"Measures candle/models/llama against transformers on a Llama-3.2-1B-shaped random model.", stderr)
 	fs, fail := cli.Flags, cli.Fail
 	model := fs.String("model", "", "the model folder: written if empty or absent, reused if it holds the model (required unless -quick)")
+	shape := fs.String("shape", "llama-3.2-1b", "the model's shape: llama-3.2-1b (2.5 GB in BF16) or llama-3.1-8b (16 GB)")
 	quick := fs.Bool("quick", false, "a tiny model (mkmodel's tiny preset in BF16), a short prompt and few steps: a check in seconds")
 	steps := fs.Int("steps", 0, "new tokens of each decode run (default 128; -quick 16)")
 	prompt := fs.Int("prompt", 0, "prompt tokens (default 512; -quick 64)")
@@ -47,6 +52,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	reps := fs.Int("reps", 0, "repeats of prefill and time to first token, the median reported; decode runs half as many (default 5; -quick 2)")
 	python := fs.String("python", "python3", "Python with PyTorch and transformers (\"\" skips transformers)")
 	script := fs.String("torch", "", "PyTorch reference script (default: the embedded torch_llm.py)")
+	peers := fs.String("peers", strings.Join(bench.Peers, ","), "transformers' runs: eager, sdpa, compiled (sdpa with a static cache and torch.compile)")
 	jsonOut := fs.String("json", "", "also write the report as JSON to this file")
 	quant := fs.String("gguf", "", "GGUF types to measure too, comma-separated (q4_0,q4_k,q8_0): the model written as GGUF files beside -model")
 	constrain := fs.String("constrain", "", "also decode through the engine with every request constrained to JSON: \"schema\" (the benchmark's schema), \"json_object\", or @FILE (a JSON schema); the token trie of a synthetic vocabulary of the model's size")
@@ -54,7 +60,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if code, ok := cli.Parse(args); !ok {
 		return code
 	}
-	c := bench.LLMBench{Model: *model, Python: *python, Script: *script, Spec: mkmodel.Llama32_1B(),
+	spec, ok := map[string]func() mkmodel.Spec{"llama-3.2-1b": mkmodel.Llama32_1B, "llama-3.1-8b": mkmodel.Llama31_8B}[*shape]
+	if !ok {
+		return fail(2, "-shape %q: llama-3.2-1b or llama-3.1-8b", *shape)
+	}
+	c := bench.LLMBench{Model: *model, Python: *python, Script: *script, Spec: spec(),
 		Settings: bench.LLMSettings{Prompt: 512, Steps: 128, Reps: 5, Seed: 1}}
 	if *quick {
 		c.Spec = mkmodel.Tiny()
@@ -98,6 +108,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return fail(2, "-gguf: %v", err)
 		}
 		c.Quant = append(c.Quant, typ)
+	}
+	for _, p := range strings.Split(*peers, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			if !slices.Contains(bench.Peers, p) {
+				return fail(2, "-peers: %q is none of %s", p, strings.Join(bench.Peers, ", "))
+			}
+			c.Peers = append(c.Peers, p)
+		}
 	}
 	c.QuantOnly = !*bf16
 	if c.QuantOnly && len(c.Quant) == 0 {

@@ -66,9 +66,12 @@ func run(script, python, jsonOut string, reps, tinyOps, scale int) error {
 	rt, _ := hip.RuntimeVersion()
 	fmt.Printf("device: %s (%s), %s platform, runtime %s\n", props.Name, props.ArchName, hip.LoadedPlatform(), rt)
 
-	cold, warm, err := b.FirstUse()
+	cold, warm, modules, err := b.FirstUse()
 	if err != nil {
 		return err
+	}
+	for _, m := range modules {
+		fmt.Printf("cold compile: %s ready after %.1f s (%d of %d)\n", m.Name, m.Took.Seconds(), m.Done, m.Total)
 	}
 	if err := b.Dev.Warm(); err != nil {
 		return err
