@@ -324,6 +324,9 @@ func (s *Server) chatJob(b Backend, req *chatRequest) (*job, *worker.Error) {
 	if aerr != nil {
 		return nil, aerr
 	}
+	if aerr := s.constrainToolCall(b, &j.req, ts); aerr != nil {
+		return nil, aerr
+	}
 	j.id = worker.NewID("chatcmpl-")
 	j.stream, j.includeUsage = req.Stream, req.StreamOptions != nil && req.StreamOptions.IncludeUsage
 	j.format = newToolFormat(chatFormat{id: j.id, model: s.cfg.ModelID, created: time.Now().Unix()}, ts, req.Stream)

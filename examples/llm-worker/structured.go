@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 
 	"github.com/rocm-go/rocm/candle/models/generate"
 	"github.com/rocm-go/rocm/candle/models/generate/grammar"
 	"github.com/rocm-go/rocm/errs"
 	"github.com/rocm-go/rocm/internal/worker"
+	"github.com/rocm-go/rocm/tokenizer/toolcall"
 )
 
 // Structured output: response_format's json_object and json_schema, by
@@ -100,6 +102,42 @@ func (s *Server) ConstrainJSON(b Backend, r *generate.Request, schema json.RawMe
 		return worker.BadRequest(param, "%s: %v", param, err)
 	}
 	r.Constraint = c
+	return nil
+}
+
+// constrainToolCall constrains a request whose tool_choice forces a call
+// ("required" or a named function) to one valid call: the JSON object of
+// toolcall.Schema, the prompt's prefill (the call's start) already read.
+// Tools whose parameters use keywords the grammar does not take are left
+// unconstrained: their calls are still checked once whole, as before.
+func (s *Server) constrainToolCall(b Backend, r *generate.Request, ts *toolSpec) *worker.Error {
+	if ts == nil || !ts.forced() {
+		return nil
+	}
+	r.Constraint = nil // the output is a call, whatever response_format asked
+	schema, err := toolcall.Schema(ts.format, ts.tools, ts.name)
+	if err != nil {
+		return nil // parseTools has checked the tools: nothing to constrain by
+	}
+	g, err := s.grammars.get(schema)
+	if err != nil {
+		return nil
+	}
+	c, err := b.Constrain(g, r.StopTokens)
+	if err != nil {
+		return worker.BadRequest("tools", "tools: %v", err)
+	}
+	// The prefill's JSON (after Hermes' tag) is the call's start.
+	prefill := ts.prefill()
+	if i := strings.IndexByte(prefill, '{'); i >= 0 {
+		prefill = prefill[i:]
+	}
+	if m, ok := c.(*grammar.Matcher); ok {
+		if err := m.AcceptString(prefill); err != nil {
+			return nil // not the start of the schema's object: left unconstrained
+		}
+		r.Constraint = m
+	}
 	return nil
 }
 

@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -130,4 +132,59 @@ func TestConstrainJSON(t *testing.T) {
 	assert.Equal(t, 400, aerr.Status)
 	assert.Equal(t, "tools[0].function.parameters", *aerr.Param)
 	assert.Contains(t, aerr.Message, "format")
+}
+
+// TestForcedToolCallConstrained: tool_choice "required" on a random tiny
+// model with Llama 3.1's template gives a valid call every time, its
+// arguments valid against the tool's parameters, because the decoding is
+// constrained to one; a tool whose schema the grammar does not take is
+// still served, unconstrained.
+func TestForcedToolCallConstrained(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, mkmodel.Write(dir, mkmodel.Tiny(), nil))
+	src, err := os.ReadFile(filepath.Join("..", "..", "tokenizer", "testdata", "chat", "llama3.1.jinja"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "chat_template.jinja"), src, 0o644))
+	b, err := openBackend(LoadOptions{Dir: dir, Device: "cpu", DType: "auto", MaxBatch: 4, MaxQueue: 8})
+	require.NoError(t, err)
+	t.Cleanup(func() { b.Close() })
+	ts := startServer(t, nil, nil)
+	ts.api.SetReady(b)
+
+	// No free string: a random model may write one forever, where every
+	// other value is bounded (whitespace runs, digits), so each call ends.
+	params := `{"type": "object", "properties": {"unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}, "days": {"type": "integer"}, "hourly": {"type": "boolean"}}, "required": ["unit", "days", "hourly"], "additionalProperties": false}`
+	val, err := jsonschema.UnmarshalJSON(strings.NewReader(params))
+	require.NoError(t, err)
+	c := jsonschema.NewCompiler()
+	require.NoError(t, c.AddResource("p.json", val))
+	schema, err := c.Compile("p.json")
+	require.NoError(t, err)
+	for seed := 1; seed <= 2; seed++ {
+		code, _, body := ts.do(t, "POST", "/v1/chat/completions", fmt.Sprintf(`{"messages": [{"role": "user", "content": "Weather?"}], "max_tokens": 300, "seed": %d,
+			"tool_choice": "required", "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": %s}}]}`, seed, params))
+		require.Equal(t, 200, code, "seed %d: %s", seed, body)
+		var resp struct {
+			Choices []struct {
+				Message struct {
+					ToolCalls []struct {
+						Function struct{ Name, Arguments string }
+					} `json:"tool_calls"`
+				}
+				FinishReason string `json:"finish_reason"`
+			}
+		}
+		require.NoError(t, json.Unmarshal(body, &resp), string(body))
+		require.Equal(t, "tool_calls", resp.Choices[0].FinishReason, "seed %d: %s", seed, body)
+		require.Len(t, resp.Choices[0].Message.ToolCalls, 1)
+		call := resp.Choices[0].Message.ToolCalls[0].Function
+		assert.Equal(t, "get_weather", call.Name)
+		inst, err := jsonschema.UnmarshalJSON(strings.NewReader(call.Arguments))
+		require.NoError(t, err, call.Arguments)
+		require.NoError(t, schema.Validate(inst), "seed %d: %s", seed, call.Arguments)
+	}
+	// A pattern the grammar refuses: the request is still served.
+	code, _, body := ts.do(t, "POST", "/v1/chat/completions", `{"messages": [{"role": "user", "content": "Weather?"}], "max_tokens": 4,
+		"tool_choice": "required", "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"a": {"type": "string", "pattern": "^x"}}}}}]}`)
+	assert.NotEqual(t, 400, code, string(body))
 }
