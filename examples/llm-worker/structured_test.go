@@ -15,6 +15,17 @@ import (
 	"github.com/rocm-go/rocm/internal/mkmodel"
 )
 
+// compileSchema compiles a JSON schema for the reference validator.
+func compileSchema(t *testing.T, s string) *jsonschema.Schema {
+	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(s))
+	require.NoError(t, err)
+	c := jsonschema.NewCompiler()
+	require.NoError(t, c.AddResource("s.json", doc))
+	v, err := c.Compile("s.json")
+	require.NoError(t, err)
+	return v
+}
+
 // TestResponseFormat asks a random tiny model on the CPU for JSON through
 // the HTTP API: json_schema on chat (whole and streamed) and json_object
 // on completions, with several seeds. The model draws junk, so the output
@@ -31,15 +42,6 @@ func TestResponseFormat(t *testing.T) {
 
 	schema := `{"type":"object","properties":{"name":{"type":"string"},"n":{"type":"integer"},"ok":{"type":"boolean"},` +
 		`"tags":{"type":"array","items":{"enum":["a","b"]},"maxItems":3}},"required":["name","n","ok","tags"],"additionalProperties":false}`
-	compile := func(s string) *jsonschema.Schema {
-		doc, err := jsonschema.UnmarshalJSON(strings.NewReader(s))
-		require.NoError(t, err)
-		c := jsonschema.NewCompiler()
-		require.NoError(t, c.AddResource("s.json", doc))
-		v, err := c.Compile("s.json")
-		require.NoError(t, err)
-		return v
-	}
 	check := func(v *jsonschema.Schema, text, finish, what string) bool {
 		if finish != "stop" {
 			assert.Equal(t, "length", finish, what)
@@ -51,7 +53,7 @@ func TestResponseFormat(t *testing.T) {
 		require.NoError(t, v.Validate(inst), "%s: %q", what, text)
 		return true
 	}
-	withSchema, anyObject := compile(schema), compile(`{"type":"object"}`)
+	withSchema, anyObject := compileSchema(t, schema), compileSchema(t, `{"type":"object"}`)
 	stops := 0
 	for seed := 1; seed <= 4; seed++ {
 		what := fmt.Sprintf("chat seed %d", seed)
@@ -154,12 +156,7 @@ func TestForcedToolCallConstrained(t *testing.T) {
 	// No free string: a random model may write one forever, where every
 	// other value is bounded (whitespace runs, digits), so each call ends.
 	params := `{"type": "object", "properties": {"unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}, "days": {"type": "integer"}, "hourly": {"type": "boolean"}}, "required": ["unit", "days", "hourly"], "additionalProperties": false}`
-	val, err := jsonschema.UnmarshalJSON(strings.NewReader(params))
-	require.NoError(t, err)
-	c := jsonschema.NewCompiler()
-	require.NoError(t, c.AddResource("p.json", val))
-	schema, err := c.Compile("p.json")
-	require.NoError(t, err)
+	schema := compileSchema(t, params)
 	for seed := 1; seed <= 2; seed++ {
 		code, _, body := ts.do(t, "POST", "/v1/chat/completions", fmt.Sprintf(`{"messages": [{"role": "user", "content": "Weather?"}], "max_tokens": 300, "seed": %d,
 			"tool_choice": "required", "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": %s}}]}`, seed, params))
