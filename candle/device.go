@@ -168,6 +168,12 @@ type backend interface {
 	// tokenMask writes contiguous logits (rows, cols) with -inf where the
 	// contiguous U32 bitmask (rows, words) has a clear bit (tokenmask.go).
 	tokenMask(x, mask view, dst *Storage, rows, cols, words int) error
+	// addBias adds add[i] to element at[i] of the contiguous F32 x (no
+	// element twice); scaleLogits applies each row's repetition penalty
+	// (its history read, not extended) and divides by its temperature
+	// (> 0), in place on the contiguous F32 (rows, cols) x (logits.go).
+	addBias(x *Storage, at []uint64, add []float32) error
+	scaleLogits(x *Storage, rows, cols int, ps []sampleRow, prev []int32, hist []sampleHist) error
 	// The quantized ops (qtensor.go) on the blocks of a QTensor of typ,
 	// a U8 storage of whole rows. dequantize expands its first n elements
 	// into dst (F32, F16 or BF16). qmatmul multiplies the contiguous x

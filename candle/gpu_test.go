@@ -713,6 +713,9 @@ func TestGPUWarmEach(t *testing.T) {
 	var got []ModuleReady
 	require.NoError(t, kc.WarmEach(d, func(m ModuleReady) { got = append(got, m) }))
 	require.Len(t, got, len(kc.Modules()))
+	for _, m := range got {
+		t.Logf("%s ready after %v", m.Name, m.Took.Round(time.Millisecond))
+	}
 	var names []string
 	for i, m := range got {
 		assert.Equal(t, i+1, m.Done)

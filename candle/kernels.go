@@ -230,7 +230,7 @@ type kernelTable struct {
 	groupNorm, groupStats, groupApply, ropeCache, geglu     [numDTypes]kernel
 	argsort, topk                                           [numDTypes]kernel    // sort.hip
 	sampleMax, sampleHist, sampleDraw, tokenMask            [numDTypes]kernel    // sample.hip
-	samplePrev                                              kernel               // sample.hip
+	samplePrev, sampleBias, sampleScale                     kernel               // sample.hip
 	upsample                                                [2][numDTypes]kernel // nn.hip, [bilinear][dtype]
 	// The quantized ops (quant.hip), by kind, GGML type id and dtype.
 	quant [numQuantKinds][GGMLQ8_K + 1][numDTypes]kernel
@@ -324,7 +324,7 @@ func newKernelTable() (k kernelTable, all []kernel) {
 	for _, dt := range DTypes() {
 		k.argsort[dt], k.topk[dt] = add(famSort, "argsort_"+dtypeNames[dt]), add(famSort, "topk_"+dtypeNames[dt])
 	}
-	k.samplePrev = add(famSample, "sample_prev")
+	k.samplePrev, k.sampleBias, k.sampleScale = add(famSample, "sample_prev"), add(famSample, "sample_bias"), add(famSample, "sample_scale")
 	for _, dt := range fused {
 		d := dtypeNames[dt]
 		k.sampleMax[dt], k.sampleHist[dt], k.sampleDraw[dt] = add(famSample, "sample_max_"+d), add(famSample, "sample_hist_"+d), add(famSample, "sample_draw_"+d)

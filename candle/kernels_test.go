@@ -78,8 +78,10 @@ func TestKernelTable(t *testing.T) {
 		count[k.fam]++
 	}
 	assert.Equal(t, map[family]int{famUnary: 124, famBinary: 84, famCast: 49, famFill: 19, famCopy: 12, famWhere: 12,
-		famIndex: 69, famReduce: 35, famNN: 41, famSort: 14, famSample: 13, famQuant: 127}, count)
+		famIndex: 69, famReduce: 35, famNN: 41, famSort: 14, famSample: 15, famQuant: 127}, count)
 	assert.Equal(t, kernel{famSample, "sample_prev"}, kernelNames.samplePrev)
+	assert.Equal(t, kernel{famSample, "sample_bias"}, kernelNames.sampleBias)
+	assert.Equal(t, kernel{famSample, "sample_scale"}, kernelNames.sampleScale)
 	assert.Equal(t, kernel{famQuant, "qmatvec8_q4_k_bf16"}, quantKernel(qMatvec8, GGMLQ4_K, BF16))
 	assert.Zero(t, quantKernel(qMatvec, GGMLQ4_K, BF16), "the 8-bit product serves Q4_K with BF16 x")
 	assert.Zero(t, kernelNames.unary[opExp][I64], "exp takes floats")

@@ -14,8 +14,11 @@ import (
 
 // Sampling: one token id per row of a language model's logits, on the
 // device, so that only the ids come back to the host. The processors run
-// in the order of Hugging Face transformers' logits processors:
+// in the order of Hugging Face transformers' logits processors, after an
+// additive bias:
 //
+//  0. bias (SampleOptions.Bias): a term added to a token's logit (OpenAI's
+//     logit_bias, presence and frequency penalties);
 //  1. repetition penalty (CTRL): a previous token's logit is divided by
 //     the penalty when positive, multiplied by it when negative;
 //  2. temperature: the logits are divided by it (0 is greedy: the
@@ -83,6 +86,10 @@ type SampleOptions struct {
 	// call sees it. The rows of one call name distinct slots.
 	History     *TokenHistory
 	HistorySlot int
+	// Bias are terms added to the logits of their tokens before the other
+	// processors (terms for one token add up); they apply to this call
+	// only. A row with a bias draws from an F32 copy of its logits.
+	Bias []TokenBias
 	// Seed keys the row's random numbers and Step counts its draws: the
 	// same seed, step, settings and logits draw the same token.
 	Seed, Step uint64
@@ -120,39 +127,31 @@ const sampleMaxCols = 1 << 24
 // the random numbers.
 func (t *Tensor) Sample(opts []SampleOptions) (*Tensor, error) {
 	const op = "Tensor.Sample"
-	if err := t.alive(op); err != nil {
-		return nil, err
-	}
-	if dt := t.DType(); dt != F32 && dt != F16 && dt != BF16 {
-		return nil, pkg.Errorf(op, ErrDType, "%s logits: Sample takes f32, f16 or bf16 (convert with ToDType)", dt)
-	}
-	if len(t.layout.Shape) != 2 {
-		return nil, pkg.Errorf(op, ErrShape, "logits of shape %v: want (rows, vocab)", t.layout.Shape)
-	}
-	rows, cols := t.layout.Shape[0], t.layout.Shape[1]
-	if len(opts) != rows {
-		return nil, pkg.Errorf(op, ErrArgument, "%d options for %d rows of logits: want one per row", len(opts), rows)
-	}
-	if rows > 0 && (cols < 1 || cols > sampleMaxCols) {
-		return nil, pkg.Errorf(op, ErrShape, "a vocabulary of %d: want 1 to %d", cols, sampleMaxCols)
-	}
-	ps, prev, hist, err := sampleParams(op, t.st.dev, opts, cols)
+	in, err := t.logitsInput(op, opts)
 	if err != nil {
 		return nil, err
 	}
+	rows, cols := in.rows, in.cols
 	out, err := newOutput(op, t.st.dev, U32, Shape{rows}, t)
 	if err != nil || rows == 0 {
 		return out, err
 	}
 	x := t
-	if !t.layout.IsContiguous() {
-		if x, err = t.Copy(); err != nil {
-			out.Close()
-			return nil, pkg.Wrap(op, err)
-		}
+	switch {
+	case len(in.at) > 0:
+		// The biased logits are a copy: the caller's stay as they are.
+		x, err = t.logitsF32(op, in.at, in.add)
+	case !t.layout.IsContiguous():
+		x, err = t.Copy()
+	}
+	if err != nil {
+		out.Close()
+		return nil, pkg.Wrap(op, err)
+	}
+	if x != t {
 		defer x.Close()
 	}
-	if err := t.st.dev.backend().sample(x.v(), out.st, rows, cols, ps, prev, hist); err != nil {
+	if err := t.st.dev.backend().sample(x.v(), out.st, rows, cols, in.ps, in.prev, in.hist); err != nil {
 		out.Close()
 		return nil, pkg.Wrap(op, err)
 	}
@@ -452,8 +451,7 @@ func (b *hipBackend) sample(x view, dst *Storage, rows, cols int, ps []sampleRow
 			draws = draws || p.TopK > 0 || p.TopP > 0 || p.MinP > 0
 		}
 	}
-	words := historyWords(cols)
-	var scratch, bitmaps hip.DevicePtr
+	var scratch hip.DevicePtr
 	if hists {
 		// Each row's histogram and candidates.
 		sc, err := b.pool.get(rows * (sampleBins + sampleCand) * 8)
@@ -463,27 +461,12 @@ func (b *hipBackend) sample(x view, dst *Storage, rows, cols int, ps []sampleRow
 		defer sc.release()
 		scratch = sc.buf.Ptr()
 	}
-	if len(prev) > 0 {
-		// The bitmaps of the rows with a list of previous tokens, which
-		// sample_prev clears and fills.
-		bm, err := b.pool.get(rows * words * 4)
-		if err != nil {
-			return err
-		}
-		defer bm.release()
-		bitmaps = bm.buf.Ptr()
+	bm, err := b.penaltyBits(cols, ps, prev, hist, true)
+	if err != nil {
+		return err
 	}
-	for i := range ps {
-		p := &ps[i]
-		if hist != nil && hist[i].st != nil {
-			slot := uint64(storagePtr(hist[i].st).Add(4 * hist[i].word))
-			p.Record = slot
-			if p.Penalty != 1 {
-				p.Bits = slot
-			}
-		} else if p.PrevCount > 0 {
-			p.Bits = uint64(bitmaps.Add(4 * i * words))
-		}
+	if bm != nil {
+		defer bm.release()
 	}
 	// One copy to the device: the settings, the rows' states (zeros) and
 	// the previous tokens.
@@ -491,14 +474,11 @@ func (b *hipBackend) sample(x view, dst *Storage, rows, cols int, ps []sampleRow
 	buf := make([]byte, pb+sb+4*len(prev))
 	copy(buf, unsafe.Slice((*byte)(unsafe.Pointer(&ps[0])), pb))
 	copy(buf[pb+sb:], hip.AsBytes(prev))
-	blk, err := b.pool.get(len(buf))
+	blk, err := b.upload(buf)
 	if err != nil {
 		return err
 	}
 	defer blk.release()
-	if err := b.staging.write(blk.buf, 0, buf); err != nil {
-		return err
-	}
 	params := blk.buf.Ptr()
 	state, prevPtr := params.Add(pb), params.Add(pb+sb)
 	var hist0, cand hip.DevicePtr
@@ -506,13 +486,8 @@ func (b *hipBackend) sample(x view, dst *Storage, rows, cols int, ps []sampleRow
 		hist0, cand = scratch, scratch.Add(rows*sampleBins*8)
 	}
 	blockDim := hip.Dim3{X: sampleBlock}
-	if len(prev) > 0 {
-		err := b.launch(kernelNames.samplePrev, hip.Dim3{X: uint32(min(rows, sampleMaxGrid))}, blockDim, func(a *hip.Args) {
-			a.Uint64(uint64(rows)).Uint64(uint64(words)).Ptr(params).Ptr(prevPtr)
-		})
-		if err != nil {
-			return err
-		}
+	if err := b.fillPrev(rows, cols, prev, params, prevPtr); err != nil {
+		return err
 	}
 	span, parts := b.sampleSpan(rows, cols)
 	grid := hip.Dim3{X: uint32(min(rows*parts, sampleMaxGrid))}
@@ -534,6 +509,48 @@ func (b *hipBackend) sample(x view, dst *Storage, rows, cols int, ps []sampleRow
 		return b.launch(kernelNames.sampleDraw[dt], grid, blockDim, args)
 	}
 	return nil
+}
+
+// penaltyBits points each row at the bitmap of its penalised tokens: its
+// history slot, or a bitmap of the returned block (nil when no row has a
+// list of previous tokens), which sample_prev fills from the list. With
+// record, a row with a history also records its draw in the slot. The
+// caller releases the block after the launches that read it.
+func (b *hipBackend) penaltyBits(cols int, ps []sampleRow, prev []int32, hist []sampleHist, record bool) (*block, error) {
+	words := historyWords(cols)
+	var bm *block
+	if len(prev) > 0 {
+		var err error
+		if bm, err = b.pool.get(len(ps) * words * 4); err != nil {
+			return nil, err
+		}
+	}
+	for i := range ps {
+		p := &ps[i]
+		if hist != nil && hist[i].st != nil {
+			slot := uint64(storagePtr(hist[i].st).Add(4 * hist[i].word))
+			if record {
+				p.Record = slot
+			}
+			if p.Penalty != 1 {
+				p.Bits = slot
+			}
+		} else if p.PrevCount > 0 {
+			p.Bits = uint64(bm.buf.Ptr().Add(4 * i * words))
+		}
+	}
+	return bm, nil
+}
+
+// fillPrev launches sample_prev, which fills the bitmaps of the rows with
+// a list of previous tokens, when any has one.
+func (b *hipBackend) fillPrev(rows, cols int, prev []int32, params, prevPtr hip.DevicePtr) error {
+	if len(prev) == 0 {
+		return nil
+	}
+	return b.launch(kernelNames.samplePrev, hip.Dim3{X: uint32(min(rows, sampleMaxGrid))}, hip.Dim3{X: sampleBlock}, func(a *hip.Args) {
+		a.Uint64(uint64(rows)).Uint64(uint64(historyWords(cols))).Ptr(params).Ptr(prevPtr)
+	})
 }
 
 // sampleSpan chooses the logits a block takes (a multiple of four) and so

@@ -276,6 +276,16 @@ func (t *Tokenizer) Decode(ids []int32, skipSpecial bool) string {
 	return t.decode(ids, skipSpecial, false)
 }
 
+// TokenBytes returns the bytes of id decoded on its own, as a report of
+// each token of a text wants them (OpenAI's log-probabilities): byte-level
+// and byte-fallback bytes as they are, even those of part of a character;
+// a special token's content; nil for an id that is no token. A decoder that
+// strips the start of a sequence (Metaspace's leading space) strips it
+// from the token too.
+func (t *Tokenizer) TokenBytes(id int32) []byte {
+	return []byte(t.decode([]int32{id}, false, true))
+}
+
 // VocabSize returns the number of token ids: one more than the largest id
 // of the model's vocabulary and the added tokens. (A model's embedding
 // table may have more rows than this.)

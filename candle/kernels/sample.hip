@@ -6,6 +6,8 @@
 //
 //   sample_prev       rows with a list of previous tokens only: the bitmap
 //                     of the penalised tokens, which the phases read.
+//   sample_bias       rows with a bias only, before the others: the terms
+//                     added to an F32 copy of the logits.
 //   sample_max_<dt>   the largest value and its index. Greedy rows end
 //                     here, and so do rows with a temperature and no
 //                     filter: their blocks draw in the same pass (the draw
@@ -568,6 +570,27 @@ SAMPLE_KERNEL sample_prev(u64 rows, u64 words, const SampleRow* params, const in
 			atomicOr(&p.bits[id >> 5], 1u << (id & 31));
 		}
 		__syncthreads();
+	}
+}
+
+// sample_bias adds n terms to their logits, x[at[i]] += add[i], in place
+// on an F32 copy of the logits (the host sums a row's terms for one token,
+// so that no two threads write one value).
+SAMPLE_KERNEL sample_bias(u64 n, const u64* at, const float* add, float* x) { RG_GRID_WAIT();
+	for (u64 i = gstart(); i < n; i += gstep()) x[at[i]] += add[i];
+}
+
+// sample_scale applies each row's repetition penalty (its bit set in bits)
+// and temperature (> 0) to an F32 copy of the logits in place, as the
+// draws read them (SRow::adjust): package candle's ProcessLogits.
+SAMPLE_KERNEL sample_scale(u64 rows, u64 cols, const SampleRow* params, float* x) { RG_GRID_WAIT();
+	const u64 n = rows * cols;
+	for (u64 i = gstart(); i < n; i += gstep()) {
+		const u64 r = i / cols, c = i - r * cols;
+		const SampleRow& p = params[r];
+		float v = x[i];
+		if (p.bits != nullptr && ((p.bits[c >> 5] >> (c & 31)) & 1u)) v = v < 0.0f ? v * p.penalty : __fdiv_rn(v, p.penalty);
+		x[i] = __fdiv_rn(v, p.temperature);
 	}
 }
 

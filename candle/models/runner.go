@@ -46,6 +46,12 @@ type Options struct {
 	// size (default 16); a new batch size beyond it replaces the least
 	// recently used.
 	MaxGraphs int
+	// NoPrefixCaching turns off automatic prefix caching: by default the
+	// KV cache keeps its full pages after their sequences end, keyed by
+	// their tokens and all those before them, and a new sequence whose
+	// prompt begins with cached pages shares them instead of computing
+	// them again (Runner.AttachPrefix).
+	NoPrefixCaching bool
 }
 
 // Defaults of Options.
@@ -120,6 +126,14 @@ type PassFunc func(step *nn.PagedStep, all bool) (*candle.Tensor, error)
 // the runner closes or a newer batch size replaces it (Options.MaxGraphs).
 // Prefills and mixed batches run op by op; so does everything on the CPU
 // device.
+//
+// With prefix caching (on unless Options.NoPrefixCaching) the cache keeps
+// each full page keyed by its tokens and all before them, shares it
+// read-only with the sequences whose prompts begin the same way
+// (AttachPrefix), and keeps it after its sequences end until a step needs
+// the room, least recently used first (nn.PagedKVCache). A decode graph
+// reads the block table from its inputs, so shared pages are only entries
+// of the table there.
 type Runner struct {
 	mu       sync.Mutex
 	dev      candle.Device
@@ -173,7 +187,8 @@ func NewRunner(dev candle.Device, dtype candle.DType, shape Shape, opts Options,
 		return nil, pkg.Wrap(op, err)
 	}
 	pages := (tokens + opts.PageSize - 1) / opts.PageSize
-	cache, err := nn.NewPagedKVCache(dev, dtype, nn.PagedKVConfig{Layers: shape.Layers, Pages: pages, PageSize: opts.PageSize, KVHeads: shape.KVHeads, HeadDim: shape.HeadDim})
+	cache, err := nn.NewPagedKVCache(dev, dtype, nn.PagedKVConfig{Layers: shape.Layers, Pages: pages, PageSize: opts.PageSize, KVHeads: shape.KVHeads, HeadDim: shape.HeadDim,
+		PrefixCaching: !opts.NoPrefixCaching})
 	if err != nil {
 		return nil, pkg.Wrap(op, err)
 	}
@@ -248,7 +263,9 @@ func (r *Runner) ContextLength() int { return r.ctx }
 func (r *Runner) CachePageSize() int { return r.cache.Config().PageSize }
 
 // CacheTokensFree is how many more tokens the KV cache's free pages hold
-// (the unused rows of sequences' last pages not counted).
+// (the unused rows of sequences' last pages not counted). Pages kept for
+// prefix caching that no sequence holds count as free: a step takes them
+// back when it needs them.
 func (r *Runner) CacheTokensFree() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -269,7 +286,40 @@ func (r *Runner) SequenceLen(seq uint64) (int, bool) {
 	return r.cache.Len(seq)
 }
 
-// Release forgets a sequence and frees its KV pages; an unknown id is a
+// AttachPrefix starts sequence seq with the KV pages cached for the
+// longest run of whole pages that prompt begins with (Options'
+// NoPrefixCaching), and returns how many of prompt's tokens the sequence
+// holds: a multiple of CachePageSize, always less than len(prompt). The
+// caller then forwards prompt from there, and the positions continue from
+// it. With nothing cached it returns 0 and the sequence is not created.
+// The pages are shared read-only: a sequence writes only past its length,
+// in pages of its own. seq must be a sequence the cache does not hold.
+func (r *Runner) AttachPrefix(seq uint64, prompt []int32) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return 0, pkg.Errorf("AttachPrefix", candle.ErrClosed, "the model is closed")
+	}
+	n, err := r.cache.AttachPrefix(seq, prompt)
+	return n, pkg.Wrap("AttachPrefix", err)
+}
+
+// PrefixCacheStats are AttachPrefix's counts since the runner was made:
+// the prompt tokens looked up and those found cached (their ratio is the
+// prefix cache's hit rate). Every call counts: generate.Engine looks a
+// waiting request's prompt up again at each step until the request fits
+// the cache, so its Event.CachedTokens are the per-request figure.
+func (r *Runner) PrefixCacheStats() (queried, hit int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return 0, 0
+	}
+	return r.cache.PrefixStats()
+}
+
+// Release forgets a sequence and frees its KV pages (those kept for
+// prefix caching stay cached until a step needs them); an unknown id is a
 // no-op.
 func (r *Runner) Release(seq uint64) {
 	r.mu.Lock()
@@ -321,6 +371,32 @@ func (r *Runner) Forward(seqs []uint64, tokens [][]int32) (*candle.Tensor, error
 		return r.decode(d, seqs, tokens)
 	}
 	return r.forward(op, seqs, tokens, false, true)
+}
+
+// ForwardAll is Forward returning the logits of every new token: F32
+// (Σ len(tokens[i]), VocabSize()), the rows of seqs[0]'s tokens first,
+// then seqs[1]'s, and so on (to check several drafted tokens at once). It
+// runs op by op, never as a decode graph.
+func (r *Runner) ForwardAll(seqs []uint64, tokens [][]int32) (*candle.Tensor, error) {
+	const op = "ForwardAll"
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.check(op, seqs, tokens); err != nil {
+		return nil, err
+	}
+	return r.forward(op, seqs, tokens, true, true)
+}
+
+// Truncate keeps the first n of sequence seq's tokens, 1 ≤ n ≤ its
+// length, and frees the cache past them (the drafted tokens a check
+// rejected): the next Forward continues from position n.
+func (r *Runner) Truncate(seq uint64, n int) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return pkg.Errorf("Truncate", candle.ErrClosed, "the model is closed")
+	}
+	return pkg.Wrap("Truncate", r.cache.Truncate(seq, n))
 }
 
 // Logits returns the logits of every position of one fresh sequence of
@@ -382,9 +458,9 @@ func (r *Runner) check(op string, seqs []uint64, tokens [][]int32) error {
 	return nil
 }
 
-// forward runs one pass op by op; all: the logits of every new token (one
-// sequence), else of each sequence's last; commit: keep the tokens in the
-// cache.
+// forward runs one pass op by op; all: the logits of every new token, in
+// the order of seqs, else of each sequence's last; commit: keep the
+// tokens in the cache.
 func (r *Runner) forward(op string, seqs []uint64, tokens [][]int32, all, commit bool) (*candle.Tensor, error) {
 	step, err := r.cache.Begin(seqs, tokens)
 	if err != nil {
@@ -395,8 +471,37 @@ func (r *Runner) forward(op string, seqs []uint64, tokens [][]int32, all, commit
 	if err != nil {
 		return nil, pkg.Wrap(op, err)
 	}
+	if all {
+		if logits, err = inputOrder(step, logits); err != nil {
+			return nil, pkg.Wrap(op, err)
+		}
+	}
 	if commit {
 		step.Commit()
 	}
 	return logits, nil
+}
+
+// inputOrder puts a step's rows of logits (the step's packed order) in
+// the order of its sequences, each one's tokens in turn; it takes x.
+func inputOrder(step *nn.PagedStep, x *candle.Tensor) (*candle.Tensor, error) {
+	rows := make([]uint32, 0, step.Len())
+	packed := true
+	for i := range step.Sequences() {
+		start, n := step.Rows(i)
+		for j := range n {
+			packed = packed && start+j == len(rows)
+			rows = append(rows, uint32(start+j))
+		}
+	}
+	if packed {
+		return x, nil
+	}
+	defer x.Close()
+	idx, err := candle.FromSlice(x.Device(), rows)
+	if err != nil {
+		return nil, err
+	}
+	defer idx.Close()
+	return x.IndexSelect(idx, 0)
 }

@@ -320,3 +320,65 @@ func TestCacheSizing(t *testing.T) {
 	assert.ErrorIs(t, err, candle.ErrOutOfMemory)
 	assert.ErrorContains(t, err, "Options.CacheBytes")
 }
+
+func TestRunnerAttachPrefix(t *testing.T) {
+	r, _ := newRunner(t, candle.CPU(), Options{CacheTokens: 64, PageSize: 4})
+	prompt := []int32{1, 2, 3, 4, 5, 6, 7, 8, 9}
+	x, err := r.Forward([]uint64{1}, [][]int32{prompt})
+	require.NoError(t, err)
+	x.Close()
+	// Two whole pages are cached: the rest is forwarded from position 8.
+	n, err := r.AttachPrefix(2, []int32{1, 2, 3, 4, 5, 6, 7, 8, 3, 4})
+	require.NoError(t, err)
+	assert.Equal(t, 8, n)
+	x, err = r.Forward([]uint64{2}, [][]int32{{3, 4}})
+	require.NoError(t, err)
+	assert.Equal(t, [][]float32{wantRow(4, 9)}, logitRows(t, x))
+	got, _ := r.SequenceLen(2)
+	assert.Equal(t, 10, got)
+	assert.Equal(t, 64-12-4, r.CacheTokensFree(), "the shared pages count once")
+	r.Release(1)
+	r.Release(2)
+	assert.Equal(t, 64, r.CacheTokensFree(), "cached pages count as free")
+	q, h := r.PrefixCacheStats()
+	assert.Equal(t, []int64{10, 8}, []int64{q, h})
+	_, err = r.AttachPrefix(3, prompt)
+	require.NoError(t, err)
+	_, err = r.AttachPrefix(3, prompt)
+	assert.ErrorIs(t, err, candle.ErrArgument)
+
+	// Off: nothing is cached.
+	off, _ := newRunner(t, candle.CPU(), Options{CacheTokens: 64, PageSize: 4, NoPrefixCaching: true})
+	x, err = off.Forward([]uint64{1}, [][]int32{prompt})
+	require.NoError(t, err)
+	x.Close()
+	n, err = off.AttachPrefix(2, prompt)
+	require.NoError(t, err)
+	assert.Zero(t, n)
+	require.NoError(t, off.Close())
+	_, err = off.AttachPrefix(2, prompt)
+	assert.ErrorIs(t, err, candle.ErrClosed)
+	q, h = off.PrefixCacheStats()
+	assert.Zero(t, q+h)
+}
+
+func TestRunnerForwardAllAndTruncate(t *testing.T) {
+	r, _ := newRunner(t, candle.CPU(), Options{CacheTokens: 64, PageSize: 4, MaxBatch: 3})
+	x, err := r.Forward([]uint64{1}, [][]int32{{1, 2, 3}})
+	require.NoError(t, err)
+	x.Close()
+	// Packed, 2 (fresh) comes before 1: the rows come back in seqs' order.
+	x, err = r.ForwardAll([]uint64{1, 2}, [][]int32{{4, 5, 6}, {7, 8}})
+	require.NoError(t, err)
+	assert.Equal(t, [][]float32{wantRow(4, 3), wantRow(5, 4), wantRow(6, 5), wantRow(7, 0), wantRow(8, 1)}, logitRows(t, x))
+	// Two of 1's new tokens rejected: it goes on from position 4.
+	require.NoError(t, r.Truncate(1, 4))
+	x, err = r.Forward([]uint64{1}, [][]int32{{9}})
+	require.NoError(t, err)
+	assert.Equal(t, [][]float32{wantRow(9, 4)}, logitRows(t, x))
+	assert.ErrorIs(t, r.Truncate(1, 0), candle.ErrArgument)
+	_, err = r.ForwardAll([]uint64{1}, [][]int32{{toyVocab}})
+	assert.ErrorIs(t, err, candle.ErrArgument)
+	require.NoError(t, r.Close())
+	assert.ErrorIs(t, r.Truncate(1, 1), candle.ErrClosed)
+}

@@ -126,17 +126,20 @@ func (c *PagedKVCache) BeginDecode(seqs []uint64, tokens []int32, in *DecodeInpu
 		if !ok {
 			return nil, pkg.Errorf(op, candle.ErrArgument, "sequence %d (entry %d) is not in the cache: a decode step continues a sequence; run its prompt through Begin", id, i)
 		}
+		if err := c.writable(op, id, q); err != nil {
+			return nil, err
+		}
 		if q.n+1 > in.maxLen {
 			return nil, pkg.Errorf(op, candle.ErrArgument, "sequence %d (entry %d) would hold %d tokens; the inputs take up to %d", id, i, q.n+1, in.maxLen)
 		}
 		need += (q.n+P)/P - len(q.pages)
 	}
-	if need > len(c.free) {
-		return nil, pkg.Errorf(op, ErrCacheFull, "the step needs %d pages of %d tokens and %d are free (%d sequences hold the rest): release finished sequences or make the cache larger", need, P, len(c.free), len(c.seqs))
+	if need > c.available() {
+		return nil, pkg.Errorf(op, ErrCacheFull, "the step needs %d pages of %d tokens and %d are free (%d sequences hold the rest): release finished sequences or make the cache larger", need, P, c.available(), len(c.seqs))
 	}
 	s := &PagedStep{c: c, seqs: append([]uint64(nil), seqs...), start: make([]int, B), count: make([]int, B),
 		row: make([]int, B), order: make([]int, B), total: B, newSeq: make([]bool, B), added: make([][]int32, B),
-		nDecode: B, fixed: in, btStride: in.width,
+		nDecode: B, fixed: in, btStride: in.width, toks: make([][]int32, B),
 		tokens: in.tokens, positions: in.positions, slots: in.slots, last: in.last, seqLens: in.seqLens, btTable: in.table}
 	h := in.host
 	tok, pos, slot, last, sl, bt := h[:B], h[B:2*B], h[2*B:3*B], h[3*B:4*B], h[4*B:5*B], h[5*B:]
@@ -144,10 +147,8 @@ func (c *PagedKVCache) BeginDecode(seqs []uint64, tokens []int32, in *DecodeInpu
 		q := c.seqs[id]
 		n := q.n
 		s.start[i], s.count[i], s.row[i], s.order[i] = n, 1, i, i
-		if k := (n+P)/P - len(q.pages); k > 0 {
-			s.added[i] = append([]int32(nil), c.free[len(c.free)-k:]...)
-			c.free = c.free[:len(c.free)-k]
-		}
+		s.added[i] = c.take((n+P)/P - len(q.pages))
+		s.toks[i] = tokens[i : i+1]
 		held, added := s.pages(i)
 		tok[i], pos[i], last[i], sl[i] = uint32(tokens[i]), uint32(n), uint32(i), uint32(n+1)
 		slot[i] = uint32(int(pageAt(held, added, n/P))*P + n%P)

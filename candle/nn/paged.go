@@ -20,6 +20,10 @@ type PagedKVConfig struct {
 	PageSize int // token rows per page
 	KVHeads  int
 	HeadDim  int
+	// PrefixCaching keeps full pages after their sequences end, keyed by
+	// their tokens and all those before them, for new sequences that
+	// begin the same way to share (AttachPrefix).
+	PrefixCaching bool
 }
 
 // PagedKVCache is the keys and values of many sequences of a decoder in
@@ -45,7 +49,8 @@ type PagedKVCache struct {
 	dtype  candle.DType
 	k, v   []*candle.Tensor // per layer, (pages, page size, KV heads, head dim)
 	kr, vr []*candle.Tensor // the same pools as rows, (pages × page size, KV heads, head dim)
-	free   []int32          // a stack of free pages
+	free   []int32          // a stack of free pages: no sequence holds them, none is keyed
+	prefix prefixState      // the pages' holders and keys (prefix.go)
 	seqs   map[uint64]*pagedSeq
 	step   *PagedStep // the step in flight, if any
 	closed bool
@@ -54,6 +59,9 @@ type PagedKVCache struct {
 type pagedSeq struct {
 	pages []int32
 	n     int // tokens held
+	// With prefix caching: the tokens held, and the key of each full page.
+	toks []int32
+	keys []pageKey
 }
 
 // NewPagedKVCache allocates the pools of a cache on dev, zeroed: 2 ×
@@ -106,6 +114,7 @@ func NewPagedKVCache(dev candle.Device, dt candle.DType, cfg PagedKVConfig) (*Pa
 	for i := range c.free {
 		c.free[i] = int32(cfg.Pages - 1 - i) // page 0 first
 	}
+	c.prefix.init(cfg.Pages, cfg.PrefixCaching)
 	return c, nil
 }
 
@@ -125,12 +134,13 @@ func (c *PagedKVCache) DType() candle.DType { return c.dtype }
 // the cache's own tensors (do not close them).
 func (c *PagedKVCache) Pools(layer int) (k, v *candle.Tensor) { return c.k[layer], c.v[layer] }
 
-// FreePages is the number of pages no sequence holds.
-func (c *PagedKVCache) FreePages() int { return len(c.free) }
+// FreePages is the number of pages no sequence holds: free, or kept for
+// their prefix until a step needs them (CachedPages).
+func (c *PagedKVCache) FreePages() int { return c.available() }
 
 // FreeTokens is how many tokens the free pages hold (FreePages × PageSize;
 // the unused rows of sequences' last pages are not counted).
-func (c *PagedKVCache) FreeTokens() int { return len(c.free) * c.cfg.PageSize }
+func (c *PagedKVCache) FreeTokens() int { return c.available() * c.cfg.PageSize }
 
 // Len is the number of tokens the cache holds for seq, and whether it
 // holds the sequence at all.
@@ -146,13 +156,14 @@ func (c *PagedKVCache) Len(seq uint64) (int, bool) {
 func (c *PagedKVCache) Sequences() int { return len(c.seqs) }
 
 // Release forgets seq and gives its pages back; an unknown sequence is a
-// no-op.
+// no-op. With prefix caching, its keyed pages that no other sequence
+// holds stay cached until a step needs them.
 func (c *PagedKVCache) Release(seq uint64) {
 	s, ok := c.seqs[seq]
-	if !ok {
+	if !ok || c.closed {
 		return
 	}
-	c.free = append(c.free, s.pages...)
+	c.giveBack(s.pages)
 	delete(c.seqs, seq)
 }
 
@@ -167,7 +178,7 @@ func (c *PagedKVCache) Close() error {
 	closeAll(c.vr...)
 	closeAll(c.k...)
 	closeAll(c.v...)
-	c.seqs, c.free = nil, nil
+	c.seqs, c.free, c.prefix = nil, nil, prefixState{}
 	return nil
 }
 
@@ -186,6 +197,7 @@ type PagedStep struct {
 	total  int
 	newSeq []bool    // by input index: created by this step
 	added  [][]int32 // by input index: the pages this step reserved
+	toks   [][]int32 // by input index: the new tokens (the caller's), for Commit's keys
 
 	nFresh, freshRows int // the first sequences packed have nothing cached: rows [0, freshRows)
 	nDecode           int // then sequences adding one token each
@@ -217,7 +229,7 @@ func (c *PagedKVCache) Begin(seqs []uint64, tokens [][]int32) (*PagedStep, error
 		return nil, pkg.Errorf(op, candle.ErrArgument, "%d sequences and %d token lists: want one non-empty list per sequence, at least one", len(seqs), len(tokens))
 	}
 	s := &PagedStep{c: c, seqs: append([]uint64(nil), seqs...), start: make([]int, len(seqs)), count: make([]int, len(seqs)),
-		row: make([]int, len(seqs)), newSeq: make([]bool, len(seqs)), added: make([][]int32, len(seqs))}
+		row: make([]int, len(seqs)), newSeq: make([]bool, len(seqs)), added: make([][]int32, len(seqs)), toks: tokens}
 	seen := make(map[uint64]int, len(seqs))
 	need := 0
 	P := c.cfg.PageSize
@@ -232,6 +244,9 @@ func (c *PagedKVCache) Begin(seqs []uint64, tokens [][]int32) (*PagedStep, error
 		}
 		held := 0
 		if q, ok := c.seqs[id]; ok {
+			if err := c.writable(op, id, q); err != nil {
+				return nil, err
+			}
 			s.start[i], held = q.n, len(q.pages)
 		} else {
 			s.newSeq[i] = true
@@ -242,8 +257,8 @@ func (c *PagedKVCache) Begin(seqs []uint64, tokens [][]int32) (*PagedStep, error
 		}
 		need += (s.start[i]+n+P-1)/P - held
 	}
-	if need > len(c.free) {
-		return nil, pkg.Errorf(op, ErrCacheFull, "the step needs %d pages of %d tokens and %d are free (%d sequences hold the rest): release finished sequences or make the cache larger", need, P, len(c.free), len(c.seqs))
+	if need > c.available() {
+		return nil, pkg.Errorf(op, ErrCacheFull, "the step needs %d pages of %d tokens and %d are free (%d sequences hold the rest): release finished sequences or make the cache larger", need, P, c.available(), len(c.seqs))
 	}
 	// The packed order: nothing cached, one new token, the rest.
 	for pass := range 3 {
@@ -269,9 +284,7 @@ func (c *PagedKVCache) Begin(seqs []uint64, tokens [][]int32) (*PagedStep, error
 		if q, ok := c.seqs[id]; ok {
 			held = len(q.pages)
 		}
-		k := (s.start[i]+s.count[i]+P-1)/P - held
-		s.added[i] = append([]int32(nil), c.free[len(c.free)-k:]...)
-		c.free = c.free[:len(c.free)-k]
+		s.added[i] = c.take((s.start[i]+s.count[i]+P-1)/P - held)
 	}
 	c.step = s
 	if err := s.upload(tokens); err != nil {
@@ -390,6 +403,9 @@ func (s *PagedStep) gatherRows() error {
 
 // Len is the number of new tokens, the packed rows.
 func (s *PagedStep) Len() int { return s.total }
+
+// Sequences is the number of sequences of the step (Begin's seqs).
+func (s *PagedStep) Sequences() int { return len(s.seqs) }
 
 // Rows are the packed rows of seqs[i]'s new tokens: count rows from start.
 func (s *PagedStep) Rows(i int) (start, count int) { return s.row[i], s.count[i] }
@@ -775,7 +791,11 @@ func (s *PagedStep) Commit() {
 		q.pages = append(q.pages, s.added[i]...)
 		q.n += s.count[i]
 		s.added[i] = nil
+		if s.c.prefix.on {
+			s.c.keyFull(q, s.toks[i])
+		}
 	}
+	s.toks = nil
 }
 
 // Close ends the step: without Commit, its pages go back to the cache and
@@ -786,11 +806,12 @@ func (s *PagedStep) Close() error {
 		return nil
 	}
 	s.closed = true
-	if !s.committed {
+	if !s.committed && !s.c.closed {
 		for _, pages := range s.added {
-			s.c.free = append(s.c.free, pages...)
+			s.c.giveBack(pages)
 		}
 	}
+	s.toks = nil
 	if s.c.step == s {
 		s.c.step = nil
 	}

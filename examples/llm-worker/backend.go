@@ -43,7 +43,7 @@ func openBackend(o LoadOptions) (Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	eng, err := generate.NewEngine(m, generate.Config{MaxBatch: o.MaxBatch, MaxQueue: o.MaxQueue,
+	eng, err := generate.NewEngine(m, generate.Config{MaxBatch: o.MaxBatch, MaxQueue: o.MaxQueue, SpeculativeTokens: o.SpeculativeTokens,
 		Decoder: func() generate.StreamDecoder { return tok.NewStreamDecoder(true) }})
 	if err != nil {
 		m.Close()
@@ -90,7 +90,7 @@ func loadModel(o LoadOptions, dev candle.Device) (*tokenizer.Tokenizer, *llama.M
 	}
 	<-reserved
 	m, err := llama.New(c, dev, dt, llama.Options{MaxBatch: o.MaxBatch, Progress: o.Progress,
-		MaxModelLen: o.MaxModelLen, CacheBytes: o.CacheBytes, MemoryFraction: o.MemoryFraction})
+		MaxModelLen: o.MaxModelLen, CacheBytes: o.CacheBytes, MemoryFraction: o.MemoryFraction, NoPrefixCaching: o.NoPrefixCaching})
 	return tok, m, dt, weightTypes(c.Weights), err
 }
 
@@ -160,6 +160,12 @@ func (b *modelBackend) Stats() BackendStats {
 func (b *modelBackend) Encode(text string, addSpecial bool) ([]int32, error) {
 	return b.tok.Encode(text, addSpecial)
 }
+
+func (b *modelBackend) Decode(ids []int32, skipSpecial bool) string {
+	return b.tok.Decode(ids, skipSpecial)
+}
+
+func (b *modelBackend) TokenBytes(id int32) []byte { return b.tok.TokenBytes(id) }
 
 func (b *modelBackend) ApplyChatTemplate(msgs []tokenizer.Message, addGenerationPrompt bool) (string, error) {
 	return b.tok.ApplyChatTemplate(msgs, addGenerationPrompt)

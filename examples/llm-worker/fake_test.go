@@ -29,6 +29,7 @@ type fakeBackend struct {
 	failAt        int                     // > 0: the token at which the generation fails
 	script        bool                    // the pieces once, then the end of the sequence (finish "stop"), rather than cycled
 	tmpl          *tokenizer.ChatTemplate // a real chat template to render chats with; nil: the fake's own
+	cached        int                     // the prompt tokens each generation says the prefix cache held
 	closed        atomic.Bool
 
 	mu         sync.Mutex
@@ -78,6 +79,31 @@ func (f *fakeBackend) ChatTemplate() (*tokenizer.ChatTemplate, error) {
 		return nil, errors.New("the fake has no chat template")
 	}
 	return f.tmpl, nil
+}
+
+// TokenBytes is a generated piece's text, "<s>" for BOS, "<id>" for the
+// other ids.
+func (f *fakeBackend) TokenBytes(id int32) []byte {
+	for _, p := range f.pieces {
+		if f.word(p) == id {
+			return []byte(p)
+		}
+	}
+	if id == 1 {
+		return []byte("<s>")
+	}
+	return fmt.Appendf(nil, "<%d>", id)
+}
+
+// Decode joins the tokens' bytes; the ids below 10 are special.
+func (f *fakeBackend) Decode(ids []int32, skipSpecial bool) string {
+	var b strings.Builder
+	for _, id := range ids {
+		if !skipSpecial || id >= 10 {
+			b.Write(f.TokenBytes(id))
+		}
+	}
+	return b.String()
 }
 
 func (f *fakeBackend) ApplyChatTemplate(msgs []tokenizer.Message, addGenerationPrompt bool) (string, error) {
@@ -146,7 +172,8 @@ func (f *fakeBackend) Generate(ctx context.Context, r generate.Request) (<-chan 
 		}
 		n := 0
 		end := func(reason string, err error) {
-			ch <- generate.Event{Done: true, FinishReason: reason, Err: err, PromptTokens: len(r.Prompt), CompletionTokens: n}
+			ch <- generate.Event{Done: true, FinishReason: reason, Err: err, PromptTokens: len(r.Prompt), CompletionTokens: n,
+				CachedTokens: min(f.cached, len(r.Prompt)-1)}
 		}
 		if f.running != nil {
 			select {
@@ -181,8 +208,12 @@ func (f *fakeBackend) Generate(ctx context.Context, r generate.Request) (<-chan 
 				return
 			}
 			n++
+			ev := generate.Event{Text: piece, Tokens: []int32{f.word(piece)}}
+			if r.LogProbs {
+				ev.LogProbs = []generate.TokenLogProb{fakeLogProb(ev.Tokens[0], n, r.TopLogProbs)}
+			}
 			select {
-			case ch <- generate.Event{Text: piece, Tokens: []int32{f.word(piece)}}:
+			case ch <- ev:
 			case <-ctx.Done():
 				f.cancelled.Add(1)
 				end("cancelled", nil)
@@ -207,4 +238,14 @@ func (f *fakeBackend) Constrain(g *grammar.Grammar, stop []int32) (generate.Cons
 		return nil, err
 	}
 	return grammar.NewMatcher(g, v, stop)
+}
+
+// fakeLogProb is the fake's log-probability of its nth token id: -n/10,
+// and top ids 100, 101, ... at -0.01, -1.01, ...
+func fakeLogProb(id int32, n, top int) generate.TokenLogProb {
+	lp := generate.TokenLogProb{ID: id, LogProb: -float32(n) / 10}
+	for k := range top {
+		lp.Top = append(lp.Top, generate.TokenLogProb{ID: int32(100 + k), LogProb: -float32(k) - 0.01})
+	}
+	return lp
 }

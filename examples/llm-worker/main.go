@@ -59,6 +59,8 @@ type config struct {
 	maxModelLen                                 int
 	kvCacheBytes                                int64
 	memoryFraction                              float64
+	noPrefixCaching                             bool
+	speculativeTokens                           int
 	shutdownTimeout, heartbeatEvery             time.Duration
 	readTimeout, requestTimeout, queueTimeout   time.Duration
 	logFormat                                   string
@@ -88,6 +90,8 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.IntVar(&c.maxModelLen, "max-model-len", 0, "the most tokens of a sequence, prompt and answer (0: the model's context); it also sizes the default KV cache")
 	kvCache := fs.String("kv-cache-memory", "", "the KV cache's size, such as 4GiB (default: see -gpu-memory-utilization; on the CPU, four contexts within 1 GiB)")
 	fs.Float64Var(&c.memoryFraction, "gpu-memory-utilization", 0, "the share of the GPU's memory the worker may hold, weights and KV cache together, in (0, 1] (0: the cache takes 80% of the memory the weights leave free)")
+	prefixCaching := fs.Bool("prefix-caching", true, "keep the KV cache of prompts' whole pages for later requests that begin the same way (a system prompt, a chat's earlier turns), which then skip their prefill")
+	fs.IntVar(&c.speculativeTokens, "speculative-tokens", 0, "prompt-lookup speculative decoding of greedy requests (temperature 0): up to this many tokens a step drafted from the request's own prompt and answer and checked in one pass; the answers do not change (0: off; 4 to 8 suit summaries and edits of a given text)")
 	fs.IntVar(&c.maxTokensDefault, "max-tokens-default", 512, "max_tokens of a request that gives none")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long the requests under way may take to finish before they are cut (exit status 3)")
 	fs.DurationVar(&c.readTimeout, "read-timeout", 30*time.Second, "how long a request's body may take to arrive before a 408 (0: no limit)")
@@ -109,6 +113,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q: every setting is a flag (see -h)", fs.Arg(0))
 	}
+	c.noPrefixCaching = !*prefixCaching
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	var err error
@@ -135,6 +140,8 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 		return nil, fmt.Errorf("-max-batch %d: want 0 (the engine chooses) or more", c.maxBatch)
 	case c.maxQueue < 0:
 		return nil, fmt.Errorf("-max-queue %d: want 0 (the engine chooses) or more", c.maxQueue)
+	case c.speculativeTokens < 0:
+		return nil, fmt.Errorf("-speculative-tokens %d: want 0 (off) or more", c.speculativeTokens)
 	case c.maxModelLen < 0:
 		return nil, fmt.Errorf("-max-model-len %d: want 0 (the model's context) or more", c.maxModelLen)
 	case c.memoryFraction < 0 || c.memoryFraction > 1:
@@ -254,7 +261,7 @@ func (a *app) run(ctx context.Context, args []string) int {
 		Load: func() (Backend, error) {
 			return a.open(LoadOptions{Dir: cfg.modelDir, Device: cfg.device, DType: cfg.dtype, MaxBatch: cfg.maxBatch,
 				MaxQueue: cfg.maxQueue, MaxModelLen: cfg.maxModelLen, CacheBytes: cfg.kvCacheBytes, MemoryFraction: cfg.memoryFraction,
-				Progress: bar.Update})
+				NoPrefixCaching: cfg.noPrefixCaching, SpeculativeTokens: cfg.speculativeTokens, Progress: bar.Update})
 		},
 		LoadDone: bar.Finish,
 		Kernels: func(each func(worker.KernelModule)) error {

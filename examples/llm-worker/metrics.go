@@ -24,6 +24,8 @@ type metrics struct {
 	itl          *worker.Histogram
 	e2e          *worker.Histogram
 	finished     *worker.CounterVec
+	// The prefix cache's lookups and hits, in prompt tokens.
+	prefixQueries, prefixHits *worker.Counter
 }
 
 func newMetrics(s *Server) *metrics {
@@ -41,6 +43,14 @@ func newMetrics(s *Server) *metrics {
 			"Generations ended, by finished_reason: stop and length (whole answers), abort (the client went away), timeout (-request-timeout, -queue-timeout), shutdown (cut by the drain), error.",
 			"finished_reason"),
 	}
+	m.prefixQueries = reg.Counter("rocm_go:prefix_cache_queries_total", "Prompt tokens of the generations that started, looked up in the prefix cache.")
+	m.prefixHits = reg.Counter("rocm_go:prefix_cache_hits_total", "Of those prompt tokens, the ones found in the prefix cache: not prefilled again.")
+	reg.GaugeFunc("rocm_go:prefix_cache_hit_rate", "prefix_cache_hits_total over prefix_cache_queries_total, 0 to 1; absent before the first generation.", nil,
+		func(emit func(float64, ...string)) {
+			if q := m.prefixQueries.Value(); q > 0 {
+				emit(m.prefixHits.Value() / q)
+			}
+		})
 	for _, r := range finishedReasons {
 		m.finished.With(r)
 	}
@@ -70,6 +80,8 @@ type timing struct {
 	start   time.Time // the submission
 	last    time.Time // the last token
 	started bool
+	prompt  int // its prompt tokens, once started
+	cached  int // of those, the ones the prefix cache held (the final event's)
 }
 
 // event records an event's tokens: the first event is the first token
@@ -78,7 +90,7 @@ type timing struct {
 func (t *timing) event(tokens, prompt int) {
 	now := time.Now()
 	if !t.started {
-		t.started = true
+		t.started, t.prompt = true, prompt
 		t.m.promptTokens.Add(float64(prompt))
 		t.m.ttft.Observe(now.Sub(t.start).Seconds())
 		t.last = now
@@ -89,8 +101,13 @@ func (t *timing) event(tokens, prompt int) {
 	t.m.genTokens.Add(float64(tokens))
 }
 
-// end counts the generation's end.
+// end counts the generation's end, and the prefix cache's part in its
+// prompt when it started.
 func (t *timing) end(reason string) {
+	if t.started {
+		t.m.prefixQueries.Add(float64(t.prompt))
+		t.m.prefixHits.Add(float64(t.cached))
+	}
 	t.m.finished.With(reason).Inc()
 	t.m.e2e.Observe(time.Since(t.start).Seconds())
 }

@@ -25,6 +25,12 @@ type Backend interface {
 	EOS() []int32
 	// Encode tokenizes text, adding the BOS token when addSpecial is set.
 	Encode(text string, addSpecial bool) ([]int32, error)
+	// Decode is the text of token ids (special tokens left out when
+	// skipSpecial is set; ids that are no token left out).
+	Decode(ids []int32, skipSpecial bool) string
+	// TokenBytes are the bytes of one token decoded on its own, for
+	// log-probabilities: part of a character only, for some tokens.
+	TokenBytes(id int32) []byte
 	// ApplyChatTemplate renders a conversation with the model's chat
 	// template, ending with the assistant's header when
 	// addGenerationPrompt is set. The text already holds the special
@@ -88,6 +94,13 @@ type LoadOptions struct {
 	MaxModelLen    int
 	CacheBytes     int64
 	MemoryFraction float64
+	// NoPrefixCaching turns off the KV cache's automatic prefix caching
+	// (-prefix-caching=false): every prompt is prefilled whole.
+	NoPrefixCaching bool
+	// SpeculativeTokens turns on prompt-lookup speculative decoding of
+	// greedy requests, up to this many drafted tokens a step
+	// (-speculative-tokens; generate.Config.SpeculativeTokens); 0 is off.
+	SpeculativeTokens int
 	// Progress is called as weights load with the bytes done so far and
 	// the total; it is safe to call from several goroutines.
 	Progress func(done, total int64)

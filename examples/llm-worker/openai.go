@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/rocm-go/rocm/candle/models/generate"
@@ -20,6 +21,10 @@ const (
 	maxStopStrings = 16
 	maxStopBytes   = 512
 	maxMessages    = 4096
+	// maxChoices bounds n: each choice is a sequence of the batch.
+	maxChoices = 16
+	// maxLogitBias bounds logit_bias's entries.
+	maxLogitBias = 1024
 )
 
 // samplingParams are the fields both endpoints share.
@@ -281,6 +286,26 @@ func (p *samplingParams) sampling() (generate.Sampling, *worker.Error) {
 			s.RepetitionPenalty = float32(r)
 		}
 	}
+	for name, v := range map[string]*float64{"presence_penalty": p.PresencePenalty, "frequency_penalty": p.FrequencyPenalty} {
+		if v != nil && !(*v >= -generate.MaxPenalty && *v <= generate.MaxPenalty) {
+			return s, worker.BadRequest(name, "%s %g: want -%d to %d (0 is off)", name, *v, generate.MaxPenalty, generate.MaxPenalty)
+		}
+	}
+	if p.PresencePenalty != nil {
+		s.PresencePenalty = float32(*p.PresencePenalty)
+	}
+	if p.FrequencyPenalty != nil {
+		s.FrequencyPenalty = float32(*p.FrequencyPenalty)
+	}
+	var rawBias json.RawMessage
+	if p.LogitBias != nil {
+		rawBias = *p.LogitBias
+	}
+	bias, aerr := parseLogitBias(rawBias)
+	if aerr != nil {
+		return s, aerr
+	}
+	s.LogitBias = bias
 	if p.Seed != nil {
 		s.Seed = uint64(*p.Seed)
 		if s.Seed == 0 {
@@ -290,34 +315,92 @@ func (p *samplingParams) sampling() (generate.Sampling, *worker.Error) {
 	return s, nil
 }
 
+// parseLogitBias reads logit_bias: token ids (as strings, JSON's object
+// keys) to biases in [-100, 100]. Ids beyond the vocabulary are
+// generate.Check's to refuse.
+func parseLogitBias(m json.RawMessage) (map[int32]float32, *worker.Error) {
+	if rawIsNull(m) {
+		return nil, nil
+	}
+	var in map[string]float64
+	if err := json.Unmarshal(m, &in); err != nil {
+		return nil, worker.BadRequest("logit_bias", "logit_bias: want an object of token ids to numbers, as {\"50256\": -100}")
+	}
+	if len(in) > maxLogitBias {
+		return nil, worker.BadRequest("logit_bias", "logit_bias: %d tokens, at most %d", len(in), maxLogitBias)
+	}
+	if len(in) == 0 {
+		return nil, nil
+	}
+	out := make(map[int32]float32, len(in))
+	for k, v := range in {
+		id, err := strconv.ParseInt(k, 10, 32)
+		if err != nil || id < 0 {
+			return nil, worker.BadRequest("logit_bias", "logit_bias: the key %q is not a token id", k)
+		}
+		if !(v >= -generate.MaxLogitBias && v <= generate.MaxLogitBias) {
+			return nil, worker.BadRequest("logit_bias", "logit_bias: %g for token %d: want -%d to %d", v, id, generate.MaxLogitBias, generate.MaxLogitBias)
+		}
+		out[int32(id)] = float32(v)
+	}
+	return out, nil
+}
+
+// choices reads n: how many completions of the prompt to make.
+func (p *samplingParams) choices() (int, *worker.Error) {
+	if p.N == nil {
+		return 1, nil
+	}
+	if n := *p.N; n < 1 || n > maxChoices {
+		return 0, worker.BadRequest("n", "n %d: want 1 to %d choices", n, maxChoices)
+	}
+	return *p.N, nil
+}
+
+// logprobs reads the log-probability fields. Chat asks with logprobs:
+// true and top_logprobs: 0..20; completions with logprobs: 0..20, the
+// number of most likely tokens a step (0 is the drawn token's alone).
+func (p *samplingParams) logprobs(chat bool) (on bool, top int, _ *worker.Error) {
+	if chat {
+		if !rawIsNull(p.Logprobs) {
+			if err := json.Unmarshal(p.Logprobs, &on); err != nil {
+				return false, 0, worker.BadRequest("logprobs", "logprobs: want true or false (the number of most likely tokens is top_logprobs)")
+			}
+		}
+		if p.TopLogprobs != nil {
+			top = *p.TopLogprobs
+			if top < 0 || top > generate.MaxTopLogProbs {
+				return false, 0, worker.BadRequest("top_logprobs", "top_logprobs %d: want 0 to %d", top, generate.MaxTopLogProbs)
+			}
+			if top > 0 && !on {
+				return false, 0, worker.BadRequest("top_logprobs", "top_logprobs needs logprobs: true")
+			}
+		}
+		return on, top, nil
+	}
+	if p.TopLogprobs != nil {
+		return false, 0, worker.BadRequest("top_logprobs", "top_logprobs is chat's: completions take the number as logprobs")
+	}
+	if rawIsNull(p.Logprobs) {
+		return false, 0, nil
+	}
+	if err := json.Unmarshal(p.Logprobs, &top); err != nil || top < 0 || top > generate.MaxTopLogProbs {
+		return false, 0, worker.BadRequest("logprobs", "logprobs: want the number of most likely tokens a step, 0 to %d", generate.MaxTopLogProbs)
+	}
+	return true, top, nil
+}
+
 // unsupported rejects the OpenAI fields this worker cannot honour, rather
 // than ignoring them and answering something else than was asked.
 func (p *samplingParams) unsupported() *worker.Error {
-	if p.N != nil && *p.N != 1 {
-		return worker.BadRequest("n", "n %d: this worker makes one choice per request (n 1)", *p.N)
-	}
-	if p.BestOf != nil && *p.BestOf != 1 {
-		return worker.BadRequest("best_of", "best_of %d is not supported (only 1)", *p.BestOf)
-	}
-	for name, v := range map[string]*float64{"presence_penalty": p.PresencePenalty, "frequency_penalty": p.FrequencyPenalty} {
-		if v != nil && *v != 0 {
-			return worker.BadRequest(name, "%s is not supported: use repetition_penalty", name)
-		}
-	}
-	if !rawIsNull(p.Logprobs) && !bytes.Equal(bytes.TrimSpace(p.Logprobs), []byte("false")) {
-		return worker.BadRequest("logprobs", "logprobs are not supported")
-	}
-	if p.TopLogprobs != nil && *p.TopLogprobs != 0 {
-		return worker.BadRequest("top_logprobs", "top_logprobs are not supported")
+	if p.BestOf != nil && *p.BestOf != 1 && (p.N == nil || *p.BestOf != *p.N) {
+		return worker.BadRequest("best_of", "best_of %d is not supported: the worker returns every choice it makes (ask for them with n)", *p.BestOf)
 	}
 	if p.Echo {
 		return worker.BadRequest("echo", "echo is not supported")
 	}
 	if p.Suffix != nil && *p.Suffix != "" {
 		return worker.BadRequest("suffix", "suffix is not supported")
-	}
-	if p.LogitBias != nil && !rawIsNull(*p.LogitBias) && !bytes.Equal(bytes.TrimSpace(*p.LogitBias), []byte("{}")) {
-		return worker.BadRequest("logit_bias", "logit_bias is not supported")
 	}
 	return nil
 }
@@ -345,25 +428,34 @@ type usage struct {
 	PromptTokens     int `json:"prompt_tokens"`
 	CompletionTokens int `json:"completion_tokens"`
 	TotalTokens      int `json:"total_tokens"`
+	// PromptTokensDetails is there when part of the prompt came from the
+	// prefix cache.
+	PromptTokensDetails *promptTokensDetails `json:"prompt_tokens_details,omitempty"`
+}
+
+// promptTokensDetails is OpenAI's breakdown of the prompt tokens.
+type promptTokensDetails struct {
+	CachedTokens int `json:"cached_tokens"` // not prefilled again: their KV cache was kept
 }
 
 // completionChoice is a choice of /v1/completions, whole or a chunk.
 type completionChoice struct {
-	Text         string  `json:"text"`
-	Index        int     `json:"index"`
-	Logprobs     any     `json:"logprobs"`
-	FinishReason *string `json:"finish_reason"`
+	Text         string              `json:"text"`
+	Index        int                 `json:"index"`
+	Logprobs     *completionLogprobs `json:"logprobs"`
+	FinishReason *string             `json:"finish_reason"`
 }
 
 // completionResponse is /v1/completions' response and its stream chunks
 // (the same object, "text_completion").
 type completionResponse struct {
-	ID      string             `json:"id"`
-	Object  string             `json:"object"`
-	Created int64              `json:"created"`
-	Model   string             `json:"model"`
-	Choices []completionChoice `json:"choices"`
-	Usage   *usage             `json:"usage,omitempty"`
+	ID                string             `json:"id"`
+	Object            string             `json:"object"`
+	Created           int64              `json:"created"`
+	Model             string             `json:"model"`
+	SystemFingerprint string             `json:"system_fingerprint"`
+	Choices           []completionChoice `json:"choices"`
+	Usage             *usage             `json:"usage,omitempty"`
 }
 
 // chatMessageOut is the assistant's message, whole or a delta.
@@ -377,19 +469,20 @@ type chatChoice struct {
 	Index        int             `json:"index"`
 	Message      any             `json:"message,omitempty"` // a *chatMessageOut, or a toolMessage
 	Delta        *chatMessageOut `json:"delta,omitempty"`
-	Logprobs     any             `json:"logprobs"`
+	Logprobs     *chatLogprobs   `json:"logprobs"`
 	FinishReason *string         `json:"finish_reason"`
 }
 
 // chatResponse is /v1/chat/completions' response ("chat.completion") and
 // its stream chunks ("chat.completion.chunk").
 type chatResponse struct {
-	ID      string       `json:"id"`
-	Object  string       `json:"object"`
-	Created int64        `json:"created"`
-	Model   string       `json:"model"`
-	Choices []chatChoice `json:"choices"`
-	Usage   *usage       `json:"usage,omitempty"`
+	ID                string       `json:"id"`
+	Object            string       `json:"object"`
+	Created           int64        `json:"created"`
+	Model             string       `json:"model"`
+	SystemFingerprint string       `json:"system_fingerprint"`
+	Choices           []chatChoice `json:"choices"`
+	Usage             *usage       `json:"usage,omitempty"`
 }
 
 // modelList is /v1/models' response.

@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/rocm-go/rocm/candle/models/generate"
+	"github.com/rocm-go/rocm/candle/models/generate/grammar"
 	"github.com/rocm-go/rocm/errs"
 	"github.com/rocm-go/rocm/internal/worker"
 )
@@ -51,6 +51,7 @@ type Server struct {
 	cfg     ServerConfig
 	log     *slog.Logger
 	created int64
+	fp      string // system_fingerprint: the worker's version and model
 	gate    *worker.Gate
 
 	mu      sync.RWMutex
@@ -78,7 +79,7 @@ func NewServer(cfg ServerConfig) *Server {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	log := slog.New(worker.RequestIDs(cfg.Logger.Handler()))
-	s := &Server{cfg: cfg, log: log, created: time.Now().Unix(), gate: worker.NewGate(cfg.Logger)}
+	s := &Server{cfg: cfg, log: log, created: time.Now().Unix(), fp: fingerprint(cfg.Version, cfg.ModelID), gate: worker.NewGate(cfg.Logger)}
 	s.metrics = newMetrics(s)
 	mux := http.NewServeMux()
 	mux.HandleFunc("/health", s.health)
@@ -86,11 +87,14 @@ func NewServer(cfg ServerConfig) *Server {
 	mux.HandleFunc("/live", s.gate.LiveHandler)
 	mux.Handle("/metrics", s.metrics.reg)
 	mux.HandleFunc("/v1/models", s.models)
+	mux.HandleFunc("/v1/models/{id...}", s.model)
+	mux.HandleFunc("/tokenize", s.tokenize)
+	mux.HandleFunc("/detokenize", s.detokenize)
 	mux.HandleFunc("/v1/completions", s.completions)
 	mux.HandleFunc("/v1/chat/completions", s.chatCompletions)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		worker.WriteError(w, &worker.Error{Status: http.StatusNotFound, Type: "invalid_request_error",
-			Message: fmt.Sprintf("no endpoint %s %s: this worker serves GET /health, GET /ready, GET /live, GET /metrics, GET /v1/models, POST /v1/completions and POST /v1/chat/completions", r.Method, r.URL.Path)})
+			Message: fmt.Sprintf("no endpoint %s %s: this worker serves GET /health, GET /ready, GET /live, GET /metrics, GET /v1/models, GET /v1/models/{id}, POST /v1/completions, POST /v1/chat/completions, POST /tokenize and POST /detokenize", r.Method, r.URL.Path)})
 	})
 	s.handler = worker.Observe(s.log, s.metrics.reg, mux,
 		worker.Recoverer(s.log, worker.ReadDeadline(cfg.ReadTimeout, worker.Auth(cfg.APIToken, "llm-worker", mux))))
@@ -159,44 +163,117 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 		worker.MethodNotAllowed(w, r, "GET")
 		return
 	}
+	worker.WriteJSON(w, http.StatusOK, modelList{Object: "list", Data: []modelCard{s.card()}})
+}
+
+// card is the model this worker serves.
+func (s *Server) card() modelCard {
 	card := modelCard{ID: s.cfg.ModelID, Object: "model", Created: s.created, OwnedBy: "rocm-go"}
 	if b, err := s.current(); err == nil {
 		card.MaxModelLen = b.ContextLength()
 	}
-	worker.WriteJSON(w, http.StatusOK, modelList{Object: "list", Data: []modelCard{card}})
+	return card
 }
 
 // job is a checked generation request.
 type job struct {
 	id           string
 	req          generate.Request
+	n            int    // the choices: sequences of the same prompt
 	maxParam     string // the parameter that set req.MaxTokens
 	stream       bool
 	includeUsage bool
 	format       formatter
 }
 
-// settler is a formatter that reads the output (its tool calls) and
-// settles it once the generation finished: see toolFormat.settle.
+// settler is a formatter that reads a choice's output (its tool calls)
+// and settles it once the choice finished: see toolFormat.settle.
 type settler interface {
-	settle(text, finish string) (string, *worker.Error)
+	settle(index int, text, finish string) (string, *worker.Error)
 }
 
-// formatter makes one endpoint's response objects.
+// formatter makes one endpoint's response objects; index is a choice's.
 type formatter interface {
-	first() any                             // the stream's opening chunk, or nil
-	chunk(text string) any                  // a stream chunk with new text, or nil to send nothing yet
-	final(finish string, u usage) any       // the stream's closing chunk
-	usageOnly(u usage) any                  // the stream_options.include_usage chunk
-	whole(text, finish string, u usage) any // the non-streamed response
+	first(index int) any                                           // a choice's opening chunk in a stream, or nil
+	chunk(index int, text string, lps []generate.TokenLogProb) any // a stream chunk with new text or log-probabilities
+	final(index int, finish string) any                            // a choice's closing chunk
+	usageOnly(u usage) any                                         // the stream_options.include_usage chunk
+	whole(choices []choiceOut, u usage) any                        // the non-streamed response
+}
+
+// choiceOut is a choice of a non-streamed response.
+type choiceOut struct {
+	text, finish string
+	lps          []generate.TokenLogProb
+}
+
+// choiceEvent is an event of choice index.
+type choiceEvent struct {
+	index int
+	ev    generate.Event
+}
+
+// mergeChoices interleaves the choices' streams in the order their events
+// come; the result closes once every stream has.
+func mergeChoices(chans []<-chan generate.Event) <-chan choiceEvent {
+	out := make(chan choiceEvent)
+	var wg sync.WaitGroup
+	for i, ch := range chans {
+		wg.Go(func() {
+			for ev := range ch {
+				out <- choiceEvent{i, ev}
+			}
+		})
+	}
+	go func() {
+		wg.Wait()
+		close(out)
+	}()
+	return out
+}
+
+// submit starts a job's n sequences, the prompt the same for each (so
+// that they share its KV-cache blocks where the cache can), choice i
+// drawing with the seed plus i when a seed is given. A refusal cancels
+// and drains the sequences already started.
+func submit(ctx context.Context, cancel context.CancelCauseFunc, b Backend, j *job) (<-chan choiceEvent, error) {
+	chans := make([]<-chan generate.Event, j.n)
+	for i := range j.n {
+		r := j.req
+		if r.Sampling.Seed != 0 {
+			r.Sampling.Seed += uint64(i)
+		}
+		if m, ok := r.Constraint.(*grammar.Matcher); ok && i > 0 {
+			r.Constraint = m.Clone() // a matcher follows one sequence
+		}
+		ch, err := b.Generate(ctx, r)
+		if err != nil {
+			cancel(nil)
+			for _, c := range chans[:i] {
+				for range c {
+				}
+			}
+			return nil, err
+		}
+		chans[i] = ch
+	}
+	return mergeChoices(chans), nil
 }
 
 // common checks the fields both endpoints share once the prompt's tokens
 // are known, and fills the engine request; what the request asks of the
 // model (token ids, the context) generate.Check judges when the engine
 // takes it.
-func (s *Server) common(b Backend, p *samplingParams, ids []int32) (*job, *worker.Error) {
+func (s *Server) common(b Backend, p *samplingParams, ids []int32, chat bool) (*job, *worker.Error) {
 	maxTok, maxParam, aerr := p.maxTokens(len(ids), b.ContextLength(), s.cfg.MaxTokensDefault)
+	if aerr != nil {
+		return nil, aerr
+	}
+	n, aerr := p.choices()
+	if aerr != nil {
+		return nil, aerr
+	}
+	lpOn, lpTop, aerr := p.logprobs(chat)
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -208,7 +285,8 @@ func (s *Server) common(b Backend, p *samplingParams, ids []int32) (*job, *worke
 	if aerr != nil {
 		return nil, aerr
 	}
-	j := &job{req: generate.Request{Prompt: ids, MaxTokens: maxTok, Sampling: smp, StopTokens: b.EOS(), StopStrings: stop}, maxParam: maxParam}
+	j := &job{req: generate.Request{Prompt: ids, MaxTokens: maxTok, Sampling: smp, StopTokens: b.EOS(), StopStrings: stop, LogProbs: lpOn, TopLogProbs: lpTop},
+		n: n, maxParam: maxParam, stream: p.Stream, includeUsage: p.StreamOptions != nil && p.StreamOptions.IncludeUsage}
 	if aerr := s.applyResponseFormat(b, p, &j.req); aerr != nil {
 		return nil, aerr
 	}
@@ -232,26 +310,36 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 
 // serveJob reads a POST body as a request R, makes its job and runs it.
 func serveJob[R any](s *Server, w http.ResponseWriter, r *http.Request, makeJob func(Backend, *R) (*job, *worker.Error)) {
-	if r.Method != http.MethodPost {
-		worker.MethodNotAllowed(w, r, "POST")
+	b, req, ok := readPost[R](s, w, r)
+	if !ok {
 		return
 	}
-	b, aerr := s.current()
-	if aerr != nil {
-		worker.WriteError(w, aerr)
-		return
-	}
-	var req R
-	if aerr := worker.DecodeJSON(w, r, s.cfg.MaxBodyBytes, &req); aerr != nil {
-		worker.WriteError(w, aerr)
-		return
-	}
-	j, aerr := makeJob(b, &req)
+	j, aerr := makeJob(b, req)
 	if aerr != nil {
 		worker.WriteError(w, aerr)
 		return
 	}
 	s.generate(w, r, b, j)
+}
+
+// readPost reads a POST body as a request R once the model has loaded;
+// on failure it has answered and ok is false.
+func readPost[R any](s *Server, w http.ResponseWriter, r *http.Request) (_ Backend, _ *R, ok bool) {
+	if r.Method != http.MethodPost {
+		worker.MethodNotAllowed(w, r, "POST")
+		return nil, nil, false
+	}
+	b, aerr := s.current()
+	if aerr != nil {
+		worker.WriteError(w, aerr)
+		return nil, nil, false
+	}
+	var req R
+	if aerr := worker.DecodeJSON(w, r, s.cfg.MaxBodyBytes, &req); aerr != nil {
+		worker.WriteError(w, aerr)
+		return nil, nil, false
+	}
+	return b, &req, true
 }
 
 func (s *Server) completionJob(b Backend, req *completionRequest) (*job, *worker.Error) {
@@ -278,13 +366,12 @@ func (s *Server) completionJob(b Backend, req *completionRequest) (*job, *worker
 			return nil, worker.BadRequest("prompt", "prompt is empty once tokenized")
 		}
 	}
-	j, aerr := s.common(b, &req.samplingParams, ids)
+	j, aerr := s.common(b, &req.samplingParams, ids, false)
 	if aerr != nil {
 		return nil, aerr
 	}
 	j.id = worker.NewID("cmpl-")
-	j.stream, j.includeUsage = req.Stream, req.StreamOptions != nil && req.StreamOptions.IncludeUsage
-	j.format = completionFormat{id: j.id, model: s.cfg.ModelID, created: time.Now().Unix()}
+	j.format = &completionFormat{s.responseMeta(j, b)}
 	return j, nil
 }
 
@@ -320,7 +407,7 @@ func (s *Server) chatJob(b Backend, req *chatRequest) (*job, *worker.Error) {
 	if len(ids) == 0 {
 		return nil, worker.BadRequest("messages", "messages are empty once tokenized")
 	}
-	j, aerr := s.common(b, &req.samplingParams, ids)
+	j, aerr := s.common(b, &req.samplingParams, ids, true)
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -328,8 +415,7 @@ func (s *Server) chatJob(b Backend, req *chatRequest) (*job, *worker.Error) {
 		return nil, aerr
 	}
 	j.id = worker.NewID("chatcmpl-")
-	j.stream, j.includeUsage = req.Stream, req.StreamOptions != nil && req.StreamOptions.IncludeUsage
-	j.format = newToolFormat(chatFormat{id: j.id, model: s.cfg.ModelID, created: time.Now().Unix()}, ts, req.Stream)
+	j.format = newToolFormat(&chatFormat{s.responseMeta(j, b)}, ts, req.Stream, j.n)
 	return j, nil
 }
 
@@ -338,6 +424,8 @@ func (s *Server) chatJob(b Backend, req *chatRequest) (*job, *worker.Error) {
 var fieldParams = map[string]string{
 	"Prompt": "prompt", "StopStrings": "stop", "Sampling.Temperature": "temperature", "Sampling.TopP": "top_p",
 	"Sampling.TopK": "top_k", "Sampling.MinP": "min_p", "Sampling.RepetitionPenalty": "repetition_penalty",
+	"Sampling.PresencePenalty": "presence_penalty", "Sampling.FrequencyPenalty": "frequency_penalty",
+	"Sampling.LogitBias": "logit_bias", "TopLogProbs": "top_logprobs",
 }
 
 // generateError maps Generate's refusal of j to a status: the engine's
@@ -418,7 +506,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, b Backend, j *
 		queued = time.AfterFunc(d, func() { cancel(errQueueTimeout) })
 		defer queued.Stop()
 	}
-	events, err := b.Generate(ctx, j.req)
+	events, err := submit(ctx, cancel, b, j)
 	if err != nil {
 		aerr := generateError(err, j)
 		if aerr.Status == http.StatusTooManyRequests {
@@ -442,28 +530,35 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, b Backend, j *
 	defer func() {
 		endLoad(0)
 		cancel(nil)
-		for range events { // the backend ends the channel once cancelled
+		for range events { // the backend ends the channels once cancelled
 		}
 	}()
 	var (
-		text      strings.Builder
+		out       = make([]choiceOut, j.n) // finish "" while a choice runs
+		open      = j.n
 		firstAt   time.Duration
 		completed int
-		last      generate.Event
-		cause     error // why the worker cut the generation
+		u         = usage{PromptTokens: len(j.req.Prompt)} // counted once, whatever n
+		last      generate.Event                           // the event that ended the loop
+		settled   string                                   // the finish reason of the last choice to end, settled
+		cached    int                                      // the prompt's tokens read from the prefix cache
+		cause     error                                    // why the worker cut the generation
 	)
 	rc := http.NewResponseController(w)
 	var sse *worker.SSE
 	stream := func() *worker.SSE {
 		if sse == nil {
 			sse = worker.NewSSE(w, rc, s.cfg.WriteTimeout)
-			if f := j.format.first(); f != nil {
-				sse.Send(f) // a failure stays in sse: every later send fails
+			for i := range j.n {
+				if f := j.format.first(i); f != nil {
+					sse.Send(f) // a failure stays in sse: every later send fails
+				}
 			}
 		}
 		return sse
 	}
-	for ev := range events {
+	for ce := range events {
+		ev, c := ce.ev, &out[ce.index]
 		if !started {
 			started = true
 			s.load.Started()
@@ -479,31 +574,57 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, b Backend, j *
 			tm.event(len(ev.Tokens), len(j.req.Prompt))
 		}
 		completed += len(ev.Tokens)
-		if ev.Text != "" {
+		if ev.Text != "" || len(ev.LogProbs) > 0 {
 			if !j.stream {
-				text.WriteString(ev.Text)
-			} else if c := j.format.chunk(ev.Text); c == nil {
+				c.text += ev.Text
+				c.lps = append(c.lps, ev.LogProbs...)
+			} else if ch := j.format.chunk(ce.index, ev.Text, ev.LogProbs); ch == nil {
 				// held back: it may be a tool call
-			} else if err := stream().Send(c); err != nil {
+			} else if err := stream().Send(ch); err != nil {
 				s.log.InfoContext(rctx, "request cancelled: the client stopped reading", "id", j.id, "err", err)
 				return
 			}
 		}
-		if ev.Done || ev.Err != nil {
-			last = ev
+		if !ev.Done && ev.Err == nil {
+			continue
+		}
+		last = ev
+		fin, ok := finished(ev)
+		if !ok || !ev.Done {
+			break // the whole request fails with the choice
+		}
+		if st, ok := j.format.(settler); ok {
+			var aerr *worker.Error
+			if fin, aerr = st.settle(ce.index, c.text, fin); aerr != nil {
+				reason = "error"
+				s.log.ErrorContext(rctx, "the output is not what the request asked", "id", j.id, "choice", ce.index, "err", aerr.Message)
+				if sse == nil { // nothing sent yet (a stream held it back): a plain error
+					worker.WriteError(w, aerr)
+				} else if sse.Send(map[string]*worker.Error{"error": aerr}) == nil && sse.Send(j.format.final(ce.index, finishError)) == nil {
+					sse.Done()
+				}
+				return
+			}
+		}
+		c.finish, settled = fin, fin
+		u.CompletionTokens += ev.CompletionTokens
+		cached = max(cached, ev.CachedTokens) // of the one prompt: the choices' best
+		if j.stream && stream().Send(j.format.final(ce.index, fin)) != nil {
+			return
+		}
+		if open--; open == 0 {
 			break
 		}
 	}
-	u := usage{PromptTokens: last.PromptTokens, CompletionTokens: last.CompletionTokens}
-	if u.PromptTokens == 0 {
-		u.PromptTokens = len(j.req.Prompt)
+	if tm.cached = cached; cached > 0 {
+		u.PromptTokensDetails = &promptTokensDetails{CachedTokens: cached}
 	}
 	if u.CompletionTokens == 0 {
 		u.CompletionTokens = completed
 	}
 	u.TotalTokens = u.PromptTokens + u.CompletionTokens
 	finish, ok := finished(last)
-	ok = ok && last.Done // not a generation the queue wait cut before its first event
+	ok = ok && last.Done && open == 0 // not a generation the queue wait cut before its first event
 	if cause == nil && !ok && ctx.Err() != nil {
 		cause = context.Cause(ctx)
 	}
@@ -525,7 +646,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, b Backend, j *
 		// drawn as it was cancelled, never delivered.
 		u.CompletionTokens = completed
 		u.TotalTokens = u.PromptTokens + completed
-		reason = s.cutShort(rctx, w, sse, j, cause, u, time.Since(start))
+		reason = s.cutShort(rctx, w, sse, j, cause, u, out, time.Since(start))
 		return
 	case !ok && ctx.Err() != nil:
 		s.log.InfoContext(rctx, "request cancelled: the client went away", "id", j.id, "after", time.Since(start).Round(time.Millisecond))
@@ -546,39 +667,27 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, b Backend, j *
 		}
 		return
 	}
-	if st, ok := j.format.(settler); ok {
-		var aerr *worker.Error
-		if finish, aerr = st.settle(text.String(), finish); aerr != nil {
-			reason = "error"
-			s.log.ErrorContext(rctx, "the output is not what the request asked", "id", j.id, "err", aerr.Message)
-			if sse == nil {
-				worker.WriteError(w, aerr)
-			} else if sse.Send(map[string]*worker.Error{"error": aerr}) == nil && sse.Send(j.format.final(finishError, u)) == nil {
-				sse.Done()
-			}
-			return
-		}
-	}
-	reason = finish // the answer is whole: a client that stops reading it now has it all but [DONE]
+	finish = settled // a choice that called tools says "tool_calls"
+	reason = finish  // the answer is whole: a client that stops reading it now has it all but [DONE]
 	if !j.stream {
 		rc.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
-		worker.WriteJSON(w, http.StatusOK, j.format.whole(text.String(), finish, u))
+		worker.WriteJSON(w, http.StatusOK, j.format.whole(out, u))
 	} else {
-		if stream().Send(j.format.final(finish, u)) != nil {
+		if j.includeUsage && stream().Send(j.format.usageOnly(u)) != nil {
 			return
 		}
-		if j.includeUsage && sse.Send(j.format.usageOnly(u)) != nil {
-			return
-		}
-		sse.Done()
+		stream().Done()
 	}
 	took := time.Since(start)
 	attrs := []any{"id", j.id, "prompt_tokens", u.PromptTokens, "completion_tokens", u.CompletionTokens,
 		"finish_reason", finish, "stream", j.stream, "took", took.Round(time.Millisecond)}
+	if j.n > 1 {
+		attrs = append(attrs, "n", j.n)
+	}
 	if firstAt > 0 {
 		attrs = append(attrs, "first_token", firstAt.Round(time.Millisecond))
-		if u.CompletionTokens > 1 && took > firstAt {
-			attrs = append(attrs, "tokens_per_s", fmt.Sprintf("%.1f", float64(u.CompletionTokens-1)/(took-firstAt).Seconds()))
+		if u.CompletionTokens > j.n && took > firstAt {
+			attrs = append(attrs, "tokens_per_s", fmt.Sprintf("%.1f", float64(u.CompletionTokens-j.n)/(took-firstAt).Seconds()))
 		}
 	}
 	s.log.InfoContext(rctx, "generation done", attrs...)
@@ -591,7 +700,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, b Backend, j *
 // finish_reason still sees that the answer is not whole. A request that
 // has no stream open gets the error with its status: 503 for the
 // shutdown, 504 for the deadline. It returns the finish reason.
-func (s *Server) cutShort(ctx context.Context, w http.ResponseWriter, sse *worker.SSE, j *job, cause error, u usage, after time.Duration) string {
+func (s *Server) cutShort(ctx context.Context, w http.ResponseWriter, sse *worker.SSE, j *job, cause error, u usage, out []choiceOut, after time.Duration) string {
 	finish := finishTimeout
 	aerr := &worker.Error{Status: http.StatusGatewayTimeout, Type: "server_error", Code: worker.Str("request_timeout"),
 		Message: fmt.Sprintf("the generation was cut after %v (the worker's -request-timeout): ask for fewer tokens", s.cfg.RequestTimeout)}
@@ -606,56 +715,82 @@ func (s *Server) cutShort(ctx context.Context, w http.ResponseWriter, sse *worke
 		worker.WriteError(w, aerr)
 		return finish
 	}
-	if sse.Send(map[string]*worker.Error{"error": aerr}) == nil && sse.Send(j.format.final(finish, u)) == nil &&
-		(!j.includeUsage || sse.Send(j.format.usageOnly(u)) == nil) {
+	if sse.Send(map[string]*worker.Error{"error": aerr}) != nil {
+		return finish
+	}
+	for i, c := range out {
+		if c.finish == "" && sse.Send(j.format.final(i, finish)) != nil {
+			return finish
+		}
+	}
+	if !j.includeUsage || sse.Send(j.format.usageOnly(u)) == nil {
 		sse.Done()
 	}
 	return finish
 }
 
+// responseMeta is what every object of a response carries, and its
+// log-probabilities' maker (nil when not asked for).
+type responseMeta struct {
+	id, model, fingerprint string
+	created                int64
+	lp                     *logprobs
+}
+
+// responseMeta is a job's, once its id is set.
+func (s *Server) responseMeta(j *job, b Backend) responseMeta {
+	return responseMeta{id: j.id, model: s.cfg.ModelID, fingerprint: s.fp, created: time.Now().Unix(),
+		lp: newLogprobs(j.req.LogProbs, j.req.TopLogProbs, j.n, b.TokenBytes)}
+}
+
 // completionFormat makes /v1/completions' objects.
-type completionFormat struct {
-	id, model string
-	created   int64
+type completionFormat struct{ responseMeta }
+
+func (f *completionFormat) obj(choices []completionChoice, u *usage) completionResponse {
+	return completionResponse{ID: f.id, Object: "text_completion", Created: f.created, Model: f.model, SystemFingerprint: f.fingerprint, Choices: choices, Usage: u}
 }
 
-func (f completionFormat) obj(choices []completionChoice, u *usage) completionResponse {
-	return completionResponse{ID: f.id, Object: "text_completion", Created: f.created, Model: f.model, Choices: choices, Usage: u}
+func (f *completionFormat) first(int) any { return nil }
+func (f *completionFormat) chunk(index int, text string, lps []generate.TokenLogProb) any {
+	return f.obj([]completionChoice{{Index: index, Text: text, Logprobs: f.lp.completion(index, lps)}}, nil)
 }
-
-func (f completionFormat) first() any { return nil }
-func (f completionFormat) chunk(text string) any {
-	return f.obj([]completionChoice{{Text: text}}, nil)
+func (f *completionFormat) final(index int, finish string) any {
+	return f.obj([]completionChoice{{Index: index, FinishReason: &finish}}, nil)
 }
-func (f completionFormat) final(finish string, u usage) any {
-	return f.obj([]completionChoice{{FinishReason: &finish}}, &u)
-}
-func (f completionFormat) usageOnly(u usage) any { return f.obj([]completionChoice{}, &u) }
-func (f completionFormat) whole(text, finish string, u usage) any {
-	return f.obj([]completionChoice{{Text: text, FinishReason: &finish}}, &u)
+func (f *completionFormat) usageOnly(u usage) any { return f.obj([]completionChoice{}, &u) }
+func (f *completionFormat) whole(out []choiceOut, u usage) any {
+	choices := make([]completionChoice, len(out))
+	for i, c := range out {
+		choices[i] = completionChoice{Index: i, Text: c.text, Logprobs: f.lp.completion(i, c.lps), FinishReason: &c.finish}
+	}
+	return f.obj(choices, &u)
 }
 
 // chatFormat makes /v1/chat/completions' objects.
-type chatFormat struct {
-	id, model string
-	created   int64
+type chatFormat struct{ responseMeta }
+
+func (f *chatFormat) obj(object string, choices []chatChoice, u *usage) chatResponse {
+	return chatResponse{ID: f.id, Object: object, Created: f.created, Model: f.model, SystemFingerprint: f.fingerprint, Choices: choices, Usage: u}
 }
 
-func (f chatFormat) obj(object string, choices []chatChoice, u *usage) chatResponse {
-	return chatResponse{ID: f.id, Object: object, Created: f.created, Model: f.model, Choices: choices, Usage: u}
-}
-
-func (f chatFormat) first() any {
+func (f *chatFormat) first(index int) any {
 	empty := ""
-	return f.obj("chat.completion.chunk", []chatChoice{{Delta: &chatMessageOut{Role: "assistant", Content: &empty}}}, nil)
+	return f.obj("chat.completion.chunk", []chatChoice{{Index: index, Delta: &chatMessageOut{Role: "assistant", Content: &empty}}}, nil)
 }
-func (f chatFormat) chunk(text string) any {
-	return f.obj("chat.completion.chunk", []chatChoice{{Delta: &chatMessageOut{Content: &text}}}, nil)
+func (f *chatFormat) chunk(index int, text string, lps []generate.TokenLogProb) any {
+	return f.obj("chat.completion.chunk", []chatChoice{{Index: index, Delta: &chatMessageOut{Content: &text}, Logprobs: f.lp.chat(lps)}}, nil)
 }
-func (f chatFormat) final(finish string, u usage) any {
-	return f.obj("chat.completion.chunk", []chatChoice{{Delta: &chatMessageOut{}, FinishReason: &finish}}, &u)
+func (f *chatFormat) final(index int, finish string) any {
+	return f.obj("chat.completion.chunk", []chatChoice{{Index: index, Delta: &chatMessageOut{}, FinishReason: &finish}}, nil)
 }
-func (f chatFormat) usageOnly(u usage) any { return f.obj("chat.completion.chunk", []chatChoice{}, &u) }
-func (f chatFormat) whole(text, finish string, u usage) any {
-	return f.obj("chat.completion", []chatChoice{{Message: &chatMessageOut{Role: "assistant", Content: &text}, FinishReason: &finish}}, &u)
+func (f *chatFormat) usageOnly(u usage) any {
+	return f.obj("chat.completion.chunk", []chatChoice{}, &u)
+}
+func (f *chatFormat) whole(out []choiceOut, u usage) any {
+	choices := make([]chatChoice, len(out))
+	for i, c := range out {
+		text := c.text
+		choices[i] = chatChoice{Index: i, Message: &chatMessageOut{Role: "assistant", Content: &text}, Logprobs: f.lp.chat(c.lps), FinishReason: &c.finish}
+	}
+	return f.obj("chat.completion", choices, &u)
 }

@@ -345,6 +345,7 @@ func TestStreams(t *testing.T) {
 		assert.Equal(t, id, ev["id"], "one id for the stream")
 		assert.Equal(t, "llama-test", ev["model"])
 		assert.NotZero(t, ev["created"])
+		assert.Regexp(t, `^fp_[0-9a-f]{12}$`, ev["system_fingerprint"])
 		ch := ev["choices"].([]any)[0].(map[string]any)
 		delta := ch["delta"].(map[string]any)
 		switch i {
@@ -354,9 +355,7 @@ func TestStreams(t *testing.T) {
 		case len(evs) - 1:
 			assert.Empty(t, delta)
 			assert.Equal(t, "length", ch["finish_reason"])
-			u := ev["usage"].(map[string]any)
-			assert.Equal(t, 5.0, u["completion_tokens"])
-			assert.Equal(t, u["prompt_tokens"].(float64)+5, u["total_tokens"])
+			assert.NotContains(t, ev, "usage", "no usage without stream_options.include_usage")
 		default:
 			assert.Nil(t, ch["finish_reason"])
 			assert.NotContains(t, ev, "usage", "usage only at the end")
@@ -379,6 +378,7 @@ func TestStreams(t *testing.T) {
 	}
 	assert.Equal(t, "Hello, world", text.String())
 	assert.Equal(t, "length", evs[3]["choices"].([]any)[0].(map[string]any)["finish_reason"])
+	assert.NotContains(t, evs[3], "usage", "the usage comes once")
 	assert.Empty(t, evs[4]["choices"])
 	assert.Equal(t, map[string]any{"prompt_tokens": 2.0, "completion_tokens": 3.0, "total_tokens": 5.0}, evs[4]["usage"])
 }
@@ -457,14 +457,26 @@ func TestBadRequests(t *testing.T) {
 		{"top_k -2", "/v1/completions", `{"prompt": "x", "top_k": -2}`, 400, "top_k", "", "top_k -2"},
 		{"min_p > 1", "/v1/completions", `{"prompt": "x", "min_p": 2}`, 400, "min_p", "", "min_p 2"},
 		{"repetition_penalty 0", "/v1/completions", `{"prompt": "x", "repetition_penalty": 0}`, 400, "repetition_penalty", "", "more than 0"},
-		{"n 2", "/v1/completions", `{"prompt": "x", "n": 2}`, 400, "n", "", "one choice"},
+		{"n 0", "/v1/completions", `{"prompt": "x", "n": 0}`, 400, "n", "", "want 1 to 16"},
+		{"n 17", "/v1/chat/completions", chat(`, "n": 17`), 400, "n", "", "want 1 to 16"},
 		{"best_of", "/v1/completions", `{"prompt": "x", "best_of": 3}`, 400, "best_of", "", "not supported"},
+		{"best_of beyond n", "/v1/completions", `{"prompt": "x", "best_of": 3, "n": 2}`, 400, "best_of", "", "ask for them with n"},
 		{"stop number", "/v1/completions", `{"prompt": "x", "stop": 5}`, 400, "stop", "", "string or a list"},
 		{"stop empty", "/v1/completions", `{"prompt": "x", "stop": ""}`, 400, "stop", "", "never matches"},
 		{"stop too many", "/v1/completions", `{"prompt": "x", "stop": [` + strings.Repeat(`"a",`, 16) + `"a"]}`, 400, "stop", "", "at most 16"},
 		{"stop too long", "/v1/completions", `{"prompt": "x", "stop": "` + strings.Repeat("s", 513) + `"}`, 400, "stop", "", "at most 512"},
-		{"presence_penalty", "/v1/completions", `{"prompt": "x", "presence_penalty": 0.5}`, 400, "presence_penalty", "", "not supported"},
-		{"logprobs", "/v1/chat/completions", chat(`, "logprobs": true`), 400, "logprobs", "", "not supported"},
+		{"presence_penalty > 2", "/v1/completions", `{"prompt": "x", "presence_penalty": 2.5}`, 400, "presence_penalty", "", "want -2 to 2"},
+		{"frequency_penalty < -2", "/v1/chat/completions", chat(`, "frequency_penalty": -3`), 400, "frequency_penalty", "", "want -2 to 2"},
+		{"logit_bias list", "/v1/completions", `{"prompt": "x", "logit_bias": [1, 2]}`, 400, "logit_bias", "", "object of token ids"},
+		{"logit_bias key", "/v1/completions", `{"prompt": "x", "logit_bias": {"hello": 1}}`, 400, "logit_bias", "", `"hello" is not a token id`},
+		{"logit_bias > 100", "/v1/completions", `{"prompt": "x", "logit_bias": {"5": 101}}`, 400, "logit_bias", "", "want -100 to 100"},
+		{"logit_bias beyond vocab", "/v1/chat/completions", chat(`, "logit_bias": {"1000": -100}`), 400, "logit_bias", "", "token id 1000: want 0 to 999"},
+		{"chat logprobs number", "/v1/chat/completions", chat(`, "logprobs": 3`), 400, "logprobs", "", "true or false"},
+		{"top_logprobs without logprobs", "/v1/chat/completions", chat(`, "top_logprobs": 2`), 400, "top_logprobs", "", "needs logprobs: true"},
+		{"top_logprobs 21", "/v1/chat/completions", chat(`, "logprobs": true, "top_logprobs": 21`), 400, "top_logprobs", "", "want 0 to 20"},
+		{"completion logprobs 21", "/v1/completions", `{"prompt": "x", "logprobs": 21}`, 400, "logprobs", "", "0 to 20"},
+		{"completion logprobs true", "/v1/completions", `{"prompt": "x", "logprobs": true}`, 400, "logprobs", "", "0 to 20"},
+		{"completion top_logprobs", "/v1/completions", `{"prompt": "x", "top_logprobs": 2}`, 400, "top_logprobs", "", "chat's"},
 		{"echo", "/v1/completions", `{"prompt": "x", "echo": true}`, 400, "echo", "", "not supported"},
 		{"tools", "/v1/chat/completions", chat(`, "tools": [{"type": "function", "function": {"name": "f"}}]`), 400, "tools", "", "no chat template to render tools"},
 		{"response_format xml", "/v1/chat/completions", chat(`, "response_format": {"type": "xml"}`), 400, "response_format", "", "json_schema"},
@@ -695,7 +707,7 @@ func TestRequestTimeout(t *testing.T) {
 	require.Greater(t, n, 2, "tokens, then the error and the final chunk")
 	assert.Equal(t, "request_timeout", evs[n-2]["error"].(map[string]any)["code"])
 	assert.Equal(t, "timeout", evs[n-1]["choices"].([]any)[0].(map[string]any)["finish_reason"])
-	assert.Equal(t, float64(n-2), evs[n-1]["usage"].(map[string]any)["completion_tokens"])
+	assert.NotContains(t, evs[n-1], "usage", "no usage without stream_options.include_usage")
 
 	code, _, body = ts.do(t, "POST", "/v1/completions", `{"prompt": "x", "max_tokens": 100000}`)
 	assert.Equal(t, http.StatusGatewayTimeout, code)

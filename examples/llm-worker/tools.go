@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"regexp"
 
+	"github.com/rocm-go/rocm/candle/models/generate"
 	"github.com/rocm-go/rocm/internal/worker"
 	"github.com/rocm-go/rocm/tokenizer"
 	"github.com/rocm-go/rocm/tokenizer/toolcall"
@@ -296,43 +297,54 @@ type toolMessage struct {
 }
 
 // toolFormat makes the chat objects of a request whose output may hold
-// tool calls: it reads the output with a toolcall.Parser, streams text
-// only where it is not (or cannot be) a call, and the calls as deltas.
+// tool calls: it reads each choice's output with a toolcall.Parser,
+// streams text only where it is not (or cannot be) a call, and the calls
+// as deltas.
 type toolFormat struct {
-	chatFormat
-	spec   *toolSpec
-	stream bool
-	p      *toolcall.Parser
-	held   string         // a forced call's content, sent only once the call is whole
-	tail   toolcall.Delta // what the end of the output released, for the final chunk
-	calls  []tokenizer.ToolCall
-	text   *string
+	*chatFormat
+	spec    *toolSpec
+	stream  bool
+	choices []*toolChoice
 }
 
-// newToolFormat makes the formatter of a chat request with tools; with
-// tool_choice "none" the output is text, as without tools.
-func newToolFormat(cf chatFormat, ts *toolSpec, stream bool) formatter {
+// toolChoice is what toolFormat reads of one choice.
+type toolChoice struct {
+	p     *toolcall.Parser
+	held  string         // a forced call's content, sent only once the call is whole
+	tail  toolcall.Delta // what the end of the output released, for the final chunk
+	lps   []generate.TokenLogProb
+	calls []tokenizer.ToolCall
+	text  *string
+}
+
+// newToolFormat makes the formatter of a chat request of n choices with
+// tools; with tool_choice "none" the output is text, as without tools.
+func newToolFormat(cf *chatFormat, ts *toolSpec, stream bool, n int) formatter {
 	if ts == nil || ts.choice == choiceNone {
 		return cf
 	}
-	f := &toolFormat{chatFormat: cf, spec: ts, stream: stream, p: toolcall.NewParser(ts.format, ts.names())}
-	f.p.Write(ts.prefill()) // the call the prompt began: nothing of it is sent yet
+	f := &toolFormat{chatFormat: cf, spec: ts, stream: stream, choices: make([]*toolChoice, n)}
+	for i := range f.choices {
+		c := &toolChoice{p: toolcall.NewParser(ts.format, ts.names())}
+		c.p.Write(ts.prefill()) // the call the prompt began: nothing of it is sent yet
+		f.choices[i] = c
+	}
 	return f
 }
 
 // keep drops what the request does not take: the calls after the first
 // when parallel_tool_calls is false; a forced call's content until the
 // end.
-func (f *toolFormat) keep(d toolcall.Delta) toolcall.Delta {
+func (f *toolFormat) keep(c *toolChoice, d toolcall.Delta) toolcall.Delta {
 	if f.spec.forced() {
-		f.held += d.Content
+		c.held += d.Content
 		d.Content = ""
 	}
 	if !f.spec.parallel {
 		kept := d.Calls[:0:0]
-		for _, c := range d.Calls {
-			if c.Index == 0 {
-				kept = append(kept, c)
+		for _, call := range d.Calls {
+			if call.Index == 0 {
+				kept = append(kept, call)
 			}
 		}
 		d.Calls = kept
@@ -359,28 +371,41 @@ func deltaOut(d toolcall.Delta) *chatMessageOut {
 	return out
 }
 
-func (f *toolFormat) chunk(text string) any {
-	out := deltaOut(f.keep(f.p.Write(text)))
+// chunk sends what the parser released; the log-probabilities of text
+// held back wait for the chunk that sends it.
+func (f *toolFormat) chunk(index int, text string, lps []generate.TokenLogProb) any {
+	c := f.choices[index]
+	c.lps = append(c.lps, lps...)
+	out := deltaOut(f.keep(c, c.p.Write(text)))
 	if out == nil {
 		return nil // held back: it may be a call
 	}
-	return f.obj("chat.completion.chunk", []chatChoice{{Delta: out}}, nil)
+	lps, c.lps = c.lps, nil
+	return f.obj("chat.completion.chunk", []chatChoice{{Index: index, Delta: out, Logprobs: f.lp.chat(lps)}}, nil)
 }
 
-func (f *toolFormat) final(finish string, u usage) any {
-	out := deltaOut(f.tail)
+func (f *toolFormat) final(index int, finish string) any {
+	c := f.choices[index]
+	out := deltaOut(c.tail)
 	if out == nil || finish == finishError {
 		out = &chatMessageOut{}
 	}
-	return f.obj("chat.completion.chunk", []chatChoice{{Delta: out, FinishReason: &finish}}, &u)
+	lps := c.lps
+	c.lps = nil
+	return f.obj("chat.completion.chunk", []chatChoice{{Index: index, Delta: out, Logprobs: f.lp.chat(lps), FinishReason: &finish}}, nil)
 }
 
-func (f *toolFormat) whole(_, finish string, u usage) any {
-	msg := toolMessage{Role: "assistant", Content: f.text}
-	for _, c := range f.calls {
-		msg.ToolCalls = append(msg.ToolCalls, toolCallOut{ID: c.ID, Type: "function", Function: toolFunctionOut{Name: c.Name, Arguments: c.Arguments}})
+func (f *toolFormat) whole(out []choiceOut, u usage) any {
+	choices := make([]chatChoice, len(out))
+	for i, o := range out {
+		c := f.choices[i]
+		msg := toolMessage{Role: "assistant", Content: c.text}
+		for _, call := range c.calls {
+			msg.ToolCalls = append(msg.ToolCalls, toolCallOut{ID: call.ID, Type: "function", Function: toolFunctionOut{Name: call.Name, Arguments: call.Arguments}})
+		}
+		choices[i] = chatChoice{Index: i, Message: msg, Logprobs: f.lp.chat(o.lps), FinishReason: &o.finish}
 	}
-	return f.obj("chat.completion", []chatChoice{{Message: msg, FinishReason: &finish}}, &u)
+	return f.obj("chat.completion", choices, &u)
 }
 
 // finishError is the finish_reason of a stream whose output was not what
@@ -392,22 +417,23 @@ const finishError = "error"
 // ("tool_calls" where the model called functions), or the error to send
 // instead when the output holds a malformed call, or no call where the
 // request required one.
-func (f *toolFormat) settle(text, finish string) (string, *worker.Error) {
+func (f *toolFormat) settle(index int, text, finish string) (string, *worker.Error) {
+	c := f.choices[index]
 	if !f.stream {
-		f.keep(f.p.Write(text))
+		f.keep(c, c.p.Write(text))
 	}
 	cut := finish == "length"
-	tail, err := f.p.Close(cut)
-	f.tail = f.keep(tail)
+	tail, err := c.p.Close(cut)
+	c.tail = f.keep(c, tail)
 	if err != nil {
 		return "", invalidToolCall("the model's output holds a malformed tool call: %v", err)
 	}
-	res := f.p.Result()
-	f.calls = res.Calls
-	if !f.spec.parallel && len(f.calls) > 1 {
-		f.calls = f.calls[:1]
+	res := c.p.Result()
+	c.calls = res.Calls
+	if !f.spec.parallel && len(c.calls) > 1 {
+		c.calls = c.calls[:1]
 	}
-	if f.spec.forced() && len(f.calls) == 0 && !cut {
+	if f.spec.forced() && len(c.calls) == 0 && !cut {
 		what := "a call of one of its tools"
 		if f.spec.choice == choiceNamed {
 			what = fmt.Sprintf("a call of %s", f.spec.name)
@@ -415,20 +441,20 @@ func (f *toolFormat) settle(text, finish string) (string, *worker.Error) {
 		return "", invalidToolCall("the request's tool_choice requires %s, and the model wrote none", what)
 	}
 	if !cut {
-		if aerr := f.spec.checkCalls(f.calls); aerr != nil {
+		if aerr := f.spec.checkCalls(c.calls); aerr != nil {
 			return "", aerr
 		}
 	}
 	if f.spec.forced() {
-		f.tail.Content = f.held + f.tail.Content
-		if len(f.calls) == 0 { // cut before its call read as one: the prefill's text is no content
-			f.tail.Content, res.Content = "", ""
+		c.tail.Content = c.held + c.tail.Content
+		if len(c.calls) == 0 { // cut before its call read as one: the prefill's text is no content
+			c.tail.Content, res.Content = "", ""
 		}
 	}
-	if res.Content != "" || len(f.calls) == 0 { // null only beside calls
-		f.text = &res.Content
+	if res.Content != "" || len(c.calls) == 0 { // null only beside calls
+		c.text = &res.Content
 	}
-	if len(f.calls) > 0 && !cut {
+	if len(c.calls) > 0 && !cut {
 		return "tool_calls", nil
 	}
 	return finish, nil

@@ -503,3 +503,71 @@ func testToolsRealBackend(t *testing.T, device string) {
 	assert.Equal(t, len(ids), resp.Usage.PromptTokens, "the prompt is the template's, tools and all")
 	assert.Equal(t, 4, resp.Usage.CompletionTokens)
 }
+
+// n choices each read their own calls, with their log-probabilities, whole
+// and streamed (the chunks of each choice by its index).
+func TestToolCallsChoices(t *testing.T) {
+	ts := startServer(t, toolFake(t, "qwen2.5", qwenCalls), nil)
+	code, _, body := ts.do(t, "POST", "/v1/chat/completions", toolRequest(false, twoTools, `, "n": 2, "logprobs": true, "top_logprobs": 1`))
+	require.Equal(t, http.StatusOK, code, "%s", body)
+	var resp struct {
+		Choices []struct {
+			Index    int           `json:"index"`
+			Message  clientMessage `json:"message"`
+			Logprobs *struct {
+				Content []json.RawMessage `json:"content"`
+			} `json:"logprobs"`
+			FinishReason string `json:"finish_reason"`
+		} `json:"choices"`
+	}
+	require.NoError(t, json.Unmarshal(body, &resp))
+	require.Len(t, resp.Choices, 2)
+	for i, c := range resp.Choices {
+		assert.Equal(t, i, c.Index)
+		assert.Equal(t, "tool_calls", c.FinishReason)
+		require.Len(t, c.Message.ToolCalls, 2, "choice %d", i)
+		assert.Equal(t, "get_weather", *c.Message.ToolCalls[0].Function.Name)
+		assert.Equal(t, `{"city": "Paris"}`, *c.Message.ToolCalls[0].Function.Arguments)
+		assert.Equal(t, "get_time", *c.Message.ToolCalls[1].Function.Name)
+		require.NotNil(t, c.Logprobs, "choice %d", i)
+		assert.NotEmpty(t, c.Logprobs.Content)
+	}
+
+	code, _, body = ts.do(t, "POST", "/v1/chat/completions", toolRequest(true, twoTools, `, "n": 2, "logprobs": true`))
+	require.Equal(t, http.StatusOK, code, "%s", body)
+	named := map[int][]string{}
+	finish := map[int]string{}
+	lps := map[int]int{}
+	for _, ev := range sseEvents(t, body) {
+		data, _ := json.Marshal(ev)
+		var c struct {
+			Choices []struct {
+				Index    int           `json:"index"`
+				Delta    clientMessage `json:"delta"`
+				Logprobs *struct {
+					Content []json.RawMessage `json:"content"`
+				} `json:"logprobs"`
+				FinishReason *string `json:"finish_reason"`
+			} `json:"choices"`
+		}
+		require.NoError(t, json.Unmarshal(data, &c))
+		for _, ch := range c.Choices {
+			for _, tc := range ch.Delta.ToolCalls {
+				if tc.Function != nil && tc.Function.Name != nil {
+					named[ch.Index] = append(named[ch.Index], *tc.Function.Name)
+				}
+			}
+			if ch.Logprobs != nil {
+				lps[ch.Index] += len(ch.Logprobs.Content)
+			}
+			if ch.FinishReason != nil {
+				finish[ch.Index] = *ch.FinishReason
+			}
+		}
+	}
+	for i := range 2 {
+		assert.Equal(t, []string{"get_weather", "get_time"}, named[i], "choice %d", i)
+		assert.Equal(t, "tool_calls", finish[i], "choice %d", i)
+		assert.Positive(t, lps[i], "choice %d: the log-probabilities of text held back come with the chunks that send it", i)
+	}
+}

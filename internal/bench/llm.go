@@ -315,51 +315,64 @@ func (r *llmRun) engine(b int, c *constrainedRun) (int, time.Duration, error) {
 		return 0, 0, err
 	}
 	defer e.Close()
+	n, d, _, err := engineRun(e, r.prompts(b), r.s.Steps, c)
+	if err != nil {
+		return 0, 0, fmt.Errorf("engine batch %d: %w", b, err)
+	}
+	return n, d, nil
+}
+
+// engineRun submits greedy requests of maxTokens for prompts together to
+// e and returns the new tokens after each request's first, the time from
+// the first first token to the last request's end, and each request's
+// tokens. With c, every request is constrained by it (and may end
+// "stop" when its JSON is complete).
+func engineRun(e *generate.Engine, prompts [][]int32, maxTokens int, c *constrainedRun) (int, time.Duration, [][]int32, error) {
 	type result struct {
 		first, done time.Time
-		tokens      int
+		tokens      []int32
 		err         error
 	}
-	results := make(chan result, b)
-	var chans []<-chan generate.Event
-	for _, p := range r.prompts(b) {
-		req := generate.Request{Prompt: p, MaxTokens: r.s.Steps}
+	results := make([]chan result, len(prompts))
+	for i, p := range prompts {
+		req := generate.Request{Prompt: p, MaxTokens: maxTokens}
 		if c != nil {
 			req.StopTokens = c.stop
+			var err error
 			if req.Constraint, err = c.constraint(); err != nil {
-				return 0, 0, err
+				return 0, 0, nil, err
 			}
 		}
 		ch, err := e.Submit(context.Background(), req)
 		if err != nil {
-			return 0, 0, fmt.Errorf("engine batch %d: %w", b, err)
+			return 0, 0, nil, err
 		}
-		chans = append(chans, ch)
-	}
-	for _, ch := range chans {
+		results[i] = make(chan result, 1)
 		go func() {
 			var res result
 			for ev := range ch {
 				if res.first.IsZero() && len(ev.Tokens) > 0 {
 					res.first = time.Now()
 				}
+				res.tokens = append(res.tokens, ev.Tokens...)
 				if ev.Done {
-					res.done, res.tokens = time.Now(), ev.CompletionTokens
+					res.done = time.Now()
 					if ev.Err != nil || (ev.FinishReason != "length" && (c == nil || ev.FinishReason != "stop")) {
-						res.err = fmt.Errorf("engine batch %d: a request ended with %q: %v", b, ev.FinishReason, ev.Err)
+						res.err = fmt.Errorf("a request ended with %q: %v", ev.FinishReason, ev.Err)
 					}
 				}
 			}
-			results <- res
+			results[i] <- res
 		}()
 	}
 	var first, last time.Time
 	tokens := 0
+	outs := make([][]int32, len(prompts))
 	var errs []error
-	for range b {
-		res := <-results
+	for i, ch := range results {
+		res := <-ch
 		if res.err == nil && res.first.IsZero() {
-			res.err = fmt.Errorf("engine batch %d: a request streamed no token", b)
+			res.err = errors.New("a request streamed no token")
 		}
 		if res.err != nil {
 			errs = append(errs, res.err)
@@ -371,12 +384,13 @@ func (r *llmRun) engine(b int, c *constrainedRun) (int, time.Duration, error) {
 		if res.done.After(last) {
 			last = res.done
 		}
-		tokens += res.tokens - 1
+		tokens += len(res.tokens) - 1
+		outs[i] = res.tokens
 	}
 	if err := errors.Join(errs...); err != nil {
-		return 0, 0, err
+		return 0, 0, nil, err
 	}
-	return tokens, last.Sub(first), nil
+	return tokens, last.Sub(first), outs, nil
 }
 
 // RunLLMOurs loads the model folder on dev in BF16 with a KV cache sized
@@ -745,6 +759,13 @@ type LLMBench struct {
 	// written nor run, and transformers does not run (a quick run of the
 	// quantized kernels).
 	QuantOnly bool
+	// Prefix, when its Prefix is set, measures prefix caching on the BF16
+	// model too (RunLLMPrefix): one more row.
+	Prefix LLMPrefixSettings
+	// Speculative, when its Tokens is set, measures prompt-lookup
+	// speculative decoding on the BF16 model too (RunLLMSpeculative): one
+	// more row.
+	Speculative LLMSpecSettings
 }
 
 // LLMReport is a run's result, as cmd/llmbench writes it with -json.
@@ -763,6 +784,10 @@ type LLMReport struct {
 	// Quant: the GGUF models' figures, and their rows.
 	Quant     []*LLMQuantFigures `json:"quant,omitempty"`
 	QuantRows []Row              `json:"quant_rows,omitempty"`
+	// Prefix: the prefix cache's time to first token (LLMBench.Prefix).
+	Prefix *LLMPrefixFigures `json:"prefix,omitempty"`
+	// Speculative: prompt-lookup decoding's rates (LLMBench.Speculative).
+	Speculative *LLMSpecFigures `json:"speculative,omitempty"`
 }
 
 // lastChars keeps the end of a long message (a Python traceback's end
@@ -812,6 +837,18 @@ func RunLLMBench(c LLMBench, w io.Writer) (*LLMReport, error) {
 			rep.CopyGBps, humanize.IBytes(uint64(weights)), rep.RooflineTokS)
 		if rep.Ours, err = RunLLMOurs(b.Dev, c.Model, c.Settings, w); err != nil {
 			return nil, err
+		}
+		if c.Prefix.Prefix > 0 {
+			b.Dev.ReleaseCache()
+			if rep.Prefix, err = RunLLMPrefix(b.Dev, candle.BF16, c.Model, c.Prefix, w); err != nil {
+				return nil, err
+			}
+		}
+		if c.Speculative.Tokens > 0 {
+			b.Dev.ReleaseCache()
+			if rep.Speculative, err = RunLLMSpeculative(b.Dev, candle.BF16, c.Model, c.Speculative, w); err != nil {
+				return nil, err
+			}
 		}
 	}
 	for _, typ := range c.Quant {
@@ -865,6 +902,12 @@ func RunLLMBench(c LLMBench, w io.Writer) (*LLMReport, error) {
 	}
 	if rep.Ours != nil {
 		rep.Rows = LLMRows(c.Settings, rep.Ours, rep.Transformers, ref, rep.RooflineTokS)
+		if rep.Prefix != nil {
+			rep.Rows = append(rep.Rows, rep.Prefix.Row())
+		}
+		if rep.Speculative != nil {
+			rep.Rows = append(rep.Rows, rep.Speculative.Row())
+		}
 		PrintTable(w, "transformers ("+ref+" attention)", rep.Rows)
 		if rep.CompiledRows = CompiledRows(c.Settings, rep.Ours, rep.Transformers, rep.RooflineTokS); rep.CompiledRows != nil {
 			PrintTable(w, "transformers compiled (static cache, torch.compile)", rep.CompiledRows)

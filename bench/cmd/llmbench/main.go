@@ -4,8 +4,11 @@
 // transformers on the same folder (torch_llm.py: eager and sdpa attention,
 // and compiled: a static KV cache and torch.compile): prefill of a 512-token prompt
 // at batch 1 and 8, time to first token, greedy decode at batch 1 and 8
-// (direct, and through generate.Engine), and peak device memory against
-// the weights and the KV cache. The batch-1 decode roofline is the device's
+// (direct, and through generate.Engine), peak device memory against the
+// weights and the KV cache, and prefix caching: the time to first token
+// of a prompt of a 4,000-token prefix and 32 tokens of its own, the prefix
+// uncached, then cached (-prefix, -prefix-suffix); and with -speculative,
+// prompt-lookup speculative decoding against plain greedy decoding. The batch-1 decode roofline is the device's
 // copy bandwidth, measured in the run, over the weights' bytes. It prints
 // a table of the figures, their ratios and the goals against transformers
 // eager, and one against transformers compiled.
@@ -57,6 +60,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	quant := fs.String("gguf", "", "GGUF types to measure too, comma-separated (q4_0,q4_k,q8_0): the model written as GGUF files beside -model")
 	constrain := fs.String("constrain", "", "also decode through the engine with every request constrained to JSON: \"schema\" (the benchmark's schema), \"json_object\", or @FILE (a JSON schema); the token trie of a synthetic vocabulary of the model's size")
 	bf16 := fs.Bool("bf16", true, "measure the BF16 model and transformers (false: only the -gguf models, in minutes less)")
+	prefix := fs.Int("prefix", -1, "prefix caching: the time to first token of a prompt of this many shared tokens and -prefix-suffix of its own, uncached and cached (default 4000; -quick 256; 0 skips)")
+	suffix := fs.Int("prefix-suffix", 32, "the tokens after -prefix that each request has of its own")
+	specTokens := fs.Int("speculative", 0, "prompt-lookup speculative decoding: greedy decode of a repetitive prompt (-prompt tokens: a text, then its first half again) at batch 1 through generate.Engine, without and with this many drafted tokens a step (0 skips; 5 is a start)")
 	if code, ok := cli.Parse(args); !ok {
 		return code
 	}
@@ -95,6 +101,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 	default:
 		return fail(2, "-constrain %q: want schema, json_object or @FILE", *constrain)
 	}
+	c.Prefix = bench.LLMPrefixSettings{Prefix: 4000, Suffix: *suffix, Reps: c.Settings.Reps, Seed: 1}
+	if *quick {
+		c.Prefix.Prefix = 256
+	}
+	if *prefix >= 0 {
+		c.Prefix.Prefix = *prefix
+	}
+	if c.Prefix.Prefix > 0 && c.Prefix.Suffix < 1 {
+		return fail(2, "-prefix-suffix %d: want at least 1", c.Prefix.Suffix)
+	}
+	if *specTokens < 0 {
+		return fail(2, "-speculative %d: want 0 (skip) or more drafted tokens", *specTokens)
+	}
+	c.Speculative = bench.LLMSpecSettings{Tokens: *specTokens, Prompt: c.Settings.Prompt, Steps: c.Settings.Steps, Batch: 1, Reps: max(1, c.Settings.Reps/2), Seed: 1}
 	var err error
 	if c.Settings.Batches, err = bench.ParseCounts("batches", *batches, 64); err != nil {
 		return fail(2, "%v", err)

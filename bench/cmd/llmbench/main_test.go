@@ -20,6 +20,8 @@ func TestCommandRefuses(t *testing.T) {
 		{[]string{"-quick", "-bf16=false"}, "-bf16=false measures only the -gguf models"},
 		{[]string{"-quick", "-constrain", "xml"}, "want schema, json_object or @FILE"},
 		{[]string{"-quick", "-constrain", "@/nonexistent/schema.json"}, "-constrain: open /nonexistent/schema.json"},
+		{[]string{"-quick", "-prefix-suffix", "0"}, "-prefix-suffix 0: want at least 1"},
+		{[]string{"-quick", "-speculative", "-1"}, "-speculative -1: want 0"},
 	} {
 		var out, errs strings.Builder
 		assert.Equal(t, 2, run(c.args, &out, &errs), c.args)

@@ -12,7 +12,18 @@
 // long prompt holds the decoders up for at most Config.PrefillChunk tokens
 // a step — draws the next token of every sequence that has read its whole
 // prompt in one batched Sample, and streams what it drew. Requests join
-// and leave the batch between steps.
+// and leave the batch between steps. The rows of the step that ask for
+// log-probabilities (Request.LogProbs) get them from the same logits on
+// the device, batched: candle's ProcessLogits and TokenLogProbs, k+1
+// values a row read back. Several completions of one prompt are several
+// requests of the same prompt tokens, whose KV blocks a model that caches
+// prefixes can share.
+// On a PrefixModel a request starts
+// with the KV pages the model has cached for the start of its prompt (a
+// shared system prompt, the earlier turns of a chat), and only the rest
+// of the prompt is fed. With Config.SpeculativeTokens, greedy requests on
+// a SpeculativeModel draft tokens from their own context and check them
+// in the step (prompt-lookup decoding, speculative.go).
 //
 // A request with a Constraint (structured output: package grammar) draws
 // only the tokens it allows: each step the scheduler starts the
@@ -36,6 +47,7 @@
 package generate
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -44,6 +56,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/rocm-go/rocm/candle"
@@ -78,6 +91,19 @@ type PagedModel interface {
 	CachePageSize() int
 }
 
+// PrefixModel is a PagedModel with automatic prefix caching (*llama.Model,
+// through its models.Runner): the engine starts each request with the KV
+// pages the model has cached for the start of its prompt, and feeds only
+// the rest.
+type PrefixModel interface {
+	PagedModel
+	// AttachPrefix starts sequence seq with the cached pages that prompt
+	// begins with and returns how many of its tokens the sequence holds
+	// (whole pages, fewer than len(prompt)); 0, and no sequence, when none
+	// is cached.
+	AttachPrefix(seq uint64, prompt []int32) (int, error)
+}
+
 // StreamDecoder turns token ids into text as they come: Add returns the
 // text that became complete, valid UTF-8 only (*tokenizer.StreamDecoder
 // satisfies it).
@@ -89,9 +115,10 @@ type StreamDecoder interface{ Add(id int32) string }
 type flusher interface{ Flush() string }
 
 // Sampling are a request's sampling settings; the zero value is greedy
-// decoding. They apply as Hugging Face transformers applies them:
-// repetition penalty, temperature, top-k, top-p, min-p (candle's
-// Tensor.Sample).
+// decoding. They apply in candle's Tensor.Sample's order: the additive
+// terms (LogitBias, PresencePenalty, FrequencyPenalty), then as Hugging
+// Face transformers applies them: repetition penalty, temperature, top-k,
+// top-p, min-p.
 type Sampling struct {
 	// Temperature divides the logits; 0 is greedy.
 	Temperature float32
@@ -106,10 +133,39 @@ type Sampling struct {
 	// RepetitionPenalty (> 1 discourages) applies to every token of the
 	// prompt and of the completion so far; 0 and 1 are off.
 	RepetitionPenalty float32
+	// PresencePenalty and FrequencyPenalty are OpenAI's, in [-2, 2]: each
+	// token the completion holds so far has PresencePenalty plus
+	// FrequencyPenalty times its count subtracted from its logit (the
+	// prompt's tokens are not counted). 0 is off.
+	PresencePenalty, FrequencyPenalty float32
+	// LogitBias adds to the logits of its tokens (OpenAI's logit_bias),
+	// each in [-100, 100]: -100 bans a token in effect, 100 all but forces
+	// it.
+	LogitBias map[int32]float32
 	// Seed makes the draws reproducible: the same request with the same
 	// seed generates the same text, alone or batched with others. 0 is a
 	// random seed.
 	Seed uint64
+}
+
+// The bounds of Sampling's OpenAI fields and of Request.TopLogProbs.
+const (
+	MaxPenalty     = 2
+	MaxLogitBias   = 100
+	MaxTopLogProbs = 20
+)
+
+// TokenLogProb is a token and its log-probability under the distribution
+// it was drawn from: the model's, after the request's bias, penalties and
+// temperature (a greedy request's taken as 1), before top-k, top-p and
+// min-p cut it (candle's Tensor.ProcessLogits; vLLM's processed logprobs
+// less the truncation).
+type TokenLogProb struct {
+	ID      int32
+	LogProb float32
+	// Top are the Request.TopLogProbs most likely tokens of the step, most
+	// likely first (nil in Top's own entries).
+	Top []TokenLogProb
 }
 
 // Request is a prompt to complete.
@@ -124,6 +180,11 @@ type Request struct {
 	MaxTokens int
 	// Sampling are the sampling settings.
 	Sampling Sampling
+	// LogProbs asks for the log-probability of each token drawn
+	// (Event.LogProbs), and TopLogProbs (0 to MaxTopLogProbs) for that
+	// many of the most likely tokens of each step with theirs.
+	LogProbs    bool
+	TopLogProbs int
 	// StopTokens end the completion (finish "stop") without being part of
 	// it (the model's end-of-sequence ids belong here).
 	StopTokens []int32
@@ -163,6 +224,9 @@ type Event struct {
 	// possible stop string).
 	Text   string
 	Tokens []int32
+	// LogProbs are the log-probabilities of Tokens, one each, when the
+	// request asked for them (Request.LogProbs).
+	LogProbs []TokenLogProb
 	// Done marks the last event, with the reason: "stop", "length",
 	// "cancelled" or "error".
 	Done         bool
@@ -170,6 +234,10 @@ type Event struct {
 	// PromptTokens and CompletionTokens are the usage, in the final event:
 	// the prompt's length and the tokens drawn (a stop token included).
 	PromptTokens, CompletionTokens int
+	// CachedTokens, in the final event, are the prompt's tokens whose keys
+	// and values came from the model's prefix cache (PrefixModel) instead
+	// of a forward pass.
+	CachedTokens int
 	// Err is why a request failed ("error"), or was cancelled (the
 	// context's error, of kind errs.ErrCanceled, or errs.ErrClosed).
 	Err error
@@ -188,6 +256,13 @@ type Config struct {
 	// Decoder makes a request's text decoder; nil gives events without
 	// text (and requests cannot have stop strings).
 	Decoder func() StreamDecoder
+	// SpeculativeTokens turns on prompt-lookup speculative decoding on a
+	// SpeculativeModel: each step, a greedy request whose last tokens
+	// occurred before in its prompt or completion gets up to this many
+	// drafted tokens, those that followed them there, and one forward
+	// pass checks them all (see SpeculativeModel). The outputs are those
+	// of plain greedy decoding. 0 is off.
+	SpeculativeTokens int
 }
 
 // pkg makes this package's errors.
@@ -222,6 +297,8 @@ type Engine struct {
 	hist   *candle.TokenHistory
 	owners []*sequence
 
+	spec              SpeculativeModel // the model, when drafting is on
+	drafted, accepted atomic.Int64     // drafted tokens, and those the checks kept
 	// The step's token masks, a row each, reused (only the scheduler
 	// touches it).
 	masks []uint32
@@ -232,8 +309,9 @@ func NewEngine(m Model, cfg Config) (*Engine, error) {
 	if m == nil {
 		return nil, pkg.Errorf("NewEngine", errs.ErrArgument, "nil model")
 	}
-	if cfg.MaxBatch < 0 || cfg.MaxQueue < 0 || cfg.PrefillChunk < 0 {
-		return nil, pkg.Errorf("NewEngine", errs.ErrArgument, "MaxBatch %d, MaxQueue %d, PrefillChunk %d: want ≥ 0 (0 chooses)", cfg.MaxBatch, cfg.MaxQueue, cfg.PrefillChunk)
+	if cfg.MaxBatch < 0 || cfg.MaxQueue < 0 || cfg.PrefillChunk < 0 || cfg.SpeculativeTokens < 0 {
+		return nil, pkg.Errorf("NewEngine", errs.ErrArgument, "MaxBatch %d, MaxQueue %d, PrefillChunk %d, SpeculativeTokens %d: want ≥ 0 (0 chooses, or is off)",
+			cfg.MaxBatch, cfg.MaxQueue, cfg.PrefillChunk, cfg.SpeculativeTokens)
 	}
 	if m.VocabSize() < 1 || m.ContextLength() < 2 {
 		return nil, pkg.Errorf("NewEngine", errs.ErrArgument, "a model of %d tokens and a context of %d: want ≥ 1 and ≥ 2", m.VocabSize(), m.ContextLength())
@@ -248,6 +326,9 @@ func NewEngine(m Model, cfg Config) (*Engine, error) {
 		cfg.PrefillChunk = 512
 	}
 	e := &Engine{m: m, cfg: cfg, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	if sm, ok := m.(SpeculativeModel); ok && cfg.SpeculativeTokens > 0 {
+		e.spec = sm
+	}
 	go e.run()
 	return e, nil
 }
@@ -260,15 +341,22 @@ type sequence struct {
 	opts      candle.SampleOptions // the step and the history slot change
 	need      int                  // KV-cache tokens reserved: prompt + completion bound
 	maxTokens int
-	fed       int     // prompt tokens fed to the model
+	fed       int     // prompt tokens fed to the model (or found in its prefix cache)
+	cached    int     // prompt tokens found in the prefix cache
 	last      int32   // the token to feed next, once the prompt is fed
 	drawn     int     // completion tokens drawn
 	penalty   bool    // the draws are penalised: the sequence has a history slot
 	slot      int     // its slot in Engine.hist, once it draws (-1 before)
 	stop      []int32 // sorted copy of StopTokens
 	dec       StreamDecoder
-	held      string // text held back: it may start a stop string
-	maskErr   error  // the constraint's mask failed this step: the draw is void
+	held      string  // text held back: it may start a stop string
+	maskErr   error   // the constraint's mask failed this step: the draw is void
+	spec      bool    // drafts tokens (speculative.go)
+	gen       []int32 // the tokens drawn, when it drafts
+
+	// The terms added to its logits each step (sampleOptions).
+	bias   []candle.TokenBias // LogitBias, by token id
+	counts map[int32]int      // the completion's tokens, when presence or frequency penalties apply
 
 	out      chan Event
 	pending  Event // merged events the consumer has not had room for
@@ -301,6 +389,14 @@ func (e *Engine) Submit(ctx context.Context, r Request) (<-chan Event, error) {
 		s.opts.Seed = rand.Uint64()
 	}
 	s.penalty, s.slot = sp.RepetitionPenalty != 0 && sp.RepetitionPenalty != 1, -1
+	for id, v := range sp.LogitBias {
+		s.bias = append(s.bias, candle.TokenBias{ID: id, Add: v})
+	}
+	slices.SortFunc(s.bias, func(a, b candle.TokenBias) int { return cmp.Compare(a.ID, b.ID) })
+	if sp.PresencePenalty != 0 || sp.FrequencyPenalty != 0 {
+		s.counts = map[int32]int{}
+	}
+	s.spec = e.spec != nil && s.greedy() && r.Constraint == nil // a constrained draw needs its mask, a row at a time
 	s.stop = append([]int32(nil), r.StopTokens...)
 	if e.cfg.Decoder != nil {
 		s.dec = e.cfg.Decoder()
@@ -372,6 +468,22 @@ func Check(r Request, vocab, contextLength int) error {
 		return bad("Sampling.MinP", errs.ErrArgument, "min-p %v: want 0 to 1", sp.MinP)
 	case !finite(sp.RepetitionPenalty) || sp.RepetitionPenalty < 0:
 		return bad("Sampling.RepetitionPenalty", errs.ErrArgument, "repetition penalty %v: want a finite value > 0", sp.RepetitionPenalty)
+	case !(sp.PresencePenalty >= -MaxPenalty && sp.PresencePenalty <= MaxPenalty):
+		return bad("Sampling.PresencePenalty", errs.ErrArgument, "presence penalty %v: want -%d to %d", sp.PresencePenalty, MaxPenalty, MaxPenalty)
+	case !(sp.FrequencyPenalty >= -MaxPenalty && sp.FrequencyPenalty <= MaxPenalty):
+		return bad("Sampling.FrequencyPenalty", errs.ErrArgument, "frequency penalty %v: want -%d to %d", sp.FrequencyPenalty, MaxPenalty, MaxPenalty)
+	case r.TopLogProbs < 0 || r.TopLogProbs > MaxTopLogProbs:
+		return bad("TopLogProbs", errs.ErrArgument, "%d top log-probabilities: want 0 to %d", r.TopLogProbs, MaxTopLogProbs)
+	case r.TopLogProbs > 0 && !r.LogProbs:
+		return bad("TopLogProbs", errs.ErrArgument, "top log-probabilities need LogProbs")
+	}
+	for id, v := range sp.LogitBias {
+		if id < 0 || int(id) >= vocab {
+			return bad("Sampling.LogitBias", errs.ErrArgument, "a bias for token id %d: want 0 to %d, below the vocabulary size %d", id, vocab-1, vocab)
+		}
+		if !(v >= -MaxLogitBias && v <= MaxLogitBias) {
+			return bad("Sampling.LogitBias", errs.ErrArgument, "a bias of %v for token id %d: want -%d to %d", v, id, MaxLogitBias, MaxLogitBias)
+		}
 	}
 	for _, s := range r.StopStrings {
 		if s == "" || !utf8.ValidString(s) {
@@ -417,6 +529,9 @@ func (s *sequence) send(ev Event) {
 	if s.has {
 		ev.Text = s.pending.Text + ev.Text
 		ev.Tokens = append(s.pending.Tokens, ev.Tokens...)
+		if s.pending.LogProbs != nil {
+			ev.LogProbs = append(s.pending.LogProbs, ev.LogProbs...)
+		}
 		s.pending, s.has = Event{}, false
 	}
 	if ev.Done {
@@ -446,14 +561,14 @@ func (s *sequence) flush() {
 
 // finish ends a request with its final event; the caller releases its
 // cache.
-func (s *sequence) finish(reason string, err error, tokens []int32) {
+func (s *sequence) finish(reason string, err error, tokens []int32, lps []TokenLogProb) {
 	if _, ok := err.(*errs.Error); err != nil && !ok {
 		err = pkg.Wrap("request", err) // a context's error: ErrCanceled
 	}
 	text := s.held
 	s.held = ""
-	s.send(Event{Text: text, Tokens: tokens, Done: true, FinishReason: reason, Err: err,
-		PromptTokens: len(s.req.Prompt), CompletionTokens: s.drawn})
+	s.send(Event{Text: text, Tokens: tokens, LogProbs: lps, Done: true, FinishReason: reason, Err: err,
+		PromptTokens: len(s.req.Prompt), CompletionTokens: s.drawn, CachedTokens: s.cached})
 }
 
 // run is the scheduler.
@@ -471,7 +586,7 @@ func (e *Engine) run() {
 			e.mu.Unlock()
 			for _, s := range append(active, waiting...) {
 				e.m.Release(s.id)
-				s.finish("cancelled", pkg.Errorf("Engine.Close", errs.ErrClosed, "the engine closed before the request ended"), nil)
+				s.finish("cancelled", pkg.Errorf("Engine.Close", errs.ErrClosed, "the engine closed before the request ended"), nil, nil)
 			}
 			return
 		}
@@ -487,6 +602,9 @@ func (e *Engine) run() {
 			continue
 		}
 		b.plan(active, e.cfg.PrefillChunk)
+		if e.spec != nil {
+			b.draft(e.cfg.SpeculativeTokens)
+		}
 		e.step(&b)
 		kept := active[:0]
 		for _, s := range active {
@@ -502,13 +620,16 @@ func (e *Engine) run() {
 
 // admit moves waiting requests into the batch, in order, while there is
 // room in it and in the KV cache (what the running sequences have
-// reserved and not yet used counts as taken). A request that cannot fit
-// even in an empty cache fails. The caller holds e.mu.
+// reserved and not yet used counts as taken). A request starts with the
+// pages a PrefixModel has cached for its prompt: they are the model's
+// already (shared, or taken from the free count when no sequence held
+// them), so it reserves only the rest. A request that cannot fit even in
+// an empty cache fails. The caller holds e.mu.
 func (e *Engine) admit(active []*sequence) []*sequence {
 	kept := e.waiting[:0]
 	for _, s := range e.waiting {
 		if err := s.ctx.Err(); err != nil {
-			s.finish("cancelled", err, nil)
+			s.finish("cancelled", err, nil, nil)
 			continue
 		}
 		kept = append(kept, s)
@@ -519,9 +640,19 @@ func (e *Engine) admit(active []*sequence) []*sequence {
 	if pm, ok := e.m.(PagedModel); ok {
 		page = max(pm.CachePageSize(), 1)
 	}
+	prefix, _ := e.m.(PrefixModel)
 	pages := func(tokens int) int { return (max(tokens, 0) + page - 1) / page }
 	for len(e.waiting) > 0 && len(active) < e.cfg.MaxBatch {
 		s := e.waiting[0]
+		cached := 0
+		if prefix != nil {
+			var err error
+			if cached, err = prefix.AttachPrefix(s.id, s.req.Prompt); err != nil {
+				e.waiting = e.waiting[1:]
+				s.finish("error", pkg.Wrapf("Engine", err, "looking up the prompt's cached prefix"), nil, nil)
+				continue
+			}
+		}
 		// What each running sequence may still take: the pages of its bound
 		// beyond those of what it has fed (its last draw not fed yet).
 		reserved := 0
@@ -529,15 +660,19 @@ func (e *Engine) admit(active []*sequence) []*sequence {
 			reserved += pages(a.need) - pages(a.fed+max(a.drawn-1, 0))
 		}
 		free := (e.m.CacheTokensFree()/page - reserved) * page
-		if pages(s.need)*page > free {
+		if (pages(s.need)-pages(cached))*page > free {
+			if cached > 0 { // tried again at the next step
+				e.m.Release(s.id)
+			}
 			if len(active) > 0 {
 				break
 			}
 			e.waiting = e.waiting[1:]
-			s.finish("error", pkg.Errorf("Engine.Submit", errs.ErrArgument, "the request needs %d KV-cache tokens (prompt and max tokens); the model has %d free", s.need, free), nil)
+			s.finish("error", pkg.Errorf("Engine.Submit", errs.ErrArgument, "the request needs %d KV-cache tokens (prompt and max tokens); the model has %d free", s.need, free), nil, nil)
 			continue
 		}
 		e.waiting = e.waiting[1:]
+		s.fed, s.cached = cached, cached
 		active = append(active, s)
 	}
 	return active
@@ -549,7 +684,7 @@ func (e *Engine) dropCancelled(active []*sequence) []*sequence {
 	for _, s := range active {
 		if err := s.ctx.Err(); err != nil {
 			e.m.Release(s.id)
-			s.finish("cancelled", err, nil)
+			s.finish("cancelled", err, nil, nil)
 			continue
 		}
 		kept = append(kept, s)
@@ -560,15 +695,16 @@ func (e *Engine) dropCancelled(active []*sequence) []*sequence {
 
 // batch is a step's work, its slices reused from step to step.
 type batch struct {
-	seqs   []*sequence
-	ids    []uint64
-	tokens [][]int32
+	seqs    []*sequence
+	ids     []uint64
+	tokens  [][]int32
+	drafted bool // some sequence has drafted tokens after its last (draft)
 }
 
 // plan chooses a step's sequences: every decoding one, and prompt chunks
 // up to the step's prefill budget.
 func (b *batch) plan(active []*sequence, budget int) {
-	b.seqs, b.ids, b.tokens = b.seqs[:0], b.ids[:0], b.tokens[:0]
+	b.seqs, b.ids, b.tokens, b.drafted = b.seqs[:0], b.ids[:0], b.tokens[:0], false
 	for _, s := range active {
 		var toks []int32
 		if rest := len(s.req.Prompt) - s.fed; rest > 0 {
@@ -594,15 +730,20 @@ func (e *Engine) step(b *batch) {
 	if len(b.seqs) == 0 {
 		return
 	}
-	ids, fed, err := e.forward(b.ids, b.tokens, b.seqs)
+	d, fed, err := e.forward(b.ids, b.tokens, b.seqs, b.drafted)
+	if err != nil && !fed && b.drafted {
+		b.undraft() // and again without the drafts, which the model did not take
+		e.step(b)
+		return
+	}
 	if err != nil && !fed && len(b.seqs) > 1 {
 		for i, s := range b.seqs {
-			one, _, err := e.forward(b.ids[i:i+1], b.tokens[i:i+1], b.seqs[i:i+1])
+			one, _, err := e.forward(b.ids[i:i+1], b.tokens[i:i+1], b.seqs[i:i+1], false)
 			if err != nil {
 				e.fail(s, err)
 				continue
 			}
-			e.advance(s, len(b.tokens[i]), one[0])
+			e.advance(s, len(b.tokens[i]), one.ids[0], one.logProb(0, s.req.TopLogProbs))
 		}
 		return
 	}
@@ -614,17 +755,58 @@ func (e *Engine) step(b *batch) {
 		}
 		return
 	}
+	if b.drafted {
+		e.accept(b, d)
+		return
+	}
 	for i, s := range b.seqs {
-		e.advance(s, len(b.tokens[i]), ids[i])
+		e.advance(s, len(b.tokens[i]), d.ids[i], d.logProb(i, s.req.TopLogProbs))
 	}
 }
 
-// forward runs the model on sequences and draws their next tokens; fed
-// reports whether the model took the tokens (the draw may fail after).
-func (e *Engine) forward(ids []uint64, tokens [][]int32, seqs []*sequence) (_ []uint32, fed bool, _ error) {
+// draws are a step's tokens, and their log-probabilities when a sequence
+// of the step asked for them: chosen[i], and top k a row in top and
+// topIDs.
+type draws struct {
+	ids         []uint32
+	want        []bool // the rows whose sequence asked
+	chosen, top []float32
+	topIDs      []uint32
+	k           int
+}
+
+// logProb is row i's log-probabilities with the top n of its step (the
+// step computed the most any of its rows asked for), nil when its
+// sequence asked for none.
+func (d *draws) logProb(i, n int) *TokenLogProb {
+	if d.want == nil || !d.want[i] {
+		return nil
+	}
+	lp := &TokenLogProb{ID: int32(d.ids[i]), LogProb: d.chosen[i]}
+	for j := range min(n, d.k) {
+		lp.Top = append(lp.Top, TokenLogProb{ID: int32(d.topIDs[i*d.k+j]), LogProb: d.top[i*d.k+j]})
+	}
+	return lp
+}
+
+// forward runs the model on sequences and draws their next tokens, with
+// the log-probabilities of the rows that ask, all on the model's device:
+// the logits' processors once more on a copy, a log-softmax and a top-k
+// selection, batched over the step's rows. fed reports whether the model
+// took the tokens (the draw may fail after). With all (drafted tokens to
+// check), it draws a token after each of their new tokens, sequence by
+// sequence (SpeculativeModel.ForwardAll): the draws' rows are then the
+// tokens', not the sequences'.
+func (e *Engine) forward(ids []uint64, tokens [][]int32, seqs []*sequence, all bool) (_ *draws, fed bool, _ error) {
 	// The constrained rows' masks are computed while the model runs.
-	masked := e.startMasks(tokens, seqs)
-	logits, err := e.m.Forward(ids, tokens)
+	masked := e.startMasks(tokens, seqs, all)
+	var logits *candle.Tensor
+	var err error
+	if all {
+		logits, err = e.spec.ForwardAll(ids, tokens)
+	} else {
+		logits, err = e.m.Forward(ids, tokens)
+	}
 	if masked != nil {
 		masked.Wait()
 	}
@@ -634,7 +816,7 @@ func (e *Engine) forward(ids []uint64, tokens [][]int32, seqs []*sequence) (_ []
 	defer logits.Close()
 	if masked != nil {
 		words := (e.m.VocabSize() + 31) / 32
-		mask, err := candle.FromSlice(e.m.Device(), e.masks, len(seqs), words)
+		mask, err := candle.FromSlice(e.m.Device(), e.masks, len(e.masks)/words, words)
 		if err != nil {
 			return nil, true, pkg.Wrapf("Engine", err, "the token masks")
 		}
@@ -644,29 +826,97 @@ func (e *Engine) forward(ids []uint64, tokens [][]int32, seqs []*sequence) (_ []
 		}
 		defer logits.Close()
 	}
-	opts := make([]candle.SampleOptions, len(seqs))
+	opts := make([]candle.SampleOptions, 0, logits.Dim(0))
+	d := &draws{}
 	for i, s := range seqs {
-		if sampling(s, len(tokens[i])) {
-			opts[i] = s.opts
-			opts[i].Step = uint64(s.drawn)
-			if s.penalty {
-				if err := e.historySlot(s); err != nil {
-					return nil, true, pkg.Wrapf("Engine", err, "sampling")
-				}
-				opts[i].History, opts[i].HistorySlot = e.hist, s.slot
+		var o candle.SampleOptions // mid-prompt: a greedy row, its token unused
+		if s.fed+len(tokens[i]) == len(s.req.Prompt) || s.fed == len(s.req.Prompt) {
+			if err := e.sampleOptions(s, &o); err != nil {
+				return nil, true, pkg.Wrapf("Engine", err, "sampling")
 			}
-		} // else mid-prompt: a greedy row, its token unused
+			if s.req.LogProbs { // never a drafting sequence (greedy): one row
+				if d.want == nil {
+					d.want = make([]bool, logits.Dim(0))
+				}
+				d.want[len(opts)], d.k = true, max(d.k, s.req.TopLogProbs)
+			}
+		}
+		opts = append(opts, o)
+		if all { // a drafting sequence's other rows: greedy, as it is
+			for range tokens[i][1:] {
+				opts = append(opts, o)
+			}
+		}
+	}
+	var processed *candle.Tensor
+	if d.want != nil {
+		// Before the draw, which extends the rows' histories.
+		if processed, err = logits.ProcessLogits(opts); err != nil {
+			return nil, true, pkg.Wrapf("Engine", err, "log-probabilities")
+		}
+		defer processed.Close()
 	}
 	out, err := logits.Sample(opts)
 	if err != nil {
 		return nil, true, pkg.Wrapf("Engine", err, "sampling")
 	}
 	defer out.Close()
-	drawn, err := candle.ToSlice[uint32](out)
-	if err != nil {
+	if d.ids, err = candle.ToSlice[uint32](out); err != nil {
 		return nil, true, pkg.Wrapf("Engine", err, "sampling")
 	}
-	return drawn, true, nil
+	if processed != nil {
+		if err := d.readLogProbs(processed, out); err != nil {
+			return nil, true, pkg.Wrapf("Engine", err, "log-probabilities")
+		}
+	}
+	return d, true, nil
+}
+
+// readLogProbs computes the log-probabilities of the drawn ids from the
+// processed logits and reads them back: k+1 values a row.
+func (d *draws) readLogProbs(processed, ids *candle.Tensor) error {
+	chosen, top, topIDs, err := processed.TokenLogProbs(ids, d.k)
+	if err != nil {
+		return err
+	}
+	defer chosen.Close()
+	if d.chosen, err = candle.ToSlice[float32](chosen); err != nil || top == nil {
+		return err
+	}
+	defer top.Close()
+	defer topIDs.Close()
+	if d.top, err = candle.ToSlice[float32](top); err != nil {
+		return err
+	}
+	d.topIDs, err = candle.ToSlice[uint32](topIDs)
+	return err
+}
+
+// sampleOptions sets a drawing sequence's options for this step: its
+// settings, its draw count, its history slot, and the terms that change
+// from step to step (the bias of its logit_bias and of its presence and
+// frequency penalties, from the completion's counts so far). A per-step
+// constraint on the draw (a token mask) belongs here too.
+func (e *Engine) sampleOptions(s *sequence, o *candle.SampleOptions) error {
+	*o = s.opts
+	o.Step = uint64(s.drawn)
+	if s.penalty {
+		if err := e.historySlot(s); err != nil {
+			return err
+		}
+		o.History, o.HistorySlot = e.hist, s.slot
+	}
+	if len(s.counts) == 0 {
+		o.Bias = s.bias
+		return nil
+	}
+	sp := &s.req.Sampling
+	o.Bias = make([]candle.TokenBias, 0, len(s.bias)+len(s.counts))
+	o.Bias = append(o.Bias, s.bias...)
+	for id, n := range s.counts {
+		o.Bias = append(o.Bias, candle.TokenBias{ID: id, Add: -(sp.PresencePenalty + sp.FrequencyPenalty*float32(n))})
+	}
+	return nil
 }
 
 // sampling reports whether a sequence fed n tokens this step draws its
@@ -676,34 +926,50 @@ func sampling(s *sequence, n int) bool {
 }
 
 // startMasks starts computing the token masks of the step's constrained
-// rows, a goroutine each, into e.masks (a row a sequence; the others allow
-// every token), and returns what to wait on: nil when no row is
-// constrained. A row whose mask fails, or allows nothing, allows every
-// token and its sequence fails after the step (maskErr).
-func (e *Engine) startMasks(tokens [][]int32, seqs []*sequence) *sync.WaitGroup {
+// sequences, a goroutine each, into e.masks (a row a row of the step's
+// logits: a sequence's, or with all a token's, a constrained sequence
+// having one as it never drafts; the other rows allow every token), and
+// returns what to wait on: nil when no sequence is constrained. A
+// sequence whose mask fails, or allows nothing, gets a row that allows
+// every token and fails after the step (maskErr).
+func (e *Engine) startMasks(tokens [][]int32, seqs []*sequence, all bool) *sync.WaitGroup {
 	var wg *sync.WaitGroup
 	words := (e.m.VocabSize() + 31) / 32
+	rows := len(seqs)
+	if all {
+		rows = 0
+		for _, t := range tokens {
+			rows += len(t)
+		}
+	}
+	row := 0
 	for i, s := range seqs {
+		r := row
+		if all {
+			row += len(tokens[i])
+		} else {
+			r = i
+		}
 		if s.req.Constraint == nil || !sampling(s, len(tokens[i])) {
 			continue
 		}
 		if wg == nil {
 			wg = &sync.WaitGroup{}
-			e.masks = slices.Grow(e.masks[:0], len(seqs)*words)[:len(seqs)*words]
+			e.masks = slices.Grow(e.masks[:0], rows*words)[:rows*words]
 			for j := range e.masks {
 				e.masks[j] = ^uint32(0)
 			}
 		}
-		row := e.masks[i*words : (i+1)*words]
+		mask := e.masks[r*words : (r+1)*words]
 		wg.Go(func() {
-			n, err := s.req.Constraint.Mask(row)
+			n, err := s.req.Constraint.Mask(mask)
 			if err == nil && n == 0 {
 				err = pkg.Errorf("Engine", errs.ErrArgument, "the constraint allows no token here: the vocabulary cannot continue it")
 			}
 			if err != nil {
 				s.maskErr = pkg.Wrapf("Engine", err, "the token mask")
-				for j := range row {
-					row[j] = ^uint32(0)
+				for j := range mask {
+					mask[j] = ^uint32(0)
 				}
 			}
 		})
@@ -740,12 +1006,12 @@ func (e *Engine) historySlot(s *sequence) error {
 // fail ends a sequence with an error.
 func (e *Engine) fail(s *sequence, err error) {
 	e.m.Release(s.id)
-	s.finish("error", err, nil)
+	s.finish("error", err, nil, nil)
 }
 
 // advance accounts for n tokens fed to a sequence and, once its prompt is
 // fed, for the token drawn.
-func (e *Engine) advance(s *sequence, n int, id uint32) {
+func (e *Engine) advance(s *sequence, n int, id uint32, lp *TokenLogProb) {
 	if s.fed < len(s.req.Prompt) {
 		s.fed += n
 		if s.fed < len(s.req.Prompt) {
@@ -758,15 +1024,25 @@ func (e *Engine) advance(s *sequence, n int, id uint32) {
 	}
 	t := int32(id)
 	s.drawn++
+	if s.spec {
+		s.gen = append(s.gen, t)
+	}
 	for _, st := range s.stop {
 		if st == t {
 			s.flushDecoder()
-			e.end(s, "stop", nil)
+			e.end(s, "stop", nil, nil)
 			return
 		}
 	}
 	s.last = t
+	if s.counts != nil {
+		s.counts[t]++
+	}
 	tokens := []int32{t}
+	var lps []TokenLogProb
+	if lp != nil {
+		lps = []TokenLogProb{*lp}
+	}
 	reason := "length"
 	if c := s.req.Constraint; c != nil {
 		if err := c.Accept(t); err != nil {
@@ -782,21 +1058,21 @@ func (e *Engine) advance(s *sequence, n int, id uint32) {
 		s.held += s.dec.Add(t)
 		if cut, hit := s.stopAt(); hit {
 			s.held = s.held[:cut]
-			e.end(s, "stop", tokens)
+			e.end(s, "stop", tokens, lps)
 			return
 		}
 		text := s.releasable()
 		if more {
-			s.send(Event{Text: text, Tokens: tokens})
+			s.send(Event{Text: text, Tokens: tokens, LogProbs: lps})
 			return
 		}
 		s.held = text + s.held
 		s.flushDecoder()
 	} else if more {
-		s.send(Event{Tokens: tokens})
+		s.send(Event{Tokens: tokens, LogProbs: lps})
 		return
 	}
-	e.end(s, reason, tokens)
+	e.end(s, reason, tokens, lps)
 }
 
 // flushDecoder adds to the held text what the decoder still holds (the
@@ -808,9 +1084,9 @@ func (s *sequence) flushDecoder() {
 }
 
 // end finishes a sequence normally.
-func (e *Engine) end(s *sequence, reason string, tokens []int32) {
+func (e *Engine) end(s *sequence, reason string, tokens []int32, lps []TokenLogProb) {
 	e.m.Release(s.id)
-	s.finish(reason, nil, tokens)
+	s.finish(reason, nil, tokens, lps)
 }
 
 // stopAt finds the first stop string in the held text: the text before it.

@@ -711,12 +711,7 @@ func TestPenaltyThroughHistory(t *testing.T) {
 	}
 	for _, maxBatch := range []int{1, 2, 8} {
 		e := engine(t, newFake(), Config{MaxBatch: maxBatch})
-		chans := make([]<-chan Event, len(reqs))
-		for i, r := range reqs {
-			var err error
-			chans[i], err = e.Submit(context.Background(), r)
-			require.NoError(t, err)
-		}
+		chans := submitAll(t, e, reqs)
 		for i, r := range reqs {
 			_, toks, last := collect(t, chans[i])
 			require.NoError(t, last.Err)

@@ -213,6 +213,14 @@ func NewMatcher(g *Grammar, v *Vocab, stop []int32) (*Matcher, error) {
 	return m, nil
 }
 
+// Clone returns a matcher at the same point, for another generation that
+// goes on from it (another choice of the same request).
+func (m *Matcher) Clone() *Matcher {
+	c := &Matcher{g: m.g, v: m.v, stop: m.stop, ended: m.ended}
+	c.cur.copyFrom(&m.cur)
+	return c
+}
+
 // Complete reports whether the text so far is a whole document of the
 // grammar (a stop token may come now).
 func (m *Matcher) Complete() bool {
