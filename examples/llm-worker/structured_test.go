@@ -134,6 +134,16 @@ func TestConstrainJSON(t *testing.T) {
 	assert.Equal(t, 400, aerr.Status)
 	assert.Equal(t, "tools[0].function.parameters", *aerr.Param)
 	assert.Contains(t, aerr.Message, "format")
+
+	// n choices: a matcher each.
+	code, _, body = ts.do(t, "POST", "/v1/completions", `{"prompt": "x", "n": 2, "response_format": {"type": "json_object"}}`)
+	require.Equal(t, 200, code, string(body))
+	fake.mu.Lock()
+	two := fake.reqs[len(fake.reqs)-2:]
+	fake.mu.Unlock()
+	require.NotNil(t, two[0].Constraint)
+	require.NotNil(t, two[1].Constraint)
+	assert.NotSame(t, two[0].Constraint, two[1].Constraint, "each choice follows its own matcher")
 }
 
 // TestForcedToolCallConstrained: tool_choice "required" on a random tiny
