@@ -10,8 +10,8 @@ import (
 // Collectives: a Group is a set of devices, one rank each, whose tensors
 // the collectives combine: AllReduce, AllGather, ReduceScatter and
 // Broadcast. NewHIPGroup makes one over GPUs (RCCL, NCCL on NVIDIA);
-// NewGroup takes any Communicator, such as an in-process one for tests on
-// the CPU.
+// NewCPUGroup makes one of CPU ranks in this process, which runs
+// tensor-parallel code without GPUs; NewGroup takes any Communicator.
 
 // ReduceOp is how a collective combines the ranks' elements.
 type ReduceOp int
@@ -70,6 +70,14 @@ type Communicator interface {
 	Close() error
 }
 
+// Aborter is a Communicator that can stop its rank's work, a call waiting
+// for its peers included (RCCL's ncclCommAbort, the CPU group's barrier):
+// the way out when one rank fails while the others wait for it. After
+// Abort the communicator's calls fail; Close still frees it.
+type Aborter interface {
+	Abort() error
+}
+
 // Grouped is a Communicator whose ranks one goroutine may drive: when
 // every rank's communicator is one, Group runs the calls of every rank
 // inside one call of the first's Grouped, one rank after another (NCCL's
@@ -90,6 +98,7 @@ type Group struct {
 	grouped  func(func() error) error // set when one goroutine may drive every rank
 	closeAll func() error
 	closed   atomic.Bool
+	aborted  atomic.Bool
 }
 
 // NewGroup makes a group of communicators, one per rank, in rank order:
@@ -167,7 +176,36 @@ func (g *Group) alive(op string) error {
 	if g.closed.Load() {
 		return &Error{Pkg: string(pkg), Op: op, Kind: ErrClosed, Detail: "use of a closed group", Err: ErrClosed}
 	}
+	if g.aborted.Load() {
+		return &Error{Pkg: string(pkg), Op: op, Kind: ErrClosed, Detail: "use of an aborted group", Err: ErrClosed}
+	}
 	return nil
+}
+
+// Abort stops the group's work from any goroutine: every rank's
+// collective under way returns an error, so that no goroutine waits for a
+// rank that has failed, and every later one fails with ErrClosed. It is
+// the way out of a failed step; the group cannot be used again, and Close
+// still frees it. A group whose communicators cannot abort (not an
+// Aborter) is an error of kind ErrUnsupported, and nothing is stopped.
+func (g *Group) Abort() error {
+	const op = "Group.Abort"
+	if g == nil || len(g.comms) == 0 {
+		return pkg.Errorf(op, ErrArgument, "nil group")
+	}
+	for r, c := range g.comms {
+		if _, ok := c.(Aborter); !ok {
+			return pkg.Errorf(op, ErrUnsupported, "rank %d's communicator (%T) cannot abort its work", r, c)
+		}
+	}
+	if !g.aborted.CompareAndSwap(false, true) || g.closed.Load() {
+		return nil
+	}
+	var errs []error
+	for _, c := range g.comms {
+		errs = append(errs, c.(Aborter).Abort())
+	}
+	return pkg.Wrap(op, errors.Join(errs...))
 }
 
 // Member is one rank of a group: its collectives on one tensor, for one

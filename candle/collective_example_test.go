@@ -3,6 +3,7 @@ package candle_test
 import (
 	"fmt"
 	"log"
+	"sync"
 
 	"github.com/rocm-go/rocm/candle"
 	"github.com/rocm-go/rocm/hip"
@@ -55,4 +56,36 @@ func ExampleNewHIPGroup() {
 		sums[i].Close()
 		parts[i].Close()
 	}
+}
+
+// Two CPU ranks, one goroutine each, as tensor-parallel code runs on two
+// GPUs: each holds half of a row-parallel product's input, and the
+// all-reduce of their partial products is the whole product.
+func ExampleNewCPUGroup() {
+	g, err := candle.NewCPUGroup(2)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer g.Close()
+	x := []float32{1, 2, 3, 4} // the input, split in halves over the ranks
+	w := []float32{1, 1, 1, 1} // the weight's column, split the same way
+	sums := make([]float32, 2)
+	var wg sync.WaitGroup
+	for r, dev := range g.Devices() {
+		wg.Go(func() {
+			m, _ := g.Member(r)
+			xs, _ := candle.FromSlice(dev, x[2*r:2*r+2], 1, 2)
+			ws, _ := candle.FromSlice(dev, w[2*r:2*r+2], 2, 1)
+			part, _ := xs.Matmul(ws) // (1, 1): this rank's partial sum
+			sum, err := m.AllReduce(part, candle.ReduceSum)
+			if err != nil {
+				log.Fatal(err)
+			}
+			v, _ := candle.ToSlice[float32](sum)
+			sums[r] = v[0]
+		})
+	}
+	wg.Wait()
+	fmt.Println(g.Devices(), sums)
+	// Output: [cpu/rank0 cpu/rank1] [10 10]
 }

@@ -58,6 +58,10 @@ func (c *rcclComm) Size() int      { return c.size }
 func (c *rcclComm) Device() Device { return c.dev }
 func (c *rcclComm) Close() error   { return c.c.Close() }
 
+// Abort stops the communicator's work, a collective that waits for its
+// peers included (ncclCommAbort).
+func (c *rcclComm) Abort() error { return c.c.Abort() }
+
 // Grouped runs the calls of several ranks inside one RCCL group.
 func (c *rcclComm) Grouped(calls func() error) error { return rccl.Group(calls) }
 

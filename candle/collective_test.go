@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -20,172 +19,20 @@ import (
 // in tier 2 too (gpu_collective_test.go), against the same float64
 // references.
 
-// cpuRank is the CPU under another name: a device of its own for one rank
-// of a test's group.
-type cpuRank struct {
-	*CPUDevice
-	name string
-}
-
-func (d *cpuRank) String() string { return d.name }
-
-// fakeClique is what the ranks of an in-process group share: each call
-// waits until every rank has brought its operand, then one combined
-// result serves them all.
-type fakeClique struct {
-	n     int
-	mu    sync.Mutex
-	cond  *sync.Cond
-	gen   int
-	in    [][]float64
-	count int
-	out   []float64
-	fail  error // every call's error, when set
-}
-
-// exchange brings rank's operand and returns the combination of every
-// rank's.
-func (q *fakeClique) exchange(rank int, vals []float64, combine func([][]float64) []float64) []float64 {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	gen := q.gen
-	q.in[rank] = vals
-	if q.count++; q.count == q.n {
-		q.out = combine(q.in)
-		q.in, q.count = make([][]float64, q.n), 0
-		q.gen++
-		q.cond.Broadcast()
-	}
-	for q.gen == gen {
-		q.cond.Wait()
-	}
-	return q.out
-}
-
-// fakeComm is one rank of a fakeClique.
-type fakeComm struct {
-	q      *fakeClique
-	rank   int
-	dev    Device
-	closed bool
-}
-
-func (c *fakeComm) Rank() int      { return c.rank }
-func (c *fakeComm) Size() int      { return c.q.n }
-func (c *fakeComm) Device() Device { return c.dev }
-func (c *fakeComm) Close() error   { c.closed = true; return nil }
-
-// read is a tensor's elements as float64.
-func (c *fakeComm) read(t *Tensor) ([]float64, error) {
-	f, err := t.ToDType(F64)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return ToSlice[float64](f)
-}
-
-// write converts vals to dst's dtype into dst, as a GPU's result lands in
-// place.
-func (c *fakeComm) write(dst *Tensor, vals []float64) error {
-	f, err := FromSlice(dst.Device(), vals, dst.layout.Shape...)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	v, err := f.ToDType(dst.DType())
-	if err != nil {
-		return err
-	}
-	defer v.Close()
-	return dst.st.dev.backend().copy(v.v(), dst.v())
-}
-
-func (c *fakeComm) call(src, dst *Tensor, combine func([][]float64) []float64, part func([]float64) []float64) error {
-	if c.q.fail != nil {
-		return c.q.fail
-	}
-	if dst.Device() != c.dev || src != nil && (src.Device() != c.dev || !src.IsContiguous()) || !dst.IsContiguous() {
-		return fmt.Errorf("fake: rank %d was given tensors off its device or strided", c.rank)
-	}
-	var vals []float64
-	if src != nil {
-		var err error
-		if vals, err = c.read(src); err != nil {
-			return err
-		}
-	}
-	return c.write(dst, part(c.q.exchange(c.rank, vals, combine)))
-}
-
-func whole(v []float64) []float64 { return v }
-
-func (c *fakeComm) AllReduce(src, dst *Tensor, op ReduceOp) error {
-	return c.call(src, dst, func(in [][]float64) []float64 { return reduceRef(src.DType(), op, in) }, whole)
-}
-
-func (c *fakeComm) AllGather(src, dst *Tensor) error {
-	return c.call(src, dst, func(in [][]float64) []float64 { return slices.Concat(in...) }, whole)
-}
-
-func (c *fakeComm) ReduceScatter(src, dst *Tensor, op ReduceOp) error {
-	n := dst.Elems()
-	return c.call(src, dst, func(in [][]float64) []float64 { return reduceRef(src.DType(), op, in) },
-		func(all []float64) []float64 { return all[c.rank*n : (c.rank+1)*n] })
-}
-
-func (c *fakeComm) Broadcast(src, dst *Tensor, root int) error {
-	return c.call(src, dst, func(in [][]float64) []float64 { return in[root] }, whole)
-}
-
-// reduceRef is the reduction by op of each element over the ranks'
-// operands, in float64; an integer average is truncated, as NCCL divides.
-func reduceRef(dt DType, op ReduceOp, ops [][]float64) []float64 {
-	out := slices.Clone(ops[0])
-	for _, v := range ops[1:] {
-		for i := range out {
-			switch op {
-			case ReduceSum, ReduceAvg:
-				out[i] += v[i]
-			case ReduceProd:
-				out[i] *= v[i]
-			case ReduceMax:
-				out[i] = max(out[i], v[i])
-			case ReduceMin:
-				out[i] = min(out[i], v[i])
-			}
-		}
-	}
-	if op == ReduceAvg {
-		for i := range out {
-			if out[i] /= float64(len(ops)); dt.IsInt() {
-				out[i] = math.Trunc(out[i])
-			}
-		}
-	}
-	return out
-}
-
 // cpuGroup is a group of n ranks on CPU devices of their own.
-func cpuGroup(t *testing.T, n int) (*Group, *fakeClique) {
+func cpuGroup(t *testing.T, n int) (*Group, *cpuClique) {
 	t.Helper()
-	q := &fakeClique{n: n, in: make([][]float64, n)}
-	q.cond = sync.NewCond(&q.mu)
-	comms := make([]Communicator, n)
-	for r := range n {
-		comms[r] = &fakeComm{q: q, rank: r, dev: &cpuRank{CPUDevice: CPU(), name: fmt.Sprintf("cpu/rank%d", r)}}
-	}
-	g, err := NewGroup(comms...)
+	g, err := NewCPUGroup(n)
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, g.Close()) })
-	return g, q
+	return g, g.comms[0].(*cpuComm).q
 }
 
-// groupedComm is a fakeComm that one goroutine may drive inside Grouped,
+// groupedComm is a cpuComm that one goroutine may drive inside Grouped,
 // as NCCL's ranks in a group: the calls made inside are recorded, and run
 // together (one goroutine per rank) when it ends.
 type groupedComm struct {
-	*fakeComm
+	*cpuComm
 	g *fakeGrouping
 }
 
@@ -223,19 +70,19 @@ func (c *groupedComm) later(f func() error) error {
 }
 
 func (c *groupedComm) AllReduce(src, dst *Tensor, op ReduceOp) error {
-	return c.later(func() error { return c.fakeComm.AllReduce(src, dst, op) })
+	return c.later(func() error { return c.cpuComm.AllReduce(src, dst, op) })
 }
 
 func (c *groupedComm) AllGather(src, dst *Tensor) error {
-	return c.later(func() error { return c.fakeComm.AllGather(src, dst) })
+	return c.later(func() error { return c.cpuComm.AllGather(src, dst) })
 }
 
 func (c *groupedComm) ReduceScatter(src, dst *Tensor, op ReduceOp) error {
-	return c.later(func() error { return c.fakeComm.ReduceScatter(src, dst, op) })
+	return c.later(func() error { return c.cpuComm.ReduceScatter(src, dst, op) })
 }
 
 func (c *groupedComm) Broadcast(src, dst *Tensor, root int) error {
-	return c.later(func() error { return c.fakeComm.Broadcast(src, dst, root) })
+	return c.later(func() error { return c.cpuComm.Broadcast(src, dst, root) })
 }
 
 // TestCollectivesGrouped: a group whose communicators are Grouped drives
@@ -247,7 +94,7 @@ func TestCollectivesGrouped(t *testing.T) {
 	grouping := &fakeGrouping{}
 	comms := make([]Communicator, len(g.comms))
 	for r, c := range g.comms {
-		comms[r] = &groupedComm{fakeComm: c.(*fakeComm), g: grouping}
+		comms[r] = &groupedComm{cpuComm: c.(*cpuComm), g: grouping}
 	}
 	gg, err := NewGroup(comms...)
 	require.NoError(t, err)
@@ -357,7 +204,7 @@ func runGroupSuite(t *testing.T, g *Group, rng *rand.Rand) {
 				ts, vals := inputs(dt, op, shape)
 				outs, err := g.AllReduce(ts, op)
 				require.NoError(t, err, "%s %s", dt, op)
-				want := reduceRef(dt, op, vals)
+				want := reduceValues(dt, op, vals)
 				check(outs, func(int) []float64 { return want }, shape, collectiveTolerance(dt, op), fmt.Sprintf("%s %s", dt, op))
 			}
 		}
@@ -377,7 +224,7 @@ func runGroupSuite(t *testing.T, g *Group, rng *rand.Rand) {
 		}
 		outs, err := g.AllReduce(ts, ReduceMax)
 		require.NoError(t, err)
-		want := reduceRef(F32, ReduceMax, vals)
+		want := reduceValues(F32, ReduceMax, vals)
 		check(outs, func(int) []float64 { return want }, Shape{3, 5}, 0, "transposed")
 	})
 	t.Run("AllGather", func(t *testing.T) {
@@ -408,7 +255,7 @@ func runGroupSuite(t *testing.T, g *Group, rng *rand.Rand) {
 				ts, vals := inputs(dt, c.op, sshape)
 				outs, err := g.ReduceScatter(ts, c.d, c.op)
 				require.NoError(t, err, "%s dim %d %s", dt, c.d, c.op)
-				full := reference(t, reduceRef(dt, c.op, vals), sshape)
+				full := reference(t, reduceValues(dt, c.op, vals), sshape)
 				d, _ := dim("", c.d, 3)
 				part := sshape.Clone()
 				part[d] /= n
@@ -494,7 +341,7 @@ func runGroupSuite(t *testing.T, g *Group, rng *rand.Rand) {
 		cat, err := Cat(refs, 1)
 		require.NoError(t, err)
 		t.Cleanup(func() { cat.Close() })
-		sum := reduceRef(BF16, ReduceSum, vals)
+		sum := reduceValues(BF16, ReduceSum, vals)
 		gathered := values(t, cat)
 		for r := range n {
 			for _, o := range outs[r] {
@@ -558,13 +405,12 @@ func TestGroupErrors(t *testing.T) {
 	_, err = m.AllReduce(a, ReduceSum)
 	assert.ErrorIs(t, err, ErrClosed)
 	for _, c := range g.comms {
-		assert.True(t, c.(*fakeComm).closed, "the group closes its communicators")
+		assert.True(t, c.(*cpuComm).closed, "the group closes its communicators")
 	}
 }
 
 func TestNewGroupErrors(t *testing.T) {
-	q := &fakeClique{n: 2, in: make([][]float64, 2)}
-	q.cond = sync.NewCond(&q.mu)
+	q := newCPUClique(2)
 	d0 := &cpuRank{CPUDevice: CPU(), name: "cpu/rank0"}
 	d1 := &cpuRank{CPUDevice: CPU(), name: "cpu/rank1"}
 	for _, c := range []struct {
@@ -574,10 +420,10 @@ func TestNewGroupErrors(t *testing.T) {
 		want  string
 	}{
 		{"empty", nil, ErrArgument, "no communicators"},
-		{"nil", []Communicator{&fakeComm{q: q, rank: 0, dev: d0}, nil}, ErrArgument, "communicator 1 is nil"},
-		{"order", []Communicator{&fakeComm{q: q, rank: 1, dev: d1}, &fakeComm{q: q, rank: 0, dev: d0}}, ErrArgument, "communicator 0 is rank 1 of 2: want rank 0 of 2"},
-		{"size", []Communicator{&fakeComm{q: q, rank: 0, dev: d0}}, ErrArgument, "rank 0 of 2: want rank 0 of 1"},
-		{"same device", []Communicator{&fakeComm{q: q, rank: 0, dev: d0}, &fakeComm{q: q, rank: 1, dev: d0}}, ErrDevice, "cpu/rank0 holds ranks 0 and 1: each rank needs its own device"},
+		{"nil", []Communicator{&cpuComm{q: q, rank: 0, dev: d0}, nil}, ErrArgument, "communicator 1 is nil"},
+		{"order", []Communicator{&cpuComm{q: q, rank: 1, dev: d1}, &cpuComm{q: q, rank: 0, dev: d0}}, ErrArgument, "communicator 0 is rank 1 of 2: want rank 0 of 2"},
+		{"size", []Communicator{&cpuComm{q: q, rank: 0, dev: d0}}, ErrArgument, "rank 0 of 2: want rank 0 of 1"},
+		{"same device", []Communicator{&cpuComm{q: q, rank: 0, dev: d0}, &cpuComm{q: q, rank: 1, dev: d0}}, ErrDevice, "cpu/rank0 holds ranks 0 and 1: each rank needs its own device"},
 	} {
 		_, err := NewGroup(c.comms...)
 		assert.ErrorIs(t, err, c.kind, c.name)
@@ -610,3 +456,62 @@ func TestReduceOpNames(t *testing.T) {
 }
 
 func second[T any](_ T, err error) error { return err }
+
+// TestGroupAbort: a member waiting in a collective for a peer that never
+// comes returns once the group is aborted, and every later call fails.
+func TestGroupAbort(t *testing.T) {
+	g, _ := cpuGroup(t, 3)
+	devs := g.Devices()
+	assert.Equal(t, "cpu/rank2", devs[2].String())
+	done := make(chan error, 2)
+	for r := range 2 { // rank 2 never calls
+		m, err := g.Member(r)
+		require.NoError(t, err)
+		x := tensorOf(t, devs[r], F32, []float64{1, 2}, 2)
+		go func() {
+			_, err := m.AllReduce(x, ReduceSum)
+			done <- err
+		}()
+	}
+	require.NoError(t, g.Abort())
+	for range 2 {
+		err := <-done
+		assert.ErrorIs(t, err, ErrClosed)
+		assert.ErrorContains(t, err, "aborted")
+	}
+	require.NoError(t, g.Abort(), "aborting twice does nothing")
+	_, err := g.AllReduce([]*Tensor{tensorOf(t, devs[0], F32, []float64{1}, 1), tensorOf(t, devs[1], F32, []float64{1}, 1), tensorOf(t, devs[2], F32, []float64{1}, 1)}, ReduceSum)
+	assert.ErrorIs(t, err, ErrClosed)
+	assert.ErrorContains(t, err, "use of an aborted group")
+
+	_, err = NewCPUGroup(0)
+	assert.ErrorIs(t, err, ErrArgument)
+	// A group of communicators that cannot abort says so.
+	one, _ := cpuGroup(t, 1)
+	g2, err := NewGroup(&plainComm{one.comms[0]})
+	require.NoError(t, err)
+	err = g2.Abort()
+	assert.ErrorIs(t, err, ErrUnsupported)
+	assert.ErrorContains(t, err, "rank 0's communicator (*candle.plainComm) cannot abort its work")
+	var nilGroup *Group
+	assert.ErrorIs(t, nilGroup.Abort(), ErrArgument)
+}
+
+// plainComm hides a communicator's Abort.
+type plainComm struct{ Communicator }
+
+// TestCPUGroupDevices: a CPU group's ranks are devices of their own that
+// every op takes, random numbers included, and tensors move between them.
+func TestCPUGroupDevices(t *testing.T) {
+	g, _ := cpuGroup(t, 2)
+	devs := g.Devices()
+	assert.Equal(t, []string{"cpu/rank0", "cpu/rank1"}, []string{devs[0].String(), devs[1].String()})
+	x, err := RandNormal(devs[0], F32, 0, 1, 3, 4)
+	require.NoError(t, err)
+	defer x.Close()
+	y, err := x.ToDevice(devs[1])
+	require.NoError(t, err)
+	defer y.Close()
+	assert.Equal(t, devs[1], y.Device())
+	assert.Equal(t, values(t, x), values(t, y))
+}

@@ -85,6 +85,8 @@ func deviceRNG(dev Device) *rngState {
 	switch d := dev.(type) {
 	case *CPUDevice:
 		return &d.rng
+	case *cpuRank: // a CPU group's rank draws from the CPU's generator
+		return &d.rng
 	case *HIPDevice:
 		return &d.rng
 	}

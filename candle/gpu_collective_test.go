@@ -77,7 +77,7 @@ func TestGPUCollectivesOrdered(t *testing.T) {
 	for r := range n {
 		want[r] = values(t, ts[r])
 	}
-	ref := reduceRef(F32, ReduceSum, want)
+	ref := reduceValues(F32, ReduceSum, want)
 	for r, s := range sums {
 		z, err := s.Affine(0.5, 0) // queued after it
 		require.NoError(t, err)

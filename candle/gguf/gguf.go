@@ -650,3 +650,53 @@ func (r *reader) array(kind Kind, n int, key string, depth int) any {
 	}
 	return nil
 }
+
+// LoadSlice puts part of a float tensor on dev in its dtype: elements
+// [start, start+n) of dim d, reading only those bytes of a mapped file
+// (candle.SlicedWeights).
+func (f *File) LoadSlice(name string, dev candle.Device, d, start, n int) (*candle.Tensor, error) {
+	const op = "File.LoadSlice"
+	t, err := f.tensor(op, name)
+	if err != nil {
+		return nil, err
+	}
+	dt, ok := t.Type.DType()
+	if !ok {
+		return nil, f.errorf(op, errs.ErrDType, "tensor %s is %s, not a float tensor: LoadQSlice it", name, t.Type)
+	}
+	if f.m != nil {
+		x, err := f.m.LoadSlice(dev, dt, f.span(t), t.Dims, d, start, n)
+		return x, f.wrap(op, name, err)
+	}
+	whole, err := f.Load(name, dev) // a parsed file is in memory already
+	if err != nil {
+		return nil, err
+	}
+	defer whole.Close()
+	v, err := whole.Narrow(d, start, n)
+	if err != nil {
+		return nil, f.wrap(op, name, err)
+	}
+	defer v.Close()
+	x, err := v.Contiguous()
+	return x, f.wrap(op, name, err)
+}
+
+// LoadQSlice puts part of a quantized tensor on dev as its blocks, as
+// LoadSlice: along the last dim, start and n are whole blocks. A float
+// tensor is an error of kind errs.ErrDType: LoadSlice it.
+func (f *File) LoadQSlice(name string, dev candle.Device, d, start, n int) (*candle.QTensor, error) {
+	const op = "File.LoadQSlice"
+	t, err := f.tensor(op, name)
+	if err != nil {
+		return nil, err
+	}
+	if !t.Type.Quantized() {
+		return nil, f.errorf(op, errs.ErrDType, "tensor %s is %s, not quantized: LoadSlice it", name, t.Type)
+	}
+	if f.m == nil {
+		return nil, f.errorf(op, errs.ErrUnsupported, "tensor %s: slices load from a mapped file (Open), not a parsed one", name)
+	}
+	q, err := f.m.LoadQSlice(dev, t.Type, f.span(t), t.Dims, d, start, n)
+	return q, f.wrap(op, name, err)
+}

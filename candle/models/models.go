@@ -10,6 +10,8 @@
 // a step once its pass succeeds and replays decode steps as captured
 // graphs on a HIP device. Pass threads a forward pass's first error
 // through its ops. An architecture file holds only the architecture.
+// TPRunner runs a model split over a device group: a Runner per device,
+// one goroutine each.
 //
 //	c, err := models.Open("/models/Llama-3.2-1B-Instruct-Q4_K_M.gguf")
 //	defer c.Close()

@@ -314,3 +314,54 @@ func hipDevice(t *testing.T) *candle.HIPDevice {
 	testenv.Need(t, 2, "a GPU", err)
 	return dev
 }
+
+// TestVarBuilderSlices: GetSlice and GetQSlice of tensors in memory
+// (TensorWeights) are the same parts of the whole, dense and quantized,
+// in the builder's dtype; bad parts are errors.
+func TestVarBuilderSlices(t *testing.T) {
+	cpu := candle.CPU()
+	vals := make([]float32, 4*64)
+	for i := range vals {
+		vals[i] = float32(math.Sin(float64(i)))
+	}
+	x, err := candle.FromSlice(cpu, vals, 4, 64)
+	require.NoError(t, err)
+	defer x.Close()
+	q, err := candle.Quantize(x, candle.GGMLQ8_0)
+	require.NoError(t, err)
+	defer q.Close()
+	vb, err := NewVarBuilder(TensorWeights{Tensors: map[string]*candle.Tensor{"x": x}, Quantized: map[string]*candle.QTensor{"q": q}}, cpu, candle.F32)
+	require.NoError(t, err)
+	whole := map[string]*candle.Tensor{}
+	for _, name := range []string{"x", "q"} {
+		w, err := vb.Get(name, 4, 64)
+		require.NoError(t, err)
+		defer w.Close()
+		whole[name] = w
+	}
+	for _, name := range []string{"x", "q"} {
+		for _, k := range []struct{ d, start, n int }{{0, 1, 2}, {1, 32, 32}} {
+			got, err := vb.GetSlice(name, k.d, k.start, k.n, 4, 64)
+			require.NoError(t, err, name, k)
+			assert.Equal(t, candle.F32, got.DType())
+			v, err := whole[name].Narrow(k.d, k.start, k.n)
+			require.NoError(t, err)
+			want, err := v.Contiguous()
+			require.NoError(t, err)
+			gv, _ := candle.ToSlice[float32](got)
+			wv, _ := candle.ToSlice[float32](want)
+			assert.Equal(t, wv, gv, name, k)
+			got.Close()
+			v.Close()
+			want.Close()
+		}
+	}
+	_, err = vb.GetQSlice("q", 1, 8, 32, 4, 64)
+	assert.ErrorIs(t, err, errs.ErrShape)
+	_, err = vb.GetQSlice("x", 0, 0, 1, 4, 64)
+	assert.ErrorIs(t, err, errs.ErrDType)
+	_, err = vb.GetSlice("x", 0, 0, 1, 4, 63)
+	assert.ErrorIs(t, err, errs.ErrShape)
+	_, err = vb.GetSlice("x", 0, 3, 2, 4, 64)
+	assert.Error(t, err)
+}

@@ -110,6 +110,80 @@ func (vb *VarBuilder) Get(name string, shape ...int) (*candle.Tensor, error) {
 	return c, pkg.Wrap(op, err)
 }
 
+// GetSlice loads part of a tensor by name, as Get: elements [start,
+// start+n) of dim d, the whole tensor checked against shape. Weights that
+// load slices (candle.SlicedWeights: safetensors and GGUF files) read
+// only that part; others load the whole tensor and keep the part.
+func (vb *VarBuilder) GetSlice(name string, d, start, n int, shape ...int) (*candle.Tensor, error) {
+	const op = "VarBuilder.GetSlice"
+	full := vb.name(name)
+	info, err := vb.info(op, full, shape)
+	if err != nil {
+		return nil, err
+	}
+	if info.Quantized {
+		q, err := vb.GetQSlice(name, d, start, n, shape...)
+		if err != nil {
+			return nil, err
+		}
+		defer q.Close()
+		t, err := q.Dequantize(vb.dtype)
+		return t, pkg.Wrap(op, err)
+	}
+	var t *candle.Tensor
+	if sw, ok := vb.w.(candle.SlicedWeights); ok {
+		t, err = sw.LoadSlice(full, vb.dev, d, start, n)
+	} else {
+		t, err = narrowed(vb.w.Load(full, vb.dev))(d, start, n)
+	}
+	if err != nil {
+		return nil, pkg.Wrap(op, err)
+	}
+	if !t.DType().IsFloat() || t.DType() == vb.dtype {
+		return t, nil
+	}
+	defer t.Close()
+	c, err := t.ToDType(vb.dtype)
+	return c, pkg.Wrap(op, err)
+}
+
+// narrowed is a loaded tensor's part, contiguous; it takes the tensor.
+func narrowed(t *candle.Tensor, err error) func(d, start, n int) (*candle.Tensor, error) {
+	return func(d, start, n int) (*candle.Tensor, error) {
+		if err != nil {
+			return nil, err
+		}
+		defer t.Close()
+		v, err := t.Narrow(d, start, n)
+		if err != nil {
+			return nil, err
+		}
+		defer v.Close()
+		return v.Contiguous()
+	}
+}
+
+// GetQSlice loads part of a quantized tensor by name as its blocks, as
+// GetQ: elements [start, start+n) of dim d (whole blocks along the last
+// dim), the whole tensor checked against shape.
+func (vb *VarBuilder) GetQSlice(name string, d, start, n int, shape ...int) (*candle.QTensor, error) {
+	const op = "VarBuilder.GetQSlice"
+	full := vb.name(name)
+	info, err := vb.info(op, full, shape)
+	if err != nil {
+		return nil, err
+	}
+	if !info.Quantized {
+		return nil, pkg.Errorf(op, errs.ErrDType, "tensor %q is %s, not quantized: GetSlice it", full, info.Type)
+	}
+	sw, ok := vb.w.(candle.SlicedWeights)
+	if !ok {
+		return nil, pkg.Errorf(op, errs.ErrUnsupported, "tensor %q: these weights (%T) load no slices of quantized tensors", full, vb.w)
+	}
+	q, err := sw.LoadQSlice(full, vb.dev, d, start, n)
+	return q, pkg.Wrap(op, err)
+}
+
 // GetQ loads a quantized tensor by name as its blocks, checked against
 // shape (elements). A tensor that is not quantized is an error of kind
 // errs.ErrDType: Get it.
@@ -137,7 +211,7 @@ type TensorWeights struct {
 	Quantized map[string]*candle.QTensor
 }
 
-var _ candle.Weights = TensorWeights{}
+var _ candle.SlicedWeights = TensorWeights{}
 
 // Names lists the tensors of both maps, sorted.
 func (w TensorWeights) Names() []string {
@@ -201,6 +275,43 @@ func (w TensorWeights) LoadQ(name string, dev candle.Device) (*candle.QTensor, e
 	}
 	defer on.Close()
 	c, err := candle.QTensorFromBlocks(on, q.Type(), q.Shape()...)
+	return c, pkg.Wrap(op, err)
+}
+
+// LoadSlice is part of the tensor on dev: elements [start, start+n) of
+// dim d, contiguous.
+func (w TensorWeights) LoadSlice(name string, dev candle.Device, d, start, n int) (*candle.Tensor, error) {
+	t, err := narrowed(w.Load(name, dev))(d, start, n)
+	return t, pkg.Wrap("TensorWeights.LoadSlice", err)
+}
+
+// LoadQSlice is part of the quantized tensor on dev: elements [start,
+// start+n) of dim d, whole blocks along the last.
+func (w TensorWeights) LoadQSlice(name string, dev candle.Device, d, start, n int) (*candle.QTensor, error) {
+	const op = "TensorWeights.LoadQSlice"
+	q, err := w.LoadQ(name, dev)
+	if err != nil {
+		return nil, pkg.Wrap(op, err)
+	}
+	defer q.Close()
+	shape := q.Shape()
+	bs, ts := q.Type().BlockSize(), q.Type().TypeSize()
+	last := len(shape) - 1
+	if len(shape) != 2 || d == last && (start%bs != 0 || n%bs != 0) {
+		return nil, pkg.Errorf(op, errs.ErrShape, "%v along dim %d from %d, %d elements: slices of a 2-D tensor, whole blocks of %d along the last dim", []int(shape), d, start, n, bs)
+	}
+	part := shape.Clone()
+	part[d] = n
+	bstart, bn := start, n
+	if d == last {
+		bstart, bn = start/bs*ts, n/bs*ts
+	}
+	sb, err := narrowed(q.Blocks())(d, bstart, bn) // blocks: (rows, row bytes)
+	if err != nil {
+		return nil, pkg.Wrap(op, err)
+	}
+	defer sb.Close()
+	c, err := candle.QTensorFromBlocks(sb, q.Type(), part...)
 	return c, pkg.Wrap(op, err)
 }
 

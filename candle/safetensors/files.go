@@ -169,3 +169,18 @@ func (w *Files) Close() error {
 	}
 	return pkg.Wrap("Files.Close", errors.Join(failed...))
 }
+
+// LoadSlice copies part of a tensor from its file to dev
+// (candle.SlicedWeights): elements [start, start+n) of dim d.
+func (w *Files) LoadSlice(name string, dev candle.Device, d, start, n int) (*candle.Tensor, error) {
+	f, ok := w.where[name]
+	if !ok {
+		return nil, pkg.Errorf("Files.LoadSlice", errs.ErrNotFound, "the weights have no tensor %q", name)
+	}
+	return f.LoadSlice(name, dev, d, start, n)
+}
+
+// LoadQSlice is an error: safetensors files hold no quantized blocks.
+func (w *Files) LoadQSlice(name string, dev candle.Device, d, start, n int) (*candle.QTensor, error) {
+	return w.LoadQ(name, dev)
+}

@@ -322,3 +322,29 @@ func Save(path string, tensors map[string]*candle.Tensor, metadata map[string]st
 	}
 	return nil
 }
+
+// LoadSlice copies part of a tensor from the file to dev, in the file's
+// dtype: elements [start, start+n) of dim d, reading only those bytes
+// (candle.SlicedWeights).
+func (f *File) LoadSlice(name string, dev candle.Device, d, start, n int) (*candle.Tensor, error) {
+	const op = "File.LoadSlice"
+	t, ok := f.tensors[name]
+	switch {
+	case !ok:
+		return nil, f.errorf(op, errs.ErrNotFound, "no tensor %q", name)
+	case !t.info.Dense:
+		return nil, f.errorf(op, errs.ErrDType, "tensor %q is %s, a dtype candle does not hold", name, t.info.Type)
+	}
+	x, err := f.m.LoadSlice(dev, t.info.DType, t.span, t.info.Shape, d, start, n)
+	if err != nil {
+		return nil, f.wrap(op, name, err)
+	}
+	return x, nil
+}
+
+// LoadQSlice is an error of kind errs.ErrDType: safetensors files hold no
+// quantized blocks.
+func (f *File) LoadQSlice(name string, dev candle.Device, d, start, n int) (*candle.QTensor, error) {
+	_, err := f.LoadQ(name, dev)
+	return nil, err
+}

@@ -252,3 +252,53 @@ func FuzzParseSafetensors(f *testing.F) {
 		}
 	})
 }
+
+// TestLoadSlice: part of a tensor along each dim, read from the file,
+// equals the same part of the whole; parts out of range are errors.
+func TestLoadSlice(t *testing.T) {
+	cpu := candle.CPU()
+	vals := make([]float32, 2*3*4)
+	for i := range vals {
+		vals[i] = float32(i) - 7.5
+	}
+	x, err := candle.FromSlice(cpu, vals, 2, 3, 4)
+	require.NoError(t, err)
+	defer x.Close()
+	path := filepath.Join(t.TempDir(), "m.safetensors")
+	require.NoError(t, Save(path, map[string]*candle.Tensor{"x": x}, nil))
+	w, err := Open(path)
+	require.NoError(t, err)
+	defer w.Close()
+	for _, c := range []struct{ d, start, n int }{{0, 1, 1}, {0, 0, 2}, {1, 1, 2}, {2, 0, 3}, {2, 3, 1}} {
+		got, err := w.LoadSlice("x", cpu, c.d, c.start, c.n)
+		require.NoError(t, err, c)
+		v, err := x.Narrow(c.d, c.start, c.n)
+		require.NoError(t, err)
+		want, err := v.Contiguous()
+		require.NoError(t, err)
+		assert.Equal(t, want.Shape(), got.Shape(), c)
+		gv, _ := candle.ToSlice[float32](got)
+		wv, _ := candle.ToSlice[float32](want)
+		assert.Equal(t, wv, gv, c)
+		got.Close()
+		want.Close()
+		v.Close()
+	}
+	for _, c := range []struct {
+		d, start, n int
+		kind        error
+		msg         string
+	}{
+		{3, 0, 1, errs.ErrShape, "dim 3 of a tensor of 3 dims"},
+		{1, 2, 2, errs.ErrIndex, "elements [2, 4) of dim 1, which has 3"},
+		{0, 0, 0, errs.ErrIndex, "elements [0, 0) of dim 0"},
+	} {
+		_, err := w.LoadSlice("x", cpu, c.d, c.start, c.n)
+		assert.ErrorIs(t, err, c.kind, c.msg)
+		assert.ErrorContains(t, err, c.msg)
+	}
+	_, err = w.LoadSlice("y", cpu, 0, 0, 1)
+	assert.ErrorIs(t, err, errs.ErrNotFound)
+	_, err = w.LoadQSlice("x", cpu, 0, 0, 1)
+	assert.ErrorIs(t, err, errs.ErrDType)
+}

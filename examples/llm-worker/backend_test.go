@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -156,4 +157,137 @@ func TestBackendMemoryOptions(t *testing.T) {
 	assert.Equal(t, 512, b.Info().CacheTokens, "1 MiB of 2 KiB tokens")
 	assert.Equal(t, 512, b.ContextLength(), "the cache bounds the context")
 	require.NoError(t, b.Close())
+}
+
+// TestTensorParallelBackendOnCPU: -tensor-parallel 2 and 4 on the CPU
+// serve the model split over CPU ranks, greedy text token for token as
+// on one device, and say how many devices.
+func TestTensorParallelBackendOnCPU(t *testing.T) { testTensorParallelBackend(t, "cpu", []int{2, 4}) }
+
+// TestGPUTensorParallelBackend is the same over the first two GPUs (and
+// four where the machine has them).
+func TestGPUTensorParallelBackend(t *testing.T) {
+	n, err := hip.DeviceCount()
+	testenv.Need(t, 2, "a GPU", err)
+	if n < 2 {
+		t.Skipf("needs 2 GPUs; the machine has %d", n)
+	}
+	ranks := []int{2}
+	if n >= 4 {
+		ranks = append(ranks, 4)
+	}
+	testTensorParallelBackend(t, "hip:0", ranks)
+}
+
+func testTensorParallelBackend(t *testing.T, device string, ranks []int) {
+	dir := t.TempDir()
+	require.NoError(t, mkmodel.Write(dir, mkmodel.Tiny(), nil))
+	// A prompt of several cache pages that repeats itself: the second
+	// run of it reads the first's pages from the prefix cache, and both
+	// draft tokens from it (speculative decoding), whatever the ranks.
+	prompt := strings.Repeat("Hello, GPUs! Hello, devices. ", 12)
+	greedy := func(n int) ([]int32, BackendInfo) {
+		b, err := openBackend(LoadOptions{Dir: dir, Device: device, TensorParallel: n, DType: "f32", MaxBatch: 2, MaxQueue: 2, SpeculativeTokens: 4})
+		require.NoError(t, err)
+		defer func() { assert.NoError(t, b.Close()) }()
+		ids, err := b.Encode(prompt, true)
+		require.NoError(t, err)
+		var runs [2][]int32
+		for i := range runs {
+			ch, err := b.Generate(context.Background(), generate.Request{Prompt: ids, MaxTokens: 24})
+			require.NoError(t, err)
+			for ev := range ch {
+				require.NoError(t, ev.Err)
+				runs[i] = append(runs[i], ev.Tokens...)
+				if ev.Done && i == 1 {
+					assert.Positive(t, ev.CachedTokens, "%d devices: the second run reads the prompt's pages from the prefix cache", n)
+				}
+			}
+		}
+		assert.Equal(t, runs[0], runs[1], "%d devices: cached or not, the same tokens", n)
+		drafted, _ := b.(*modelBackend).engine.SpeculativeStats()
+		assert.Positive(t, drafted, "%d devices: the repeated prompt's tokens drafted", n)
+		assert.Positive(t, b.Stats().DeviceMemoryInUse)
+		return runs[0], b.Info()
+	}
+	want, info := greedy(1)
+	require.NotEmpty(t, want)
+	assert.Equal(t, 1, info.Devices)
+	for _, n := range ranks {
+		got, info := greedy(n)
+		assert.Equal(t, want, got, "greedy at %d devices", n)
+		assert.Equal(t, n, info.Devices)
+		if device == "cpu" {
+			assert.Equal(t, "cpu/rank0,cpu/rank1", strings.Join(strings.Split(info.Device, ",")[:2], ","))
+		}
+	}
+	_, err := openBackend(LoadOptions{Dir: dir, Device: device, TensorParallel: 3, DType: "f32"})
+	assert.ErrorContains(t, err, "4 attention heads over 3 devices")
+}
+
+// brokenModel is a split model whose rank has failed: Forward fails, and
+// Err says why once it has broken.
+type brokenModel struct {
+	servedModel
+	err    error
+	broken bool
+}
+
+func (m *brokenModel) Forward([]uint64, [][]int32) (*candle.Tensor, error) { return nil, m.err }
+
+func (m *brokenModel) Err() error {
+	if m.broken {
+		return m.err
+	}
+	return nil
+}
+
+// TestWatchedModel: a Forward that fails because the model broke is
+// reported once; one that fails otherwise (a refused batch) is not.
+func TestWatchedModel(t *testing.T) {
+	m := &brokenModel{err: errs.ErrArgument}
+	w := &watchedModel{servedModel: m}
+	var heard []error
+	(&modelBackend{watched: w}).OnBroken(func(err error) { heard = append(heard, err) })
+	_, err := w.Forward([]uint64{1}, [][]int32{{1}})
+	assert.ErrorIs(t, err, errs.ErrArgument)
+	assert.Empty(t, heard, "a refused batch breaks nothing")
+	m.err, m.broken = errs.ErrClosed, true
+	for range 2 {
+		_, err = w.Forward([]uint64{1}, [][]int32{{1}})
+		assert.ErrorIs(t, err, errs.ErrClosed)
+	}
+	assert.Equal(t, []error{errs.ErrClosed}, heard, "reported once")
+}
+
+// TestTensorParallelBackendBreaks: when the devices' group fails under a
+// split model (aborted here, as a failing rank aborts it), the request
+// under way ends with an error, the worker hears that the model broke,
+// and nothing hangs.
+func TestTensorParallelBackendBreaks(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, mkmodel.Write(dir, mkmodel.Tiny(), nil))
+	b, err := openBackend(LoadOptions{Dir: dir, Device: "cpu", TensorParallel: 2, DType: "f32", MaxBatch: 2, MaxQueue: 2})
+	require.NoError(t, err)
+	defer b.Close()
+	broke := make(chan error, 1)
+	b.(*modelBackend).OnBroken(func(err error) { broke <- err })
+	require.NoError(t, b.(*modelBackend).group.Abort())
+	ids, err := b.Encode("Hello", true)
+	require.NoError(t, err)
+	ch, err := b.Generate(context.Background(), generate.Request{Prompt: ids, MaxTokens: 4})
+	require.NoError(t, err)
+	var last generate.Event
+	for ev := range ch {
+		last = ev
+	}
+	assert.True(t, last.Done)
+	assert.Error(t, last.Err)
+	select {
+	case err := <-broke:
+		assert.ErrorIs(t, err, errs.ErrClosed)
+		assert.ErrorContains(t, err, "a rank failed, and the group was aborted")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the worker did not hear that the model broke")
+	}
 }

@@ -57,6 +57,7 @@ type config struct {
 	device, dtype                               string
 	maxBatch, maxQueue, maxTokensDefault        int
 	maxModelLen                                 int
+	tensorParallel                              int
 	kvCacheBytes                                int64
 	memoryFraction                              float64
 	noPrefixCaching                             bool
@@ -84,6 +85,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.DurationVar(&c.heartbeatEvery, "heartbeat-interval", 30*time.Second, "how often to send a heartbeat to the hive (besides at each change of state)")
 	fs.StringVar(&c.device, "device", "auto", "the device: auto (the GPU when there is one), cpu, or hip:N")
 	rocmDevice := fs.Int("rocm-device", -1, "the GPU ordinal: the same as -device hip:N")
+	fs.IntVar(&c.tensorParallel, "tensor-parallel", 1, "the devices one model is split over (tensor parallelism): the GPUs from -device's on (hip:0 and hip:1 for 2), or as many CPU ranks on -device cpu")
 	fs.StringVar(&c.dtype, "dtype", "auto", "the weights' dtype: auto (the model's own on a GPU), bf16, f16 or f32")
 	fs.IntVar(&c.maxBatch, "max-batch", 0, "the most sequences decoded together (0: the engine chooses)")
 	fs.IntVar(&c.maxQueue, "max-queue", 0, "the most requests waiting for a slot before 429 (0: the engine chooses)")
@@ -142,6 +144,8 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 		return nil, fmt.Errorf("-max-queue %d: want 0 (the engine chooses) or more", c.maxQueue)
 	case c.speculativeTokens < 0:
 		return nil, fmt.Errorf("-speculative-tokens %d: want 0 (off) or more", c.speculativeTokens)
+	case c.tensorParallel < 1:
+		return nil, fmt.Errorf("-tensor-parallel %d: want 1 (one device) or more", c.tensorParallel)
 	case c.maxModelLen < 0:
 		return nil, fmt.Errorf("-max-model-len %d: want 0 (the model's context) or more", c.maxModelLen)
 	case c.memoryFraction < 0 || c.memoryFraction > 1:
@@ -252,14 +256,14 @@ func (a *app) run(ctx context.Context, args []string) int {
 		return 1
 	}
 	log.Info("loading the model", "dir", cfg.modelDir, "weights", humanize.IBytes(uint64(cfg.weightBytes)), "files", cfg.weightFiles,
-		"device", cfg.device, "dtype", cfg.dtype)
+		"device", cfg.device, "tensor_parallel", cfg.tensorParallel, "dtype", cfg.dtype)
 	bar := worker.NewProgressBar(a.stderr, "loading weights")
 	if cfg.logFormat == "json" {
 		bar.Log = log
 	}
 	return worker.Life[Backend]{Host: host, Gate: srv.Gate(),
 		Load: func() (Backend, error) {
-			return a.open(LoadOptions{Dir: cfg.modelDir, Device: cfg.device, DType: cfg.dtype, MaxBatch: cfg.maxBatch,
+			return a.open(LoadOptions{Dir: cfg.modelDir, Device: cfg.device, TensorParallel: cfg.tensorParallel, DType: cfg.dtype, MaxBatch: cfg.maxBatch,
 				MaxQueue: cfg.maxQueue, MaxModelLen: cfg.maxModelLen, CacheBytes: cfg.kvCacheBytes, MemoryFraction: cfg.memoryFraction,
 				NoPrefixCaching: cfg.noPrefixCaching, SpeculativeTokens: cfg.speculativeTokens, Progress: bar.Update})
 		},
@@ -269,12 +273,25 @@ func (a *app) run(ctx context.Context, args []string) int {
 		},
 		Loaded: func(b Backend, took time.Duration) {
 			info := b.Info()
-			host.SetDevice(info.Device)
+			// The hive's names of each device: "rocm:0,rocm:1" for a
+			// model split over two GPUs.
+			devs := strings.Split(info.Device, ",")
+			for i, d := range devs {
+				devs[i] = worker.HiveDevice(d)
+			}
+			host.SetDevice(strings.Join(devs, ","))
 			// No rate here: the time covers the tokenizer and the KV cache
 			// too, and the progress bar gave the weights'.
-			log.Info("model loaded", "took", took.Round(time.Millisecond), "device", info.Device, "dtype", info.DType, "weights", info.Weights,
+			log.Info("model loaded", "took", took.Round(time.Millisecond), "device", info.Device, "devices", max(info.Devices, 1), "dtype", info.DType, "weights", info.Weights,
 				"device_memory", humanize.IBytes(uint64(info.DeviceMemory)), "kv_cache", fmt.Sprintf("%s tokens", humanize.Comma(int64(info.CacheTokens))),
 				"context", b.ContextLength(), "vocab", b.VocabSize())
+			if w, ok := b.(interface{ OnBroken(func(error)) }); ok {
+				w.OnBroken(func(err error) {
+					log.Error("the model broke: the worker takes no more requests", "err", err)
+					srv.Gate().SetFailed("a device of the model failed: " + err.Error())
+					host.Changed()
+				})
+			}
 		},
 		WarmUp: func(ctx context.Context, b Backend) error { return warmUp(ctx, b, log) },
 		Ready:  srv.SetReady,

@@ -52,16 +52,17 @@ func TestFlags(t *testing.T) {
 	assert.Equal(t, 60*time.Second, c.queueTimeout)
 	assert.Equal(t, 30*time.Second, c.heartbeatEvery)
 	assert.Equal(t, "text", c.logFormat)
+	assert.Equal(t, 1, c.tensorParallel, "one device")
 
 	c, err = parseFlags([]string{"-model", dir, "-model-ref", "meta-llama/Llama-3.2-1B", "-worker-id", "w7", "-port", "0", "-rocm-device", "2",
 		"-dtype", "BF16", "-max-batch", "8", "-max-queue", "64", "-max-tokens-default", "100", "-hive-url", "http://127.0.0.1:7833",
-		"-max-model-len", "4096", "-kv-cache-memory", "2GiB", "-gpu-memory-utilization", "0.9",
+		"-max-model-len", "4096", "-tensor-parallel", "2", "-kv-cache-memory", "2GiB", "-gpu-memory-utilization", "0.9",
 		"-shutdown-timeout", "5s", "-read-timeout", "3s", "-request-timeout", "2m", "-queue-timeout", "0", "-heartbeat-interval", "5s", "-v", "-log-format", "json"}, io.Discard)
 	require.NoError(t, err)
 	assert.Equal(t, &config{workerID: "w7", modelDir: dir, modelRef: "meta-llama/Llama-3.2-1B", host: "0.0.0.0", hiveURL: "http://127.0.0.1:7833/v1/heartbeat",
 		port: 0, device: "hip:2", dtype: "bf16", maxBatch: 8, maxQueue: 64, maxTokensDefault: 100, shutdownTimeout: 5 * time.Second,
 		readTimeout: 3 * time.Second, requestTimeout: 2 * time.Minute, heartbeatEvery: 5 * time.Second, logFormat: "json",
-		verbose: true, weightBytes: 3000, weightFiles: 2, maxModelLen: 4096, kvCacheBytes: 2 << 30, memoryFraction: 0.9}, c)
+		verbose: true, weightBytes: 3000, weightFiles: 2, maxModelLen: 4096, tensorParallel: 2, kvCacheBytes: 2 << 30, memoryFraction: 0.9}, c)
 	for _, d := range [][2]string{{"cpu", "cpu"}, {"HIP:1", "hip:1"}, {"rocm:0", "hip:0"}, {" auto ", "auto"}} {
 		c, err := parseFlags([]string{"-model", dir, "-device", d[0]}, io.Discard)
 		require.NoError(t, err)
@@ -102,6 +103,7 @@ func TestFlags(t *testing.T) {
 		{[]string{"-model", dir, "-kv-cache-memory", "lots"}, "-kv-cache-memory \"lots\""},
 		{[]string{"-model", dir, "-gpu-memory-utilization", "1.5"}, "-gpu-memory-utilization 1.5"},
 		{[]string{"-model", dir, "-max-model-len", "-1"}, "-max-model-len -1"},
+		{[]string{"-model", dir, "-tensor-parallel", "0"}, "-tensor-parallel 0: want 1 (one device) or more"},
 		{[]string{"-model", dir, "-hive-url", "hive:7833"}, "-hive-url"},
 		{[]string{"-model", dir, "-log-format", "logfmt"}, `-log-format "logfmt": want text or json`},
 		{[]string{"-model", dir, "extra"}, "unexpected argument \"extra\""},

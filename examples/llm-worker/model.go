@@ -66,7 +66,8 @@ type Backend interface {
 
 // BackendInfo describes a loaded model.
 type BackendInfo struct {
-	Device       string // as candle names it: "cpu", "hip:0"
+	Device       string // as candle names it: "cpu", "hip:0"; the devices of a split model, "hip:0,hip:1"
+	Devices      int    // how many devices the model is split over (tensor parallelism), 1 for one
 	DType        string // the weights' dtype: "bf16", "f16", "f32"
 	Weights      string // the matrices' types in the files, most bytes first: "BF16", "Q4_K, Q6_K"
 	CacheTokens  int    // KV cache capacity in tokens (free at start)
@@ -82,11 +83,14 @@ type BackendStats struct {
 
 // LoadOptions is what the flags ask of the model loader.
 type LoadOptions struct {
-	Dir      string // the Hugging Face model folder
-	Device   string // "auto", "cpu" or "hip:N"
-	DType    string // "auto", "f32", "f16" or "bf16"
-	MaxBatch int    // sequences per decode step; 0: the engine chooses
-	MaxQueue int    // requests waiting for a slot; 0: the engine chooses
+	Dir    string // the Hugging Face model folder
+	Device string // "auto", "cpu" or "hip:N"
+	// TensorParallel is how many devices the model is split over: the
+	// GPUs from Device's ordinal on, or as many CPU ranks; 0 and 1: one.
+	TensorParallel int
+	DType          string // "auto", "f32", "f16" or "bf16"
+	MaxBatch       int    // sequences per decode step; 0: the engine chooses
+	MaxQueue       int    // requests waiting for a slot; 0: the engine chooses
 	// MaxModelLen caps a sequence's tokens (0: the model's context);
 	// CacheBytes sizes the KV cache (0: chosen); MemoryFraction is the
 	// share of a GPU's memory the worker may hold, weights and cache

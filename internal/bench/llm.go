@@ -183,8 +183,8 @@ func key(b int) string { return strconv.Itoa(b) }
 
 // llmRun is the state of our side of the benchmark.
 type llmRun struct {
-	m     *llama.Model
-	dev   *candle.HIPDevice
+	m     generate.PagedModel // a llama.Model, or a llama.TPModel over several GPUs
+	dev   *candle.HIPDevice   // where m's logits are
 	s     LLMSettings
 	rng   *rand.Rand
 	next  uint64

@@ -162,3 +162,25 @@ func TestWriteSD(t *testing.T) {
 	bad.DType = candle.U8
 	assert.ErrorContains(t, WriteSD(t.TempDir(), bad, nil), "dtype u8")
 }
+
+// TestOnDevice: weights made where they load, whole or a rank's part,
+// under the spec's names and shapes, beside the spec's config (llama's
+// TestTensorParallelOnDevice runs a model of them).
+func TestOnDevice(t *testing.T) {
+	s := Tiny()
+	_, _, err := OnDevice(s)
+	assert.ErrorContains(t, err, "needs the spec's Vocab")
+	s.Vocab = 300
+	cfg, w, err := OnDevice(s)
+	require.NoError(t, err)
+	info, ok := w.Info("model.layers.1.mlp.down_proj.weight")
+	require.True(t, ok)
+	assert.Equal(t, candle.Shape{128, 384}, info.Shape)
+	x, err := w.LoadSlice("model.layers.1.mlp.down_proj.weight", candle.CPU(), 1, 192, 192)
+	require.NoError(t, err)
+	assert.Equal(t, candle.Shape{128, 192}, x.Shape())
+	x.Close()
+	_, err = w.LoadSlice("model.layers.1.mlp.down_proj.weight", candle.CPU(), 1, 300, 192)
+	assert.Error(t, err)
+	assert.Contains(t, string(cfg), `"hidden_size":128`)
+}

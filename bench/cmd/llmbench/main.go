@@ -18,6 +18,10 @@
 //	llmbench -quick            # a tiny model in a temporary folder, in seconds
 //	llmbench -model /tmp/llm1b -gguf q4_k -bf16=false -batches 1
 //	                           # the quantized model alone, no BF16 model or transformers
+//	llmbench -tensor-parallel 1,2,4
+//	                           # Llama 3.1 8B's shape, random BF16 weights made on the GPUs
+//	                           # (no file), over 1, 2 and 4 GPUs: prefill and decode, and the
+//	                           # speed-ups against one GPU
 //
 // Decode is counted after the first token on both sides: b·(steps−1) new
 // tokens over their time (transformers: generate of steps tokens less
@@ -59,6 +63,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	jsonOut := fs.String("json", "", "also write the report as JSON to this file")
 	quant := fs.String("gguf", "", "GGUF types to measure too, comma-separated (q4_0,q4_k,q8_0): the model written as GGUF files beside -model")
 	constrain := fs.String("constrain", "", "also decode through the engine with every request constrained to JSON: \"schema\" (the benchmark's schema), \"json_object\", or @FILE (a JSON schema); the token trie of a synthetic vocabulary of the model's size")
+	tp := fs.String("tensor-parallel", "", "GPU counts, comma-separated (1,2,4): measure an 8B-shaped model split over that many GPUs instead (random BF16 weights made on the GPUs; -model is not used)")
 	bf16 := fs.Bool("bf16", true, "measure the BF16 model and transformers (false: only the -gguf models, in minutes less)")
 	prefix := fs.Int("prefix", -1, "prefix caching: the time to first token of a prompt of this many shared tokens and -prefix-suffix of its own, uncached and cached (default 4000; -quick 256; 0 skips)")
 	suffix := fs.Int("prefix-suffix", 32, "the tokens after -prefix that each request has of its own")
@@ -137,6 +142,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 			c.Peers = append(c.Peers, p)
 		}
 	}
+	if *tp != "" {
+		return runTP(*tp, *quick, c.Settings, stdout, *jsonOut, fail)
+	}
 	c.QuantOnly = !*bf16
 	if c.QuantOnly && len(c.Quant) == 0 {
 		return fail(2, "-bf16=false measures only the -gguf models: name one (-gguf q4_k)")
@@ -159,6 +167,30 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "\nllmbench: done in %.1f s\n", time.Since(start).Seconds())
 	if err := bench.WriteJSON(*jsonOut, map[string]any{"report": rep}); err != nil {
+		return fail(1, "%v", err)
+	}
+	return 0
+}
+
+// runTP is llmbench -tensor-parallel: the 8B shape (-quick: the tiny
+// model's) over each count of GPUs.
+func runTP(counts string, quick bool, s bench.LLMSettings, stdout io.Writer, jsonOut string, fail func(int, string, ...any) int) int {
+	ranks, err := bench.ParseCounts("tensor-parallel", counts, 8)
+	if err != nil {
+		return fail(2, "%v", err)
+	}
+	l := bench.LLMTP{Spec: mkmodel.Llama31_8B(), Ranks: ranks, Settings: s}
+	if quick {
+		l.Spec = mkmodel.Tiny()
+		l.Spec.DType, l.Spec.Vocab = candle.BF16, 512
+	}
+	start := time.Now()
+	runs, err := bench.RunLLMTP(l, stdout)
+	if err != nil {
+		return fail(1, "%v", err)
+	}
+	fmt.Fprintf(stdout, "\nllmbench: done in %.1f s\n", time.Since(start).Seconds())
+	if err := bench.WriteJSON(jsonOut, map[string]any{"tensor_parallel": runs}); err != nil {
 		return fail(1, "%v", err)
 	}
 	return 0

@@ -22,6 +22,7 @@ func TestCommandRefuses(t *testing.T) {
 		{[]string{"-quick", "-constrain", "@/nonexistent/schema.json"}, "-constrain: open /nonexistent/schema.json"},
 		{[]string{"-quick", "-prefix-suffix", "0"}, "-prefix-suffix 0: want at least 1"},
 		{[]string{"-quick", "-speculative", "-1"}, "-speculative -1: want 0"},
+		{[]string{"-tensor-parallel", "1,x"}, "-tensor-parallel"},
 	} {
 		var out, errs strings.Builder
 		assert.Equal(t, 2, run(c.args, &out, &errs), c.args)

@@ -25,6 +25,17 @@
 //	...
 //	m.Release(1)
 //
+// A TPModel (NewTP, LoadTP) is the same model split over the devices of
+// a candle.Group, one goroutine per device (Megatron-style tensor
+// parallelism): each device loads only its heads, its KV heads (replicated
+// when fewer than the devices), its rows of the MLP and of the
+// vocabulary, and holds a KV cache of its heads; Forward returns the first
+// device's logits. On GPUs the group is candle.NewHIPGroup's (RCCL, NCCL
+// on NVIDIA); candle.NewCPUGroup's runs the same code on the CPU.
+//
+//	g, err := candle.NewHIPGroup(gpu0, gpu1)
+//	m, err := llama.NewTP(c, g, candle.BF16, llama.Options{})
+//
 // On a HIP device attention is package flashattn's: one variable-length
 // call for the sequences whose prompts start in the batch, one paged
 // decode call for all the sequences that add one token, split across the

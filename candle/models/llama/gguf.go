@@ -233,11 +233,23 @@ func unpermute(t *candle.Tensor, heads int) (*candle.Tensor, error) {
 // dense loads a tensor in the model's dtype (a quantized one is
 // dequantized), its rows unpermuted when heads > 0 (unpermute).
 func (g *ggufLoader) dense(name string, heads int, shape ...int) *candle.Tensor {
+	return g.denseCut(name, heads, cut{}, shape...)
+}
+
+// denseCut is dense of the rank's part k of the tensor; heads are the
+// part's.
+func (g *ggufLoader) denseCut(name string, heads int, k cut, shape ...int) *candle.Tensor {
 	info := g.info(name, shape...)
 	if g.err != nil {
 		return nil
 	}
-	t, err := g.vb.Get(name, shape...)
+	var t *candle.Tensor
+	var err error
+	if k.all(shape) {
+		t, err = g.vb.Get(name, shape...)
+	} else {
+		t, err = g.vb.GetSlice(name, k.d, k.start, k.n, shape...)
+	}
 	if err == nil && heads > 0 {
 		t, err = unpermute(t, heads)
 	}
@@ -248,10 +260,10 @@ func (g *ggufLoader) dense(name string, heads int, shape ...int) *candle.Tensor 
 	return t
 }
 
-// blocks loads a quantized tensor's blocks, (rows, row bytes), its rows
-// unpermuted when heads > 0.
-func (g *ggufLoader) blocks(name string, heads int, shape ...int) *candle.Tensor {
-	q, err := g.vb.GetQ(name, shape...)
+// blocks loads a quantized tensor's blocks, (rows, row bytes), of the
+// rank's part k, its rows unpermuted when heads > 0.
+func (g *ggufLoader) blocks(name string, heads int, k cut, shape ...int) *candle.Tensor {
+	q, err := g.getQ(name, k, shape...)
 	if err != nil {
 		g.err = err
 		return nil
@@ -265,30 +277,39 @@ func (g *ggufLoader) blocks(name string, heads int, shape ...int) *candle.Tensor
 	return b
 }
 
-// quantized loads a quantized tensor as a QTensor, its rows unpermuted
-// when heads > 0.
-func (g *ggufLoader) quantized(name string, heads int, typ candle.GGMLType, shape ...int) *candle.QTensor {
+// getQ loads the rank's part k of a quantized tensor.
+func (g *ggufLoader) getQ(name string, k cut, shape ...int) (*candle.QTensor, error) {
+	if k.all(shape) {
+		return g.vb.GetQ(name, shape...)
+	}
+	return g.vb.GetQSlice(name, k.d, k.start, k.n, shape...)
+}
+
+// quantized loads the rank's part k of a quantized tensor as a QTensor,
+// its rows unpermuted when heads > 0.
+func (g *ggufLoader) quantized(name string, heads int, typ candle.GGMLType, k cut, shape ...int) *candle.QTensor {
 	if heads == 0 {
-		q, err := g.vb.GetQ(name, shape...)
+		q, err := g.getQ(name, k, shape...)
 		g.err = err
 		return q
 	}
-	b := g.blocks(name, heads, shape...)
+	b := g.blocks(name, heads, k, shape...)
 	if g.err != nil {
 		return nil
 	}
 	defer b.Close()
-	q, err := candle.QTensorFromBlocks(b, typ, shape...)
+	q, err := candle.QTensorFromBlocks(b, typ, k.of(shape)...)
 	g.err = err
 	return q
 }
 
 // part is one of a fused projection's weights: its name, rows and, for q
-// and k, its heads (unpermute).
+// and k, the heads of the rank's part (unpermute); k is the rank's part.
 type part struct {
 	name  string
 	rows  int
 	heads int
+	k     cut
 }
 
 // linear loads a projection from its parts, fused along the rows: one
@@ -305,9 +326,13 @@ func (g *ggufLoader) linear(in int, parts ...part) linear {
 	if g.err != nil {
 		return linear{}
 	}
-	rows := 0
+	rows := 0 // of the rank's parts
 	for _, p := range parts {
-		rows += p.rows
+		rows += p.k.of([]int{p.rows, in})[0]
+	}
+	cols := in
+	if len(parts) > 0 {
+		cols = parts[0].k.of([]int{parts[0].rows, in})[1]
 	}
 	types := make([]string, len(infos))
 	for i, info := range infos {
@@ -320,7 +345,7 @@ func (g *ggufLoader) linear(in int, parts ...part) linear {
 	if !infos[0].Quantized {
 		ts := make([]*candle.Tensor, len(parts))
 		for i, p := range parts {
-			if ts[i] = g.dense(p.name, p.heads, p.rows, in); g.err != nil {
+			if ts[i] = g.denseCut(p.name, p.heads, p.k, p.rows, in); g.err != nil {
 				closeAll(ts...)
 				return linear{}
 			}
@@ -341,7 +366,7 @@ func (g *ggufLoader) linear(in int, parts ...part) linear {
 		bs := make([]*candle.Tensor, len(parts))
 		defer func() { closeAll(bs...) }()
 		for i, p := range parts {
-			if bs[i] = g.blocks(p.name, p.heads, p.rows, in); g.err != nil {
+			if bs[i] = g.blocks(p.name, p.heads, p.k, p.rows, in); g.err != nil {
 				return linear{}
 			}
 			g.loaded(infos[i])
@@ -352,13 +377,13 @@ func (g *ggufLoader) linear(in int, parts ...part) linear {
 			return linear{}
 		}
 		defer joined.Close()
-		q, err := candle.QTensorFromBlocks(joined, infos[0].Quant, rows, in)
+		q, err := candle.QTensorFromBlocks(joined, infos[0].Quant, rows, cols)
 		g.err = err
 		return linear{q: []*candle.QTensor{q}}
 	}
 	l := linear{}
 	for i, p := range parts {
-		q := g.quantized(p.name, p.heads, infos[i].Quant, p.rows, in)
+		q := g.quantized(p.name, p.heads, infos[i].Quant, p.k, p.rows, in)
 		if g.err != nil {
 			l.close()
 			return linear{}
@@ -369,12 +394,53 @@ func (g *ggufLoader) linear(in int, parts ...part) linear {
 	return l
 }
 
+// vocabRows loads the rank's rows of a (vocab, hidden) matrix (the
+// embedding, the output), zero rows past the vocabulary: dense (w and wT
+// set) or quantized (one QTensor).
+func (g *ggufLoader) vocabRows(name string) linear {
+	c, s := g.m.cfg, &g.m.sh
+	full := []int{c.VocabSize, c.HiddenSize}
+	info := g.info(name, full...)
+	if g.err != nil {
+		return linear{}
+	}
+	k := rowsCut(s.vocabStart, s.vocabReal)
+	if !info.Quantized {
+		t := g.denseCut(name, 0, k, full...)
+		if g.err != nil {
+			return linear{}
+		}
+		if t, g.err = padRows(t, s.vocab); g.err != nil {
+			return linear{}
+		}
+		d, err := dense(t)
+		g.err = err
+		return d
+	}
+	b := g.blocks(name, 0, k, full...)
+	if g.err != nil {
+		return linear{}
+	}
+	g.loaded(info)
+	// Zero blocks dequantize to zeros in every GGML type (a zero scale).
+	if b, g.err = padRows(b, s.vocab); g.err != nil {
+		return linear{}
+	}
+	defer b.Close()
+	q, err := candle.QTensorFromBlocks(b, info.Quant, s.vocab, c.HiddenSize)
+	g.err = err
+	return linear{q: []*candle.QTensor{q}}
+}
+
 // loadGGUF loads the weights of a GGUF file, named as llama.cpp names
 // them (token_embd, blk.N.attn_q, ...).
 func (m *Model) loadGGUF(vb *nn.VarBuilder, progress func(done, total int64)) error {
-	c := m.cfg
-	h, qd, kvd, in := c.HiddenSize, c.Heads*c.HeadDim, c.KVHeads*c.HeadDim, c.IntermediateSize
+	c, s := m.cfg, &m.sh
+	h, qd, kvd, in, hd := c.HiddenSize, c.Heads*c.HeadDim, c.KVHeads*c.HeadDim, c.IntermediateSize, c.HeadDim
 	g := &ggufLoader{vb: vb, m: m, progress: progress}
+	// The rank's parts, as loadWeights takes them.
+	qc, kvc := rowsCut(s.headStart*hd, s.heads*hd), rowsCut(s.kvStart*hd, s.kvHeads*hd)
+	oc, ic, dc := colsCut(s.headStart*hd, s.heads*hd), rowsCut(s.interStart, s.inter), colsCut(s.interStart, s.inter)
 	w := vb.Weights()
 	for _, n := range w.Names() {
 		if n != "rope_freqs.weight" { // the config's, read with it
@@ -389,23 +455,20 @@ func (m *Model) loadGGUF(vb *nn.VarBuilder, progress func(done, total int64)) er
 		}
 		return 0
 	}
-	if info := g.info("token_embd.weight", c.VocabSize, h); g.err == nil && info.Quantized {
-		m.embedQ = g.quantized("token_embd.weight", 0, info.Quant, c.VocabSize, h)
-		if g.err == nil {
-			g.loaded(info)
-			if c.TieEmbeddings {
-				m.lmHead.q = []*candle.QTensor{m.embedQ}
-			}
+	if emb := g.vocabRows("token_embd.weight"); g.err == nil {
+		m.embed = emb.w
+		if len(emb.q) == 1 {
+			m.embedQ = emb.q[0]
 		}
-	} else {
-		m.embed = g.dense("token_embd.weight", 0, c.VocabSize, h)
-		if g.err == nil && c.TieEmbeddings {
-			m.lmHead.wT, g.err = m.embed.T()
+		if c.TieEmbeddings { // the output is the embedding: its view, or its QTensor
+			m.lmHead = linear{wT: emb.wT, q: emb.q}
+		} else {
+			emb.wT.Close()
 		}
 	}
 	m.norm = g.dense("output_norm.weight", 0, h)
 	if !c.TieEmbeddings {
-		m.lmHead = g.linear(h, part{name: "output.weight", rows: c.VocabSize})
+		m.lmHead = g.vocabRows("output.weight")
 	}
 	for i := range c.Layers {
 		p := fmt.Sprintf("blk.%d.", i)
@@ -413,20 +476,20 @@ func (m *Model) loadGGUF(vb *nn.VarBuilder, progress func(done, total int64)) er
 		m.layers = append(m.layers, ly)
 		ly.inNorm = g.dense(p+"attn_norm.weight", 0, h)
 		ly.postNorm = g.dense(p+"ffn_norm.weight", 0, h)
-		ly.qkv = g.linear(h, part{p + "attn_q.weight", qd, heads(c.Heads)}, part{p + "attn_k.weight", kvd, heads(c.KVHeads)}, part{p + "attn_v.weight", kvd, 0})
+		ly.qkv = g.linear(h, part{p + "attn_q.weight", qd, heads(s.heads), qc}, part{p + "attn_k.weight", kvd, heads(s.kvHeads), kvc}, part{p + "attn_v.weight", kvd, 0, kvc})
 		if c.QKVBias {
-			q, k, v := g.dense(p+"attn_q.bias", heads(c.Heads), qd), g.dense(p+"attn_k.bias", heads(c.KVHeads), kvd), g.dense(p+"attn_v.bias", 0, kvd)
+			q, k, v := g.denseCut(p+"attn_q.bias", heads(s.heads), qc, qd), g.denseCut(p+"attn_k.bias", heads(s.kvHeads), kvc, kvd), g.denseCut(p+"attn_v.bias", 0, kvc, kvd)
 			if g.err == nil {
 				ly.qkvBias, g.err = candle.Cat([]*candle.Tensor{q, k, v}, 0)
 			}
 			closeAll(q, k, v)
 		}
-		ly.o = g.linear(qd, part{name: p + "attn_output.weight", rows: h})
+		ly.o = g.linear(qd, part{name: p + "attn_output.weight", rows: h, k: oc})
 		if c.OutputBias {
 			ly.oBias = g.dense(p+"attn_output.bias", 0, h)
 		}
-		ly.gateUp = g.linear(h, part{name: p + "ffn_gate.weight", rows: in}, part{name: p + "ffn_up.weight", rows: in})
-		ly.down = g.linear(in, part{name: p + "ffn_down.weight", rows: h})
+		ly.gateUp = g.linear(h, part{name: p + "ffn_gate.weight", rows: in, k: ic}, part{name: p + "ffn_up.weight", rows: in, k: ic})
+		ly.down = g.linear(in, part{name: p + "ffn_down.weight", rows: h, k: dc})
 		if g.err != nil {
 			return g.err
 		}

@@ -79,7 +79,7 @@ func scenario(t *testing.T, m *Model, vocab int, long bool) [][][]float64 {
 
 // greedy generates n tokens after prompt as sequence 7: the prompt, then
 // one token at a time through the paged cache, argmax on the host.
-func greedy(t *testing.T, m *Model, prompt []int32, n int) []int32 {
+func greedy(t *testing.T, m forwarder, prompt []int32, n int) []int32 {
 	t.Helper()
 	var out []int32
 	next := prompt

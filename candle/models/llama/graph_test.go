@@ -38,7 +38,7 @@ func TestGraphOptions(t *testing.T) {
 // alone, op by op) in its place. It returns the logits of every decode
 // step and the device allocations made by the decode steps after the
 // first two.
-func decodeRun(t *testing.T, m *Model, batch, steps int, vocab int) ([][][]float64, int64) {
+func decodeRun(t *testing.T, m decoder, batch, steps int, vocab int) ([][][]float64, int64) {
 	t.Helper()
 	r := rand.New(rand.NewPCG(uint64(batch), 77))
 	seqs := make([]uint64, batch)

@@ -51,6 +51,7 @@ type Model struct {
 	layers  []*layer
 	rope    *candle.Tensor // (2, context, head dim / 2) in the model's dtype: cos, then sin
 	mlpRows int            // the most tokens an MLP product takes at once (mlpRows)
+	sh      shard          // the model's part on this device: all of it, or a rank's (NewTP)
 	freed   sync.Once
 }
 
@@ -157,7 +158,7 @@ func New(c *models.Checkpoint, dev candle.Device, dtype candle.DType, opts Optio
 
 // newModel makes a model of cfg whose weights load does, and its runner.
 func newModel(op string, cfg *Config, dev candle.Device, dtype candle.DType, opts Options, load func(*Model) error) (*Model, error) {
-	m := &Model{cfg: cfg, dev: dev, dtype: dtype, mlpRows: mlpRows}
+	m := &Model{cfg: cfg, dev: dev, dtype: dtype, mlpRows: mlpRows, sh: whole(cfg)}
 	if err := load(m); err != nil {
 		m.Close()
 		return nil, pkg.Wrap(op, err)
@@ -185,10 +186,22 @@ type loader struct {
 }
 
 func (l *loader) get(name string, shape ...int) *candle.Tensor {
+	return l.part(name, cut{}, shape...)
+}
+
+// part loads the rank's part k of a weight of shape (the whole weight
+// when k is).
+func (l *loader) part(name string, k cut, shape ...int) *candle.Tensor {
 	if l.err != nil {
 		return nil
 	}
-	t, err := l.vb.Get(name, shape...)
+	var t *candle.Tensor
+	var err error
+	if k.all(shape) {
+		t, err = l.vb.Get(name, shape...)
+	} else {
+		t, err = l.vb.GetSlice(name, k.d, k.start, k.n, shape...)
+	}
 	l.err = err
 	if err == nil && l.progress != nil {
 		l.done += int64(t.Elems()) * int64(t.DType().Size())
@@ -228,15 +241,27 @@ func (l *loader) view(t *candle.Tensor, err error) *candle.Tensor {
 }
 
 func (m *Model) loadWeights(vb *nn.VarBuilder, progress func(done, total int64)) error {
-	c := m.cfg
-	h, qd, kvd, in := c.HiddenSize, c.Heads*c.HeadDim, c.KVHeads*c.HeadDim, c.IntermediateSize
-	l := &loader{vb: vb, progress: progress, total: c.Parameters() * int64(m.dtype.Size())}
-	m.embed = l.get("model.embed_tokens.weight", c.VocabSize, h)
+	c, s := m.cfg, &m.sh
+	h, qd, kvd, in, hd := c.HiddenSize, c.Heads*c.HeadDim, c.KVHeads*c.HeadDim, c.IntermediateSize, c.HeadDim
+	l := &loader{vb: vb, progress: progress, total: c.Parameters() * int64(m.dtype.Size()) / int64(s.size)}
+	// The rank's parts: query heads, KV heads, the intermediate rows
+	// (column-parallel q, k, v, gate and up; row-parallel o and down) and
+	// the vocabulary's rows.
+	qc, kvc := rowsCut(s.headStart*hd, s.heads*hd), rowsCut(s.kvStart*hd, s.kvHeads*hd)
+	oc, ic, dc := colsCut(s.headStart*hd, s.heads*hd), rowsCut(s.interStart, s.inter), colsCut(s.interStart, s.inter)
+	vocab := func(name string) *candle.Tensor {
+		t := l.part(name, rowsCut(s.vocabStart, s.vocabReal), c.VocabSize, h)
+		if l.err != nil {
+			return nil
+		}
+		return l.view(padRows(t, s.vocab))
+	}
+	m.embed = vocab("model.embed_tokens.weight")
 	m.norm = l.get("model.norm.weight", h)
 	if c.TieEmbeddings {
 		m.lmHead.wT = l.view(m.embed.T())
 	} else {
-		m.lmHead = l.dense(l.get("lm_head.weight", c.VocabSize, h))
+		m.lmHead = l.dense(vocab("lm_head.weight"))
 	}
 	for i := range c.Layers {
 		p := fmt.Sprintf("model.layers.%d.", i)
@@ -248,21 +273,21 @@ func (m *Model) loadWeights(vb *nn.VarBuilder, progress func(done, total int64))
 		ly.inNorm = l.get(p+"input_layernorm.weight", h)
 		ly.postNorm = l.get(p+"post_attention_layernorm.weight", h)
 		a := p + "self_attn."
-		ly.qkv = l.dense(l.cat(l.get(a+"q_proj.weight", qd, h), l.get(a+"k_proj.weight", kvd, h), l.get(a+"v_proj.weight", kvd, h)))
+		ly.qkv = l.dense(l.cat(l.part(a+"q_proj.weight", qc, qd, h), l.part(a+"k_proj.weight", kvc, kvd, h), l.part(a+"v_proj.weight", kvc, kvd, h)))
 		if c.QKVBias {
-			ly.qkvBias = l.cat(l.get(a+"q_proj.bias", qd), l.get(a+"k_proj.bias", kvd), l.get(a+"v_proj.bias", kvd))
+			ly.qkvBias = l.cat(l.part(a+"q_proj.bias", qc, qd), l.part(a+"k_proj.bias", kvc, kvd), l.part(a+"v_proj.bias", kvc, kvd))
 		}
-		ly.o = l.dense(l.get(a+"o_proj.weight", h, qd))
+		ly.o = l.dense(l.part(a+"o_proj.weight", oc, h, qd))
 		if c.OutputBias {
 			ly.oBias = l.get(a+"o_proj.bias", h)
 		}
 		f := p + "mlp."
-		ly.gateUp = l.dense(l.cat(l.get(f+"gate_proj.weight", in, h), l.get(f+"up_proj.weight", in, h)))
-		ly.down = l.dense(l.get(f+"down_proj.weight", h, in))
+		ly.gateUp = l.dense(l.cat(l.part(f+"gate_proj.weight", ic, in, h), l.part(f+"up_proj.weight", ic, in, h)))
+		ly.down = l.dense(l.part(f+"down_proj.weight", dc, h, in))
 		if c.MLPBias {
-			gu := l.cat(l.get(f+"gate_proj.bias", in), l.get(f+"up_proj.bias", in))
+			gu := l.cat(l.part(f+"gate_proj.bias", ic, in), l.part(f+"up_proj.bias", ic, in))
 			if l.err == nil {
-				ly.gateUpBias = l.view(gu.Reshape(2*in, 1))
+				ly.gateUpBias = l.view(gu.Reshape(2*s.inter, 1))
 				gu.Close()
 			}
 			ly.downBias = l.get(f+"down_proj.bias", h)
@@ -270,6 +295,11 @@ func (m *Model) loadWeights(vb *nn.VarBuilder, progress func(done, total int64))
 		if l.err != nil {
 			return l.err
 		}
+	}
+	if l.err == nil && l.progress != nil && l.done != l.total {
+		// A rank's parts (replicated norms and KV heads, a padded
+		// vocabulary) are not exactly its share of the parameters.
+		l.progress(l.total, l.total)
 	}
 	return l.err
 }
@@ -377,12 +407,7 @@ func (m *Model) run(step *nn.PagedStep, all bool) (*candle.Tensor, error) {
 	rope := f.T(m.rope.IndexSelect(pos, 1)) // (2, T, head dim / 2)
 	cos := f.T(f.T(rope.Narrow(0, 0, 1)).Squeeze(0))
 	sin := f.T(f.T(rope.Narrow(0, 1, 1)).Squeeze(0))
-	var x *candle.Tensor // (T, hidden)
-	if m.embedQ != nil {
-		x = f.T(m.embedQ.Rows(ids, m.dtype))
-	} else {
-		x = f.T(m.embed.IndexSelect(ids, 0))
-	}
+	x := m.embedRows(f, ids) // (T, hidden)
 	// Each half layer (attention, MLP) is a block of the pass: its
 	// intermediates are freed when it ends.
 	for i, l := range m.layers {
@@ -397,6 +422,7 @@ func (m *Model) run(step *nn.PagedStep, all bool) (*candle.Tensor, error) {
 		x = f.T(x.IndexSelect(last, 0))
 	}
 	logits := timesWith(f, x, &m.lmHead, candle.QMatmulOptions{Norm: m.norm, Eps: c.RMSNormEps})
+	logits = m.gatherLogits(f, logits)
 	if m.dtype != candle.F32 {
 		logits = f.T(logits.ToDType(candle.F32))
 	}
@@ -411,7 +437,7 @@ func (m *Model) run(step *nn.PagedStep, all bool) (*candle.Tensor, error) {
 func (m *Model) attention(f *models.Pass, step *nn.PagedStep, i int, l *layer, xl, cos, sin *candle.Tensor) *candle.Tensor {
 	c := m.cfg
 	T := step.Len()
-	hq, hkv, hd := c.Heads, c.KVHeads, c.HeadDim
+	hq, hkv, hd := m.sh.heads, m.sh.kvHeads, c.HeadDim
 	qkv := timesWith(f, xl, &l.qkv, candle.QMatmulOptions{Norm: l.inNorm, Eps: c.RMSNormEps}) // (T, (hq+2hkv)·hd)
 	if l.qkvBias != nil {
 		qkv = f.T(qkv.Add(l.qkvBias))
@@ -424,10 +450,14 @@ func (m *Model) attention(f *models.Pass, step *nn.PagedStep, i int, l *layer, x
 		att = f.Own(step.AttentionQKV(i, heads, cos, sin, l.attn)) // (T, hq, hd)
 	}
 	att = f.T(att.Reshape(T, hq*hd))
-	if l.oBias == nil {
+	if l.oBias == nil && !m.sh.split() {
 		return timesWith(f, att, &l.o, candle.QMatmulOptions{Residual: xl})
 	}
-	o := f.T(times(f, att, &l.o).Add(l.oBias))
+	// Row-parallel: each rank's product is a partial sum of o's.
+	o := m.allReduce(f, times(f, att, &l.o))
+	if l.oBias != nil {
+		o = f.T(o.Add(l.oBias))
+	}
 	return f.T(xl.Add(o))
 }
 
@@ -471,8 +501,8 @@ func (m *Model) mlp(f *models.Pass, l *layer, xl *candle.Tensor) *candle.Tensor 
 
 // mlpBlock is mlp over xl's tokens at once.
 func (m *Model) mlpBlock(f *models.Pass, l *layer, xl *candle.Tensor) *candle.Tensor {
-	c := m.cfg
-	if l.gateUp.q != nil && l.downBias == nil {
+	c, inter := m.cfg, m.sh.inter
+	if l.gateUp.q != nil && l.downBias == nil && !m.sh.split() {
 		// The quantized products are x · wᵀ: gate and up are the halves
 		// of each row (GGUF models have no MLP biases). The norm, the gate
 		// and the residual run in the products' kernels where they can.
@@ -487,17 +517,17 @@ func (m *Model) mlpBlock(f *models.Pass, l *layer, xl *candle.Tensor) *candle.Te
 		if l.gateUpBias != nil {
 			gu = f.T(gu.Add(l.gateUpBias))
 		}
-		gate := f.T(gu.Narrow(0, 0, c.IntermediateSize))
-		up := f.T(gu.Narrow(0, c.IntermediateSize, c.IntermediateSize))
+		gate := f.T(gu.Narrow(0, 0, inter))
+		up := f.T(gu.Narrow(0, inter, inter))
 		act = f.T(gate.SiLUMul(up)) // (intermediate, T)
 		act = f.T(act.T())
 	} else {
 		gu := times(f, h, &l.gateUp) // (T, 2·intermediate)
-		gate := f.T(gu.Narrow(1, 0, c.IntermediateSize))
-		up := f.T(gu.Narrow(1, c.IntermediateSize, c.IntermediateSize))
+		gate := f.T(gu.Narrow(1, 0, inter))
+		up := f.T(gu.Narrow(1, inter, inter))
 		act = f.T(gate.SiLUMul(up))
 	}
-	d := times(f, act, &l.down)
+	d := m.allReduce(f, times(f, act, &l.down)) // row-parallel: partial sums
 	if l.downBias != nil {
 		d = f.T(d.Add(l.downBias))
 	}

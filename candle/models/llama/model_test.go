@@ -81,7 +81,9 @@ func rows(t *testing.T, x *candle.Tensor) [][]float64 {
 // maxRelErr is max |got - want| over max |want|, the logits' scale.
 // logitsErr is the largest relative error of got's logits of tokens
 // against want's (maxRelErr).
-func logitsErr(t *testing.T, want, got *Model, tokens []int32) float64 {
+func logitsErr(t *testing.T, want, got interface {
+	Logits([]int32) (*candle.Tensor, error)
+}, tokens []int32) float64 {
 	t.Helper()
 	lw, err := want.Logits(tokens)
 	require.NoError(t, err)
