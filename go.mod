@@ -5,6 +5,7 @@ go 1.25.0
 require (
 	github.com/dlclark/regexp2 v1.12.0
 	github.com/dustin/go-humanize v1.1.0
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/stretchr/testify v1.12.1
 	golang.org/x/text v0.40.0
 	modernc.org/cc/v4 v4.31.0

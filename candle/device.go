@@ -165,6 +165,9 @@ type backend interface {
 	// previous tokens, hist (nil when no row has one) each row's token
 	// history, which the token drawn joins.
 	sample(x view, dst *Storage, rows, cols int, ps []sampleRow, prev []int32, hist []sampleHist) error
+	// tokenMask writes contiguous logits (rows, cols) with -inf where the
+	// contiguous U32 bitmask (rows, words) has a clear bit (tokenmask.go).
+	tokenMask(x, mask view, dst *Storage, rows, cols, words int) error
 	// addBias adds add[i] to element at[i] of the contiguous F32 x (no
 	// element twice); scaleLogits applies each row's repetition penalty
 	// (its history read, not extended) and divides by its temperature

@@ -229,7 +229,7 @@ type kernelTable struct {
 	softmax, softmaxFull, rmsNorm, layerNorm, rope, siluMul [numDTypes]kernel
 	groupNorm, groupStats, groupApply, ropeCache, geglu     [numDTypes]kernel
 	argsort, topk                                           [numDTypes]kernel    // sort.hip
-	sampleMax, sampleHist, sampleDraw                       [numDTypes]kernel    // sample.hip
+	sampleMax, sampleHist, sampleDraw, tokenMask            [numDTypes]kernel    // sample.hip
 	samplePrev, sampleBias, sampleScale                     kernel               // sample.hip
 	upsample                                                [2][numDTypes]kernel // nn.hip, [bilinear][dtype]
 	// The quantized ops (quant.hip), by kind, GGML type id and dtype.
@@ -328,6 +328,7 @@ func newKernelTable() (k kernelTable, all []kernel) {
 	for _, dt := range fused {
 		d := dtypeNames[dt]
 		k.sampleMax[dt], k.sampleHist[dt], k.sampleDraw[dt] = add(famSample, "sample_max_"+d), add(famSample, "sample_hist_"+d), add(famSample, "sample_draw_"+d)
+		k.tokenMask[dt] = add(famSample, "token_mask_"+d)
 	}
 	for _, typ := range quantTypes() {
 		for _, dt := range fused {

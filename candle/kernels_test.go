@@ -78,7 +78,7 @@ func TestKernelTable(t *testing.T) {
 		count[k.fam]++
 	}
 	assert.Equal(t, map[family]int{famUnary: 124, famBinary: 84, famCast: 49, famFill: 19, famCopy: 12, famWhere: 12,
-		famIndex: 69, famReduce: 35, famNN: 41, famSort: 14, famSample: 12, famQuant: 127}, count)
+		famIndex: 69, famReduce: 35, famNN: 41, famSort: 14, famSample: 15, famQuant: 127}, count)
 	assert.Equal(t, kernel{famSample, "sample_prev"}, kernelNames.samplePrev)
 	assert.Equal(t, kernel{famSample, "sample_bias"}, kernelNames.sampleBias)
 	assert.Equal(t, kernel{famSample, "sample_scale"}, kernelNames.sampleScale)

@@ -328,3 +328,39 @@ func (t *Tokenizer) BOS() (int32, bool) { return t.bos, t.hasBOS }
 // and generation_config.json's eos_token_id (a number or a list), without
 // repeats. Load reads neither file, so its tokenizers have none.
 func (t *Tokenizer) EOS() []int32 { return append([]int32(nil), t.eos...) }
+
+// Pieces returns the bytes each token adds to a text in the middle of a
+// sequence, by id (VocabSize of them): a byte-level token's bytes, a
+// byte-fallback token's one byte (possibly part of a UTF-8 character), a
+// SentencePiece token with its leading space. Special tokens have none
+// (nil). Constrained decoding matches these bytes against a grammar.
+func (t *Tokenizer) Pieces() [][]byte {
+	out := make([][]byte, t.vocabSize)
+	// Each token is decoded after an anchor, so that decoders that treat
+	// the start of a sequence apart (Metaspace, Strip) see it mid-text.
+	anchor, prefix := int32(-1), ""
+	for id := int32(0); int(id) < t.vocabSize; id++ {
+		if t.IsSpecial(id) {
+			continue
+		}
+		if s := t.decode([]int32{id}, false, true); s != "" && utf8.ValidString(s) {
+			anchor, prefix = id, s
+			break
+		}
+	}
+	for id := int32(0); int(id) < t.vocabSize; id++ {
+		if _, ok := t.Token(id); !ok || t.IsSpecial(id) {
+			continue
+		}
+		s := t.decode([]int32{id}, false, true)
+		if anchor >= 0 {
+			if both := t.decode([]int32{anchor, id}, false, true); strings.HasPrefix(both, prefix) {
+				s = both[len(prefix):]
+			}
+		}
+		if s != "" {
+			out[id] = []byte(s)
+		}
+	}
+	return out
+}

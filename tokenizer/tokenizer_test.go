@@ -762,3 +762,26 @@ func FuzzFastSplit(f *testing.F) {
 		}
 	})
 }
+
+// TestPieces: the pieces of a text's tokens spell the text, byte-level
+// and SentencePiece (its leading space kept, byte fallback for
+// characters outside the vocabulary) alike; special tokens have none.
+func TestPieces(t *testing.T) {
+	for _, c := range []struct{ dir, lead string }{{"testdata/llama3", ""}, {"testdata/llama2", " "}} {
+		tok, err := LoadDir(c.dir)
+		require.NoError(t, err)
+		pieces := tok.Pieces()
+		require.Len(t, pieces, tok.VocabSize())
+		text := `héllo wörld {"a": [1, 2]} 😀`
+		ids, err := tok.Encode(text, false)
+		require.NoError(t, err)
+		var got []byte
+		for _, id := range ids {
+			got = append(got, pieces[id]...)
+		}
+		assert.Equal(t, c.lead+text, string(got), c.dir)
+		if bos, ok := tok.BOS(); ok {
+			assert.Nil(t, pieces[bos], c.dir)
+		}
+	}
+}

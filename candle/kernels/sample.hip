@@ -610,3 +610,22 @@ SAMPLE_KERNEL sample_scale(u64 rows, u64 cols, const SampleRow* params, float* x
 RG_SAMPLE(f32, f32)
 RG_SAMPLE(f16, f16)
 RG_SAMPLE(bf16, bf16)
+
+// token_mask_<dt>: constrained decoding's mask on contiguous logits (rows,
+// cols): y = x where bit c%32 of mask[r*words + c/32] is set, -inf where it
+// is clear (the token may not come next), before the draw.
+template <class T> __device__ __forceinline__ void token_mask(u64 rows, u64 cols, u64 words, const T* x, const u32* mask, T* y) {
+	const u64 n = rows * cols;
+	for (u64 k = gstart(); k < n; k += gstep()) {
+		const u64 r = k / cols, c = k - r * cols;
+		const bool keep = (mask[r * words + (c >> 5)] >> (c & 31)) & 1u;
+		y[k] = keep ? x[k] : Traits<T>::store(__int_as_float(0xff800000));
+	}
+}
+#define RG_TOKEN_MASK(name, T)                                                                                             \
+	SAMPLE_KERNEL token_mask_##name(u64 rows, u64 cols, u64 words, const T* x, const u32* mask, T* y) { RG_GRID_WAIT();  \
+		token_mask<T>(rows, cols, words, x, mask, y);                                                                      \
+	}
+RG_TOKEN_MASK(f32, f32)
+RG_TOKEN_MASK(f16, f16)
+RG_TOKEN_MASK(bf16, bf16)

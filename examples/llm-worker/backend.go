@@ -15,6 +15,7 @@ import (
 	"github.com/rocm-go/rocm/candle"
 	"github.com/rocm-go/rocm/candle/models"
 	"github.com/rocm-go/rocm/candle/models/generate"
+	"github.com/rocm-go/rocm/candle/models/generate/grammar"
 	"github.com/rocm-go/rocm/candle/models/llama"
 	"github.com/rocm-go/rocm/hip"
 	"github.com/rocm-go/rocm/tokenizer"
@@ -30,6 +31,10 @@ type modelBackend struct {
 	devs    []candle.Device // the model's, one per rank
 	group   *candle.Group   // of a split model, closed after it; nil on one device
 	info    BackendInfo
+
+	// vocab is the tokenizer's token trie for constrained decoding, built
+	// on first use.
+	vocab func() (*grammar.Vocab, error)
 }
 
 // servedModel is what the worker serves: a model on one device or split
@@ -64,7 +69,8 @@ func openBackend(o LoadOptions) (Backend, error) {
 		group.Close()
 		return nil, err
 	}
-	b := &modelBackend{tok: tok, model: m, watched: watched, engine: eng, devs: devs, group: group}
+	b := &modelBackend{tok: tok, model: m, watched: watched, engine: eng, devs: devs, group: group,
+		vocab: sync.OnceValues(func() (*grammar.Vocab, error) { return grammar.FromTokenizer(tok) })}
 	names := make([]string, len(devs))
 	for i, d := range devs {
 		names[i] = deviceName(d)
@@ -315,6 +321,16 @@ func (b *modelBackend) ChatTemplate() (*tokenizer.ChatTemplate, error) {
 
 func (b *modelBackend) Generate(ctx context.Context, r generate.Request) (<-chan generate.Event, error) {
 	return b.engine.Submit(ctx, r)
+}
+
+// Constrain matches g against the tokenizer's vocabulary, whose token
+// trie is built on the first call.
+func (b *modelBackend) Constrain(g *grammar.Grammar, stop []int32) (generate.Constraint, error) {
+	v, err := b.vocab()
+	if err != nil {
+		return nil, err
+	}
+	return grammar.NewMatcher(g, v, stop)
 }
 
 // Close stops the engine (every open request gets its final event), then

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rocm-go/rocm/candle/models/generate"
+	"github.com/rocm-go/rocm/candle/models/generate/grammar"
 	"github.com/rocm-go/rocm/errs"
 	"github.com/rocm-go/rocm/tokenizer"
 )
@@ -222,6 +223,21 @@ func (f *fakeBackend) Generate(ctx context.Context, r generate.Request) (<-chan 
 		end("length", nil)
 	}()
 	return ch, nil
+}
+
+// Constrain matches g over a vocabulary whose token i is the byte i for
+// the printable ASCII bytes (the fake's generation ignores the
+// constraint: the tests read it back from the requests).
+func (f *fakeBackend) Constrain(g *grammar.Grammar, stop []int32) (generate.Constraint, error) {
+	pieces := make([][]byte, f.vocab)
+	for c := ' '; c <= '~'; c++ {
+		pieces[c] = []byte{byte(c)}
+	}
+	v, err := grammar.NewVocab(pieces)
+	if err != nil {
+		return nil, err
+	}
+	return grammar.NewMatcher(g, v, stop)
 }
 
 // fakeLogProb is the fake's log-probability of its nth token id: -n/10,

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/rocm-go/rocm/candle/models/generate"
+	"github.com/rocm-go/rocm/candle/models/generate/grammar"
 	"github.com/rocm-go/rocm/tokenizer"
 )
 
@@ -49,6 +50,10 @@ type Backend interface {
 	// client gets 400), generate.ErrQueueFull (429 and Retry-After) and
 	// errs.ErrClosed (503: the engine no longer takes work).
 	Generate(ctx context.Context, r generate.Request) (<-chan generate.Event, error)
+	// Constrain makes a request's constraint to grammar g over the
+	// tokenizer's vocabulary (its token trie built on first use), allowing
+	// the stop tokens once the output is complete.
+	Constrain(g *grammar.Grammar, stop []int32) (generate.Constraint, error)
 	// Info describes the loaded model for logs, /health and heartbeats.
 	Info() BackendInfo
 	// Stats is the model's use of the device now, for /metrics. It may

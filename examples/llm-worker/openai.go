@@ -58,10 +58,6 @@ type streamOptions struct {
 	IncludeUsage bool `json:"include_usage"`
 }
 
-type responseFormat struct {
-	Type string `json:"type"`
-}
-
 // completionRequest is POST /v1/completions' body.
 type completionRequest struct {
 	samplingParams
@@ -405,9 +401,6 @@ func (p *samplingParams) unsupported() *worker.Error {
 	}
 	if p.Suffix != nil && *p.Suffix != "" {
 		return worker.BadRequest("suffix", "suffix is not supported")
-	}
-	if p.ResponseFormat != nil && p.ResponseFormat.Type != "" && p.ResponseFormat.Type != "text" {
-		return worker.BadRequest("response_format", "response_format %q is not supported (only text)", p.ResponseFormat.Type)
 	}
 	return nil
 }

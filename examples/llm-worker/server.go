@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rocm-go/rocm/candle/models/generate"
+	"github.com/rocm-go/rocm/candle/models/generate/grammar"
 	"github.com/rocm-go/rocm/errs"
 	"github.com/rocm-go/rocm/internal/worker"
 )
@@ -57,9 +58,10 @@ type Server struct {
 	backend Backend
 	handler http.Handler
 
-	load    worker.QueueLoad
-	rate    worker.RateMeter
-	metrics *metrics
+	load     worker.QueueLoad
+	rate     worker.RateMeter
+	metrics  *metrics
+	grammars grammars // response_format's compiled schemas
 }
 
 // NewServer makes the API in the loading state.
@@ -241,6 +243,9 @@ func submit(ctx context.Context, cancel context.CancelCauseFunc, b Backend, j *j
 		if r.Sampling.Seed != 0 {
 			r.Sampling.Seed += uint64(i)
 		}
+		if m, ok := r.Constraint.(*grammar.Matcher); ok && i > 0 {
+			r.Constraint = m.Clone() // a matcher follows one sequence
+		}
 		ch, err := b.Generate(ctx, r)
 		if err != nil {
 			cancel(nil)
@@ -280,8 +285,12 @@ func (s *Server) common(b Backend, p *samplingParams, ids []int32, chat bool) (*
 	if aerr != nil {
 		return nil, aerr
 	}
-	return &job{req: generate.Request{Prompt: ids, MaxTokens: maxTok, Sampling: smp, StopTokens: b.EOS(), StopStrings: stop, LogProbs: lpOn, TopLogProbs: lpTop},
-		n: n, maxParam: maxParam, stream: p.Stream, includeUsage: p.StreamOptions != nil && p.StreamOptions.IncludeUsage}, nil
+	j := &job{req: generate.Request{Prompt: ids, MaxTokens: maxTok, Sampling: smp, StopTokens: b.EOS(), StopStrings: stop, LogProbs: lpOn, TopLogProbs: lpTop},
+		n: n, maxParam: maxParam, stream: p.Stream, includeUsage: p.StreamOptions != nil && p.StreamOptions.IncludeUsage}
+	if aerr := s.applyResponseFormat(b, p, &j.req); aerr != nil {
+		return nil, aerr
+	}
+	return j, nil
 }
 
 // checkModel wants the request's model, when it names one, to be this
@@ -400,6 +409,9 @@ func (s *Server) chatJob(b Backend, req *chatRequest) (*job, *worker.Error) {
 	}
 	j, aerr := s.common(b, &req.samplingParams, ids, true)
 	if aerr != nil {
+		return nil, aerr
+	}
+	if aerr := s.constrainToolCall(b, &j.req, ts); aerr != nil {
 		return nil, aerr
 	}
 	j.id = worker.NewID("chatcmpl-")

@@ -32,6 +32,10 @@ type LLMSettings struct {
 	Batches []int `json:"batches"` // the batch sizes, e.g. 1 and 8
 	Reps    int   `json:"reps"`    // repeats of prefill and TTFT (decode: half, at least 1)
 	Seed    uint64
+	// Constraint, when set, also runs the engine's decode with every
+	// request constrained to this JSON schema ("json_object": any object;
+	// BenchSchema is the default of llmbench's -constrain).
+	Constraint string `json:"constraint,omitempty"`
 }
 
 // check validates the settings.
@@ -155,6 +159,11 @@ type LLMFigures struct {
 	// replayed as a HIP graph (llama.Model.SetGraphs(false)).
 	DecodeEager map[string]float64 `json:"decode_eager_tok_s,omitempty"`
 	Engine      map[string]float64 `json:"engine_tok_s,omitempty"`
+	// Ours, with Settings.Constraint: the engine's decode with every
+	// request constrained, and the mean CPU time of one request's mask a
+	// step (the rows' masks run in parallel, beside the forward pass).
+	Constrained map[string]float64 `json:"constrained_tok_s,omitempty"`
+	MaskMs      map[string]float64 `json:"mask_ms,omitempty"`
 	TTFT        float64            `json:"ttft_s"` // a prompt's forward pass and one greedy token read on the host
 	Peak        int64              `json:"peak_bytes"`
 	// Ours: the private memory the decode graphs keep beside the peak of
@@ -298,13 +307,15 @@ func (r *llmRun) decode(b int) (time.Duration, error) {
 // engine runs b greedy requests submitted together through a
 // generate.Engine and returns the new tokens after each request's first
 // and the time from the first first token to the last request's end.
-func (r *llmRun) engine(b int) (int, time.Duration, error) {
+// With c, every request is constrained by it (and may end "stop" when
+// its JSON is complete).
+func (r *llmRun) engine(b int, c *constrainedRun) (int, time.Duration, error) {
 	e, err := generate.NewEngine(r.m, generate.Config{MaxBatch: b, PrefillChunk: b * r.s.Prompt})
 	if err != nil {
 		return 0, 0, err
 	}
 	defer e.Close()
-	n, d, _, err := engineRun(e, r.prompts(b), r.s.Steps)
+	n, d, _, err := engineRun(e, r.prompts(b), r.s.Steps, c)
 	if err != nil {
 		return 0, 0, fmt.Errorf("engine batch %d: %w", b, err)
 	}
@@ -314,8 +325,9 @@ func (r *llmRun) engine(b int) (int, time.Duration, error) {
 // engineRun submits greedy requests of maxTokens for prompts together to
 // e and returns the new tokens after each request's first, the time from
 // the first first token to the last request's end, and each request's
-// tokens.
-func engineRun(e *generate.Engine, prompts [][]int32, maxTokens int) (int, time.Duration, [][]int32, error) {
+// tokens. With c, every request is constrained by it (and may end
+// "stop" when its JSON is complete).
+func engineRun(e *generate.Engine, prompts [][]int32, maxTokens int, c *constrainedRun) (int, time.Duration, [][]int32, error) {
 	type result struct {
 		first, done time.Time
 		tokens      []int32
@@ -323,7 +335,15 @@ func engineRun(e *generate.Engine, prompts [][]int32, maxTokens int) (int, time.
 	}
 	results := make([]chan result, len(prompts))
 	for i, p := range prompts {
-		ch, err := e.Submit(context.Background(), generate.Request{Prompt: p, MaxTokens: maxTokens})
+		req := generate.Request{Prompt: p, MaxTokens: maxTokens}
+		if c != nil {
+			req.StopTokens = c.stop
+			var err error
+			if req.Constraint, err = c.constraint(); err != nil {
+				return 0, 0, nil, err
+			}
+		}
+		ch, err := e.Submit(context.Background(), req)
 		if err != nil {
 			return 0, 0, nil, err
 		}
@@ -337,7 +357,7 @@ func engineRun(e *generate.Engine, prompts [][]int32, maxTokens int) (int, time.
 				res.tokens = append(res.tokens, ev.Tokens...)
 				if ev.Done {
 					res.done = time.Now()
-					if ev.Err != nil || ev.FinishReason != "length" {
+					if ev.Err != nil || (ev.FinishReason != "length" && (c == nil || ev.FinishReason != "stop")) {
 						res.err = fmt.Errorf("a request ended with %q: %v", ev.FinishReason, ev.Err)
 					}
 				}
@@ -456,7 +476,7 @@ func RunLLMOurs(dev *candle.HIPDevice, dir string, s LLMSettings, w io.Writer) (
 	for _, b := range s.Batches {
 		var rates []float64
 		for i := range s.decodeReps() + 1 {
-			n, d, err := r.engine(b)
+			n, d, err := r.engine(b, nil)
 			if err != nil {
 				return nil, err
 			}
@@ -466,6 +486,30 @@ func RunLLMOurs(dev *candle.HIPDevice, dir string, s LLMSettings, w io.Writer) (
 		}
 		f.Engine[key(b)] = medianOf(rates)
 		fmt.Fprintf(w, "ours: generate.Engine decode, batch %d: %.1f tok/s\n", b, f.Engine[key(b)])
+	}
+	if s.Constraint != "" {
+		c, err := newConstrainedRun(s.Constraint, r.vocab, w)
+		if err != nil {
+			return nil, err
+		}
+		f.Constrained, f.MaskMs = map[string]float64{}, map[string]float64{}
+		for _, b := range s.Batches {
+			var rates, masks []float64
+			for i := range s.decodeReps() + 1 {
+				n, d, err := r.engine(b, c)
+				if err != nil {
+					return nil, err
+				}
+				mt := c.maskTime()
+				if i > 0 { // the first warms up (and fills the grammar's mask cache)
+					rates = append(rates, float64(n)/d.Seconds())
+					masks = append(masks, mt.Seconds()*1e3)
+				}
+			}
+			f.Constrained[key(b)], f.MaskMs[key(b)] = medianOf(rates), medianOf(masks)
+			fmt.Fprintf(w, "ours: generate.Engine decode constrained to JSON, batch %d: %.1f tok/s (%.3f of unconstrained), a mask %.3f ms of CPU\n",
+				b, f.Constrained[key(b)], f.Constrained[key(b)]/f.Engine[key(b)], f.MaskMs[key(b)])
+		}
 	}
 	f.Peak = dev.MemoryStats().Peak - base
 	f.Graphs = dev.MemoryStats().Graphs
@@ -677,6 +721,14 @@ func LLMRows(s LLMSettings, ours *LLMFigures, tf *TransformersLLM, ref string, r
 			r.Ratio = v / t
 		}
 		rows = append(rows, r)
+	}
+	for _, b := range s.Batches {
+		v, free := ours.Constrained[key(b)], ours.Engine[key(b)]
+		if v == 0 || free == 0 {
+			continue
+		}
+		rows = append(rows, Row{Name: fmt.Sprintf("generate.Engine constrained to JSON, batch %d (a mask %.3f ms of CPU)", b, ours.MaskMs[key(b)]),
+			Ours: rate(v), Theirs: rate(free) + " unconstrained", Ratio: v / free, Target: "≥ 0.9× unconstrained", Met: Met(v >= 0.9*free)})
 	}
 	budget := ours.Weights + ours.KV
 	r = Row{Name: "peak device memory (ratio: ours / (weights + KV cache))",

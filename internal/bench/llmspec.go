@@ -77,7 +77,7 @@ func RunLLMSpeculative(dev candle.Device, dt candle.DType, dir string, s LLMSpec
 		}
 		var rates []float64
 		for rep := range s.Reps + 1 {
-			n, d, o, err := engineRun(e, prompts, s.Steps)
+			n, d, o, err := engineRun(e, prompts, s.Steps, nil)
 			if err != nil {
 				e.Close()
 				return nil, fmt.Errorf("llm bench: speculative decoding (%d drafted tokens): %w", k, err)

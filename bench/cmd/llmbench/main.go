@@ -62,6 +62,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	peers := fs.String("peers", strings.Join(bench.Peers, ","), "transformers' runs: eager, sdpa, compiled (sdpa with a static cache and torch.compile)")
 	jsonOut := fs.String("json", "", "also write the report as JSON to this file")
 	quant := fs.String("gguf", "", "GGUF types to measure too, comma-separated (q4_0,q4_k,q8_0): the model written as GGUF files beside -model")
+	constrain := fs.String("constrain", "", "also decode through the engine with every request constrained to JSON: \"schema\" (the benchmark's schema), \"json_object\", or @FILE (a JSON schema); the token trie of a synthetic vocabulary of the model's size")
 	tp := fs.String("tensor-parallel", "", "GPU counts, comma-separated (1,2,4): measure an 8B-shaped model split over that many GPUs instead (random BF16 weights made on the GPUs; -model is not used)")
 	bf16 := fs.Bool("bf16", true, "measure the BF16 model and transformers (false: only the -gguf models, in minutes less)")
 	prefix := fs.Int("prefix", -1, "prefix caching: the time to first token of a prompt of this many shared tokens and -prefix-suffix of its own, uncached and cached (default 4000; -quick 256; 0 skips)")
@@ -90,6 +91,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if *reps != 0 {
 		c.Settings.Reps = *reps
+	}
+	switch {
+	case *constrain == "schema":
+		c.Settings.Constraint = bench.BenchSchema
+	case *constrain == "json_object", *constrain == "":
+		c.Settings.Constraint = *constrain
+	case strings.HasPrefix(*constrain, "@"):
+		data, err := os.ReadFile((*constrain)[1:])
+		if err != nil {
+			return fail(2, "-constrain: %v", err)
+		}
+		c.Settings.Constraint = string(data)
+	default:
+		return fail(2, "-constrain %q: want schema, json_object or @FILE", *constrain)
 	}
 	c.Prefix = bench.LLMPrefixSettings{Prefix: 4000, Suffix: *suffix, Reps: c.Settings.Reps, Seed: 1}
 	if *quick {

@@ -18,6 +18,8 @@ func TestCommandRefuses(t *testing.T) {
 		{[]string{"-nope"}, "flag provided but not defined"},
 		{[]string{"-quick", "-gguf", "q4_k,q9"}, "-gguf:"},
 		{[]string{"-quick", "-bf16=false"}, "-bf16=false measures only the -gguf models"},
+		{[]string{"-quick", "-constrain", "xml"}, "want schema, json_object or @FILE"},
+		{[]string{"-quick", "-constrain", "@/nonexistent/schema.json"}, "-constrain: open /nonexistent/schema.json"},
 		{[]string{"-quick", "-prefix-suffix", "0"}, "-prefix-suffix 0: want at least 1"},
 		{[]string{"-quick", "-speculative", "-1"}, "-speculative -1: want 0"},
 		{[]string{"-tensor-parallel", "1,x"}, "-tensor-parallel"},

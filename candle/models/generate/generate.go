@@ -25,6 +25,13 @@
 // a SpeculativeModel draft tokens from their own context and check them
 // in the step (prompt-lookup decoding, speculative.go).
 //
+// A request with a Constraint (structured output: package grammar) draws
+// only the tokens it allows: each step the scheduler starts the
+// constrained rows' masks on the CPU, a goroutine each, before the model's
+// Forward, uploads them once it returns, and sets the logits of the
+// tokens left out to -inf on the device (candle's MaskTokens) before the
+// one batched Sample, unconstrained rows unchanged.
+//
 // Events reach a request's channel without ever blocking the scheduler:
 // the channel is buffered, and when a consumer falls behind, the events
 // it has not taken yet are merged into one (their text concatenated,
@@ -186,6 +193,26 @@ type Request struct {
 	// of a stop string is held back until it can no longer be. They need a
 	// Config.Decoder.
 	StopStrings []string
+	// Constraint, when set, restricts the tokens drawn to those it allows
+	// (structured output: package grammar's Matcher, made with the same
+	// stop tokens so that it allows them only where the output may end).
+	// Its mask is computed on the CPU while the model runs the step, and
+	// applied to the logits on the device before the draw; the request
+	// finishes "stop" when the constraint is Done. A Constraint serves
+	// one request.
+	Constraint Constraint
+}
+
+// Constraint restricts a request's tokens, step by step.
+type Constraint interface {
+	// Mask writes the tokens allowed next into words (⌈vocab/32⌉ of
+	// them): bit t%32 of words[t/32] set when token t may come. It
+	// returns how many are allowed; none fails the request.
+	Mask(words []uint32) (int, error)
+	// Accept advances the constraint by the token drawn.
+	Accept(id int32) error
+	// Done reports whether the output is complete and nothing may follow.
+	Done() bool
 }
 
 // Event is a step of a request's stream. Every stream ends with one Done
@@ -272,6 +299,9 @@ type Engine struct {
 
 	spec              SpeculativeModel // the model, when drafting is on
 	drafted, accepted atomic.Int64     // drafted tokens, and those the checks kept
+	// The step's token masks, a row each, reused (only the scheduler
+	// touches it).
+	masks []uint32
 }
 
 // NewEngine starts an engine on m.
@@ -320,6 +350,7 @@ type sequence struct {
 	stop      []int32 // sorted copy of StopTokens
 	dec       StreamDecoder
 	held      string  // text held back: it may start a stop string
+	maskErr   error   // the constraint's mask failed this step: the draw is void
 	spec      bool    // drafts tokens (speculative.go)
 	gen       []int32 // the tokens drawn, when it drafts
 
@@ -365,7 +396,7 @@ func (e *Engine) Submit(ctx context.Context, r Request) (<-chan Event, error) {
 	if sp.PresencePenalty != 0 || sp.FrequencyPenalty != 0 {
 		s.counts = map[int32]int{}
 	}
-	s.spec = e.spec != nil && s.greedy()
+	s.spec = e.spec != nil && s.greedy() && r.Constraint == nil // a constrained draw needs its mask, a row at a time
 	s.stop = append([]int32(nil), r.StopTokens...)
 	if e.cfg.Decoder != nil {
 		s.dec = e.cfg.Decoder()
@@ -767,6 +798,8 @@ func (d *draws) logProb(i, n int) *TokenLogProb {
 // sequence (SpeculativeModel.ForwardAll): the draws' rows are then the
 // tokens', not the sequences'.
 func (e *Engine) forward(ids []uint64, tokens [][]int32, seqs []*sequence, all bool) (_ *draws, fed bool, _ error) {
+	// The constrained rows' masks are computed while the model runs.
+	masked := e.startMasks(tokens, seqs, all)
 	var logits *candle.Tensor
 	var err error
 	if all {
@@ -774,10 +807,25 @@ func (e *Engine) forward(ids []uint64, tokens [][]int32, seqs []*sequence, all b
 	} else {
 		logits, err = e.m.Forward(ids, tokens)
 	}
+	if masked != nil {
+		masked.Wait()
+	}
 	if err != nil {
 		return nil, false, err
 	}
 	defer logits.Close()
+	if masked != nil {
+		words := (e.m.VocabSize() + 31) / 32
+		mask, err := candle.FromSlice(e.m.Device(), e.masks, len(e.masks)/words, words)
+		if err != nil {
+			return nil, true, pkg.Wrapf("Engine", err, "the token masks")
+		}
+		defer mask.Close()
+		if logits, err = logits.MaskTokens(mask); err != nil {
+			return nil, true, pkg.Wrapf("Engine", err, "the token masks")
+		}
+		defer logits.Close()
+	}
 	opts := make([]candle.SampleOptions, 0, logits.Dim(0))
 	d := &draws{}
 	for i, s := range seqs {
@@ -871,6 +919,64 @@ func (e *Engine) sampleOptions(s *sequence, o *candle.SampleOptions) error {
 	return nil
 }
 
+// sampling reports whether a sequence fed n tokens this step draws its
+// next token from the step (its prompt is fed by then).
+func sampling(s *sequence, n int) bool {
+	return s.fed+n == len(s.req.Prompt) || s.fed == len(s.req.Prompt)
+}
+
+// startMasks starts computing the token masks of the step's constrained
+// sequences, a goroutine each, into e.masks (a row a row of the step's
+// logits: a sequence's, or with all a token's, a constrained sequence
+// having one as it never drafts; the other rows allow every token), and
+// returns what to wait on: nil when no sequence is constrained. A
+// sequence whose mask fails, or allows nothing, gets a row that allows
+// every token and fails after the step (maskErr).
+func (e *Engine) startMasks(tokens [][]int32, seqs []*sequence, all bool) *sync.WaitGroup {
+	var wg *sync.WaitGroup
+	words := (e.m.VocabSize() + 31) / 32
+	rows := len(seqs)
+	if all {
+		rows = 0
+		for _, t := range tokens {
+			rows += len(t)
+		}
+	}
+	row := 0
+	for i, s := range seqs {
+		r := row
+		if all {
+			row += len(tokens[i])
+		} else {
+			r = i
+		}
+		if s.req.Constraint == nil || !sampling(s, len(tokens[i])) {
+			continue
+		}
+		if wg == nil {
+			wg = &sync.WaitGroup{}
+			e.masks = slices.Grow(e.masks[:0], rows*words)[:rows*words]
+			for j := range e.masks {
+				e.masks[j] = ^uint32(0)
+			}
+		}
+		mask := e.masks[r*words : (r+1)*words]
+		wg.Go(func() {
+			n, err := s.req.Constraint.Mask(mask)
+			if err == nil && n == 0 {
+				err = pkg.Errorf("Engine", errs.ErrArgument, "the constraint allows no token here: the vocabulary cannot continue it")
+			}
+			if err != nil {
+				s.maskErr = pkg.Wrapf("Engine", err, "the token mask")
+				for j := range mask {
+					mask[j] = ^uint32(0)
+				}
+			}
+		})
+	}
+	return wg
+}
+
 // historySlot gives a penalised sequence its history slot before its
 // first draw, holding its prompt: a slot of a finished sequence, or a new
 // one (the running sequences never outnumber MaxBatch, the slots).
@@ -912,6 +1018,10 @@ func (e *Engine) advance(s *sequence, n int, id uint32, lp *TokenLogProb) {
 			return
 		}
 	}
+	if err := s.maskErr; err != nil {
+		e.fail(s, err)
+		return
+	}
 	t := int32(id)
 	s.drawn++
 	if s.spec {
@@ -933,6 +1043,17 @@ func (e *Engine) advance(s *sequence, n int, id uint32, lp *TokenLogProb) {
 	if lp != nil {
 		lps = []TokenLogProb{*lp}
 	}
+	reason := "length"
+	if c := s.req.Constraint; c != nil {
+		if err := c.Accept(t); err != nil {
+			e.fail(s, pkg.Wrapf("Engine", err, "the constraint"))
+			return
+		}
+		if c.Done() {
+			reason = "stop"
+		}
+	}
+	more := s.drawn < s.maxTokens && reason != "stop"
 	if s.dec != nil {
 		s.held += s.dec.Add(t)
 		if cut, hit := s.stopAt(); hit {
@@ -941,17 +1062,17 @@ func (e *Engine) advance(s *sequence, n int, id uint32, lp *TokenLogProb) {
 			return
 		}
 		text := s.releasable()
-		if s.drawn < s.maxTokens {
+		if more {
 			s.send(Event{Text: text, Tokens: tokens, LogProbs: lps})
 			return
 		}
 		s.held = text + s.held
 		s.flushDecoder()
-	} else if s.drawn < s.maxTokens {
+	} else if more {
 		s.send(Event{Tokens: tokens, LogProbs: lps})
 		return
 	}
-	e.end(s, "length", tokens, lps)
+	e.end(s, reason, tokens, lps)
 }
 
 // flushDecoder adds to the held text what the decoder still holds (the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -717,4 +718,64 @@ func TestPenaltyThroughHistory(t *testing.T) {
 			assert.Equal(t, reference(r.Prompt, r.Sampling, r.MaxTokens), toks, "batch %d, request %d", maxBatch, i)
 		}
 	}
+}
+
+// script is a Constraint that allows one token a step, from a list, and
+// is done after the list; an empty step allows nothing.
+type script struct {
+	steps [][]int32
+	at    int
+}
+
+func (c *script) Mask(words []uint32) (int, error) {
+	clear(words)
+	for _, t := range c.steps[c.at] {
+		words[t/32] |= 1 << (t % 32)
+	}
+	return len(c.steps[c.at]), nil
+}
+
+func (c *script) Accept(id int32) error {
+	if !slices.Contains(c.steps[c.at], id) {
+		return fmt.Errorf("token %d not allowed", id)
+	}
+	c.at++
+	return nil
+}
+
+func (c *script) Done() bool { return c.at == len(c.steps) }
+
+// TestConstraint: a constrained request draws only what its constraint
+// allows (whatever the model prefers), beside an unconstrained one in the
+// same steps, and ends "stop" when the constraint is done; a constraint
+// that allows nothing fails its request only.
+func TestConstraint(t *testing.T) {
+	f := newFake()
+	e := engine(t, f, Config{})
+	prompt := []int32{3, 1, 4}
+	want := []int32{11, 12, 13, 39}
+	steps := make([][]int32, len(want))
+	for i, id := range want {
+		steps[i] = []int32{id}
+	}
+	ch, err := e.Submit(context.Background(), Request{Prompt: prompt, MaxTokens: 20, Constraint: &script{steps: steps},
+		Sampling: Sampling{Temperature: 1, Seed: 3}})
+	require.NoError(t, err)
+	free, err := e.Submit(context.Background(), Request{Prompt: prompt, MaxTokens: 6})
+	require.NoError(t, err)
+	stuck, err := e.Submit(context.Background(), Request{Prompt: prompt, MaxTokens: 6, Constraint: &script{steps: [][]int32{{5}, {}}}})
+	require.NoError(t, err)
+	_, toks, last := collect(t, ch)
+	assert.Equal(t, want, toks)
+	assert.Equal(t, "stop", last.FinishReason)
+	assert.NoError(t, last.Err)
+	assert.Equal(t, 4, last.CompletionTokens)
+	_, toks, last = collect(t, free)
+	assert.Equal(t, greedy(f.vocab, prompt, 6), toks, "the unconstrained row is untouched")
+	assert.Equal(t, "length", last.FinishReason)
+	_, toks, last = collect(t, stuck)
+	assert.Equal(t, []int32{5}, toks)
+	assert.Equal(t, "error", last.FinishReason)
+	assert.ErrorIs(t, last.Err, errs.ErrArgument)
+	assert.ErrorContains(t, last.Err, "allows no token")
 }

@@ -2,6 +2,7 @@ package generate_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -439,4 +440,67 @@ func TestGPUSpeculative(t *testing.T) {
 	t.Logf("%d drafted, %d accepted", drafted, accepted)
 	assert.Positive(t, accepted)
 	assert.Equal(t, 1024, spec.CacheTokensFree())
+}
+
+// fixedTokens is a Constraint that allows one given token a step and is
+// done after the last.
+type fixedTokens struct {
+	want []int32
+	at   int
+}
+
+func (c *fixedTokens) Mask(words []uint32) (int, error) {
+	clear(words)
+	t := c.want[c.at]
+	words[t/32] |= 1 << (t % 32)
+	return 1, nil
+}
+
+func (c *fixedTokens) Accept(id int32) error {
+	if id != c.want[c.at] {
+		return fmt.Errorf("token %d, want %d", id, c.want[c.at])
+	}
+	c.at++
+	return nil
+}
+
+func (c *fixedTokens) Done() bool { return c.at == len(c.want) }
+
+// TestConstraintBesideDrafts: a constrained request never drafts, and its
+// mask reaches its own row of the steps that check other sequences'
+// drafts (a row a token there): it draws exactly what it allows while
+// the drafting requests draw what plain greedy decoding does.
+func TestConstraintBesideDrafts(t *testing.T) {
+	dir := tinyLlamaDir(t)
+	plain := tinyLlama(t, candle.CPU(), dir, 512, false)
+	spec := tinyLlama(t, candle.CPU(), dir, 512, false)
+	ePlain, err := generate.NewEngine(plain, generate.Config{MaxBatch: 8})
+	require.NoError(t, err)
+	defer ePlain.Close()
+	eSpec, err := generate.NewEngine(spec, generate.Config{MaxBatch: 8, SpeculativeTokens: 4})
+	require.NoError(t, err)
+	defer eSpec.Close()
+	want := [][]int32{}
+	for i := range 2 {
+		w, _ := complete(t, ePlain, repetitive(i), 30)
+		want = append(want, w)
+	}
+	fixed := []int32{5, 9, 5, 9, 7, 7, 11, 5, 9, 5, 9, 7, 3, 3, 3, 8}
+	var chans []<-chan generate.Event
+	for i := range 2 {
+		ch, err := eSpec.Submit(context.Background(), generate.Request{Prompt: repetitive(i), MaxTokens: 30})
+		require.NoError(t, err)
+		chans = append(chans, ch)
+	}
+	cch, err := eSpec.Submit(context.Background(), generate.Request{Prompt: repetitive(2), MaxTokens: 30, Constraint: &fixedTokens{want: fixed}})
+	require.NoError(t, err)
+	for i, ch := range chans {
+		got, _ := drain(t, ch)
+		assert.Equal(t, want[i], got, "request %d", i)
+	}
+	got, end := drain(t, cch)
+	assert.Equal(t, fixed, got)
+	assert.Equal(t, "stop", end.FinishReason)
+	drafted, _ := eSpec.SpeculativeStats()
+	assert.Positive(t, drafted, "the other requests drafted")
 }
