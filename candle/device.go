@@ -85,22 +85,6 @@ func NewDevice(name string) (Device, error) {
 	return nil, pkg.Errorf(op, ErrDevice, "%q is not a device: want cpu, hip:N or auto", name)
 }
 
-// WarmKernels opens the device named (as NewDevice does) and, when it is a
-// GPU, readies its kernels (HIPDevice.KernelCache().WarmEach), calling each
-// as each module is loaded; on the CPU it does nothing. A worker calls it
-// while its model loads, so that a machine's first start compiles the
-// kernels meanwhile, all at once.
-func WarmKernels(device string, each func(ModuleReady)) error {
-	d, err := NewDevice(device)
-	if err != nil {
-		return err
-	}
-	if h, ok := d.(*HIPDevice); ok {
-		return h.KernelCache().WarmEach(h, each)
-	}
-	return nil
-}
-
 // sameDevice checks that every tensor is on dev.
 func sameDevice(op string, dev Device, ts ...*Tensor) error {
 	for _, t := range ts {

@@ -726,7 +726,4 @@ func TestGPUWarmEach(t *testing.T) {
 		names = append(names, m.Name)
 	}
 	assert.ElementsMatch(t, kc.Modules(), names)
-	n := 0
-	require.NoError(t, WarmKernels(d.String(), func(ModuleReady) { n++ }))
-	assert.Equal(t, len(kc.Modules()), n, "WarmKernels readies the device's own cache")
 }

@@ -6,6 +6,8 @@ import (
 	"path"
 	"unsafe"
 
+	"github.com/rocm-go/rocm/errs"
+	"github.com/rocm-go/rocm/hip"
 	"github.com/rocm-go/rocm/hiprtc"
 )
 
@@ -28,6 +30,20 @@ const moduleName = "attention.hip"
 // for each device's architecture, and loaded once per device for every
 // handle.
 var kernels = newModule(nil)
+
+// Warm compiles (or reads from the kernel cache) and loads the attention
+// kernels on dev, so that the first Forward or Decode does not pay for it:
+// a machine's first use compiles them, which takes a minute or more.
+func Warm(dev *hip.Device) error {
+	if dev == nil {
+		return pkg.Errorf("Warm", errs.ErrArgument, "nil device")
+	}
+	_, err := kernels.Module(dev)
+	return pkg.Wrap("Warm", err)
+}
+
+// ModuleName is the attention kernels' module, as Warm's callers report it.
+const ModuleName = moduleName
 
 // KernelModules are the package's kernel modules (one: attention.hip and
 // the files it includes) compiled through c (nil: hiprtc.DefaultCache),

@@ -365,3 +365,23 @@ func TestVarBuilderSlices(t *testing.T) {
 	_, err = vb.GetSlice("x", 0, 3, 2, 4, 64)
 	assert.Error(t, err)
 }
+
+// On the CPU there are no kernels to ready; a bad name is NewDevice's.
+func TestWarmKernelsCPU(t *testing.T) {
+	called := false
+	require.NoError(t, WarmKernels("cpu", func(candle.ModuleReady) { called = true }))
+	assert.False(t, called)
+	assert.ErrorIs(t, WarmKernels("tpu:0", nil), candle.ErrDevice)
+}
+
+// On a GPU every module is reported once, flashattn's among candle's.
+func TestGPUWarmKernels(t *testing.T) {
+	d := hipDevice(t)
+	var names []string
+	require.NoError(t, WarmKernels(d.String(), func(m candle.ModuleReady) {
+		names = append(names, m.Name)
+		assert.Equal(t, len(names), m.Done)
+		assert.Equal(t, len(d.KernelCache().Modules())+1, m.Total)
+	}))
+	assert.ElementsMatch(t, append(d.KernelCache().Modules(), "attention.hip"), names)
+}

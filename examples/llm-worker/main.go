@@ -31,6 +31,7 @@ import (
 	"github.com/rocm-go/rocm/candle"
 	"github.com/rocm-go/rocm/candle/models"
 	"github.com/rocm-go/rocm/candle/models/generate"
+	"github.com/rocm-go/rocm/candle/nn"
 	"github.com/rocm-go/rocm/internal/worker"
 )
 
@@ -269,7 +270,7 @@ func (a *app) run(ctx context.Context, args []string) int {
 		},
 		LoadDone: bar.Finish,
 		Kernels: func(each func(worker.KernelModule)) error {
-			return candle.WarmKernels(cfg.device, func(m candle.ModuleReady) { each(worker.KernelModule(m)) })
+			return nn.WarmKernels(cfg.device, func(m candle.ModuleReady) { each(worker.KernelModule(m)) })
 		},
 		Loaded: func(b Backend, took time.Duration) {
 			info := b.Info()

@@ -35,6 +35,7 @@ import (
 
 	"github.com/rocm-go/rocm/candle"
 	"github.com/rocm-go/rocm/candle/models/sd"
+	"github.com/rocm-go/rocm/candle/nn"
 	"github.com/rocm-go/rocm/internal/worker"
 )
 
@@ -234,7 +235,7 @@ func (a *app) run(ctx context.Context, args []string) int {
 				LoRAs: cfg.loras, Graphs: cfg.graphs})
 		},
 		Kernels: func(each func(worker.KernelModule)) error {
-			return candle.WarmKernels(cfg.device, func(m candle.ModuleReady) { each(worker.KernelModule(m)) })
+			return nn.WarmKernels(cfg.device, func(m candle.ModuleReady) { each(worker.KernelModule(m)) })
 		},
 		Loaded: func(b Backend, took time.Duration) {
 			info := b.Info()
