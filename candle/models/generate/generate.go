@@ -353,6 +353,8 @@ type sequence struct {
 	maskErr   error   // the constraint's mask failed this step: the draw is void
 	spec      bool    // drafts tokens (speculative.go)
 	gen       []int32 // the tokens drawn, when it drafts
+	pause     int     // steps to go without drafting, after checks that kept nothing
+	backoff   int     // the pause the next check that keeps nothing sets
 
 	// The terms added to its logits each step (sampleOptions).
 	bias   []candle.TokenBias // LogitBias, by token id

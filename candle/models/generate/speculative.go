@@ -73,12 +73,33 @@ func (b *batch) draft(k int) {
 		if !s.spec || room < 1 {
 			continue
 		}
+		if s.pause > 0 {
+			s.pause--
+			continue
+		}
 		d := lookupDraft(append(s.req.Prompt[:len(s.req.Prompt):len(s.req.Prompt)], s.gen...), room, draftNGramMin, draftNGramMax)
 		if len(d) > 0 {
 			b.tokens[i] = append(b.tokens[i], d...)
 			b.drafted = true
 		}
 	}
+}
+
+// maxDraftPause bounds the steps a sequence goes without drafting after
+// checks that kept none of its drafts.
+const maxDraftPause = 16
+
+// checked notes a check of the sequence's drafts that kept kept of them: a
+// check that kept none pauses its drafting for a step, then 2, 4, ... up
+// to maxDraftPause after each such check in a row, since text unlike its
+// context pays for checks and gains nothing; a kept draft ends the pause.
+func (s *sequence) checked(kept int) {
+	if kept > 0 {
+		s.backoff = 0
+		return
+	}
+	s.backoff = min(max(1, 2*s.backoff), maxDraftPause)
+	s.pause = s.backoff
 }
 
 // undraft takes the drafts out of the batch.
@@ -107,6 +128,7 @@ func (e *Engine) accept(b *batch, d *draws) {
 		if d := len(toks) - 1; d > 0 {
 			e.drafted.Add(int64(d))
 			e.accepted.Add(int64(kept))
+			s.checked(kept)
 			if kept < d {
 				// Held before: the prompt and all draws but the last, fed now.
 				if err := e.spec.Truncate(s.id, len(s.req.Prompt)+s.drawn+kept); err != nil {

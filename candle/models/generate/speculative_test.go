@@ -44,3 +44,35 @@ func TestSpeculativeConfig(t *testing.T) {
 	d, a := e.SpeculativeStats()
 	assert.Zero(t, d+a)
 }
+
+// A sequence whose drafts are all rejected drafts less and less often (a
+// pause of 1, 2, 4, ... steps, up to maxDraftPause); a kept draft ends it.
+func TestDraftBackoff(t *testing.T) {
+	s := &sequence{spec: true, req: Request{Prompt: []int32{5, 6, 7, 5, 6}}, maxTokens: 100}
+	b := &batch{seqs: []*sequence{s}}
+	drafts := func() bool {
+		b.tokens = [][]int32{{7}}
+		b.drafted = false
+		s.fed = len(s.req.Prompt)
+		b.draft(4)
+		return b.drafted
+	}
+	require.True(t, drafts(), "5 6 … 7: the prompt says what followed before")
+	var pauses []int
+	for range 6 {
+		s.checked(0)
+		n := 0
+		for !drafts() {
+			n++
+		}
+		pauses = append(pauses, n)
+	}
+	assert.Equal(t, []int{1, 2, 4, 8, 16, 16}, pauses)
+	s.checked(2)
+	s.checked(0)
+	n := 0
+	for !drafts() {
+		n++
+	}
+	assert.Equal(t, 1, n, "a kept draft starts the backoff again")
+}
