@@ -623,7 +623,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, b Backend, j *
 		u.CompletionTokens = completed
 	}
 	u.TotalTokens = u.PromptTokens + u.CompletionTokens
-	finish, ok := finished(last)
+	_, ok := finished(last)
 	ok = ok && last.Done && open == 0 // not a generation the queue wait cut before its first event
 	if cause == nil && !ok && ctx.Err() != nil {
 		cause = context.Cause(ctx)
@@ -667,8 +667,8 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, b Backend, j *
 		}
 		return
 	}
-	finish = settled // a choice that called tools says "tool_calls"
-	reason = finish  // the answer is whole: a client that stops reading it now has it all but [DONE]
+	finish := settled // a choice that called tools says "tool_calls"
+	reason = finish   // the answer is whole: a client that stops reading it now has it all but [DONE]
 	if !j.stream {
 		rc.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
 		worker.WriteJSON(w, http.StatusOK, j.format.whole(out, u))
