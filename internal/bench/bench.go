@@ -109,9 +109,9 @@ func (e *Env) Close() error {
 	return errors.Join(e.Stream.Close(), e.Module.Close())
 }
 
-// WarmUp is how long Median warms up at least: a GPU that was idle (a
-// model loading) runs its first milliseconds of work at lower clocks, so
-// one warm-up run of a few milliseconds is not enough.
+// WarmUp is how long Median warms up at least: one run of a few
+// milliseconds may leave a GPU that was idle (a model loading) short of
+// its clocks.
 const WarmUp = 200 * time.Millisecond
 
 // Median runs f reps times after warming up (one run, and more until

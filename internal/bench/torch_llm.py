@@ -48,8 +48,8 @@ def timed(f):
 
 
 def median(reps, f):
-    # Warm up for 0.2 s at least (50 runs at most), as bench.Median: an idle
-    # GPU runs its first milliseconds of work at lower clocks.
+    # Warm up for 0.2 s at least (50 runs at most), as bench.Median: one
+    # run of a few milliseconds may leave an idle GPU short of its clocks.
     start = time.perf_counter()
     for i in range(50):
         f()
