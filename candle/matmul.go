@@ -3,6 +3,7 @@ package candle
 import (
 	"runtime"
 	"sync"
+	"unsafe"
 
 	"github.com/rocm-go/rocm/hip"
 	"github.com/rocm-go/rocm/rocblas"
@@ -284,10 +285,26 @@ func (c *cpuBackend) matmul(a, b view, dst *Storage) error {
 	return nil
 }
 
-// gatherF reads a view's elements, row-major, as float64.
+// gatherF reads a view's elements, row-major, as float64. F32 views (the
+// CPU's weights and activations) are read a row at a time in a plain loop:
+// an element at a time through walk's callback, a model's every matrix at
+// every step, was most of a CPU forward pass.
 func gatherF(v view) []float64 {
 	s := dataOf(v.st)
 	out := make([]float64, v.l.Shape.Elems())
-	walk(v.l.Shape, []Layout{v.l}, func(i int, o []int) { out[i] = s.f(o[0]) })
+	r := len(v.l.Shape)
+	if s.dt != F32 || r == 0 || len(out) == 0 {
+		walk(v.l.Shape, []Layout{v.l}, func(i int, o []int) { out[i] = s.f(o[0]) })
+		return out
+	}
+	inner, step := v.l.Shape[r-1], v.l.Stride[r-1]
+	rows := Layout{Shape: v.l.Shape[:r-1], Stride: v.l.Stride[:r-1], Offset: v.l.Offset}
+	walk(rows.Shape, []Layout{rows}, func(row int, o []int) {
+		dst := out[row*inner : (row+1)*inner]
+		p := unsafe.Add(s.p, 4*o[0])
+		for j := range dst {
+			dst[j] = float64(*(*float32)(unsafe.Add(p, 4*j*step)))
+		}
+	})
 	return out
 }
