@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rocm-go/rocm/internal/testenv"
+
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -32,6 +34,9 @@ func compileSchema(t *testing.T, s string) *jsonschema.Schema {
 // is what the mask allows: every answer that ends "stop" parses and
 // validates against its schema.
 func TestResponseFormat(t *testing.T) {
+	if testenv.Race {
+		t.Skip("a tiny model's hundreds of steps on the CPU, arithmetic ten times slower under -race: it runs without -race")
+	}
 	dir := t.TempDir()
 	require.NoError(t, mkmodel.Write(dir, mkmodel.Tiny(), nil))
 	b, err := openBackend(LoadOptions{Dir: dir, Device: "cpu", DType: "auto", MaxBatch: 8, MaxQueue: 64})
@@ -152,6 +157,9 @@ func TestConstrainJSON(t *testing.T) {
 // constrained to one; a tool whose schema the grammar does not take is
 // still served, unconstrained.
 func TestForcedToolCallConstrained(t *testing.T) {
+	if testenv.Race {
+		t.Skip("a tiny model's hundreds of steps on the CPU, arithmetic ten times slower under -race: it runs without -race")
+	}
 	dir := t.TempDir()
 	require.NoError(t, mkmodel.Write(dir, mkmodel.Tiny(), nil))
 	src, err := os.ReadFile(filepath.Join("..", "..", "tokenizer", "testdata", "chat", "llama3.1.jinja"))

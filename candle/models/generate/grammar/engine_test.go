@@ -23,7 +23,12 @@ import (
 // so every token comes from the mask. Every output that ends "stop"
 // validates against its schema, and every other is a prefix the grammar
 // takes.
-func TestEngineConstrained(t *testing.T) { testEngineConstrained(t, candle.CPU()) }
+func TestEngineConstrained(t *testing.T) {
+	if testenv.Race {
+		t.Skip("a tiny model's hundreds of steps on the CPU, arithmetic ten times slower under -race: it runs without -race")
+	}
+	testEngineConstrained(t, candle.CPU())
+}
 
 // TestGPUEngineConstrained is the same on the GPU, where the masks go to
 // the device and MaskTokens runs there before the batched Sample.
