@@ -567,7 +567,7 @@ var LLMGoals = struct {
 }{DecodeB1: 10, DecodeBatched: 5, Prefill: 1, Roofline: 0.7, TTFT: 20 * time.Millisecond, Memory: 1.10}
 
 // CompiledGoals are the targets against transformers compiled (static KV
-// cache and torch.compile, the strongest peer the GPU machine can run):
+// cache and torch.compile, gpt-fast's recipe on transformers):
 // decode at every batch ≥ Decode×, prefill ≥ Prefill×, and batch-1 decode
 // ≥ Roofline of the memory roofline.
 var CompiledGoals = struct{ Decode, Prefill, Roofline float64 }{Decode: 1.2, Prefill: 1.0, Roofline: 0.75}

@@ -13,7 +13,7 @@ import (
 	"github.com/rocm-go/rocm/candle/models/llama"
 )
 
-// LLMPrefixGoal is the target for prefix caching: the time to
+// LLMPrefixGoal is the target for prefix caching: the time to
 // first token of a prompt whose long prefix is cached, at most this share
 // of the same prompt's uncached time.
 const LLMPrefixGoal = 0.2

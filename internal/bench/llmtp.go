@@ -35,7 +35,7 @@ type LLMTPFigures struct {
 	Load    float64            `json:"load_s"`
 }
 
-// The goals of issue 45 for decode at batch 1 against one GPU.
+// The goals for tensor-parallel decode at batch 1 against one GPU.
 var tpGoals = map[int]float64{2: 1.7, 4: 2.8}
 
 // RunLLMTP runs l on the machine's GPUs (hip:0 on), printing each figure
