@@ -50,13 +50,7 @@ func sliceBytes(op string, b []byte, shape Shape, elem, d, start, n int) ([]byte
 // that part is read; it reaches a HIP device as one staged copy.
 func (m *MappedFile) LoadSlice(dev Device, dt DType, s Span, shape []int, d, start, n int) (*Tensor, error) {
 	const op = "MappedFile.LoadSlice"
-	if dev == nil {
-		return nil, pkg.Errorf(op, ErrDevice, "nil device")
-	}
-	if !dt.valid() {
-		return nil, pkg.Errorf(op, ErrDType, "%v is not a dtype", dt)
-	}
-	if err := Shape(shape).check(op); err != nil {
+	if err := checkNew(op, dev, dt, shape); err != nil {
 		return nil, err
 	}
 	if err := m.check(op, s, Shape(shape).Elems()*dt.Size()); err != nil {

@@ -71,18 +71,23 @@ func FromSlice[T Element](dev Device, data []T, shape ...int) (*Tensor, error) {
 	return t, pkg.Wrap(op, err)
 }
 
+// checkNew checks what a new tensor is made of: a device, a dtype, a shape.
+func checkNew(op string, dev Device, dt DType, shape []int) error {
+	if dev == nil {
+		return pkg.Errorf(op, ErrDevice, "nil device")
+	}
+	if !dt.valid() {
+		return pkg.Errorf(op, ErrDType, "%v is not a dtype", dt)
+	}
+	return Shape(shape).check(op)
+}
+
 // FromBytes copies raw element bytes, little-endian as safetensors files
 // and the devices keep them, into a new tensor of dtype dt and shape (a
 // loader's way in: no conversion, one copy to the device).
 func FromBytes(dev Device, dt DType, data []byte, shape ...int) (*Tensor, error) {
 	const op = "FromBytes"
-	if dev == nil {
-		return nil, pkg.Errorf(op, ErrDevice, "nil device")
-	}
-	if !dt.valid() {
-		return nil, pkg.Errorf(op, ErrDType, "%v is not a dtype", dt)
-	}
-	if err := Shape(shape).check(op); err != nil {
+	if err := checkNew(op, dev, dt, shape); err != nil {
 		return nil, err
 	}
 	n := Shape(shape).Elems()

@@ -102,12 +102,7 @@ func (vb *VarBuilder) Get(name string, shape ...int) (*candle.Tensor, error) {
 	if err != nil {
 		return nil, pkg.Wrap(op, err)
 	}
-	if !t.DType().IsFloat() || t.DType() == vb.dtype {
-		return t, nil
-	}
-	defer t.Close()
-	c, err := t.ToDType(vb.dtype)
-	return c, pkg.Wrap(op, err)
+	return vb.cast(op, t)
 }
 
 // GetSlice loads part of a tensor by name, as Get: elements [start,
@@ -139,6 +134,11 @@ func (vb *VarBuilder) GetSlice(name string, d, start, n int, shape ...int) (*can
 	if err != nil {
 		return nil, pkg.Wrap(op, err)
 	}
+	return vb.cast(op, t)
+}
+
+// cast is a loaded float tensor in the builder's dtype; it takes t.
+func (vb *VarBuilder) cast(op string, t *candle.Tensor) (*candle.Tensor, error) {
 	if !t.DType().IsFloat() || t.DType() == vb.dtype {
 		return t, nil
 	}

@@ -193,15 +193,24 @@ func (f *File) Span(name string) (candle.Span, bool) {
 // Metadata is the file's __metadata__ (nil when it has none).
 func (f *File) Metadata() map[string]string { return f.metadata }
 
-// Load copies a tensor from the file to dev, in the file's dtype.
-func (f *File) Load(name string, dev candle.Device) (*candle.Tensor, error) {
-	const op = "File.Load"
+// dense is a tensor of the file that candle can hold.
+func (f *File) dense(op, name string) (tensor, error) {
 	t, ok := f.tensors[name]
 	switch {
 	case !ok:
-		return nil, f.errorf(op, errs.ErrNotFound, "no tensor %q", name)
+		return tensor{}, f.errorf(op, errs.ErrNotFound, "no tensor %q", name)
 	case !t.info.Dense:
-		return nil, f.errorf(op, errs.ErrDType, "tensor %q is %s, a dtype candle does not hold", name, t.info.Type)
+		return tensor{}, f.errorf(op, errs.ErrDType, "tensor %q is %s, a dtype candle does not hold", name, t.info.Type)
+	}
+	return t, nil
+}
+
+// Load copies a tensor from the file to dev, in the file's dtype.
+func (f *File) Load(name string, dev candle.Device) (*candle.Tensor, error) {
+	const op = "File.Load"
+	t, err := f.dense(op, name)
+	if err != nil {
+		return nil, err
 	}
 	x, err := f.m.Load(dev, t.info.DType, t.span, t.info.Shape...)
 	if err != nil {
@@ -328,12 +337,9 @@ func Save(path string, tensors map[string]*candle.Tensor, metadata map[string]st
 // (candle.SlicedWeights).
 func (f *File) LoadSlice(name string, dev candle.Device, d, start, n int) (*candle.Tensor, error) {
 	const op = "File.LoadSlice"
-	t, ok := f.tensors[name]
-	switch {
-	case !ok:
-		return nil, f.errorf(op, errs.ErrNotFound, "no tensor %q", name)
-	case !t.info.Dense:
-		return nil, f.errorf(op, errs.ErrDType, "tensor %q is %s, a dtype candle does not hold", name, t.info.Type)
+	t, err := f.dense(op, name)
+	if err != nil {
+		return nil, err
 	}
 	x, err := f.m.LoadSlice(dev, t.info.DType, t.span, t.info.Shape, d, start, n)
 	if err != nil {
