@@ -34,8 +34,8 @@ func compileSchema(t *testing.T, s string) *jsonschema.Schema {
 // is what the mask allows: every answer that ends "stop" parses and
 // validates against its schema.
 func TestResponseFormat(t *testing.T) {
-	if testenv.Race {
-		t.Skip("a tiny model's hundreds of steps on the CPU, arithmetic ten times slower under -race: it runs without -race")
+	if testenv.Race || testing.Short() {
+		t.Skip("a tiny model's hundreds of steps on the CPU, arithmetic ten times slower under -race: it runs in full runs without -race (tier 1)")
 	}
 	dir := t.TempDir()
 	require.NoError(t, mkmodel.Write(dir, mkmodel.Tiny(), nil))
@@ -157,8 +157,8 @@ func TestConstrainJSON(t *testing.T) {
 // constrained to one; a tool whose schema the grammar does not take is
 // still served, unconstrained.
 func TestForcedToolCallConstrained(t *testing.T) {
-	if testenv.Race {
-		t.Skip("a tiny model's hundreds of steps on the CPU, arithmetic ten times slower under -race: it runs without -race")
+	if testenv.Race || testing.Short() {
+		t.Skip("a tiny model's hundreds of steps on the CPU, arithmetic ten times slower under -race: it runs in full runs without -race (tier 1)")
 	}
 	dir := t.TempDir()
 	require.NoError(t, mkmodel.Write(dir, mkmodel.Tiny(), nil))

@@ -24,8 +24,8 @@ import (
 // validates against its schema, and every other is a prefix the grammar
 // takes.
 func TestEngineConstrained(t *testing.T) {
-	if testenv.Race {
-		t.Skip("a tiny model's hundreds of steps on the CPU, arithmetic ten times slower under -race: it runs without -race")
+	if testenv.Race || testing.Short() {
+		t.Skip("a tiny model's hundreds of steps on the CPU, arithmetic ten times slower under -race: it runs in full runs without -race (tier 1)")
 	}
 	testEngineConstrained(t, candle.CPU())
 }
